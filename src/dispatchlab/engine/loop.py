@@ -1,0 +1,349 @@
+"""The compiled slot loop: THEORY.md §1.2–1.3, written once for every policy.
+
+Order of events in slot t:
+  1. ``begin_slot`` hook (e.g. a periodic policy samples the queues at t = kT);
+  2. arrivals A_Σ(t), split into A^m(t) among the M dispatchers;
+  3. each dispatcher with A^m(t) > 0 calls ``choose`` on the slot-start state Q(t)
+     (once in batch mode, once per job in per-job mode);
+  4. service: Q_n(t+1) = max(Q_n(t) + A_n(t) − S_n(t), 0), unused service
+     U_n(t) = max(S_n(t) − Q_n(t) − A_n(t), 0), FIFO departures timed per job;
+     the pooled queue q(t+1) = max(q(t) + A_Σ(t) − Σ_n S_n(t), 0) on the same draws;
+  5. ``end_slot`` hook: the memory-update phase (push/pull reports, ID lists, …).
+
+Statistics accumulate from slot ``warmup`` on; ΣQ is also summed in blocks over the
+whole run (batch means and the stability trend). The run stops early, reporting the
+slot reached, when ΣQ exceeds ``bound``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, types
+
+from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE
+from dispatchlab.engine.rng import (
+    POISSON_INVERSION_LIMIT,
+    binomial,
+    geometric0,
+    poisson,
+    poisson_inversion,
+    uniform,
+    weighted_index,
+)
+
+# counters[...] layout
+ARRIVALS, ARRIVALS_MEASURED, DEPARTURES, DISPATCH_EVENTS, DISPATCH_EVENTS_MEASURED = range(5)
+HERDING_SLOTS, INVARIANT_VIOLATIONS, MAX_TOTAL_QUEUE, MEASURED_SLOTS = range(5, 9)
+N_COUNTERS = 9
+
+# moments[...] layout (sums over measured slots)
+SUM_TOTAL_QUEUE, SUM_TOTAL_QUEUE_SQ, SUM_POOLED, SUM_QU, SUM_DQI1, SUM_DQI2 = range(6)
+SUM_DELAY, SUM_UNUSED = 6, 7
+N_MOMENTS = 8
+
+# delay histogram: exact below EXACT_DELAY_BINS, then LOG_BINS_PER_OCTAVE bins per doubling
+EXACT_DELAY_BINS = 1024
+LOG_BINS_PER_OCTAVE = 128
+DELAY_BINS = EXACT_DELAY_BINS + LOG_BINS_PER_OCTAVE * 44
+
+
+@njit(inline="always", cache=True)
+def _delay_bin(delay):
+    if delay < EXACT_DELAY_BINS:
+        return delay
+    b = EXACT_DELAY_BINS + np.int64(
+        math.log2(delay / EXACT_DELAY_BINS) * LOG_BINS_PER_OCTAVE)
+    return min(b, DELAY_BINS - 1)
+
+
+@njit(cache=True)
+def _draw_total(code, rate, trials, trace, t, rng):
+    """A_Σ(t)."""
+    if code == 0:
+        return poisson(rng, rate)
+    if code == 1:
+        return np.int64(uniform(rng) < rate)
+    if code == 2:
+        return binomial(rng, trials, rate / trials)
+    if code == 3:
+        return np.int64(rate)
+    return trace[t % trace.size]
+
+
+@njit(cache=True)
+def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_limits, batch_split,
+                   A_m, rng):
+    """Draw A_Σ(t) and its split A^m(t) among dispatchers: multinomial by p_m (per-job
+    split) or the whole batch to one dispatcher drawn from p. Returns A_Σ(t)."""
+    M = A_m.size
+    if code == 0 and M > 1 and not batch_split:
+        # a Poisson total split multinomially is M independent Poissons: draw those
+        total = 0
+        for m in range(M):
+            if poisson_limits[m] > 0.0:
+                A_m[m] = poisson_inversion(rng, poisson_limits[m])
+            else:
+                A_m[m] = poisson(rng, rate * p[m])
+            total += A_m[m]
+        return total
+    total = _draw_total(code, rate, trials, trace, t, rng)
+    for m in range(M):
+        A_m[m] = 0
+    if M == 1:
+        A_m[0] = total
+    elif batch_split:
+        if total > 0:
+            A_m[weighted_index(rng, cumulative)] = total
+    else:
+        remaining = total
+        left = 1.0
+        for m in range(M - 1):
+            if remaining == 0 or left <= 0.0:
+                break
+            share = binomial(rng, remaining, min(1.0, p[m] / left))
+            A_m[m] = share
+            remaining -= share
+            left -= p[m]
+        A_m[M - 1] += remaining
+    return total
+
+
+@njit(cache=True)
+def _draw_service(code, mu, trials, rng):
+    """S_n(t) for the laws other than Bernoulli (which the loop draws inline)."""
+    if code == 1:
+        return binomial(rng, trials, mu / trials)
+    if code == 2:
+        return poisson(rng, mu)
+    if code == 3:
+        return geometric0(rng, mu)
+    return np.int64(mu)
+
+
+_i64 = types.int64
+_f64 = types.float64
+_b = types.boolean
+_iv = types.int64[::1]
+_fv = types.float64[::1]
+LOOP_SIGNATURE = _i64(
+    # model
+    _fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b,
+    # policy
+    CHOOSE_TYPE, HOOK_TYPE, HOOK_TYPE, _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
+    # run control
+    _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
+    # state and accumulators
+    _iv, _iv, _fv, _fv, _fv, _iv, _iv, _iv, _fv, _iv, _fv,
+)
+
+
+@njit(cache=True)
+def _grow_fifo(fifo_slot, fifo_count, fifo_ends):
+    N, capacity = fifo_slot.shape
+    grown_slot = np.zeros((N, 2 * capacity), np.int64)
+    grown_count = np.zeros((N, 2 * capacity), np.int64)
+    for n in range(N):
+        for i in range(fifo_ends[1, n]):
+            j = (fifo_ends[0, n] + i) & (capacity - 1)
+            grown_slot[n, i] = fifo_slot[n, j]
+            grown_count[n, i] = fifo_count[n, j]
+        fifo_ends[0, n] = 0
+    return grown_slot, grown_count
+
+
+@njit(inline="always", cache=True)
+def _fifo_update(n, arrived_now, served, t, warmup, fifo_slot, fifo_count, fifo_ends,
+                 delay_hist, moments):
+    """Append this slot's arrivals to server n's FIFO, then time its ``served`` departures.
+
+    Returns True when the buffer has one free entry left (the caller then grows it)."""
+    mask = fifo_slot.shape[1] - 1  # the capacity is a power of two
+    if arrived_now > 0:
+        tail = (fifo_ends[0, n] + fifo_ends[1, n]) & mask
+        fifo_slot[n, tail] = t
+        fifo_count[n, tail] = arrived_now
+        fifo_ends[1, n] += 1
+    while served > 0:
+        h = fifo_ends[0, n]
+        take = min(served, fifo_count[n, h])
+        arrived = fifo_slot[n, h]
+        if arrived >= warmup:
+            delay = t - arrived
+            delay_hist[_delay_bin(delay)] += take
+            moments[SUM_DELAY] += delay * take
+        fifo_count[n, h] -= take
+        served -= take
+        if fifo_count[n, h] == 0:
+            fifo_ends[0, n] = (h + 1) & mask
+            fifo_ends[1, n] -= 1
+    return fifo_ends[1, n] >= mask
+
+
+@njit(cache=True)
+def _run_segment(
+    t_start, mu, service_code, service_trials,
+    arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
+    choose, begin_slot, end_slot, ip, fp, ist, fst,
+    slots, warmup, block_length, bound, track_delay, detail, rng,
+    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, msg, msg_at_warmup, diag,
+    counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends,
+):
+    """Slots from ``t_start`` until the end, a full FIFO (returns the next slot) or the
+    bound (returns −slots run)."""
+    N = Q.size
+    M = A_m.size
+    cumulative = np.cumsum(dispatcher_p)
+    # exp(−λ_m) for Poisson inversion, precomputed (0 where λ_m is large enough for PTRS)
+    poisson_limits = np.zeros(M)
+    for m in range(M):
+        if arrival_rate * dispatcher_p[m] < POISSON_INVERSION_LIMIT:
+            poisson_limits[m] = math.exp(-arrival_rate * dispatcher_p[m])
+    A = work[0]
+    Q_prev = work[1]
+    last_slot_chosen = work[2]
+    last_chooser = work[3]
+    pooled = carry[0]
+    for t in range(t_start, slots):
+        record = t >= warmup
+        if t == warmup:
+            for k in range(msg.size):
+                msg_at_warmup[k] = msg[k]
+        begin_slot(t, Q, Q, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record)
+
+        # arrivals and immediate dispatch on the slot-start state Q(t)
+        total = _draw_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
+                               dispatcher_p, cumulative, poisson_limits, batch_split, A_m, rng)
+        for n in range(N):
+            A[n] = 0
+        herded = False
+        for m in range(M):
+            jobs = A_m[m]
+            if jobs == 0:
+                continue
+            calls = jobs if per_job else 1
+            placed = 1 if per_job else jobs
+            for _ in range(calls):
+                target = choose(m, placed, t, Q, mu, ip, fp, ist, fst, rng, msg)
+                A[target] += placed
+                if last_slot_chosen[target] == t and last_chooser[target] != m:
+                    herded = True
+                last_slot_chosen[target] = t
+                last_chooser[target] = m
+            counters[DISPATCH_EVENTS] += 1
+            if record:
+                counters[DISPATCH_EVENTS_MEASURED] += 1
+        counters[ARRIVALS] += total
+        if record:
+            counters[ARRIVALS_MEASURED] += total
+            if herded:
+                counters[HERDING_SLOTS] += 1
+
+        # service, unused service and FIFO departures
+        total_queue = np.int64(0)
+        total_service = np.int64(0)
+        departures = np.int64(0)
+        fifo_full = False
+        for n in range(N):
+            q = Q[n] + A[n]
+            Q_prev[n] = Q[n]
+            if service_code == 0:  # Bernoulli inline: the hot path of most runs
+                s = np.int64(uniform(rng) < mu[n])
+            else:
+                s = _draw_service(service_code, mu[n], service_trials, rng)
+            total_service += s
+            served = min(s, q)
+            departures += served
+            Q[n] = q - served
+            total_queue += q - served
+            if record:
+                queue_sum[n] += q - served
+            if track_delay and (A[n] > 0 or served > 0):
+                fifo_full |= _fifo_update(n, A[n], served, t, warmup, fifo_slot, fifo_count,
+                                          fifo_ends, delay_hist, moments)
+        total_unused = total_service - departures
+        counters[DEPARTURES] += departures
+        pooled = max(pooled + total - total_service, 0)
+        if total_queue < pooled:
+            counters[INVARIANT_VIOLATIONS] += 1
+        if total_queue > counters[MAX_TOTAL_QUEUE]:
+            counters[MAX_TOTAL_QUEUE] = total_queue
+
+        end_slot(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record)
+
+        block_sum[t // block_length] += total_queue
+        block_pooled[t // block_length] += pooled
+        if record:
+            counters[MEASURED_SLOTS] += 1
+            moments[SUM_TOTAL_QUEUE] += total_queue
+            moments[SUM_TOTAL_QUEUE_SQ] += float(total_queue) * float(total_queue)
+            moments[SUM_POOLED] += pooled
+            moments[SUM_QU] += float(total_queue) * float(total_unused)
+            moments[SUM_UNUSED] += total_unused
+            if detail:
+                mean = total_queue / N
+                absolute = 0.0
+                square = 0.0
+                for n in range(N):
+                    deviation = Q[n] - mean
+                    absolute += abs(deviation)
+                    square += deviation * deviation
+                moments[SUM_DQI1] += absolute
+                moments[SUM_DQI2] += math.sqrt(square)
+        if total_queue > bound:
+            carry[0] = pooled
+            return -(t + 1)
+        if fifo_full:
+            carry[0] = pooled
+            carry[1] = 1
+            return t + 1
+    carry[0] = pooled
+    return slots
+
+
+@njit(LOOP_SIGNATURE, cache=True)
+def run_slots(
+    mu, service_code, service_trials,
+    arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
+    choose, begin_slot, end_slot, ip, fp, ist, fst,
+    slots, warmup, block_length, bound, track_delay, detail, rng,
+    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, msg, msg_at_warmup, diag,
+    counters, moments,
+):
+    """Run ``slots`` slots from state ``Q``; returns the number of slots actually run."""
+    N = Q.size
+    work = np.zeros((4, N), np.int64)  # A, Q_prev, last slot chosen, last chooser
+    work[2, :] = -1
+    carry = np.zeros(2, np.int64)  # pooled queue q(t), FIFO-full flag
+    for n in range(N):
+        carry[0] += Q[n]
+    # FIFO of (arrival slot, job count) batches per server, as ring buffers; a server
+    # gains at most one batch per slot, so the segment stops when one is about to fill up
+    # and the buffers grow here, outside the hot loop.
+    capacity = 16
+    fifo_slot = np.zeros((N, capacity), np.int64)
+    fifo_count = np.zeros((N, capacity), np.int64)
+    fifo_ends = np.zeros((2, N), np.int64)  # head, length
+    if track_delay:
+        for n in range(N):
+            if Q[n] > 0:
+                fifo_slot[n, 0] = -1
+                fifo_count[n, 0] = Q[n]
+                fifo_ends[1, n] = 1
+    t = 0
+    while t < slots:
+        t = _run_segment(
+            t, mu, service_code, service_trials,
+            arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split,
+            per_job, choose, begin_slot, end_slot, ip, fp, ist, fst,
+            slots, warmup, block_length, bound, track_delay, detail, rng,
+            Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, msg, msg_at_warmup, diag,
+            counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends,
+        )
+        if t < 0:
+            return -t
+        if carry[1]:
+            fifo_slot, fifo_count = _grow_fifo(fifo_slot, fifo_count, fifo_ends)
+            carry[1] = 0
+    return slots

@@ -1,0 +1,177 @@
+"""The random-number core of the compiled engine.
+
+Every draw in a run comes from one xoshiro256++ stream whose 256-bit state is
+seeded from a :class:`numpy.random.SeedSequence`. The same seed therefore gives
+the same trajectory bit for bit, whatever process, executor or worker runs it,
+and independent replications use spawned child sequences.
+
+The state is a ``uint64[4]`` array passed to every compiled function; policies
+call these helpers from their own compiled code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_INV_2_53 = 1.0 / 9007199254740992.0
+
+
+def make_rng_state(seed: int | np.random.SeedSequence) -> np.ndarray:
+    """Return a fresh xoshiro256++ state derived from ``seed``."""
+    sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    state = sequence.generate_state(4, np.uint64)
+    if not state.any():  # the all-zero state is the one forbidden state
+        state[0] = np.uint64(1)
+    return state
+
+
+@njit(inline="always", cache=True)
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@njit(inline="always", cache=True)
+def next_u64(s):
+    """Next 64 random bits (xoshiro256++)."""
+    result = _rotl(s[0] + s[3], 23) + s[0]
+    t = s[1] << np.uint64(17)
+    s[2] ^= s[0]
+    s[3] ^= s[1]
+    s[1] ^= s[2]
+    s[0] ^= s[3]
+    s[2] ^= t
+    s[3] = _rotl(s[3], 45)
+    return result
+
+
+@njit(inline="always", cache=True)
+def uniform(s):
+    """A double uniform on [0, 1)."""
+    return np.float64(next_u64(s) >> np.uint64(11)) * _INV_2_53
+
+
+@njit(inline="always", cache=True)
+def randint(s, n):
+    """An integer uniform on {0, …, n−1}, for 1 ≤ n < 2**32 (Lemire's multiply-shift)."""
+    return np.int64(((next_u64(s) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(inline="always", cache=True)
+def bernoulli(s, p):
+    return 1 if uniform(s) < p else 0
+
+
+POISSON_INVERSION_LIMIT = 10.0
+
+
+@njit(inline="always", cache=True)
+def poisson_inversion(s, limit):
+    """Poisson(λ) by multiplication of uniforms, given ``limit`` = exp(−λ) (small λ)."""
+    k = 0
+    p = uniform(s)
+    while p > limit:
+        p *= uniform(s)
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def poisson(s, lam):
+    """Poisson(λ): inversion by multiplication below λ = 10, Hörmann's PTRS above."""
+    if lam <= 0.0:
+        return 0
+    if lam < POISSON_INVERSION_LIMIT:
+        return poisson_inversion(s, math.exp(-lam))
+    slam = math.sqrt(lam)
+    loglam = math.log(lam)
+    b = 0.931 + 2.53 * slam
+    a = -0.059 + 0.02483 * b
+    invalpha = 1.1239 + 1.1328 / (b - 3.4)
+    vr = 0.9277 - 3.6224 / (b - 2.0)
+    while True:
+        u = uniform(s) - 0.5
+        v = uniform(s)
+        us = 0.5 - abs(u)
+        k = math.floor((2.0 * a / us + b) * u + lam + 0.43)
+        if us >= 0.07 and v <= vr:
+            return np.int64(k)
+        if k < 0 or (us < 0.013 and v > us):
+            continue
+        if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= (
+            -lam + k * loglam - math.lgamma(k + 1.0)
+        ):
+            return np.int64(k)
+
+
+@njit(cache=True)
+def binomial(s, trials, p):
+    """Binomial(K, p) by inversion on the smaller tail (exact; cost O(K·min(p, 1−p)))."""
+    if trials <= 0 or p <= 0.0:
+        return 0
+    if p >= 1.0:
+        return trials
+    flip = p > 0.5
+    q = 1.0 - p if flip else p
+    if trials * q < 30.0:
+        # inversion: walk the pmf from 0
+        ratio = q / (1.0 - q)
+        prob = math.exp(trials * math.log1p(-q))
+        u = uniform(s)
+        k = 0
+        while u > prob and k < trials:
+            u -= prob
+            prob *= ratio * (trials - k) / (k + 1.0)
+            k += 1
+        result = k
+    else:
+        # sum of geometric gaps between successes: exact, O(K·q) draws
+        log_fail = math.log1p(-q)
+        position = -1
+        result = -1
+        while position < trials:
+            result += 1
+            position += 1 + np.int64(math.floor(math.log(1.0 - uniform(s)) / log_fail))
+        result = min(result, trials)
+    return trials - result if flip else result
+
+
+@njit(inline="always", cache=True)
+def geometric0(s, mean):
+    """Geometric on {0, 1, 2, …} with the given mean (P(k) = (1−q)·q^k, q = mean/(1+mean))."""
+    if mean <= 0.0:
+        return 0
+    q = mean / (1.0 + mean)
+    return np.int64(math.floor(math.log(1.0 - uniform(s)) / math.log(q)))
+
+
+@njit(inline="always", cache=True)
+def sample_distinct(s, n, d, out):
+    """Fill ``out[:d]`` with d distinct integers uniform on {0, …, n−1} (Floyd's algorithm)."""
+    count = 0
+    for j in range(n - d, n):
+        candidate = randint(s, j + 1)
+        for i in range(count):
+            if out[i] == candidate:
+                candidate = j
+                break
+        out[count] = candidate
+        count += 1
+    return count
+
+
+@njit(inline="always", cache=True)
+def weighted_index(s, cumulative):
+    """Index i with probability proportional to the weights whose running sum is ``cumulative``."""
+    u = uniform(s) * cumulative[cumulative.size - 1]
+    lo = 0
+    hi = cumulative.size - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cumulative[mid] <= u:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

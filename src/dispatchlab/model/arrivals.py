@@ -1,0 +1,140 @@
+"""The total arrival process A_Σ(t) (THEORY.md §1.4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dispatchlab.errors import ValidationError, require
+
+# Codes understood by the compiled slot loop.
+ARRIVAL_LAWS = ("poisson", "bernoulli", "binomial", "deterministic", "trace")
+
+
+@dataclass(frozen=True)
+class ArrivalProcess:
+    """A_Σ(t), i.i.d. across slots with mean λ_Σ (``rate``) and variance σ_Σ².
+
+    ``poisson``: Poisson(λ_Σ). ``bernoulli``: Bernoulli(λ_Σ), λ_Σ ≤ 1.
+    ``binomial``: Binomial(K, λ_Σ/K), bounded by K. ``deterministic``: λ_Σ ∈ ℕ jobs
+    every slot. ``trace``: per-slot counts replayed from a file, cyclically; its rate
+    is the trace's mean.
+    """
+
+    law: str
+    rate: float
+    trials: int = 0
+    trace_path: str = ""
+    trace: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        require(self.law in ARRIVAL_LAWS, "arrivals",
+                f"unknown law {self.law!r}; allowed: " + ", ".join(ARRIVAL_LAWS))
+        require(np.isfinite(self.rate) and self.rate > 0, "load",
+                f"the arrival rate λ_Σ must be > 0 (got {self.rate:g})")
+        if self.law == "bernoulli":
+            require(self.rate <= 1, "arrivals",
+                    f"Bernoulli arrivals need λ_Σ ≤ 1 (got {self.rate:g}); use poisson or binomial:K")
+        elif self.law == "binomial":
+            require(self.trials >= 1, "arrivals", "binomial needs K ≥ 1 trials (binomial:K)")
+            require(self.rate <= self.trials, "arrivals",
+                    f"binomial:{self.trials} arrivals need λ_Σ ≤ K (got {self.rate:g})")
+        elif self.law == "deterministic":
+            require(float(self.rate).is_integer(), "arrivals",
+                    f"deterministic arrivals need an integer λ_Σ (got {self.rate:g})")
+        elif self.law == "trace":
+            require(self.trace is not None and self.trace.size > 0, "arrivals", "empty trace")
+
+    @property
+    def code(self) -> int:
+        return ARRIVAL_LAWS.index(self.law)
+
+    @property
+    def variance(self) -> float:
+        """σ_Σ² = Var A_Σ."""
+        lam = self.rate
+        if self.law == "poisson":
+            return lam
+        if self.law == "bernoulli":
+            return lam * (1.0 - lam)
+        if self.law == "binomial":
+            return lam * (1.0 - lam / self.trials)
+        if self.law == "deterministic":
+            return 0.0
+        assert self.trace is not None
+        return float(np.var(self.trace))
+
+    @property
+    def max_arrivals(self) -> float:
+        """A_max (∞ for Poisson)."""
+        if self.law == "trace":
+            assert self.trace is not None
+            return float(self.trace.max())
+        return {"poisson": np.inf, "bernoulli": 1.0, "binomial": float(self.trials),
+                "deterministic": self.rate}[self.law]
+
+    def describe(self) -> str:
+        if self.law == "binomial":
+            return f"binomial:{self.trials}"
+        if self.law == "trace":
+            return f"trace:{self.trace_path}"
+        return self.law
+
+    def with_rate(self, rate: float) -> ArrivalProcess:
+        """The same law at another mean rate λ_Σ (not possible for a trace)."""
+        require(self.law != "trace", "load", "a trace fixes its own rate; do not pass --load")
+        return ArrivalProcess(self.law, rate, self.trials)
+
+
+def load_trace(path: str | Path) -> np.ndarray:
+    """Read per-slot arrival counts from a ``.npy`` file or a CSV/text file of integers."""
+    path = Path(path)
+    require(path.is_file(), "arrivals", f"trace file {str(path)!r} does not exist")
+    try:
+        if path.suffix == ".npy":
+            raw = np.load(path, allow_pickle=False)
+        else:
+            raw = np.loadtxt(path, delimiter=",", ndmin=1, dtype=float)
+    except ValueError as error:
+        raise ValidationError("arrivals", f"trace {str(path)!r} is not numeric: {error}") from None
+    raw = np.asarray(raw, dtype=float).ravel()
+    require(raw.size > 0, "arrivals", f"trace {str(path)!r} is empty")
+    require(bool(np.all(np.isfinite(raw))), "arrivals", "trace counts must be finite")
+    require(bool(np.all(raw >= 0)), "arrivals",
+            f"trace counts must be non-negative integers (found {raw.min():g})")
+    require(bool(np.all(raw == np.round(raw))), "arrivals",
+            "trace counts must be non-negative integers (found a non-integer count)")
+    return raw.astype(np.int64)
+
+
+def parse_arrival_law(text: str) -> tuple[str, int, str]:
+    """Split ``poisson`` / ``binomial:K`` / ``trace:PATH`` into (law, K, path)."""
+    name, _, arg = text.strip().partition(":")
+    name = name.lower()
+    require(name in ARRIVAL_LAWS, "arrivals",
+            f"unknown law {name!r}; allowed: poisson, bernoulli, binomial:K, deterministic, "
+            "trace:PATH")
+    if name == "binomial":
+        try:
+            return name, int(arg), ""
+        except ValueError:
+            raise ValidationError("arrivals", "binomial needs an integer K: binomial:K") from None
+    if name == "trace":
+        require(bool(arg), "arrivals", "trace needs a file: trace:PATH")
+        return name, 0, arg
+    require(not arg, "arrivals", f"law {name!r} takes no parameter")
+    return name, 0, ""
+
+
+def arrival_process(text: str, rate: float | None) -> ArrivalProcess:
+    """Build the arrival process named by ``text`` at mean rate λ_Σ = ``rate``."""
+    law, trials, path = parse_arrival_law(text)
+    if law == "trace":
+        counts = load_trace(path)
+        require(counts.mean() > 0, "arrivals", "the trace has no arrivals at all")
+        return ArrivalProcess("trace", float(counts.mean()), 0, path, counts)
+    require(rate is not None, "load", "give --load or --epsilon to set the arrival rate")
+    assert rate is not None
+    return ArrivalProcess(law, float(rate), trials)

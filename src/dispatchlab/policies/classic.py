@@ -1,0 +1,227 @@
+"""Classical dispatching policies on true queue lengths (THEORY.md §7.1–7.7).
+
+Every dispatcher acts on the slot-start state Q(t) with its own randomness; ties
+are broken uniformly. Messages: 2N per dispatch event for JSQ/JSED (N probes, N
+replies), 2d for Po-d, none for the random and round-robin rules (§2.6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dispatchlab.engine.interface import PROBE, REPLY, choose_function
+from dispatchlab.engine.kernels import argmin_random_ties, argmin_scaled_random_ties, shortest_of
+from dispatchlab.engine.rng import randint, sample_distinct, uniform, weighted_index
+from dispatchlab.errors import require
+from dispatchlab.model.system import System
+from dispatchlab.policies.base import Kernel, Param, Policy, register
+
+
+@choose_function
+def _rand_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    return randint(rng, Q.size)
+
+
+@choose_function
+def _weighted_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    # fp holds the running sum of the routing weights
+    return weighted_index(rng, fp)
+
+
+@choose_function
+def _cycle_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    # ist[0, m] is dispatcher m's pointer into the cycle ip
+    position = ist[0, m]
+    ist[0, m] = position + 1 if position + 1 < ip.size else 0
+    return ip[position]
+
+
+@choose_function
+def _jsq_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    msg[PROBE] += Q.size
+    msg[REPLY] += Q.size
+    return argmin_random_ties(Q, rng)
+
+
+@choose_function
+def _jsed_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    msg[PROBE] += Q.size
+    msg[REPLY] += Q.size
+    return argmin_scaled_random_ties(Q, fp[0], mu, rng)
+
+
+@choose_function
+def _pod_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    d = ip[0]
+    sample = ist[0]
+    sample_distinct(rng, Q.size, d, sample)
+    msg[PROBE] += d
+    msg[REPLY] += d
+    return shortest_of(Q, sample, d, rng)
+
+
+@choose_function
+def _balanced_pod_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    # d distinct servers drawn one after another with probability ∝ μ among those left
+    d = ip[0]
+    by_delay = ip[1] == 1
+    sample = ist[0]
+    taken = ist[1]
+    remaining = fp[0]
+    for i in range(d):
+        u = uniform(rng) * remaining
+        chosen = -1
+        for n in range(Q.size):
+            if taken[n] == 0:
+                chosen = n
+                u -= mu[n]
+                if u < 0.0:
+                    break
+        sample[i] = chosen
+        taken[chosen] = 1
+        remaining -= mu[chosen]
+    msg[PROBE] += d
+    msg[REPLY] += d
+    best = sample[0]
+    count = 1
+    for i in range(d):
+        taken[sample[i]] = 0
+        if i == 0:
+            continue
+        c = sample[i]
+        lhs = Q[c] / mu[c] if by_delay else Q[c] * 1.0
+        rhs = Q[best] / mu[best] if by_delay else Q[best] * 1.0
+        if lhs < rhs:
+            best = c
+            count = 1
+        elif lhs == rhs:
+            count += 1
+            if randint(rng, count) == 0:
+                best = c
+    return best
+
+
+def _d_param(doc: str = "number of distinct servers sampled per dispatch") -> Param:
+    return Param("d", int, 2, doc, low=1)
+
+
+def _check_d(policy: Policy, system: System) -> None:
+    require(policy.params["d"] <= system.n_servers, f"{policy.name}.d",
+            f"d must be between 1 and N = {system.n_servers} (got {policy.params['d']})")
+
+
+@register
+class RandomRouting(Policy):
+    name = "rand"
+    summary = "RAND: each dispatch goes to a uniformly random server; no messages."
+    theory = "Stable iff λ_Σ/N < μ_min (§6.2, §4.4); never heavy-traffic optimal for N ≥ 2."
+
+    def kernel(self, system: System) -> Kernel:
+        return Kernel(_rand_choose)
+
+
+@register
+class WeightedRandomRouting(Policy):
+    name = "wrand"
+    summary = "Weighted RAND: server n with probability μ_n/μ_Σ; no messages."
+    theory = ("Throughput optimal; exact means in §6.2; ε·E[ΣQ] tends to the random-routing "
+              "constant, above ζ/2 (the reference Δ ≡ 0 of LED).")
+
+    def kernel(self, system: System) -> Kernel:
+        return Kernel(_weighted_choose, float_params=np.cumsum(system.mu))
+
+
+@register
+class RoundRobin(Policy):
+    name = "rr"
+    summary = ("RR: each dispatcher keeps its own pointer and sends each dispatch to the next "
+               "server of a fixed cycle; weighted=true uses a cycle with slots ∝ μ_n.")
+    theory = ("Π member with T = N, a_l = 1/N: stable iff λ_Σ/N < μ_min when unweighted; "
+              "not heavy-traffic optimal with random service (§4.8).")
+    parameters = (
+        Param("weighted", bool, False, "balanced RR: server n gets w_n ∝ μ_n slots per cycle"),
+        Param("resolution", int, 10, "weighted cycle: slots of the fastest server per cycle",
+              low=1),
+    )
+
+    def kernel(self, system: System) -> Kernel:
+        cycle = self.cycle(system.mu)
+        start = np.zeros((1, system.dispatchers), np.int64)
+        return Kernel(_cycle_choose, int_params=cycle, int_state=start)
+
+    def cycle(self, mu: np.ndarray) -> np.ndarray:
+        """The fixed dispatch cycle: 0..N−1, or a smooth weighted interleaving."""
+        if not self.params["weighted"]:
+            return np.arange(mu.size, dtype=np.int64)
+        weights = np.maximum(1, np.round(self.params["resolution"] * mu / mu.max()))
+        # smooth weighted round robin (nginx-style): spreads each server's slots evenly
+        total = int(weights.sum())
+        current = np.zeros(mu.size)
+        order = np.empty(total, np.int64)
+        for i in range(total):
+            current += weights
+            k = int(np.argmax(current))
+            order[i] = k
+            current[k] -= total
+        return order
+
+
+@register
+class JoinShortestQueue(Policy):
+    name = "jsq"
+    summary = "JSQ: argmin_n Q_n(t) over all servers, ties uniform; 2N messages per dispatch."
+    theory = ("Throughput and heavy-traffic delay optimal with one dispatcher (ε·E[ΣQ] → ζ/2, "
+              "[ES12]); herds with several dispatchers.")
+
+    def kernel(self, system: System) -> Kernel:
+        return Kernel(_jsq_choose)
+
+
+@register
+class JoinShortestExpectedDelay(Policy):
+    name = "jsed"
+    summary = ("JSED: argmin_n (Q_n + 1)/μ_n (plus_one=true, classical SED) or Q_n/μ_n "
+               "(the Π member, γ = μ); 2N messages per dispatch.")
+    theory = ("Throughput optimal; the Q/μ form is a strictly majorising Π policy, heavy-traffic "
+              "optimal with Q_l ∝ μ_l in the limit (§4.7).")
+    parameters = (Param("plus_one", bool, True, "use (Q+1)/μ instead of Q/μ"),)
+
+    def kernel(self, system: System) -> Kernel:
+        offset = 1.0 if self.params["plus_one"] else 0.0
+        return Kernel(_jsed_choose, float_params=np.array([offset]))
+
+
+@register
+class PowerOfD(Policy):
+    name = "pod"
+    summary = ("Po-d: sample d distinct servers uniformly, join the shortest (ties uniform); "
+               "2d messages per dispatch.")
+    theory = ("Homogeneous: throughput and HT optimal for d ≥ 2. Heterogeneous: stable iff "
+              "λ_Σ·C(m,d)/C(N,d) < Σ_{i≤m} μ_i for all m, μ ascending (§6.4, [HLM]).")
+    parameters = (_d_param(),)
+
+    def check_system(self, system: System) -> None:
+        _check_d(self, system)
+
+    def kernel(self, system: System) -> Kernel:
+        d = self.params["d"]
+        return Kernel(_pod_choose, int_params=np.array([d]),
+                      int_state=np.zeros((1, d), np.int64))
+
+
+@register
+class BalancedPowerOfD(Policy):
+    name = "balanced-pod"
+    summary = ("Balanced Po-d [CY12]: sample d distinct servers with probability ∝ μ, join the "
+               "shortest Q (or Q/μ with by_delay=true); 2d messages per dispatch.")
+    theory = "Asymptotically optimal balanced routing of [CY12]; throughput optimal (§7.6)."
+    parameters = (_d_param(), Param("by_delay", bool, False, "compare Q/μ instead of Q"))
+
+    def check_system(self, system: System) -> None:
+        _check_d(self, system)
+
+    def kernel(self, system: System) -> Kernel:
+        state = np.zeros((2, system.n_servers), np.int64)
+        return Kernel(_balanced_pod_choose,
+                      int_params=np.array([self.params["d"], int(self.params["by_delay"])]),
+                      float_params=np.array([system.mu_sum]), int_state=state)

@@ -1,0 +1,111 @@
+"""The result of a simulation: readable fields, ``to_dict()`` and a pandas row."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Result:
+    """Estimates of one simulated configuration.
+
+    Queue and delay means are ``nan`` (``null`` in JSON) when the run was judged
+    unstable: an unstable run never reports a mean as if it were one.
+    """
+
+    # configuration
+    policy: str
+    params: dict[str, Any]
+    system: dict[str, Any]
+    slots: int
+    warmup: int
+    seed: int
+    replications: int
+    # queue lengths
+    mean_total_queue: float  # E[Σ_n Q_n]
+    ci_low: float
+    ci_high: float
+    ci_method: str
+    mean_queues: list[float]  # E[Q_n] per server
+    mean_pooled_queue: float  # E[q], the resource-pooled single-server queue
+    invariant_violations: int  # slots with ΣQ < q (must be 0)
+    # delay (slots; a job served in its arrival slot has delay 0)
+    mean_delay: float  # by Little's law, E[ΣQ]/λ_Σ
+    mean_delay_measured: float  # per job, FIFO
+    delay_p50: float
+    delay_p90: float
+    delay_p99: float
+    delay_p999: float
+    # messages
+    messages_per_arrival: float
+    messages_per_dispatch: float
+    messages_by_kind: dict[str, float]  # per arrival
+    # stability
+    stability: str
+    stability_evidence: str
+    # theory next to the measurement
+    lower_bound_total_queue: float  # finite-ε bound of THEORY.md §5
+    heavy_traffic_limit: float  # ζ/2
+    # theorem quantities
+    epsilon_total_queue: float  # ε·E[ΣQ]
+    idle_while_busy: float  # E[‖Q(t+1)‖₁·‖U(t)‖₁]
+    queue_imbalance_l1: float  # DQI_1 = E[Σ_n |Q_n − ΣQ/N|]
+    queue_imbalance_l2: float  # DQI_2 = E[‖Q_⊥‖₂]
+    herding_fraction: float  # slots where ≥ 2 dispatchers chose one server
+    arrival_rate_measured: float
+    diagnostics: dict[str, float] = field(default_factory=dict)
+    # performance
+    slots_run: int = 0
+    seconds: float = 0.0
+    slots_per_second: float = 0.0
+
+    @property
+    def load(self) -> float:
+        return float(self.system["load"])
+
+    @property
+    def epsilon(self) -> float:
+        return float(self.system["epsilon"])
+
+    @property
+    def stable(self) -> bool:
+        return self.stability == "stable"
+
+    @property
+    def little_law_gap(self) -> float:
+        """|λ·W − L| / L with W measured per job: ≈ 0 up to end effects and noise."""
+        lhs = self.arrival_rate_measured * self.mean_delay_measured
+        return abs(lhs - self.mean_total_queue) / max(self.mean_total_queue, 1e-12)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``nan`` becomes ``None``) with the flat CLI keys."""
+        data = asdict(self)
+        data.update(
+            servers=self.system["servers"], dispatchers=self.system["dispatchers"],
+            load=self.load, epsilon=self.epsilon,
+        )
+        return _json_ready(data)
+
+    def to_row(self) -> dict[str, Any]:
+        """A flat dict for one pandas row (no per-server vectors)."""
+        row = {k: v for k, v in self.to_dict().items()
+               if not isinstance(v, list | dict)}
+        row.update({f"params.{k}": v for k, v in self.params.items()})
+        row.update({f"system.{k}": v for k, v in self.system.items()})
+        row.update({f"messages.{k}": v for k, v in self.messages_by_kind.items()})
+        row.update({f"diag.{k}": v for k, v in self.diagnostics.items()})
+        return row
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        return _json_ready(value.item())
+    return value

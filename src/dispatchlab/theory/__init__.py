@@ -1,0 +1,1 @@
+"""Theory: pure functions of the model and policy parameters (THEORY.md §2–6)."""

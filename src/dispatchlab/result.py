@@ -55,6 +55,11 @@ class Result:
     queue_imbalance_l2: float  # DQI_2 = E[‖Q_⊥‖₂]
     herding_fraction: float  # slots where ≥ 2 dispatchers chose one server
     arrival_rate_measured: float
+    # conservation over the whole run (all replications): arrived = departed + in system
+    jobs_arrived: int = 0
+    jobs_departed: int = 0
+    jobs_in_system: int = 0
+    total_queue_distribution: list[float] = field(default_factory=list)  # P(ΣQ = k), last: ≥ k
     diagnostics: dict[str, float] = field(default_factory=dict)
     # performance
     slots_run: int = 0

@@ -155,7 +155,20 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         queue_imbalance_l2=stable_only(moments[loop.SUM_DQI2] / measured),
         herding_fraction=float(counters[loop.HERDING_SLOTS] / measured),
         arrival_rate_measured=float(counters[loop.ARRIVALS_MEASURED] / measured),
+        jobs_arrived=int(counters[loop.ARRIVALS]),
+        jobs_departed=int(counters[loop.DEPARTURES]),
+        jobs_in_system=int(sum(run.final_queues.sum() for run in runs)),
+        total_queue_distribution=_distribution(sum(run.queue_hist for run in runs)),
         diagnostics=policy.summarize(diag, measured, system),
         slots_run=slots_run, seconds=seconds,
         slots_per_second=slots_run / seconds if seconds > 0 else nan,
     )
+
+
+def _distribution(histogram: np.ndarray) -> list[float]:
+    """Normalised histogram, trimmed after its last non-empty bin."""
+    nonzero = np.flatnonzero(histogram)
+    if nonzero.size == 0:
+        return []
+    trimmed = histogram[: nonzero[-1] + 1]
+    return (trimmed / trimmed.sum()).tolist()

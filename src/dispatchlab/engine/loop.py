@@ -10,7 +10,8 @@ Order of events in slot t:
      the pooled queue q(t+1) = max(q(t) + A_Σ(t) − Σ_n S_n(t), 0) on the same draws;
   5. ``end_slot`` hook: the memory-update phase (push/pull reports, ID lists, …).
 
-Statistics accumulate from slot ``warmup`` on; ΣQ is also summed in blocks over the
+Statistics accumulate from slot ``warmup`` on (including the distribution of ΣQ,
+whose last histogram bin collects everything beyond it); ΣQ is also summed in blocks over the
 whole run (batch means and the stability trend). The run stops early, reporting the
 slot reached, when ΣQ exceeds ``bound``.
 """
@@ -135,7 +136,7 @@ LOOP_SIGNATURE = _i64(
     # run control
     _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
     # state and accumulators
-    _iv, _iv, _fv, _fv, _fv, _iv, _iv, _iv, _fv, _iv, _fv,
+    _iv, _iv, _fv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv,
 )
 
 
@@ -187,7 +188,8 @@ def _run_segment(
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, ip, fp, ist, fst,
     slots, warmup, block_length, bound, track_delay, detail, rng,
-    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, msg, msg_at_warmup, diag,
+    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
+    diag,
     counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends,
 ):
     """Slots from ``t_start`` until the end, a full FIFO (returns the next slot) or the
@@ -275,6 +277,7 @@ def _run_segment(
         block_sum[t // block_length] += total_queue
         block_pooled[t // block_length] += pooled
         if record:
+            queue_hist[min(total_queue, queue_hist.size - 1)] += 1
             counters[MEASURED_SLOTS] += 1
             moments[SUM_TOTAL_QUEUE] += total_queue
             moments[SUM_TOTAL_QUEUE_SQ] += float(total_queue) * float(total_queue)
@@ -308,7 +311,8 @@ def run_slots(
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, ip, fp, ist, fst,
     slots, warmup, block_length, bound, track_delay, detail, rng,
-    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, msg, msg_at_warmup, diag,
+    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
+    diag,
     counters, moments,
 ):
     """Run ``slots`` slots from state ``Q``; returns the number of slots actually run."""
@@ -338,7 +342,8 @@ def run_slots(
             arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split,
             per_job, choose, begin_slot, end_slot, ip, fp, ist, fst,
             slots, warmup, block_length, bound, track_delay, detail, rng,
-            Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, msg, msg_at_warmup, diag,
+            Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg,
+            msg_at_warmup, diag,
             counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends,
         )
         if t < 0:

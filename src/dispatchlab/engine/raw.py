@@ -14,6 +14,7 @@ from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel
 
 BLOCKS = 1000
+QUEUE_HISTOGRAM_BINS = 4096
 
 
 @dataclass
@@ -29,6 +30,7 @@ class RawRun:
     block_pooled: np.ndarray
     queue_sum: np.ndarray
     delay_hist: np.ndarray
+    queue_hist: np.ndarray  # distribution of ΣQ(t+1); the last bin is ≥ its index
     messages: np.ndarray  # measured window, by kind
     diag: np.ndarray
     counters: np.ndarray
@@ -71,6 +73,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         slots=slots, slots_run=0, warmup=warmup, block_length=block_length, bound=bound,
         block_sum=np.zeros(blocks), block_pooled=np.zeros(blocks), queue_sum=np.zeros(n),
         delay_hist=np.zeros(loop.DELAY_BINS, np.int64),
+        queue_hist=np.zeros(QUEUE_HISTOGRAM_BINS, np.int64),
         messages=np.zeros(len(MESSAGE_KINDS), np.int64),
         diag=np.zeros(max(1, kernel.n_diagnostics)), counters=np.zeros(loop.N_COUNTERS, np.int64),
         moments=np.zeros(loop.N_MOMENTS), final_queues=queues, seconds=0.0,
@@ -84,7 +87,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         kernel.choose, kernel.begin_slot, kernel.end_slot, ip, fp, ist, fst,
         slots, warmup, block_length, bound, track_delay, detail, make_rng_state(seed),
         queues, np.zeros(m, np.int64), out.queue_sum, out.block_sum, out.block_pooled,
-        out.delay_hist, out.messages, messages_at_warmup, out.diag, out.counters, out.moments,
+        out.delay_hist, out.queue_hist, out.messages, messages_at_warmup, out.diag,
+        out.counters, out.moments,
     ))
     out.seconds = time.perf_counter() - start
     out.messages -= messages_at_warmup

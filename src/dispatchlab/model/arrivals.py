@@ -36,7 +36,8 @@ class ArrivalProcess:
                 f"the arrival rate λ_Σ must be > 0 (got {self.rate:g})")
         if self.law == "bernoulli":
             require(self.rate <= 1, "arrivals",
-                    f"Bernoulli arrivals need λ_Σ ≤ 1 (got {self.rate:g}); use poisson or binomial:K")
+                    f"Bernoulli arrivals need λ_Σ ≤ 1 (got {self.rate:g}); "
+                    "use poisson or binomial:K")
         elif self.law == "binomial":
             require(self.trials >= 1, "arrivals", "binomial needs K ≥ 1 trials (binomial:K)")
             require(self.rate <= self.trials, "arrivals",

@@ -91,7 +91,8 @@ class ServiceLaw:
             try:
                 return cls("binomial", int(arg))
             except ValueError:
-                raise ValidationError("service", "binomial needs an integer K: binomial:K") from None
+                raise ValidationError(
+                    "service", "binomial needs an integer K: binomial:K") from None
         require(not arg, "service", f"law {name!r} takes no parameter")
         return cls(name)
 

@@ -1,6 +1,12 @@
-"""Dispatching policies. Importing this package registers every built-in policy."""
+"""Dispatching policies.
 
-from dispatchlab.policies import classic  # noqa: F401
+Importing this package imports every module in it, and each module registers its
+policies with :func:`register`; so adding a policy is adding one module.
+"""
+
+import importlib
+import pkgutil
+
 from dispatchlab.policies.base import (
     Kernel,
     Param,
@@ -11,6 +17,9 @@ from dispatchlab.policies.base import (
     register,
     register_preset,
 )
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "Kernel",

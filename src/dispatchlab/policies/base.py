@@ -20,6 +20,14 @@ from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
 
 
+def _is_integral(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lstrip("+-").isdigit()
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class Param:
     """One policy parameter: its name, type, default, allowed range and meaning."""
@@ -41,9 +49,7 @@ class Param:
                 require(lowered in ("true", "false", "1", "0", "yes", "no"), field_name,
                         f"expected true or false (got {value!r})")
                 converted: Any = lowered in ("true", "1", "yes")
-            elif self.kind is int and isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            elif self.kind is int and isinstance(value, str) and not value.strip().lstrip("-").isdigit():
+            elif self.kind is int and not _is_integral(value):
                 raise ValueError
             else:
                 converted = self.kind(value)

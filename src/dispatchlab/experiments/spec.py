@@ -1,0 +1,648 @@
+"""Experiment specs: a validated grid of points, serialisable to JSON and readable from TOML.
+
+An experiment is the grid
+
+    systems × policies × (loads ρ | epsilons ε) × replications
+
+with a slot budget (a number, or a :class:`SlotsRule` such as "c/ε² slots" for
+heavy-traffic sweeps), a warm-up, a root seed and the figures to draw. Each cell of
+the grid is a :class:`Point`; a point's seed is derived from a hash of its identity
+and the root seed, never from its position, so a point gives the same numbers
+whatever grid it sits in, whatever executor runs it and in whatever order.
+
+Everything here is plain data (frozen dataclasses). ``ExperimentSpec.to_dict()`` /
+``ExperimentSpec.from_dict()`` round-trip through JSON (what the store keeps), and
+``ExperimentSpec.from_toml(path)`` reads the TOML form of ``examples/sweep.toml``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dispatchlab.errors import ValidationError, require
+from dispatchlab.model.system import System
+
+AXES = ("load", "epsilon")
+SLOTS_RULE_PER = ("epsilon", "load")
+SIMULATE_OPTIONS = ("warmup_method", "track_delay", "detail", "bound")
+#: y quantities with a meaning of their own (any Result field or diagnostics key also works)
+NAMED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", "messages_per_arrival")
+#: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
+CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
+MIN_SLOTS = 100
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _plain_number(value: Any, name: str) -> float:
+    require(isinstance(value, int | float | np.integer | np.floating)
+            and not isinstance(value, bool) and math.isfinite(float(value)),
+            name, f"must be a finite number (got {value!r})")
+    return float(value)
+
+
+# -- systems and policies ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """One system of the grid, without its arrival rate (the load/ε axis sets it).
+
+    Attributes:
+        servers: the service rates μ_n, e.g. ``"50x0.1,50x0.5"``.
+        dispatchers: M, the number of dispatchers.
+        arrivals: the arrival law of A_Σ(t) (``poisson``, ``bernoulli``, …).
+        service: the law of S_n(t) (``bernoulli``, …).
+        dispatch: ``batch`` (the papers') or ``per_job``.
+        split: how A_Σ(t) is shared among dispatchers (``per_job`` or ``batch``).
+        label: the name in legends and tables (default: servers and M).
+    """
+
+    servers: str
+    dispatchers: int = 1
+    arrivals: str = "poisson"
+    service: str = "bernoulli"
+    dispatch: str = "batch"
+    split: str = "per_job"
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or f"{self.servers}, M={self.dispatchers}"
+
+    def build(self, *, load: float | None = None, epsilon: float | None = None) -> System:
+        """The validated :class:`System` at load ρ or at ε."""
+        return System.build(self.servers, load=load, epsilon=epsilon, arrivals=self.arrivals,
+                            service=self.service, dispatchers=self.dispatchers,
+                            split=self.split, dispatch=self.dispatch)
+
+    def identity(self) -> dict[str, Any]:
+        """What defines the system (not its label)."""
+        data = self.to_dict()
+        data.pop("label")
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SystemSpec:
+        return cls(**_known_keys(cls, data, "systems"))
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One policy of the grid: a registered name, its parameters and a legend label."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def display(self) -> str:
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.name
+        inner = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.name}({inner})"
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(sorted(self.params.items()))}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(self.params), "label": self.label}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PolicySpec:
+        data = _known_keys(cls, data, "policies")
+        require("name" in data, "policies", "every policy needs a name")
+        return cls(str(data["name"]), dict(data.get("params") or {}), str(data.get("label", "")))
+
+
+# -- per-point slot budgets --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlotsRule:
+    """A slot budget that depends on the point: ``coefficient / x**power``, clipped.
+
+    With ``per="epsilon"``, x = ε (heavy traffic: ``SlotsRule(2e4, power=2)`` gives
+    2·10⁴/ε² slots); with ``per="load"``, x = 1 − ρ. The resolved number is stored
+    with each point, so the store never depends on the rule.
+    """
+
+    coefficient: float
+    power: float = 2.0
+    per: str = "epsilon"
+    minimum: int = 10_000
+    maximum: int = 10**9
+
+    def resolve(self, epsilon: float, load: float) -> int:
+        x = epsilon if self.per == "epsilon" else 1.0 - load
+        value = self.coefficient / x**self.power
+        return int(min(max(round(value), self.minimum), self.maximum))
+
+    def scaled(self, factor: float) -> SlotsRule:
+        return replace(self, coefficient=self.coefficient * factor,
+                       minimum=max(MIN_SLOTS, int(self.minimum * factor)),
+                       maximum=max(MIN_SLOTS, int(self.maximum * factor)))
+
+    def validate(self, name: str) -> None:
+        require(self.per in SLOTS_RULE_PER, f"{name}.per",
+                f"allowed: {', '.join(SLOTS_RULE_PER)} (got {self.per!r})")
+        require(_plain_number(self.coefficient, f"{name}.coefficient") > 0,
+                f"{name}.coefficient", f"must be > 0 (got {self.coefficient!r})")
+        _plain_number(self.power, f"{name}.power")
+        require(isinstance(self.minimum, int) and self.minimum >= 1, f"{name}.minimum",
+                f"must be an integer ≥ 1 (got {self.minimum!r})")
+        require(isinstance(self.maximum, int) and self.maximum >= self.minimum,
+                f"{name}.maximum", f"must be an integer ≥ minimum (got {self.maximum!r})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": "power", **{f.name: getattr(self, f.name) for f in fields(self)}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], name: str) -> SlotsRule:
+        data = {k: v for k, v in data.items() if k != "rule"}
+        return cls(**_known_keys(cls, data, name))
+
+
+SlotsLike = int | SlotsRule
+#: warm-up: ``None`` (simulate's default, 10 %), a fraction in [0, 1) of the point's slots,
+#: an absolute number of slots (int), or a :class:`SlotsRule`
+WarmupLike = int | float | SlotsRule | None
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReferenceLine:
+    """A line from theory drawn on a figure; give exactly one of the three sources.
+
+    Attributes:
+        label: the legend entry, e.g. ``"ζ/2 (lower bound)"``.
+        value: a constant (a horizontal line).
+        field: a per-point theory value already in every Result, e.g.
+            ``"heavy_traffic_limit"`` (ζ/2) or ``"lower_bound_total_queue"``; drawn as
+            a curve over x (one per system).
+        function: a module-level function ``f(system: System) -> float`` evaluated on
+            the system at each x (kept in the store as ``"module:qualname"``).
+        scale_by_epsilon: multiply the value by ε (to compare E[ΣQ]-type bounds on an
+            ε·E[ΣQ] axis).
+        style: a matplotlib line style.
+    """
+
+    label: str
+    value: float | None = None
+    field: str | None = None
+    function: Callable[[System], float] | str | None = None
+    scale_by_epsilon: bool = False
+    style: str = "--"
+
+    def resolved_function(self) -> Callable[[System], float] | None:
+        if self.function is None or callable(self.function):
+            return self.function
+        return _import_function(self.function, "figures.references.function")
+
+    def validate(self, name: str) -> None:
+        given = [k for k in ("value", "field", "function") if getattr(self, k) is not None]
+        require(len(given) == 1, name,
+                f"give exactly one of value, field, function (got {given or 'none'})")
+        if self.value is not None:
+            _plain_number(self.value, f"{name}.value")
+        if self.function is not None:
+            _function_path(self.resolved_function(), f"{name}.function")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.function is not None:
+            data["function"] = _function_path(self.resolved_function(), "function")
+        return {k: v for k, v in data.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], name: str) -> ReferenceLine:
+        return cls(**_known_keys(cls, data, name))
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of an experiment, drawn from the stored points.
+
+    Attributes:
+        name: the file stem (``NAME.png``/``NAME.svg``).
+        x: ``load`` (ρ) or ``epsilon`` (ε).
+        y: ``mean_total_queue`` (E[ΣQ]), ``mean_delay``, ``epsilon_total_queue``
+            (ε·E[ΣQ]), ``messages_per_arrival``, any other scalar Result field, a key
+            of ``diagnostics`` or of ``messages_by_kind``. Curves are grouped by policy
+            label (and by system label when the experiment has several systems).
+        ci: draw the confidence interval as a band (for queue/delay y's; across
+            replications when there are several).
+        log_x / log_y: logarithmic axes.
+        policies / systems: draw only these labels (empty: all).
+        references: theory lines (:class:`ReferenceLine`).
+    """
+
+    name: str
+    x: str = "load"
+    y: str = "mean_total_queue"
+    title: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+    ci: bool = True
+    log_x: bool = False
+    log_y: bool = False
+    policies: tuple[str, ...] = ()
+    systems: tuple[str, ...] = ()
+    references: tuple[ReferenceLine, ...] = ()
+
+    def validate(self, name: str) -> None:
+        require(bool(self.name) and "/" not in self.name, f"{name}.name",
+                f"must be a non-empty file stem (got {self.name!r})")
+        require(self.x in AXES, f"{name}.x", f"allowed: {', '.join(AXES)} (got {self.x!r})")
+        require(isinstance(self.y, str) and bool(self.y), f"{name}.y",
+                "must name a Result field or diagnostics key")
+        for i, ref in enumerate(self.references):
+            ref.validate(f"{name}.references[{i}]")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["policies"] = list(self.policies)
+        data["systems"] = list(self.systems)
+        data["references"] = [r.to_dict() for r in self.references]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], name: str) -> FigureSpec:
+        data = dict(_known_keys(cls, data, name))
+        data["policies"] = tuple(data.get("policies", ()))
+        data["systems"] = tuple(data.get("systems", ()))
+        data["references"] = tuple(
+            ReferenceLine.from_dict(r, f"{name}.references[{i}]")
+            for i, r in enumerate(data.get("references", ())))
+        return cls(**data)
+
+
+# -- points ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Point:
+    """One cell of the grid: (system, policy, load|ε, replication), with its budget."""
+
+    experiment: str
+    system: SystemSpec
+    policy: PolicySpec
+    axis: str
+    value: float
+    replication: int
+    slots: int
+    warmup: int | None
+    root_seed: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that determines the numbers (labels and the experiment name do not)."""
+        return {
+            "system": self.system.identity(), "policy": self.policy.identity(),
+            "axis": self.axis, "value": float(self.value), "replication": self.replication,
+            "slots": self.slots, "warmup": self.warmup,
+            "options": dict(sorted(self.options.items())),
+        }
+
+    @property
+    def key(self) -> str:
+        """A stable hex digest of the identity and root seed: the point's key in the store."""
+        text = _canonical_json({"identity": self.identity(), "root_seed": self.root_seed})
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def seed(self) -> int:
+        """SeedSequence(entropy=[root seed, 128 bits of sha256(identity)]) → a 63-bit seed."""
+        digest = hashlib.sha256(_canonical_json(self.identity()).encode()).digest()
+        sequence = np.random.SeedSequence(
+            entropy=[int(self.root_seed), int.from_bytes(digest[:16], "little")])
+        return int(sequence.generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+    def build_system(self) -> System:
+        return self.system.build(**{self.axis: self.value})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment, "system": self.system.to_dict(),
+            "policy": self.policy.to_dict(), "axis": self.axis, "value": float(self.value),
+            "replication": self.replication, "slots": self.slots, "warmup": self.warmup,
+            "root_seed": self.root_seed, "options": dict(self.options),
+            "seed": self.seed, "key": self.key,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Point:
+        return cls(data["experiment"], SystemSpec.from_dict(data["system"]),
+                   PolicySpec.from_dict(data["policy"]), data["axis"], float(data["value"]),
+                   int(data["replication"]), int(data["slots"]), data["warmup"],
+                   int(data["root_seed"]), dict(data.get("options") or {}))
+
+
+# -- the experiment ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """A grid of simulations, its slot budget and its figures.
+
+    Attributes:
+        name: identifies the experiment in the store and the output directory.
+        systems / policies: the grid's systems and policies.
+        loads: the loads ρ (give loads or epsilons, not both).
+        epsilons: the heavy-traffic parameters ε = μ_Σ − λ_Σ.
+        replications: independent replications per (system, policy, x); each is a point.
+        slots: slots per point: an integer or a :class:`SlotsRule`.
+        warmup: see :data:`WarmupLike`.
+        seed: the root seed.
+        options: extra keyword arguments of ``simulate`` (warmup_method, track_delay,
+            detail, bound).
+        figures: what ``dispatchlab report`` draws.
+        title / description / paper: shown in the report.
+        quick_scale: factor applied to the slots by ``--quick``.
+    """
+
+    name: str
+    systems: tuple[SystemSpec, ...]
+    policies: tuple[PolicySpec, ...]
+    loads: tuple[float, ...] = ()
+    epsilons: tuple[float, ...] = ()
+    replications: int = 1
+    slots: SlotsLike = 200_000
+    warmup: WarmupLike = None
+    seed: int = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
+    figures: tuple[FigureSpec, ...] = ()
+    title: str = ""
+    description: str = ""
+    paper: str = ""
+    quick_scale: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in ("systems", "policies", "loads", "epsilons", "figures"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    # -- the grid -------------------------------------------------------------------------
+
+    @property
+    def axis(self) -> str:
+        return "epsilon" if self.epsilons else "load"
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return self.epsilons if self.epsilons else self.loads
+
+    def points(self) -> list[Point]:
+        """Every point of the grid (validates first)."""
+        self.validate()
+        return list(self._points())
+
+    def _points(self) -> Iterator[Point]:
+        for system in self.systems:
+            for policy in self.policies:
+                for value in self.values:
+                    built = system.build(**{self.axis: value})
+                    slots = self._resolve_slots(built)
+                    warmup = self._resolve_warmup(built, slots)
+                    for replication in range(self.replications):
+                        yield Point(self.name, system, policy, self.axis, float(value),
+                                    replication, slots, warmup, self.seed, dict(self.options))
+
+    def _resolve_slots(self, system: System) -> int:
+        if isinstance(self.slots, SlotsRule):
+            return self.slots.resolve(system.epsilon, system.load)
+        return int(self.slots)
+
+    def _resolve_warmup(self, system: System, slots: int) -> int | None:
+        if self.warmup is None:
+            return None
+        if isinstance(self.warmup, SlotsRule):
+            return min(self.warmup.resolve(system.epsilon, system.load), slots - 1)
+        if isinstance(self.warmup, float):
+            return int(slots * self.warmup)
+        return int(self.warmup)
+
+    # -- validation -----------------------------------------------------------------------
+
+    def validate(self) -> None:
+        """Raise :class:`ValidationError` for anything that would fail later.
+
+        Checks every policy name and parameter on every system, every load/ε, the slot
+        budget and the figures, so a malformed spec fails before any point runs.
+        """
+        from dispatchlab.policies import make_policy
+
+        require(isinstance(self.name, str) and bool(self.name.strip())
+                and "/" not in self.name, "name", f"must be a non-empty name (got {self.name!r})")
+        require(len(self.systems) > 0, "systems", "the grid is empty: give at least one system")
+        require(len(self.policies) > 0, "policies",
+                "the grid is empty: give at least one policy")
+        require(not (self.loads and self.epsilons), "loads",
+                "give loads or epsilons, not both")
+        require(len(self.values) > 0, "loads",
+                "the grid is empty: give at least one load or epsilon")
+        require(isinstance(self.replications, int) and self.replications >= 1,
+                "replications", f"must be an integer ≥ 1 (got {self.replications!r})")
+        require(isinstance(self.seed, int) and self.seed >= 0, "seed",
+                f"must be an integer ≥ 0 (got {self.seed!r})")
+        if isinstance(self.slots, SlotsRule):
+            self.slots.validate("slots")
+        else:
+            require(isinstance(self.slots, int | np.integer) and not isinstance(self.slots, bool)
+                    and self.slots >= MIN_SLOTS, "slots",
+                    f"must be an integer ≥ {MIN_SLOTS} or a slots rule (got {self.slots!r})")
+        self._validate_warmup()
+        unknown = sorted(set(self.options) - set(SIMULATE_OPTIONS))
+        require(not unknown, "options",
+                f"unknown {unknown}; allowed: {', '.join(SIMULATE_OPTIONS)}")
+        for i, value in enumerate(self.values):
+            _plain_number(value, f"{self.axis}s[{i}]")
+        require(len(set(self.values)) == len(self.values), f"{self.axis}s",
+                "values must be distinct")
+        labels = [p.display for p in self.policies]
+        require(len(set(labels)) == len(labels), "policies",
+                f"policy labels must be distinct (got {labels})")
+        identities = [_canonical_json(p.identity()) for p in self.policies]
+        require(len(set(identities)) == len(identities), "policies",
+                "the same policy and parameters appear twice")
+        names = [s.name for s in self.systems]
+        require(len(set(names)) == len(names), "systems",
+                f"system labels must be distinct (got {names})")
+        for i, system in enumerate(self.systems):
+            require(isinstance(system, SystemSpec), f"systems[{i}]", "must be a SystemSpec")
+            for value in self.values:
+                built = system.build(**{self.axis: value})
+                slots = self._resolve_slots(built)
+                warmup = self._resolve_warmup(built, slots)
+                require(warmup is None or 0 <= warmup < slots, "warmup",
+                        f"must be in [0, slots) at every point (got {warmup} with {slots} slots)")
+            for policy in self.policies:
+                make_policy(policy.name, **dict(policy.params)).check_system(built)
+        for i, figure in enumerate(self.figures):
+            figure.validate(f"figures[{i}]")
+            require(figure.x == self.axis, f"figures[{i}].x",
+                    f"this experiment sweeps {self.axis}, not {figure.x}")
+        figure_names = [f.name for f in self.figures]
+        require(len(set(figure_names)) == len(figure_names), "figures",
+                "figure names must be distinct")
+
+    def _validate_warmup(self) -> None:
+        warmup = self.warmup
+        if warmup is None:
+            return
+        if isinstance(warmup, SlotsRule):
+            warmup.validate("warmup")
+        elif isinstance(warmup, float):
+            require(0 <= warmup < 1, "warmup",
+                    f"a fraction must be in [0, 1) (got {warmup!r})")
+        else:
+            require(isinstance(warmup, int) and not isinstance(warmup, bool) and warmup >= 0,
+                    "warmup", f"must be slots ≥ 0, a fraction in [0, 1) or a rule "
+                    f"(got {warmup!r})")
+
+    # -- variants -------------------------------------------------------------------------
+
+    def scaled(self, factor: float) -> ExperimentSpec:
+        """The same grid with the slot budget (and absolute warm-up) multiplied by ``factor``."""
+        require(factor > 0, "scale", f"must be > 0 (got {factor!r})")
+        if isinstance(self.slots, SlotsRule):
+            slots: SlotsLike = self.slots.scaled(factor)
+        else:
+            slots = max(MIN_SLOTS, int(round(self.slots * factor)))
+        warmup = self.warmup
+        if isinstance(warmup, SlotsRule):
+            warmup = warmup.scaled(factor)
+        elif isinstance(warmup, int) and not isinstance(warmup, bool):
+            warmup = int(warmup * factor)
+        return replace(self, slots=slots, warmup=warmup)
+
+    def with_slots(self, slots: int) -> ExperimentSpec:
+        """The same grid with ``slots`` slots per point (warm-up 10 % unless a fraction)."""
+        warmup = self.warmup if isinstance(self.warmup, float) else None
+        return replace(self, slots=slots, warmup=warmup)
+
+    # -- serialisation --------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        def budget(value: Any) -> Any:
+            return value.to_dict() if isinstance(value, SlotsRule) else value
+
+        return {
+            "name": self.name, "title": self.title, "description": self.description,
+            "paper": self.paper,
+            "systems": [s.to_dict() for s in self.systems],
+            "policies": [p.to_dict() for p in self.policies],
+            "loads": list(self.loads), "epsilons": list(self.epsilons),
+            "replications": self.replications, "slots": budget(self.slots),
+            "warmup": budget(self.warmup), "seed": self.seed, "options": dict(self.options),
+            "figures": [f.to_dict() for f in self.figures], "quick_scale": self.quick_scale,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, indent=1)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExperimentSpec:
+        """Build (without validating) from the dict form of ``to_dict`` or a TOML file."""
+        data = dict(_known_keys(cls, data, "experiment"))
+        require("name" in data, "name", "the experiment needs a name")
+
+        def listed(key: str) -> list[Any]:
+            value = data.get(key, [])
+            require(isinstance(value, list | tuple), key, f"must be a list (got {value!r})")
+            return list(value)
+
+        def budget(key: str) -> Any:
+            value = data.get(key)
+            if isinstance(value, Mapping):
+                return SlotsRule.from_dict(value, key)
+            return value
+
+        systems = []
+        for i, s in enumerate(listed("systems")):
+            require(isinstance(s, Mapping) and "servers" in s, f"systems[{i}]",
+                    "each system needs servers (e.g. servers = \"50x0.1,50x0.5\")")
+            systems.append(SystemSpec.from_dict(s))
+        policies = []
+        for i, p in enumerate(listed("policies")):
+            require(isinstance(p, Mapping), f"policies[{i}]", "must be a table with a name")
+            policies.append(PolicySpec.from_dict(p))
+        return cls(
+            name=str(data["name"]), systems=tuple(systems), policies=tuple(policies),
+            loads=tuple(listed("loads")), epsilons=tuple(listed("epsilons")),
+            replications=data.get("replications", 1),
+            slots=budget("slots") if "slots" in data else 200_000,
+            warmup=budget("warmup"), seed=data.get("seed", 0),
+            options=dict(data.get("options") or {}),
+            figures=tuple(FigureSpec.from_dict(f, f"figures[{i}]")
+                          for i, f in enumerate(listed("figures"))),
+            title=str(data.get("title", "")), description=str(data.get("description", "")),
+            paper=str(data.get("paper", "")), quick_scale=float(data.get("quick_scale", 0.02)),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> ExperimentSpec:
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> ExperimentSpec:
+        """Read and validate a TOML sweep file (see ``examples/sweep.toml``)."""
+        path = Path(path)
+        require(path.is_file(), "spec", f"no such file: {path}")
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as error:
+            raise ValidationError("spec", f"malformed TOML in {path}: {error}") from None
+        spec = cls.from_dict(data)
+        spec.validate()
+        return spec
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _known_keys(cls: type, data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    require(isinstance(data, Mapping), name, f"must be a table (got {data!r})")
+    allowed = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - allowed)
+    require(not unknown, name, f"unknown key(s) {unknown}; allowed: {', '.join(sorted(allowed))}")
+    return dict(data)
+
+
+def _function_path(function: Callable[..., Any] | None, name: str) -> str:
+    require(callable(function), name, "must be a function of the system")
+    assert function is not None
+    path = f"{function.__module__}:{function.__qualname__}"
+    require("<" not in path, name,
+            f"must be a module-level function, not a lambda or closure (got {path})")
+    return path
+
+
+def _import_function(path: str, name: str) -> Callable[[System], float]:
+    module_name, _, qualname = path.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError):
+        raise ValidationError(name, f"cannot import {path!r}") from None
+    require(callable(target), name, f"{path!r} is not callable")
+    return target

@@ -1,0 +1,277 @@
+"""The standard benchmark workloads and their runner (``dispatchlab bench``, ``benchmarks/``).
+
+The five workloads of ``shared/bench/README.md``: N = 100 servers, M = 10 dispatchers,
+Poisson arrivals at load ρ = 0.95 split into M independent Poisson streams, Bernoulli(μ_n)
+service, batch dispatch, empty queues at slot 0.
+
+What is measured
+----------------
+The yardstick ``refsim.c`` accumulates only the time-average of ΣQ and the message
+count. The apples-to-apples speed (``slots_per_second``, ``speed_ratio``) is therefore
+ours with per-job delay tracking and the per-slot imbalance pass off
+(``simulate(..., track_delay=False, detail=False)``); everything else the engine always
+measures (ΣQ blocks and histogram, per-server means, pooled queue, herding, …) stays on.
+``slots_per_second_full`` is the speed with every measurement on (the default of
+:func:`dispatchlab.simulate`). Speeds are timed inside the compiled loop, after a short
+warm run has compiled everything; with ``repeat`` > 1 each speed (and each ratio, ours
+and refsim's timed back to back) is the median over the repeats.
+
+Our mean ΣQ is the stationary estimate of :func:`simulate` (10 % warm-up, batch-means
+95 % CI); ``reference_agrees`` says whether it lies within the combined uncertainty
+sqrt(half-width² + (1.96·SE_ref)²) of the README's reference mean. ``refsim_mean_total_queue``
+is refsim's own time-average from slot 0 of the same-length run (no CI; a different random
+stream, so it differs from ours by sampling noise and by the initial transient).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dispatchlab.errors import ValidationError, require
+from dispatchlab.model.system import System
+from dispatchlab.policies.base import make_policy
+from dispatchlab.simulate import simulate
+
+DISPATCHERS = 10
+LOAD = 0.95
+HETEROGENEOUS = "50x0.1,50x0.5"
+HOMOGENEOUS = "100x0.3"
+DEFAULT_SLOTS = 1_000_000
+DEFAULT_SEED = 7
+WARM_SLOTS = 2_000
+Z_95 = 1.959963984540054
+REFSIM_ENV = "DISPATCHLAB_REFSIM"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One standard workload and refsim's reference numbers for it (README, 6 × 4·10^6 slots)."""
+
+    name: str
+    servers: str
+    policy: str
+    params: dict[str, Any] = field(default_factory=dict)
+    reference_mean: float = math.nan  # time-average of ΣQ
+    reference_se: float = math.nan  # its standard error
+    reference_messages: float = math.nan  # messages per arrival
+
+    def system(self) -> System:
+        return System.build(self.servers, load=LOAD, dispatchers=DISPATCHERS,
+                            arrivals="poisson", service="bernoulli", dispatch="batch")
+
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload("wrand", HETEROGENEOUS, "wrand", {}, 4281.2, 11.5, 0.0),
+    Workload("jsq", HETEROGENEOUS, "jsq", {}, 360.97, 0.14, 66.11),
+    Workload("pod2", HOMOGENEOUS, "pod", {"d": 2}, 636.0, 0.4, 1.322),
+    Workload("led-jsq-pull", HETEROGENEOUS, "led",
+             {"strategy": "jsq", "update": "pull", "p": 0.1}, 7601.9, 5.2, 0.351),
+    Workload("led-pod-push", HOMOGENEOUS, "led",
+             {"strategy": "pod", "update": "push", "p": 0.01, "d": 2, "pod_d": 2},
+             5272.4, 4.8, 0.0141),
+)
+WORKLOAD_NAMES = tuple(w.name for w in WORKLOADS)
+
+
+def select_workloads(names: Sequence[str] | None) -> list[Workload]:
+    """The named workloads in the given order (all of them when ``names`` is empty)."""
+    if not names:
+        return list(WORKLOADS)
+    by_name = {w.name: w for w in WORKLOADS}
+    for name in names:
+        require(name in by_name, "workload",
+                f"unknown workload {name!r}; allowed: {', '.join(WORKLOAD_NAMES)}")
+    return [by_name[name] for name in names]
+
+
+def policy_available(workload: Workload) -> str | None:
+    """None when the workload's policy can be built, else why not (a short reason)."""
+    try:
+        make_policy(workload.policy, **workload.params)
+    except ValidationError as error:
+        if error.field == "policy":
+            return "policy not registered"
+        return f"policy rejected the workload's parameters: {error}"
+    return None
+
+
+# --- refsim ---------------------------------------------------------------------------------
+
+def find_refsim_source() -> Path | None:
+    """``refsim.c``: $DISPATCHLAB_REFSIM, ../shared/bench/ beside the repository, /work/shared."""
+    candidates = []
+    if os.environ.get(REFSIM_ENV):
+        candidates.append(Path(os.environ[REFSIM_ENV]))
+    repo_root = Path(__file__).resolve().parents[2]
+    candidates += [repo_root.parent / "shared" / "bench" / "refsim.c",
+                   Path("/work/shared/bench/refsim.c")]
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def c_compiler() -> str | None:
+    """The C compiler to build refsim with ($CC, else cc/gcc/clang on the PATH)."""
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def build_refsim(source: Path, directory: Path) -> Path:
+    """Compile refsim.c into ``directory`` (``cc -O3 -march=native … -lm``); returns the binary."""
+    compiler = c_compiler()
+    require(compiler is not None, "refsim", "no C compiler found (set CC, or pass --no-refsim)")
+    binary = directory / "refsim"
+    command = [compiler, "-O3", "-march=native", "-o", str(binary), str(source), "-lm"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    require(done.returncode == 0, "refsim",
+            f"building {source} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+    return binary
+
+
+def refsim_binary(path: Path, directory: Path) -> Path:
+    """A runnable refsim from ``path``: a C source is compiled, an executable used as it is."""
+    require(path.is_file(), "refsim", f"no such file: {path}")
+    if path.suffix == ".c":
+        return build_refsim(path, directory)
+    require(os.access(path, os.X_OK), "refsim", f"{path} is neither a .c source nor executable")
+    return path
+
+
+def run_refsim(binary: Path, workload: Workload, slots: int, seed: int) -> dict[str, Any]:
+    """One refsim run: its JSON line (slots_per_s, mean_sum_q, messages_per_arrival, …)."""
+    done = subprocess.run([str(binary), workload.name, str(slots), str(seed)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- our side --------------------------------------------------------------------------------
+
+def _simulate(workload: Workload, system: System, slots: int, seed: int, *, full: bool):
+    return simulate(system, workload.policy, policy_params=dict(workload.params), slots=slots,
+                    seed=seed, track_delay=full, detail=full)
+
+
+def warm_up(workload: Workload) -> None:
+    """Compile (or load from the cache) everything a workload runs, in both measurement modes."""
+    system = workload.system()
+    for full in (False, True):
+        _simulate(workload, system, WARM_SLOTS, 1, full=full)
+
+
+def reference_agreement(workload: Workload, mean: float, ci_low: float, ci_high: float) -> bool:
+    """Whether our mean is within the combined 95 % uncertainty of the reference mean."""
+    if not all(math.isfinite(x) for x in (mean, ci_low, ci_high, workload.reference_mean)):
+        return False
+    half_width = (ci_high - ci_low) / 2
+    tolerance = math.hypot(half_width, Z_95 * workload.reference_se)
+    return abs(mean - workload.reference_mean) <= tolerance
+
+
+def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | None = None,
+                 repeat: int = 1) -> dict[str, Any]:
+    """Benchmark one workload: one dict (a JSON line) with speeds, means and the comparison."""
+    row: dict[str, Any] = {"name": workload.name, "policy": workload.policy,
+                           "params": dict(workload.params), "servers": workload.servers,
+                           "slots": slots, "seed": seed, "repeat": repeat}
+    missing = policy_available(workload)
+    if missing is not None:
+        row["skipped"] = missing
+        return row
+    system = workload.system()
+    warm_up(workload)
+    speeds, full_speeds, ref_speeds, ratios = [], [], [], []
+    result = full = ref = None
+    for _ in range(repeat):
+        result = _simulate(workload, system, slots, seed, full=False)
+        speeds.append(result.slots_per_second)
+        if refsim is not None:
+            ref = run_refsim(refsim, workload, slots, seed)
+            ref_speeds.append(float(ref["slots_per_s"]))
+            ratios.append(speeds[-1] / ref_speeds[-1])
+        full = _simulate(workload, system, slots, seed, full=True)
+        full_speeds.append(full.slots_per_second)
+    assert result is not None and full is not None
+    speed = statistics.median(speeds)
+    row.update(
+        slots_per_second=speed,
+        jobs_per_second=speed * result.jobs_arrived / result.slots_run,
+        slots_per_second_full=statistics.median(full_speeds),
+        mean_total_queue=result.mean_total_queue, ci_low=result.ci_low,
+        ci_high=result.ci_high, stability=result.stability,
+        messages_per_arrival=result.messages_per_arrival,
+        mean_delay_measured=full.mean_delay_measured, delay_p99=full.delay_p99,
+        reference_mean_total_queue=workload.reference_mean,
+        reference_se=workload.reference_se,
+        reference_messages_per_arrival=workload.reference_messages,
+        reference_agrees=reference_agreement(workload, result.mean_total_queue,
+                                             result.ci_low, result.ci_high),
+    )
+    if ref is not None:
+        ref_speed = statistics.median(ref_speeds)
+        row.update(
+            refsim_slots_per_second=ref_speed,
+            speed_ratio=statistics.median(ratios),
+            speed_ratio_full=row["slots_per_second_full"] / ref_speed,
+            refsim_mean_total_queue=float(ref["mean_sum_q"]),
+            refsim_messages_per_arrival=float(ref["messages_per_arrival"]),
+        )
+    return row
+
+
+def run_bench(names: Sequence[str] | None = None, *, slots: int = DEFAULT_SLOTS,
+              seed: int = DEFAULT_SEED, refsim: Path | None | bool = True, repeat: int = 1,
+              on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Run the selected workloads (all by default) and return one dict per workload.
+
+    ``refsim``: True finds and builds refsim.c when a source and a C compiler exist (and
+    skips the comparison otherwise), False skips it, a path uses that source or binary.
+    ``on_row`` is called with each row as soon as it is ready.
+    """
+    require(isinstance(slots, int) and slots >= 1000, "slots",
+            f"must be an integer ≥ 1000 (got {slots!r})")
+    require(isinstance(repeat, int) and repeat >= 1, "repeat", f"must be ≥ 1 (got {repeat!r})")
+    workloads = select_workloads(names)
+    rows = []
+    with _refsim_for(refsim) as binary:
+        for workload in workloads:
+            row = run_workload(workload, slots=slots, seed=seed, refsim=binary, repeat=repeat)
+            if binary is None and "skipped" not in row:
+                row["refsim"] = ("off" if refsim is False or refsim is None
+                                 else "not run: no refsim.c or no C compiler")
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+    return rows
+
+
+@contextmanager
+def _refsim_for(refsim: Path | None | bool) -> Iterator[Path | None]:
+    """The refsim binary to use (built in a temporary directory, removed afterwards), or None."""
+    if refsim is False or refsim is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="dispatchlab-refsim-") as directory:
+        if refsim is True:
+            source = find_refsim_source()
+            yield (None if source is None or c_compiler() is None
+                   else build_refsim(source, Path(directory)))
+        else:
+            yield refsim_binary(Path(refsim), Path(directory))
+
+
+def to_json(row: dict[str, Any]) -> str:
+    """One row as a JSON line; non-finite floats become null."""
+    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+             for k, v in row.items()}
+    return json.dumps(clean, sort_keys=False)

@@ -1,0 +1,83 @@
+"""``dispatchlab bench``: the standard workloads against the C yardstick refsim."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dispatchlab.bench import DEFAULT_SEED, DEFAULT_SLOTS, WORKLOAD_NAMES, run_bench, to_json
+from dispatchlab.cli.app import app
+
+TABLE_WIDTH = 132
+
+
+def _fmt(value: Any, spec: str) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return format(value, spec)
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="dispatchlab bench: ratio = ours / refsim slots/s, same run")
+    for column in ("workload", "slots/s", "full", "refsim", "ratio", "full", "mean ΣQ ± 95%",
+                   "reference", "ok", "msg/arr"):
+        table.add_column(column, justify="left" if column == "workload" else "right",
+                         no_wrap=True)
+    for row in rows:
+        if "skipped" in row:
+            continue
+        half_width = (row["ci_high"] - row["ci_low"]) / 2
+        table.add_row(
+            row["name"], _fmt(row["slots_per_second"], ",.0f"),
+            _fmt(row["slots_per_second_full"], ",.0f"),
+            _fmt(row.get("refsim_slots_per_second"), ",.0f"),
+            _fmt(row.get("speed_ratio"), ".2f"), _fmt(row.get("speed_ratio_full"), ".2f"),
+            f"{_fmt(row['mean_total_queue'], '.1f')} ± {_fmt(half_width, '.1f')}",
+            f"{row['reference_mean_total_queue']:.1f} ± {row['reference_se']:.1f}",
+            "yes" if row["reference_agrees"] else "NO",
+            _fmt(row["messages_per_arrival"], ".4g"),
+        )
+    return table
+
+
+@app.command("bench")
+def bench(
+    slots: Annotated[int, typer.Option(help="slots per workload and run (≥ 1000)")] = DEFAULT_SLOTS,
+    seed: Annotated[int, typer.Option(help="seed (ours and refsim's)")] = DEFAULT_SEED,
+    workload: Annotated[list[str] | None, typer.Option(
+        help=f"workload to run (repeatable; default all): {', '.join(WORKLOAD_NAMES)}")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="one JSON line per workload")] = False,
+    refsim: Annotated[Path | None, typer.Option(
+        help="refsim.c (built with cc -O3 -march=native) or a built refsim binary; "
+        "default: ../shared/bench/refsim.c beside the repository")] = None,
+    no_refsim: Annotated[bool, typer.Option("--no-refsim", help="do not run refsim")] = False,
+    repeat: Annotated[int, typer.Option(
+        help="timed runs per workload; speeds and ratios are medians")] = 1,
+) -> None:
+    """Run the standard benchmark workloads single-threaded (after a compile run) and
+    compare speed and mean ΣQ with the C reference simulator refsim in the same run.
+
+    slots/s is timed with delay tracking and the imbalance pass off (what refsim
+    measures too); "full" has every measurement on."""
+    console = Console(stderr=not json_output)
+    use: Path | bool = False if no_refsim else (refsim if refsim is not None else True)
+
+    def show(row: dict[str, Any]) -> None:
+        if json_output:
+            print(to_json(row), flush=True)
+        else:
+            label = row.get("skipped") or f"{row['slots_per_second']:,.0f} slots/s"
+            console.print(f"[dim]{row['name']}: {label}[/dim]")
+
+    rows = run_bench(workload, slots=slots, seed=seed, refsim=use, repeat=repeat, on_row=show)
+    if not json_output:
+        console.width = max(console.width, TABLE_WIDTH)
+        console.print(_table(rows))
+        for row in rows:
+            if "skipped" in row:
+                console.print(f"{row['name']}: skipped ({row['skipped']})")

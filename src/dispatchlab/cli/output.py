@@ -1,0 +1,61 @@
+"""Shared output helpers of the CLI commands: number formatting, consoles, JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from dispatchlab.result import Result
+
+MISSING = "—"
+
+
+def number(value: Any, digits: int = 4) -> str:
+    """``value`` with ``digits`` significant digits; ``—`` for missing (None / nan)."""
+    if value is None:
+        return MISSING
+    value = float(value)
+    if not math.isfinite(value):
+        return MISSING if math.isnan(value) else ("∞" if value > 0 else "−∞")
+    if value != 0 and (abs(value) >= 10 ** (digits + 2) or abs(value) < 1e-3):
+        return f"{value:.{digits - 1}e}"
+    text = f"{value:.{digits}g}"
+    if "e" in text:  # large but below the threshold: plain digits read better
+        text = f"{value:.0f}"
+    return text
+
+
+def integer(value: Any) -> str:
+    return MISSING if value is None else f"{int(value):,}"
+
+
+def interval(result: Result) -> str:
+    """``mean [low, high]`` of ΣQ, or ``—`` for an unstable run."""
+    if math.isnan(result.mean_total_queue):
+        return MISSING
+    return (f"{number(result.mean_total_queue)} "
+            f"[{number(result.ci_low)}, {number(result.ci_high)}]")
+
+
+def params_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or MISSING
+
+
+def stdout_console() -> Console:
+    """The console for tables; wide enough that a captured (non-TTY) stream is not cramped."""
+    return Console(width=None if sys.stdout.isatty() else 120, highlight=False,
+                   soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def print_json(data: Any) -> None:
+    """Print exactly one strict JSON document (no NaN) on stdout."""
+    sys.stdout.write(json.dumps(data, allow_nan=False, ensure_ascii=False) + "\n")
+    sys.stdout.flush()

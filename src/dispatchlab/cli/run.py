@@ -1,0 +1,140 @@
+"""``dispatchlab run``: simulate one policy on one system, from options or a TOML spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from dispatchlab.cli.app import app
+from dispatchlab.cli.output import (
+    integer,
+    interval,
+    number,
+    params_text,
+    print_json,
+    stderr_console,
+    stdout_console,
+)
+from dispatchlab.result import Result
+from dispatchlab.runspec import RunSpec, parse_assignments
+
+SYSTEM = "System"
+RUN = "Run"
+
+
+@app.command("run")
+def run_command(
+    spec: Annotated[Path | None, typer.Argument(
+        help="A TOML run spec (see README: [system], [policy], [run]); options override it.",
+        show_default=False)] = None,
+    policy: Annotated[str | None, typer.Option(
+        help="Registered policy name (see `dispatchlab policies`).", show_default=False)] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="Policy parameter KEY=VALUE (repeatable), e.g. --set d=2.",
+        show_default=False)] = None,
+    servers: Annotated[str | None, typer.Option(
+        help="Service rates μ_n: COUNTxRATE list or rates, e.g. 50x0.1,50x0.5 "
+        "[default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM, show_default=False)] = None,
+    dispatchers: Annotated[int | None, typer.Option(
+        help="M, the number of dispatchers [default: 10].", rich_help_panel=SYSTEM,
+        show_default=False)] = None,
+    load: Annotated[float | None, typer.Option(
+        help="ρ = λ_Σ/μ_Σ [default: 0.9].", rich_help_panel=SYSTEM, show_default=False)] = None,
+    epsilon: Annotated[float | None, typer.Option(
+        help="ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces --load).",
+        rich_help_panel=SYSTEM, show_default=False)] = None,
+    arrivals: Annotated[str | None, typer.Option(
+        help="Arrival law of A_Σ(t): poisson, bernoulli, binomial:K, deterministic, "
+        "trace:PATH [default: poisson].", rich_help_panel=SYSTEM, show_default=False)] = None,
+    service: Annotated[str | None, typer.Option(
+        help="Service law of S_n(t): bernoulli, binomial:K, poisson, geometric, deterministic "
+        "[default: bernoulli].", rich_help_panel=SYSTEM, show_default=False)] = None,
+    dispatch: Annotated[str | None, typer.Option(
+        help="batch (a dispatcher's jobs of a slot go to one server, the papers' model) or "
+        "per-job [default: batch].", rich_help_panel=SYSTEM, show_default=False)] = None,
+    split: Annotated[str | None, typer.Option(
+        help="How arrivals reach dispatchers: per-job (each job picks one) or batch (the "
+        "slot's arrivals all go to one) [default: per-job].", rich_help_panel=SYSTEM,
+        show_default=False)] = None,
+    allow_unstable: Annotated[bool, typer.Option(
+        "--allow-unstable", help="Simulate a system with load ≥ 1.",
+        rich_help_panel=SYSTEM)] = False,
+    slots: Annotated[int | None, typer.Option(
+        help="Slots per replication [default: 1000000].", rich_help_panel=RUN,
+        show_default=False)] = None,
+    warmup: Annotated[int | None, typer.Option(
+        help="Slots discarded first [default: 10% of slots].", rich_help_panel=RUN,
+        show_default=False)] = None,
+    warmup_method: Annotated[str | None, typer.Option(
+        help="fraction (fixed warm-up) or mser5 [default: fraction].", rich_help_panel=RUN,
+        show_default=False)] = None,
+    replications: Annotated[int | None, typer.Option(
+        help="Independent replications (R ≥ 2: CI from their means) [default: 1].",
+        rich_help_panel=RUN, show_default=False)] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Root seed [default: 0].", rich_help_panel=RUN, show_default=False)] = None,
+    no_delay: Annotated[bool, typer.Option(
+        "--no-delay", help="Skip per-job delay tracking (faster; no delay quantiles).",
+        rich_help_panel=RUN)] = False,
+    json_: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object instead of the table.")] = False,
+) -> None:
+    """Simulate one policy on one system and report ΣQ, delay, messages and stability."""
+    base = RunSpec.from_toml(spec) if spec is not None else RunSpec()
+    run_spec = base.with_overrides(
+        policy=policy, params=parse_assignments(set_) or None, servers=servers,
+        dispatchers=dispatchers, load=load, epsilon=epsilon, arrivals=arrivals,
+        service=service, dispatch=dispatch, split=split,
+        allow_unstable=True if allow_unstable else None, slots=slots, warmup=warmup,
+        warmup_method=warmup_method, replications=replications, seed=seed,
+        track_delay=False if no_delay else None,
+    )
+    if json_:
+        result = run_spec.simulate()
+        print_json(result.to_dict())
+        return
+    with stderr_console().status(f"simulating {run_spec.policy} …"):
+        result = run_spec.simulate()
+    stdout_console().print(result_table(result))
+
+
+def result_table(result: Result) -> Table:
+    """The human summary of one run."""
+    system = result.system
+    table = Table(title=f"dispatchlab run: {result.policy}", show_header=False,
+                  title_justify="left")
+    table.add_column("quantity", style="bold")
+    table.add_column("value")
+    table.add_row("policy", escape(f"{result.policy} ({params_text(result.params)})"))
+    table.add_row("system", f"N = {system['n_servers']} servers {system['servers']}, "
+                  f"M = {system['dispatchers']} dispatchers")
+    table.add_row("model", f"arrivals {system['arrivals']}, service {system['service']}, "
+                  f"dispatch {system['dispatch']}, split {system['split']}")
+    table.add_row("load", f"ρ = {number(result.load)}, ε = {number(result.epsilon)}, "
+                  f"λ_Σ = {number(system['arrival_rate'])}")
+    table.add_row("run", f"{integer(result.slots)} slots × {result.replications} "
+                  f"(warm-up {integer(result.warmup)}), seed {result.seed}")
+    table.add_row("mean ΣQ \\[95% CI]", escape(f"{interval(result)} ({result.ci_method})"))
+    table.add_row("mean delay (slots)", f"{number(result.mean_delay)} by Little's law, "
+                  f"{number(result.mean_delay_measured)} measured per job")
+    table.add_row("delay p50 / p90 / p99 / p99.9",
+                  " / ".join(number(x) for x in (result.delay_p50, result.delay_p90,
+                                                 result.delay_p99, result.delay_p999)))
+    table.add_row("messages", f"{number(result.messages_per_arrival)} per arrival, "
+                  f"{number(result.messages_per_dispatch)} per dispatch")
+    verdict_style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")
+    table.add_row("stability", f"[{verdict_style}]{result.stability}[/]: "
+                  f"{escape(result.stability_evidence)}")
+    table.add_row("lower bound on E[ΣQ]", number(result.lower_bound_total_queue))
+    table.add_row("ζ/2 vs ε·E[ΣQ]", f"{number(result.heavy_traffic_limit)} vs "
+                  f"{number(result.epsilon_total_queue)}")
+    for name, value in result.diagnostics.items():
+        table.add_row(f"diag: {name}", number(value))
+    if result.invariant_violations:
+        table.add_row("[red]invariant violations[/]", str(result.invariant_violations))
+    table.add_row("speed", f"{integer(result.slots_per_second)} slots/s")
+    return table

@@ -1,0 +1,227 @@
+"""The ``led`` policy (THEORY.md §2): local-estimation-driven dispatching with M dispatchers.
+
+Each dispatcher m keeps its own estimate vector Q̃^m (length N), decides with a
+dispatching strategy on Q̃^m alone (:mod:`.strategies`), and refreshes Q̃^m in the
+end-of-slot phase with a push or pull update strategy (:mod:`.updates`). Named
+combinations (``l-jsq-push``, …, ``lsq``) are presets of this one class.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dispatchlab.engine.interface import choose_function
+from dispatchlab.errors import require
+from dispatchlab.model.system import System
+from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
+from dispatchlab.policies.led.layout import (
+    EXTRA_ROWS,
+    FP_SIZE,
+    IP_DISPATCHERS,
+    IP_INCREMENT,
+    IP_MEASURE_ERROR,
+    IP_PUSH_D,
+    IP_SERVERS,
+    IP_SIZE,
+    IP_STRATEGY,
+    IP_TRIGGER,
+    IP_UPDATE,
+    TRIGGER_ARRIVAL,
+    TRIGGER_SLOT,
+    UPDATE_PULL,
+    UPDATE_PUSH,
+)
+from dispatchlab.policies.led.strategies import (
+    BUILTIN_STRATEGIES,
+    CODE_JBA,
+    CODE_JSQ,
+    JBA_AVERAGES,
+    JBA_WEIGHTED,
+    Strategy,
+    builtin_strategy,
+    custom_strategy,
+    l_jba_pick,
+    l_jsq_pick,
+    l_pod_pick,
+)
+from dispatchlab.policies.led.updates import pull_end_slot, push_end_slot
+
+UPDATES = ("push", "pull")
+TRIGGERS = ("slot", "arrival")
+
+
+@choose_function
+def _builtin_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    M = ip[IP_DISPATCHERS]
+    estimates = ist[m]
+    code = ip[IP_STRATEGY]
+    if code == CODE_JSQ:
+        target = l_jsq_pick(estimates, rng)
+    elif code == CODE_JBA:
+        target = l_jba_pick(estimates, mu, rng, fst[0, 0] == JBA_WEIGHTED)
+    else:
+        target = l_pod_pick(estimates, rng, np.int64(fst[0, 0]), ist[M])
+    if ip[IP_INCREMENT] != 0:
+        # LSQ: count the jobs just sent (per-job mode: water-filling one job at a time)
+        estimates[target] += jobs
+    return target
+
+
+_CUSTOM_CHOOSE_CACHE: dict[Any, Any] = {}
+
+
+def custom_choose(strategy_fn: Any) -> Any:
+    """A ``choose`` that runs a user strategy (compiled once per process and strategy)."""
+    if strategy_fn in _CUSTOM_CHOOSE_CACHE:
+        return _CUSTOM_CHOOSE_CACHE[strategy_fn]
+
+    def choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+        M = ip[IP_DISPATCHERS]
+        estimates = ist[m]
+        target = strategy_fn(estimates, mu, rng, fst[0], ist[M])
+        if ip[IP_INCREMENT] != 0:
+            estimates[target] += jobs
+        return target
+
+    # a closure over a user function: numba cannot reuse an on-disk cache for it
+    from numba import njit
+
+    from dispatchlab.engine.interface import CHOOSE_SIGNATURE
+
+    compiled = njit(CHOOSE_SIGNATURE, cache=False)(choose)
+    _CUSTOM_CHOOSE_CACHE[strategy_fn] = compiled
+    return compiled
+
+
+@register
+class LEDPolicy(Policy):
+    """LED: dispatch on local estimates Q̃^m, refresh them by push or pull (THEORY.md §2).
+
+    ``strategy`` is ``jsq``, ``jba``, ``pod`` or a user rule compiled with
+    :func:`~dispatchlab.policies.led.strategies.strategy_function` (or a
+    :class:`~dispatchlab.policies.led.strategies.Strategy`); ``strategy_params`` are the
+    float parameters passed to a user rule.
+    """
+
+    name = "led"
+    summary = ("LED: each of the M dispatchers sends its jobs by a strategy (jsq | jba | pod | "
+               "custom) applied to its own estimates Q̃^m, refreshed at slot end by push(p̂, d) "
+               "or pull(p̂); increment=true adds the jobs sent (LSQ).")
+    theory = ("[LED] Thm 1: tilted strategy + update with P(I^m_n = 1) ≥ p (Eq. 5) ⇒ throughput "
+              "optimal; Thm 2: δ-tilted with δ, p independent of ε ⇒ ε·E[ΣQ] → ζ/2. "
+              "L-JSQ δ = μ_min/μ_Σ, L-JBA δ = (μ_min/μ_Σ)², L-Pod δ = 1/N (homogeneous only); "
+              "p = p̂·d/N (push), p̂/M (pull). `dispatchlab check tilt` computes Δ and δ.")
+    parameters = (
+        Param("strategy", str, "jsq", "dispatching strategy on the local estimates",
+              choices=BUILTIN_STRATEGIES),
+        Param("update", str, "push", "update strategy: push (dispatcher samples d servers) "
+              "or pull (a server reports to a uniform dispatcher)", choices=UPDATES),
+        Param("p", float, 0.1, "p̂, the update probability per trial", low=0.0, low_open=True,
+              high=1.0),
+        Param("d", int, 2, "push: number of distinct servers sampled per update", low=1),
+        Param("pod_d", int, 2, "L-Pod: number of distinct servers compared", low=1),
+        Param("jba_average", str, "plain", "L-JBA threshold: plain mean or μ-weighted mean",
+              choices=JBA_AVERAGES),
+        Param("increment", bool, False, "LSQ option: Q̃^m_n += jobs sent at dispatch"),
+        Param("trigger", str, "slot", "push: flip the p̂-coin every slot or only in slots "
+              "with arrivals at the dispatcher", choices=TRIGGERS),
+        Param("measure_error", bool, True, "accumulate E|Q_n − Q̃^m_n| (O(MN) per slot)"),
+    )
+    diagnostics = ("estimation_error",)
+
+    def __init__(self, strategy: Any = "jsq", strategy_params: Any = (), **params: Any) -> None:
+        if isinstance(strategy, str):
+            self._custom: Strategy | None = None
+            super().__init__(strategy=strategy, **params)
+        else:
+            self._custom = custom_strategy(strategy, strategy_params)
+            super().__init__(**params)
+            self.params["strategy"] = self._custom.name
+
+    def validate_params(self) -> None:
+        require(not (self.params["update"] == "pull" and self.params["trigger"] != "slot"),
+                f"{self.name}.trigger", "the arrival trigger applies to push updates only "
+                "(pull reports are per server and slot)")
+
+    @property
+    def dispatching_strategy(self) -> Strategy:
+        """The :class:`Strategy` this policy dispatches with."""
+        if self._custom is not None:
+            return self._custom
+        return builtin_strategy(self.params["strategy"], pod_d=self.params["pod_d"],
+                                jba_average=self.params["jba_average"])
+
+    def check_system(self, system: System) -> None:
+        n = system.n_servers
+        if self.params["update"] == "push":
+            require(self.params["d"] <= n, f"{self.name}.d",
+                    f"d must be between 1 and N = {n} (got {self.params['d']})")
+        if self.params["strategy"] == "pod":
+            require(self.params["pod_d"] <= n, f"{self.name}.pod_d",
+                    f"pod_d must be between 1 and N = {n} (got {self.params['pod_d']})")
+
+    def update_probability(self, system: System) -> float:
+        """p of Eq. (5): a lower bound of P(I^m_n(t) = 1 | Z(t)) (see theory.tilt)."""
+        from dispatchlab.theory.tilt import update_probability
+
+        return update_probability(self.params["update"], self.params["p"], d=self.params["d"],
+                                  system=system, trigger=self.params["trigger"])
+
+    def kernel(self, system: System) -> Kernel:
+        self.check_system(system)
+        n, m = system.n_servers, system.dispatchers
+        strategy = self.dispatching_strategy
+        ip = np.zeros(IP_SIZE, np.int64)
+        ip[IP_DISPATCHERS] = m
+        ip[IP_SERVERS] = n
+        ip[IP_INCREMENT] = int(self.params["increment"])
+        ip[IP_UPDATE] = UPDATE_PUSH if self.params["update"] == "push" else UPDATE_PULL
+        ip[IP_TRIGGER] = TRIGGER_ARRIVAL if self.params["trigger"] == "arrival" else TRIGGER_SLOT
+        ip[IP_PUSH_D] = self.params["d"]
+        ip[IP_MEASURE_ERROR] = int(self.params["measure_error"])
+        ip[IP_STRATEGY] = strategy.code
+        p = float(self.params["p"])
+        fp = np.zeros(FP_SIZE)
+        fp[0] = p
+        fp[1] = math.log1p(-p) if p < 1.0 else -math.inf
+        state = np.zeros((m + EXTRA_ROWS, n), np.int64)  # Q̃^m(0) = 0 = Q(0)
+        state[m + 2, 0] = -1  # pull / push positions: drawn at the first update
+        state[m + 3, 0] = -1
+        choose = _builtin_choose if strategy.builtin else custom_choose(strategy.function)
+        end_slot = push_end_slot if self.params["update"] == "push" else pull_end_slot
+        return Kernel(choose, end_slot=end_slot, int_params=ip, float_params=fp,
+                      int_state=state, float_state=strategy.param_array[None, :].copy(),
+                      n_diagnostics=len(self.diagnostics))
+
+    def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
+        if not self.params["measure_error"]:
+            return {"estimation_error": math.nan}
+        return super().summarize(diag, measured_slots, system)
+
+    def __eq__(self, other: object) -> bool:
+        return (super().__eq__(other) and isinstance(other, LEDPolicy)
+                and self._custom == other._custom)
+
+    def __hash__(self) -> int:
+        return super().__hash__()
+
+
+_COMBINATIONS = {
+    ("jsq", "push"): "L-JSQ-Push: smallest local estimate; push updates (heterogeneous OK).",
+    ("jsq", "pull"): "L-JSQ-Pull: smallest local estimate; pull updates (heterogeneous OK).",
+    ("jba", "push"): "L-JBA-Push: μ-weighted choice below the local average; push updates.",
+    ("jba", "pull"): "L-JBA-Pull: μ-weighted choice below the local average; pull updates.",
+    ("pod", "push"): "L-Pod-Push: best of pod_d sampled local estimates; push (homogeneous).",
+    ("pod", "pull"): "L-Pod-Pull: best of pod_d sampled local estimates; pull (homogeneous).",
+}
+for (_strategy, _update), _summary in _COMBINATIONS.items():
+    register_preset(f"l-{_strategy}-{_update}", LEDPolicy, _summary, strategy=_strategy,
+                    update=_update)
+register_preset(
+    "lsq", LEDPolicy,
+    "LSQ [LSQ]: L-JSQ with the estimate incremented by the jobs sent; push updates by default.",
+    "Heavy-traffic delay optimal as an LED policy ([LED] corollary); stable when the "
+    "estimation error stays bounded [LSQ].", strategy="jsq", increment=True)

@@ -1,0 +1,130 @@
+"""LED update strategies (THEORY.md §2.4): the end-of-slot refresh of the local estimates.
+
+Both run in the end-of-slot phase, on Q(t+1), after every dispatch of slot t:
+
+* **push(p̂, d)** — each dispatcher, with probability p̂, samples d distinct servers
+  uniformly and copies their queue lengths: 2d messages (d probes, d replies). The coin
+  is flipped every slot (``trigger = slot``, P(I^m_n = 1) = p̂·d/N) or only in slots in
+  which the dispatcher received jobs (``trigger = arrival``).
+* **pull(p̂)** — each server, with probability p̂, reports its queue length to one
+  dispatcher drawn uniformly: 1 message (report); P(I^m_n = 1) = p̂/M.
+
+An estimate that is not refreshed keeps its value (§2.4), unless the policy's LSQ
+increment option moved it at dispatch time.
+
+The Bernoulli(p̂) trials of a run form one stream — (slot, server) pairs for pull,
+(slot, dispatcher) pairs for per-slot push, dispatch events for arrival-triggered
+push — and the hooks jump from one success to the next with geometric gaps. That is
+exactly the i.i.d. Bernoulli(p̂) law, at O(N·p̂) work per slot instead of N uniforms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from dispatchlab.engine.interface import PROBE, REPLY, REPORT, hook_function
+from dispatchlab.engine.rng import randint, sample_distinct, uniform
+from dispatchlab.policies.led.layout import (
+    FP_LOG_MISS,
+    FP_P,
+    IP_DISPATCHERS,
+    IP_MEASURE_ERROR,
+    IP_PUSH_D,
+    IP_TRIGGER,
+    TRIGGER_ARRIVAL,
+)
+
+DIAG_ESTIMATION_ERROR = 0
+
+
+@njit(inline="always", cache=True)
+def failures_before_success(rng, p, log_miss):
+    """Geometric number of failed Bernoulli(p) trials before the next success."""
+    if p >= 1.0:
+        return np.int64(0)
+    return np.int64(math.floor(math.log(1.0 - uniform(rng)) / log_miss))
+
+
+@njit(inline="always", cache=True)
+def _push_sample(m, Q, ist, d, rng, msg):
+    """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them."""
+    N = Q.size
+    M = ist.shape[0] - 4
+    estimates = ist[m]
+    if d >= N:  # every server: no randomness needed
+        for n in range(N):
+            estimates[n] = Q[n]
+    else:
+        sample = ist[M + 1]
+        sample_distinct(rng, N, d, sample)
+        for i in range(d):
+            estimates[sample[i]] = Q[sample[i]]
+    msg[PROBE] += d
+    msg[REPLY] += d
+
+
+@njit(inline="always", cache=True)
+def _record_error(Q, ist, ip, diag, record):
+    """diag[0] += mean over (m, n) of |Q_n(t+1) − Q̃^m_n(t+1)| (when measuring)."""
+    if not record or ip[IP_MEASURE_ERROR] == 0:
+        return
+    M = ip[IP_DISPATCHERS]
+    N = Q.size
+    total = 0
+    for m in range(M):
+        for n in range(N):
+            total += abs(Q[n] - ist[m, n])
+    diag[DIAG_ESTIMATION_ERROR] += total / (M * N)
+
+
+@hook_function
+def push_end_slot(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    M = ip[IP_DISPATCHERS]
+    d = ip[IP_PUSH_D]
+    p = fp[FP_P]
+    log_miss = fp[FP_LOG_MISS]
+    position = ist[M + 3]
+    if ip[IP_TRIGGER] == TRIGGER_ARRIVAL:
+        # position[0]: failures left before the next success among dispatch events
+        if position[0] < 0:
+            position[0] = failures_before_success(rng, p, log_miss)
+        for m in range(M):
+            if A_m[m] == 0:
+                continue
+            if position[0] == 0:
+                _push_sample(m, Q, ist, d, rng, msg)
+                position[0] = failures_before_success(rng, p, log_miss)
+            else:
+                position[0] -= 1
+    else:
+        # position[0]: index t·M + m of the next successful (slot, dispatcher) trial
+        if position[0] < 0:
+            position[0] = t * M + failures_before_success(rng, p, log_miss)
+        end = (t + 1) * M
+        while position[0] < end:
+            _push_sample(position[0] - t * M, Q, ist, d, rng, msg)
+            position[0] += 1 + failures_before_success(rng, p, log_miss)
+    _record_error(Q, ist, ip, diag, record)
+
+
+@hook_function
+def pull_end_slot(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    M = ip[IP_DISPATCHERS]
+    N = Q.size
+    p = fp[FP_P]
+    log_miss = fp[FP_LOG_MISS]
+    position = ist[M + 2]
+    # position[0]: index t·N + n of the next successful (slot, server) trial
+    if position[0] < 0:
+        position[0] = t * N + failures_before_success(rng, p, log_miss)
+    end = (t + 1) * N
+    while position[0] < end:
+        n = position[0] - t * N
+        m = randint(rng, M) if M > 1 else 0
+        ist[m, n] = Q[n]
+        msg[REPORT] += 1
+        position[0] += 1 + failures_before_success(rng, p, log_miss)
+    _record_error(Q, ist, ip, diag, record)

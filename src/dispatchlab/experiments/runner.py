@@ -1,0 +1,329 @@
+"""Run an experiment's points on any ``concurrent.futures`` executor and store each result.
+
+The coordinator (this process) owns the store: it skips the points already done,
+submits the rest, and writes each result in its own transaction as it arrives, so
+an interrupted sweep (Ctrl-C, ``kill -9``, a dead worker) loses at most the points in
+flight and resumes where it stopped. Workers only run :func:`run_point`, a pure
+function of the point (its seed comes from its identity), so the numbers do not
+depend on the executor, the number of workers or the order.
+
+Executors: local processes (``ProcessPoolExecutor``, all cores, the default), a Dask
+cluster (``cluster="tcp://HOST:PORT"``, through ``distributed.Client.get_executor()``),
+or any executor passed in.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from dispatchlab.errors import ValidationError, require
+from dispatchlab.experiments.spec import ExperimentSpec, Point
+from dispatchlab.experiments.store import DEFAULT_STORE, Store
+
+WARM_SLOTS = 200
+#: a point whose worker died this many times is recorded as failed instead of resubmitted
+MAX_WORKER_DEATHS = 2
+
+
+# -- the worker side ---------------------------------------------------------------------------
+
+
+class PointError(Exception):
+    """A point that could not run (sent back from the worker as one line)."""
+
+
+def run_point(point_data: dict[str, Any]) -> dict[str, Any]:
+    """Simulate one point (in a worker): ``{"result": Result.to_dict(), "worker", "seconds"}``."""
+    from dispatchlab.simulate import simulate
+
+    point = Point.from_dict(point_data)
+    started = time.perf_counter()
+    try:
+        result = simulate(point.build_system(), point.policy.name,
+                          policy_params=dict(point.policy.params), slots=point.slots,
+                          warmup=point.warmup, seed=point.seed, **dict(point.options))
+    except ValidationError as error:  # its constructor does not survive pickling
+        raise PointError(str(error)) from None
+    return {"result": result.to_dict(), "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "seconds": time.perf_counter() - started}
+
+
+def warm_compiled_code(points: list[Point]) -> None:
+    """Run each distinct (system, policy, options) for a few slots so numba compiles (and
+    caches on disk) before workers start: forked workers inherit the compiled code, and
+    other workers load it from the cache instead of each compiling it again."""
+    from dispatchlab.simulate import simulate
+
+    seen: set[str] = set()
+    for point in points:
+        tag = repr((point.system.identity(), point.policy.identity(), sorted(point.options)))
+        if tag in seen:
+            continue
+        seen.add(tag)
+        options = {k: v for k, v in point.options.items() if k != "warmup_method"}
+        simulate(point.build_system(), point.policy.name,
+                 policy_params=dict(point.policy.params), slots=WARM_SLOTS, seed=0, **options)
+
+
+# -- progress ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Snapshot:
+    """Where a sweep stands: shown by the CLI's progress display."""
+
+    total: int  # points in the grid
+    skipped: int  # already in the store before this run
+    done: int = 0  # finished in this run
+    failed: int = 0
+    running: int = 0
+    slots_done: int = 0
+    slots_left: int = 0
+    elapsed: float = 0.0
+
+    @property
+    def slots_per_second(self) -> float:
+        return self.slots_done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta_seconds(self) -> float | None:
+        rate = self.slots_per_second
+        return self.slots_left / rate if rate > 0 else None
+
+
+class Progress(Protocol):
+    def update(self, snapshot: Snapshot) -> None: ...
+
+    def point_failed(self, point: Point, error: str) -> None: ...
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did."""
+
+    experiment: str
+    run_id: str
+    store: Path
+    total: int
+    skipped: int
+    computed: int
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (point description, error)
+    seconds: float = 0.0
+    slots: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed and self.skipped + self.computed == self.total
+
+
+def describe_point(point: Point) -> str:
+    return (f"{point.policy.display} on {point.system.name} at {point.axis}={point.value:g} "
+            f"rep {point.replication}")
+
+
+# -- the coordinator ---------------------------------------------------------------------------
+
+
+def run_experiment(
+    spec: ExperimentSpec,
+    *,
+    store: Store | str | Path = DEFAULT_STORE,
+    executor: Executor | None = None,
+    workers: int | None = None,
+    cluster: str | None = None,
+    progress: Progress | None = None,
+    warm: bool = True,
+) -> SweepOutcome:
+    """Run every point of ``spec`` not yet in ``store``; return what was done.
+
+    Args:
+        spec: the experiment (validated here, before any point runs).
+        store: a :class:`Store` or the path of its file.
+        executor: any ``concurrent.futures.Executor`` (left open); by default local
+            processes, or a Dask client's executor when ``cluster`` is given.
+        workers: local processes (default: ``os.cpu_count()``).
+        cluster: a Dask scheduler address, e.g. ``tcp://10.0.0.5:8786``.
+        progress: receives a :class:`Snapshot` after every event.
+        warm: compile the policies in this process before starting local workers.
+
+    A failed point is recorded with its error and does not stop the others;
+    Ctrl-C cancels what is queued, marks the run interrupted and re-raises.
+    """
+    points = spec.points()
+    require(workers is None or workers >= 1, "workers", f"must be ≥ 1 (got {workers})")
+    require(executor is None or cluster is None, "cluster",
+            "give an executor or a cluster address, not both")
+    own_store = not isinstance(store, Store)
+    db = Store(store) if own_store else store
+    assert isinstance(db, Store)
+    try:
+        db.save_experiment(spec.name, spec.to_json())
+        done = db.done_keys(spec.name)
+        todo = [p for p in points if p.key not in done]
+        snapshot = Snapshot(total=len(points), skipped=len(points) - len(todo),
+                            slots_left=sum(p.slots for p in todo))
+        outcome = SweepOutcome(spec.name, "", db.path, len(points), snapshot.skipped, 0)
+        if not todo:
+            _notify(progress, snapshot)
+            return outcome
+        pool = _Executor(executor, workers, cluster, len(todo))
+        run_id = db.start_run(spec.name, pool.kind, len(todo))
+        outcome.run_id = run_id
+        if warm and pool.local:
+            warm_compiled_code(todo)
+        status = "interrupted"
+        try:
+            _coordinate(todo, pool, db, run_id, snapshot, outcome, progress)
+            status = "finished"
+        finally:
+            pool.shutdown(cancel=status != "finished")
+            db.finish_run(run_id, status)
+        return outcome
+    finally:
+        if own_store:
+            db.close()
+
+
+def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snapshot: Snapshot,
+                outcome: SweepOutcome, progress: Progress | None) -> None:
+    started = time.perf_counter()
+    deaths: dict[str, int] = {}
+    pending: dict[Future[dict[str, Any]], Point] = {
+        pool.submit(run_point, p.to_dict()): p for p in todo}
+
+    def refresh() -> None:
+        snapshot.running = min(pool.capacity, len(pending))
+        snapshot.elapsed = time.perf_counter() - started
+        _notify(progress, snapshot)
+
+    refresh()
+    while pending:
+        finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+        broken: list[Point] = []
+        for future in finished:
+            point = pending.pop(future)
+            try:
+                reply = future.result()
+            except BrokenProcessPool:
+                broken.append(point)
+                continue
+            except Exception as error:  # the point failed; the others go on
+                message = _error_line(error)
+                db.record(run_id, point.to_dict(), error=message)
+                snapshot.failed += 1
+                snapshot.slots_left -= point.slots
+                outcome.failed.append((describe_point(point), message))
+                if progress is not None:
+                    progress.point_failed(point, message)
+                continue
+            db.record(run_id, point.to_dict(), result=reply["result"], worker=reply["worker"],
+                      seconds=reply["seconds"])
+            snapshot.done += 1
+            snapshot.slots_done += int(reply["result"].get("slots_run") or point.slots)
+            snapshot.slots_left -= point.slots
+            outcome.computed += 1
+            outcome.slots += int(reply["result"].get("slots_run") or point.slots)
+        if broken:
+            # a worker process died (killed, out of memory): every queued future of the pool
+            # fails with it; restart the pool and resubmit, unless a point keeps killing it
+            broken += [pending.pop(f) for f in list(pending)]
+            pool.restart()
+            for point in broken:
+                deaths[point.key] = deaths.get(point.key, 0) + 1
+                if deaths[point.key] >= MAX_WORKER_DEATHS:
+                    message = "worker process died while running this point"
+                    db.record(run_id, point.to_dict(), error=message)
+                    snapshot.failed += 1
+                    snapshot.slots_left -= point.slots
+                    outcome.failed.append((describe_point(point), message))
+                    if progress is not None:
+                        progress.point_failed(point, message)
+                else:
+                    pending[pool.submit(run_point, point.to_dict())] = point
+        refresh()
+    outcome.seconds = time.perf_counter() - started
+
+
+def _notify(progress: Progress | None, snapshot: Snapshot) -> None:
+    if progress is not None:
+        progress.update(snapshot)
+
+
+def _error_line(error: BaseException) -> str:
+    if isinstance(error, PointError | ValidationError):
+        return str(error)
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+class _Executor:
+    """The executor a sweep runs on, with what the coordinator needs to know about it."""
+
+    def __init__(self, given: Executor | None, workers: int | None, cluster: str | None,
+                 points: int) -> None:
+        self._client: Any = None
+        self._owned = given is None
+        self.local = False
+        self._workers = 1
+        if given is not None:
+            self.kind = type(given).__name__
+            self._executor = given
+            self.capacity = getattr(given, "_max_workers", None) or workers or os.cpu_count() or 1
+        elif cluster is not None:
+            self._executor = self._connect(cluster)
+        else:
+            self.local = True
+            self._workers = max(1, min(workers or os.cpu_count() or 1, points))
+            self.kind = f"local processes ({self._workers})"
+            self.capacity = self._workers
+            self._executor = self._local_pool()
+
+    def _connect(self, address: str) -> Executor:
+        from distributed import Client
+
+        try:
+            self._client = Client(address, timeout="20s")
+        except OSError as error:
+            require(False, "cluster", f"cannot reach the Dask scheduler at {address} ({error})")
+        threads = sum(self._client.nthreads().values())
+        self.kind = f"dask {address} ({threads} threads)"
+        self.capacity = max(1, threads)
+        return self._client.get_executor(pure=False)
+
+    def _local_pool(self) -> Executor:
+        # fork: workers inherit the compiled (warmed) numba code of the coordinator
+        context = multiprocessing.get_context("fork")
+        return ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
+        return self._executor.submit(function, *args)
+
+    def restart(self) -> None:
+        require(self.local, "executor", "a worker died in an executor this sweep does not own")
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._executor = self._local_pool()
+
+    def shutdown(self, cancel: bool) -> None:
+        if self._owned:
+            if self.local and cancel:
+                self._terminate_workers()
+            self._executor.shutdown(wait=not cancel, cancel_futures=True)
+        if self._client is not None:
+            self._client.close()
+
+    def _terminate_workers(self) -> None:
+        # an interrupted sweep must not leave workers computing points nobody will store
+        for process in list(getattr(self._executor, "_processes", {}).values()):
+            if process.is_alive():
+                process.terminate()

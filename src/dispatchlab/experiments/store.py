@@ -1,0 +1,314 @@
+"""The results store: one SQLite file per project directory, one row per point.
+
+Why SQLite, and why these settings:
+
+- One file, no server, queryable with SQL from any tool (``sqlite3``, pandas),
+  exportable to CSV/Parquet; a sweep needs nothing set up.
+- Only the coordinator (the process that runs the sweep) writes, one short
+  transaction per finished point; workers never touch the file. Points in flight
+  are not in the store, so a crash loses at most those.
+- WAL journal mode: readers (``dispatchlab results``, a report) never block the
+  writer and vice versa, and a process killed mid-write (``kill -9``) leaves the
+  last committed transactions intact — the WAL is replayed on the next open, so
+  the file is never left corrupt. ``synchronous=NORMAL`` is durable against
+  process crashes (only an OS crash can lose the last transactions, never corrupt).
+- ``BEGIN IMMEDIATE`` takes the write lock at the start of each transaction, so
+  two sweeps writing into one store serialize cleanly instead of failing with
+  "database is locked" on lock upgrade; a ``busy_timeout`` makes the waiting
+  writer retry for up to 60 s instead of erroring.
+- ``UNIQUE(experiment, point_key)`` with an upsert that never overwrites a
+  finished point: two concurrent sweeps cannot duplicate a row, and a point
+  already stored is not recomputed (the runner asks :meth:`Store.done_keys` first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from dispatchlab.errors import ValidationError, require
+from dispatchlab.experiments.spec import PolicySpec, SystemSpec
+
+DEFAULT_STORE = "dispatchlab-results.sqlite"
+BUSY_TIMEOUT_MS = 60_000
+SCHEMA_VERSION = 1
+STATUSES = ("done", "failed")
+#: the Result scalars copied into columns for querying (the full Result is in result_json)
+METRIC_COLUMNS = (
+    "mean_total_queue", "ci_low", "ci_high", "mean_delay", "epsilon_total_queue",
+    "messages_per_arrival", "delay_p99", "lower_bound_total_queue", "heavy_traffic_limit",
+    "slots_per_second",
+)
+TEXT_METRICS = ("stability",)
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS experiments (
+    name TEXT PRIMARY KEY,
+    spec_json TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    code_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    experiment TEXT NOT NULL,
+    started REAL NOT NULL,
+    finished REAL,
+    status TEXT NOT NULL,  -- running | finished | interrupted (a killed run stays running)
+    executor TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    code_version TEXT NOT NULL,
+    points_planned INTEGER NOT NULL DEFAULT 0,
+    points_computed INTEGER NOT NULL DEFAULT 0,   -- results received from workers
+    points_stored INTEGER NOT NULL DEFAULT 0,     -- of those, rows written (not already done)
+    points_failed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS points (
+    id INTEGER PRIMARY KEY,
+    experiment TEXT NOT NULL,
+    point_key TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
+    system TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    policy_label TEXT NOT NULL,
+    axis TEXT NOT NULL,
+    x REAL NOT NULL,
+    load REAL,
+    epsilon REAL,
+    replication INTEGER NOT NULL,
+    slots INTEGER NOT NULL,
+    seed TEXT NOT NULL,
+    {", ".join(f"{c} REAL" for c in METRIC_COLUMNS)},
+    stability TEXT,
+    spec_json TEXT NOT NULL,
+    result_json TEXT,
+    error TEXT,
+    code_version TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    worker TEXT,
+    seconds REAL,
+    finished REAL NOT NULL,
+    UNIQUE (experiment, point_key)
+);
+CREATE INDEX IF NOT EXISTS points_by_experiment ON points (experiment, status);
+"""
+
+
+@cache
+def code_version() -> str:
+    """``dispatchlab.__version__`` plus ``git describe`` of the source tree when available."""
+    from dispatchlab import __version__
+
+    source = Path(__file__).resolve().parent
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"], cwd=source,
+            capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        described = ""
+    return f"{__version__}+{described}" if described else __version__
+
+
+class Store:
+    """A results database file (created on first use).
+
+    Use as a context manager or call :meth:`close`. All writes go through
+    :meth:`_write` (``BEGIN IMMEDIATE`` … ``COMMIT``).
+    """
+
+    def __init__(self, path: str | Path = DEFAULT_STORE) -> None:
+        self.path = Path(path)
+        require(not self.path.is_dir(), "store", f"{self.path} is a directory, not a file")
+        require(self.path.parent.exists() or str(self.path.parent) == "", "store",
+                f"directory {self.path.parent} does not exist")
+        try:
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
+                                       isolation_level=None)
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            with self._write() as db:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                           (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as error:
+            raise ValidationError("store", f"{self.path} is not a dispatchlab store "
+                                  f"({error})") from None
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: takes the write lock up front (BEGIN IMMEDIATE)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def query(self, sql: str, parameters: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        cursor = self._db.cursor()
+        cursor.row_factory = sqlite3.Row
+        return cursor.execute(sql, parameters).fetchall()
+
+    # -- experiments and runs -------------------------------------------------------------
+
+    def save_experiment(self, name: str, spec_json: str) -> None:
+        """Record (or update) the spec of ``name``; the report redraws from it."""
+        now = time.time()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO experiments VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE "
+                "SET spec_json = excluded.spec_json, updated = excluded.updated, "
+                "code_version = excluded.code_version",
+                (name, spec_json, now, now, code_version()))
+
+    def experiment_spec(self, name: str) -> str | None:
+        rows = self.query("SELECT spec_json FROM experiments WHERE name = ?", (name,))
+        return rows[0]["spec_json"] if rows else None
+
+    def experiment_names(self) -> list[str]:
+        return [r["name"] for r in self.query("SELECT name FROM experiments ORDER BY name")]
+
+    def start_run(self, experiment: str, executor: str, planned: int) -> str:
+        run_id = uuid.uuid4().hex
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO runs (run_id, experiment, started, status, executor, host, pid, "
+                "code_version, points_planned) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                (run_id, experiment, time.time(), executor, socket.gethostname(), os.getpid(),
+                 code_version(), planned))
+        return run_id
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self._write() as db:
+            db.execute("UPDATE runs SET finished = ?, status = ? WHERE run_id = ?",
+                       (time.time(), status, run_id))
+
+    def runs(self, experiment: str | None = None) -> list[dict[str, Any]]:
+        sql, args = "SELECT * FROM runs", ()
+        if experiment is not None:
+            sql, args = sql + " WHERE experiment = ?", (experiment,)
+        return [dict(r) for r in self.query(sql + " ORDER BY started", args)]
+
+    # -- points ---------------------------------------------------------------------------
+
+    def done_keys(self, experiment: str) -> set[str]:
+        """Keys of the points of ``experiment`` already finished (failed ones are retried)."""
+        rows = self.query("SELECT point_key FROM points WHERE experiment = ? AND status = 'done'",
+                          (experiment,))
+        return {r["point_key"] for r in rows}
+
+    def record(self, run_id: str, point: dict[str, Any], *, result: dict[str, Any] | None = None,
+               error: str | None = None, worker: str = "", seconds: float = 0.0) -> bool:
+        """Store one finished (``result``) or failed (``error``) point in one transaction.
+
+        Returns whether a row was written: a point already ``done`` is never
+        overwritten (another sweep finished it first); a failed row is replaced.
+        """
+        status = "done" if result is not None else "failed"
+        metrics = result or {}
+        policy = point["policy"]
+        values = {
+            "experiment": point["experiment"], "point_key": point["key"], "status": status,
+            "system": SystemSpec.from_dict(point["system"]).name, "policy": policy["name"],
+            "policy_label": PolicySpec.from_dict(policy).display,
+            "axis": point["axis"], "x": point["value"],
+            "load": metrics.get("load"), "epsilon": metrics.get("epsilon"),
+            "replication": point["replication"], "slots": point["slots"],
+            "seed": str(point["seed"]),
+            **{c: metrics.get(c) for c in METRIC_COLUMNS + TEXT_METRICS},
+            "spec_json": json.dumps(point, sort_keys=True),
+            "result_json": json.dumps(result, sort_keys=True) if result is not None else None,
+            "error": error, "code_version": code_version(), "run_id": run_id,
+            "worker": worker, "seconds": seconds, "finished": time.time(),
+        }
+        columns = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in values
+                            if c not in ("experiment", "point_key"))
+        with self._write() as db:
+            cursor = db.execute(
+                f"INSERT INTO points ({columns}) VALUES ({marks}) "
+                f"ON CONFLICT(experiment, point_key) DO UPDATE SET {updates}, "
+                "attempts = points.attempts + 1 WHERE points.status != 'done'",
+                tuple(values.values()))
+            written = cursor.rowcount > 0
+            counter = "points_computed" if result is not None else "points_failed"
+            db.execute(f"UPDATE runs SET {counter} = {counter} + 1, "
+                       "points_stored = points_stored + ? WHERE run_id = ?",
+                       (int(written and result is not None), run_id))
+        return written
+
+    def points(self, experiment: str | None = None, *, status: str | None = "done",
+               policy: str | None = None, system: str | None = None) -> list[dict[str, Any]]:
+        """Stored rows (dicts with the columns; ``result`` parsed), filtered."""
+        clauses, args = [], []
+        for column, value in (("experiment", experiment), ("status", status),
+                              ("policy_label", policy), ("system", system)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self.query(f"SELECT * FROM points{where} ORDER BY experiment, system, "
+                          "policy_label, x, replication", tuple(args))
+        out = []
+        for row in rows:
+            data = dict(row)
+            data["result"] = json.loads(data["result_json"]) if data["result_json"] else None
+            out.append(data)
+        return out
+
+    def frame(self, experiment: str | None = None, **filters: Any):  # -> pandas.DataFrame
+        """The stored points as a DataFrame: the columns plus the flat Result scalars."""
+        import pandas as pd
+
+        records = []
+        for row in self.points(experiment, **filters):
+            record = {k: v for k, v in row.items() if k not in ("result", "result_json",
+                                                                 "spec_json")}
+            result = row["result"] or {}
+            for key, value in result.items():
+                if not isinstance(value, list | dict) and key not in record:
+                    record[key] = value
+            for key, value in (result.get("diagnostics") or {}).items():
+                record[f"diag.{key}"] = value
+            for key, value in (result.get("messages_by_kind") or {}).items():
+                record[f"messages.{key}"] = value
+            records.append(record)
+        return pd.DataFrame.from_records(records)
+
+    def count(self, experiment: str, status: str = "done") -> int:
+        rows = self.query("SELECT COUNT(*) AS n FROM points WHERE experiment = ? AND status = ?",
+                          (experiment, status))
+        return int(rows[0]["n"])
+
+    def integrity_ok(self) -> bool:
+        return self.query("PRAGMA integrity_check")[0][0] == "ok"
+

@@ -1,0 +1,325 @@
+"""Pull-based ID-memory policies: JBT-r (THEORY.md §3.2–3.3) and JIQ (§7.8).
+
+Both keep, at each dispatcher, a list of server IDs that reported themselves below
+a threshold r (r = 1: idle servers). The memory is real, not read from Q:
+
+* a dispatcher with arrivals takes one ID from its list (μ-weighted, uniform or the
+  oldest), sends the jobs there and **removes** the ID; with an empty list it falls
+  back to a random server (μ-weighted or uniform);
+* at the end of each slot every server with Q_n(t+1) < r that is registered nowhere
+  sends its ID (1 report message) to one dispatcher: a uniform one (JIQ-Random and
+  the natural M > 1 generalisation of JBT-r, which the paper states for M = 1), or
+  the one with the shortest ID list among d sampled (JIQ-SQ(d): d probes, d replies
+  and the report).
+
+With one dispatcher this keeps the memory equal to {n : Q_n(t) < r} at every slot
+start; with M ≥ 1 the same holds for the union of the lists, each server being
+registered at most once (``audit=true`` counts the slots where it fails).
+
+Memory layout (``ist``, width W ≥ max(capacity, M, d)):
+row 0 ``reg[n]`` (dispatcher holding n, −1 if none); row 1 list heads; row 2 list
+lengths; row 3 per-slot counters (dispatch calls, empty-memory calls, initialised);
+row 4 the SQ(d) sample; rows 5.. one ring buffer of IDs per dispatcher.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from dispatchlab.engine.interface import (
+    PROBE,
+    REPLY,
+    REPORT,
+    choose_function,
+    hook_function,
+)
+from dispatchlab.engine.kernels import shortest_of
+from dispatchlab.engine.rng import randint, sample_distinct, uniform, weighted_index
+from dispatchlab.errors import require
+from dispatchlab.model.system import System
+from dispatchlab.policies.base import Kernel, Param, Policy, register
+
+# ip layout
+IP_THRESHOLD, IP_PICK, IP_FALLBACK, IP_DESTINATION, IP_D, IP_AUDIT, IP_MASK = range(7)
+PICK_WEIGHTED, PICK_UNIFORM, PICK_OLDEST = range(3)
+FALLBACK_WEIGHTED, FALLBACK_UNIFORM = range(2)
+DESTINATION_RANDOM, DESTINATION_SQ = range(2)
+
+# ist rows
+ROW_REGISTERED, ROW_HEAD, ROW_LENGTH, ROW_SCRATCH, ROW_SAMPLE, ROW_LISTS = range(6)
+SCRATCH_CALLS, SCRATCH_EMPTY, SCRATCH_READY = range(3)
+
+# diag layout (shared by JBT and JIQ)
+DIAGNOSTICS = ("dispatch_calls", "empty_memory_calls", "distance_sum", "distance_tail_slots",
+               "memory_size_sum", "memory_violation_slots")
+(D_CALLS, D_EMPTY, D_DISTANCE, D_TAIL, D_MEMORY, D_VIOLATIONS) = range(len(DIAGNOSTICS))
+
+MAX_THRESHOLD = 2**40
+
+
+@njit(cache=True)
+def _report(n, dispatchers, ip, ist, rng, msg):
+    """Server n sends its ID to one dispatcher (uniform, or SQ(d)); it joins that list."""
+    if dispatchers == 1:
+        dest = 0
+    elif ip[IP_DESTINATION] == DESTINATION_SQ:
+        d = ip[IP_D]
+        sample = ist[ROW_SAMPLE]
+        sample_distinct(rng, dispatchers, d, sample)
+        msg[PROBE] += d
+        msg[REPLY] += d
+        dest = shortest_of(ist[ROW_LENGTH], sample, d, rng)
+    else:
+        dest = randint(rng, dispatchers)
+    length = ist[ROW_LENGTH, dest]
+    ist[ROW_LISTS + dest, (ist[ROW_HEAD, dest] + length) & ip[IP_MASK]] = n
+    ist[ROW_LENGTH, dest] = length + 1
+    ist[ROW_REGISTERED, n] = dest
+    msg[REPORT] += 1
+
+
+@njit(cache=True)
+def _audit(Q, ip, ist, dispatchers):
+    """True when the lists differ from {n : Q_n < r} (each server listed at most once)."""
+    N = Q.size
+    r = ip[IP_THRESHOLD]
+    mask = ip[IP_MASK]
+    seen = np.zeros(N, np.int64)
+    for m in range(dispatchers):
+        head = ist[ROW_HEAD, m]
+        for i in range(ist[ROW_LENGTH, m]):
+            n = ist[ROW_LISTS + m, (head + i) & mask]
+            if n < 0 or n >= N or ist[ROW_REGISTERED, n] != m:
+                return True
+            seen[n] += 1
+    for n in range(N):
+        if seen[n] != (1 if Q[n] < r else 0):
+            return True
+        if (ist[ROW_REGISTERED, n] >= 0) != (seen[n] == 1):
+            return True
+    return False
+
+
+@choose_function
+def _id_memory_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    ist[ROW_SCRATCH, SCRATCH_CALLS] += 1
+    length = ist[ROW_LENGTH, m]
+    if length == 0:
+        ist[ROW_SCRATCH, SCRATCH_EMPTY] += 1
+        if ip[IP_FALLBACK] == FALLBACK_WEIGHTED:
+            return weighted_index(rng, fp)
+        return randint(rng, Q.size)
+    mask = ip[IP_MASK]
+    head = ist[ROW_HEAD, m]
+    row = ROW_LISTS + m
+    pick = ip[IP_PICK]
+    i = 0
+    if pick == PICK_UNIFORM:
+        i = randint(rng, length)
+    elif pick == PICK_WEIGHTED and length > 1:
+        total = 0.0
+        for k in range(length):
+            total += mu[ist[row, (head + k) & mask]]
+        u = uniform(rng) * total
+        while i < length - 1:
+            u -= mu[ist[row, (head + i) & mask]]
+            if u < 0.0:
+                break
+            i += 1
+    position = (head + i) & mask
+    server = ist[row, position]
+    if i == 0:
+        ist[ROW_HEAD, m] = (head + 1) & mask
+    else:  # order matters only for PICK_OLDEST, which always takes i = 0
+        ist[row, position] = ist[row, (head + length - 1) & mask]
+    ist[ROW_LENGTH, m] = length - 1
+    ist[ROW_REGISTERED, server] = -1
+    return server
+
+
+@hook_function
+def _id_memory_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    dispatchers = A_m.size
+    if ist[ROW_SCRATCH, SCRATCH_READY] == 0:
+        # the servers below the threshold at t = 0 report once, as at any later slot end
+        for n in range(Q.size):
+            if Q[n] < ip[IP_THRESHOLD] and ist[ROW_REGISTERED, n] < 0:
+                _report(n, dispatchers, ip, ist, rng, msg)
+        ist[ROW_SCRATCH, SCRATCH_READY] = 1
+    if ip[IP_AUDIT] == 1 and record and _audit(Q, ip, ist, dispatchers):
+        diag[D_VIOLATIONS] += 1.0
+
+
+@hook_function
+def _id_memory_end(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    N = Q.size
+    dispatchers = A_m.size
+    r = ip[IP_THRESHOLD]
+    # reports in a random cyclic order, so that FIFO lists do not favour low indices
+    n = randint(rng, N) if ip[IP_PICK] == PICK_OLDEST and N > 1 else 0
+    for _ in range(N):
+        if Q[n] < r and ist[ROW_REGISTERED, n] < 0:
+            _report(n, dispatchers, ip, ist, rng, msg)
+        n += 1
+        if n == N:
+            n = 0
+    if record:
+        diag[D_CALLS] += ist[ROW_SCRATCH, SCRATCH_CALLS]
+        diag[D_EMPTY] += ist[ROW_SCRATCH, SCRATCH_EMPTY]
+        # d_{R^(r)}(Q(t+1)) = min(d to R_l, d to R_u), Euclidean (§3.2, Eq. (8))
+        above = 0.0
+        below = 0.0
+        for k in range(N):
+            gap = Q[k] - r
+            if gap > 0:
+                above += gap * gap
+            else:
+                below += gap * gap
+        distance = math.sqrt(min(above, below))
+        diag[D_DISTANCE] += distance
+        if distance >= r:
+            diag[D_TAIL] += 1.0
+        size = 0
+        for m in range(dispatchers):
+            size += ist[ROW_LENGTH, m]
+        diag[D_MEMORY] += size
+    ist[ROW_SCRATCH, SCRATCH_CALLS] = 0
+    ist[ROW_SCRATCH, SCRATCH_EMPTY] = 0
+
+
+def _capacity(n_servers: int) -> int:
+    """Ring-buffer capacity: a power of two ≥ N (every list holds at most N IDs)."""
+    return 1 << max(0, (n_servers - 1).bit_length())
+
+
+class _IdMemoryPolicy(Policy):
+    """Shared kernel construction and diagnostics of JBT-r and JIQ."""
+
+    diagnostics = DIAGNOSTICS
+
+    def threshold(self, system: System) -> int:
+        raise NotImplementedError
+
+    def _layout(self, system: System) -> tuple[int, int, int, int]:
+        """(pick, fallback, destination, d) codes of this policy."""
+        raise NotImplementedError
+
+    def kernel(self, system: System) -> Kernel:
+        n, m = system.n_servers, system.dispatchers
+        pick, fallback, destination, d = self._layout(system)
+        capacity = _capacity(n)
+        width = max(capacity, m, d, 3)
+        state = np.zeros((ROW_LISTS + m, width), np.int64)
+        state[ROW_REGISTERED, :] = -1
+        state[ROW_LISTS:, :] = -1
+        int_params = np.array([self.threshold(system), pick, fallback, destination, d,
+                               int(self.params["audit"]), capacity - 1], np.int64)
+        return Kernel(_id_memory_choose, _id_memory_begin, _id_memory_end,
+                      int_params=int_params, float_params=np.cumsum(system.mu),
+                      int_state=state, n_diagnostics=len(DIAGNOSTICS))
+
+    def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
+        slots = max(measured_slots, 1)
+        calls = diag[D_CALLS]
+        return {
+            "threshold": float(self.threshold(system)),
+            "empty_memory_fraction": float(diag[D_EMPTY] / calls) if calls else math.nan,
+            "distance_to_region": float(diag[D_DISTANCE] / slots),
+            "distance_tail_probability": float(diag[D_TAIL] / slots),
+            "mean_memory_size": float(diag[D_MEMORY] / slots),
+            "memory_violation_slots": float(diag[D_VIOLATIONS]),
+        }
+
+
+_AUDIT = Param("audit", bool, False,
+               "count slots where the memory differs from {n : Q_n < r} (diagnostic, O(N)/slot)")
+
+THRESHOLD_RULES = ("constant", "log", "poly")
+
+
+@register
+class JoinBelowThreshold(_IdMemoryPolicy):
+    name = "jbt"
+    summary = ("JBT-r: jobs go to a remembered server below the threshold r (ID removed when "
+               "used), else to a random one; servers report when they fall below r (1 message). "
+               "r constant, ⌈K·log(1/ε)⌉ or ⌈(1/ε)^a⌉.")
+    theory = ("Throughput optimal for every r ≥ 1 (Lemma 1). Constant r: ε·E[ΣQ] strictly "
+              "between ζ/2 and random routing; r ≥ K·log(1/ε), r = o(1/ε): HT optimal (Thm 2); "
+              "r = (1/ε)^{1+α}: random routing (Thm 1).")
+    parameters = (
+        Param("r", int, 3, "constant threshold r (threshold=constant)", low=1),
+        Param("threshold", str, "constant", "threshold rule: r, ⌈K·log(1/ε)⌉ or ⌈(1/ε)^a⌉",
+              choices=THRESHOLD_RULES),
+        Param("K", float, 1.0, "K of r = ⌈K·log(1/ε)⌉ (threshold=log)", low=0.0, low_open=True),
+        Param("a", float, 1.5, "a of r = ⌈(1/ε)^a⌉ (threshold=poly)", low=0.0, low_open=True),
+        Param("weighted", bool, True,
+              "μ-weighted choice in memory and in the fallback (false: uniform in both)"),
+        _AUDIT,
+    )
+
+    def check_system(self, system: System) -> None:
+        if self.params["threshold"] != "constant":
+            require(system.epsilon > 0, "jbt.threshold",
+                    f"a threshold growing with 1/ε needs ε > 0 (got ε = {system.epsilon:g})")
+
+    def threshold(self, system: System) -> int:
+        """r for this system: constant, ⌈K·log(1/ε)⌉ or ⌈(1/ε)^a⌉ (at least 1)."""
+        return threshold_for(self.params["threshold"], system.epsilon, r=self.params["r"],
+                             K=self.params["K"], a=self.params["a"])
+
+    def _layout(self, system: System) -> tuple[int, int, int, int]:
+        weighted = self.params["weighted"]
+        return ((PICK_WEIGHTED if weighted else PICK_UNIFORM),
+                (FALLBACK_WEIGHTED if weighted else FALLBACK_UNIFORM), DESTINATION_RANDOM, 1)
+
+
+def threshold_for(rule: str, epsilon: float, *, r: int = 3, K: float = 1.0,
+                  a: float = 1.5) -> int:
+    """The JBT threshold r^(ε) of a rule: ``constant`` r, ``log`` ⌈K·log(1/ε)⌉ or
+    ``poly`` ⌈(1/ε)^a⌉, at least 1 and at most 2^40."""
+    require(rule in THRESHOLD_RULES, "threshold", f"allowed: {', '.join(THRESHOLD_RULES)}")
+    if rule == "constant":
+        return int(r)
+    require(epsilon > 0, "epsilon", f"a growing threshold needs ε > 0 (got {epsilon:g})")
+    value = K * math.log(1.0 / epsilon) if rule == "log" else (1.0 / epsilon) ** a
+    return int(min(MAX_THRESHOLD, max(1, math.ceil(value - 1e-9))))
+
+
+@register
+class JoinIdleQueue(_IdMemoryPolicy):
+    name = "jiq"
+    summary = ("JIQ: idle servers report to one dispatcher (uniform, or shortest I-queue of d "
+               "sampled); a dispatcher sends to an ID from its I-queue (oldest or uniform, "
+               "removed), else to a random server.")
+    theory = ("With M = 1 it is JBT-r with r = 1: not HT optimal, better than random routing "
+              "(Thm 1); a uniform fallback is unstable at high load on heterogeneous servers.")
+    parameters = (
+        Param("destination", str, "random", "where an idle report goes: uniform dispatcher "
+              "(JIQ-Random) or the shortest of d sampled I-queues (JIQ-SQ(d))",
+              choices=("random", "sq")),
+        Param("d", int, 2, "dispatchers sampled by JIQ-SQ(d)", low=1),
+        Param("removal", str, "fifo", "which ID a dispatcher takes: the oldest or a uniform one",
+              choices=("fifo", "uniform")),
+        Param("weighted_fallback", bool, False,
+              "empty I-queue: μ-weighted random server instead of uniform"),
+        _AUDIT,
+    )
+
+    def check_system(self, system: System) -> None:
+        if self.params["destination"] == "sq":
+            require(self.params["d"] <= system.dispatchers, "jiq.d",
+                    f"JIQ-SQ(d) samples d distinct dispatchers: d must be between 1 and "
+                    f"M = {system.dispatchers} (got {self.params['d']})")
+
+    def threshold(self, system: System) -> int:
+        return 1
+
+    def _layout(self, system: System) -> tuple[int, int, int, int]:
+        sq = self.params["destination"] == "sq"
+        return ((PICK_OLDEST if self.params["removal"] == "fifo" else PICK_UNIFORM),
+                (FALLBACK_WEIGHTED if self.params["weighted_fallback"] else FALLBACK_UNIFORM),
+                (DESTINATION_SQ if sq else DESTINATION_RANDOM),
+                self.params["d"] if sq else 1)

@@ -1,0 +1,41 @@
+"""The two heavy-traffic reference lines of every ε·E[ΣQ] plot (THEORY.md §3.4, §5, §6.2).
+
+* ζ/2, the resource-pooled limit reached by heavy-traffic delay-optimal policies
+  (JSQ, JBT-r with K·log(1/ε) ≤ r = o(1/ε), Theorem 2);
+* the random-routing constant lim ε·E[ΣQ̄] of weighted random routing (p_n = μ_n/μ_Σ),
+  which JBT-r with r = (1/ε)^{1+α} degenerates to (Theorem 1, Eq. (6)), and which every
+  constant threshold stays strictly below (Eq. (5)).
+
+The formulas live in :mod:`dispatchlab.theory.closed_forms` (§6.2, for any dispatch mode,
+M and split); this module names them for the heavy-traffic experiments.
+"""
+
+from __future__ import annotations
+
+from dispatchlab.model.system import System
+from dispatchlab.theory.bounds import heavy_traffic_limit, zeta
+from dispatchlab.theory.closed_forms import limit_arrival_variance, random_routing_constant
+
+
+def pooled_limit(system: System) -> float:
+    """ζ/2 with ζ = σ_Σ² + ν_Σ² at the heavy-traffic limit λ_Σ → μ_Σ (the arrival variance
+    of the system's law at rate μ_Σ), the same for every ε of a sweep."""
+    return zeta(limit_arrival_variance(system), system.service_variances) / 2
+
+
+def random_routing_limit(system: System) -> float:
+    """lim_{ε↓0} ε·E[ΣQ̄] under weighted random routing for ``system``'s rates, laws,
+    dispatch mode and dispatchers (THEORY.md §6.2)."""
+    return random_routing_constant(system)
+
+
+def reference_lines(system: System) -> dict[str, float]:
+    """The reference values of a heavy-traffic plot for ``system``:
+    ``zeta_half`` (ζ/2 at the limit), ``zeta_half_at_epsilon`` (ζ/2 with the variance at
+    the system's own λ_Σ, as :class:`~dispatchlab.result.Result` reports it) and
+    ``random_routing`` (the weighted-RAND constant)."""
+    return {
+        "zeta_half": pooled_limit(system),
+        "zeta_half_at_epsilon": heavy_traffic_limit(system),
+        "random_routing": random_routing_limit(system),
+    }

@@ -1,0 +1,270 @@
+"""``dispatchlab experiment | sweep | results | report``: experiments at scale.
+
+``experiment NAME`` runs a catalog experiment, ``sweep SPEC.toml`` a spec file; both
+run on all local cores (or ``--cluster tcp://HOST:PORT``), show progress, store every
+point in the project's store (resuming where an interrupted sweep stopped), and write
+the points as CSV and the figures as PNG to ``results/NAME/``. ``results`` lists and
+exports what is stored; ``report`` draws the HTML report from the store.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dispatchlab.cli.app import app
+from dispatchlab.cli.output import integer, number, stderr_console, stdout_console
+from dispatchlab.errors import ValidationError, require
+from dispatchlab.experiments.spec import ExperimentSpec, Point
+from dispatchlab.experiments.store import DEFAULT_STORE, Store
+
+RESULTS_DIR = Path("results")
+EXPORT_FORMATS = ("table", "csv", "parquet", "json")
+STATUS_FILTERS = ("done", "failed", "all")
+LIST_COLUMNS = ["experiment", "system", "policy_label", "x", "replication", "slots",
+                "mean_total_queue", "ci_low", "ci_high", "mean_delay", "messages_per_arrival",
+                "stability", "status"]
+
+StoreOption = Annotated[Path, typer.Option(
+    "--store", help="The results database of this project (created if missing).")]
+OutOption = Annotated[Path | None, typer.Option(
+    "--out", help="Output directory (default: results/NAME/).", show_default=False)]
+WorkersOption = Annotated[int | None, typer.Option(
+    help="Local worker processes (default: all cores).", show_default=False)]
+ClusterOption = Annotated[str | None, typer.Option(
+    help="Run on a Dask cluster: the scheduler address, e.g. tcp://10.0.0.5:8786.",
+    show_default=False)]
+SlotsOption = Annotated[int | None, typer.Option(
+    help="Slots per point (overrides the spec's budget).", show_default=False)]
+ScaleOption = Annotated[float | None, typer.Option(
+    help="Multiply the spec's slot budget by this factor.", show_default=False)]
+ProgressOption = Annotated[bool, typer.Option(
+    "--progress/--no-progress", help="Show a live progress line.")]
+
+
+class RichProgress:
+    """Points done/running/failed, slots/s and ETA on stderr."""
+
+    def __init__(self, name: str) -> None:
+        self.console = stderr_console()
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+            console=self.console, transient=False)
+        self._task = self._progress.add_task(name, total=None, info="starting")
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def update(self, snapshot) -> None:  # runner.Snapshot
+        eta = snapshot.eta_seconds
+        eta_text = "—" if eta is None else _duration(eta)
+        info = (f"running {snapshot.running}, failed {snapshot.failed}, "
+                f"stored before {snapshot.skipped} · {number(snapshot.slots_per_second, 3)} "
+                f"slots/s · ETA {eta_text}")
+        self._progress.update(self._task, total=snapshot.total,
+                              completed=snapshot.skipped + snapshot.done + snapshot.failed,
+                              info=info)
+
+    def point_failed(self, point: Point, error: str) -> None:
+        from dispatchlab.experiments.runner import describe_point
+
+        self.console.print(f"[red]failed[/red] {escape(describe_point(point))}: {escape(error)}")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(math.ceil(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _adjust(spec: ExperimentSpec, *, quick: bool, slots: int | None,
+            scale: float | None) -> ExperimentSpec:
+    if quick:
+        spec = spec.scaled(spec.quick_scale)
+    if scale is not None:
+        spec = spec.scaled(scale)
+    if slots is not None:
+        spec = spec.with_slots(slots)
+    spec.validate()
+    return spec
+
+
+def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, workers: int | None,
+                   cluster: str | None, progress: bool) -> None:
+    from dispatchlab.experiments.runner import run_experiment
+    from dispatchlab.report.plots import write_figures
+
+    console = stderr_console()
+    directory = out or RESULTS_DIR / spec.name
+    with Store(store) as db:
+        console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
+                      f"{escape(str(db.path))}")
+        if progress:
+            with RichProgress(spec.name) as display:
+                outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster,
+                                         progress=display)
+        else:
+            outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster)
+        frame = db.frame(spec.name)
+        directory.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(directory / "points.csv", index=False)
+        figures = write_figures(spec, frame, directory, formats=("png",))
+    rate = outcome.slots / outcome.seconds if outcome.seconds > 0 else math.nan
+    console.print(
+        f"{outcome.computed} computed, {outcome.skipped} already stored, "
+        f"{len(outcome.failed)} failed, in {outcome.seconds:.1f} s ({number(rate, 3)} slots/s)")
+    for description, error in outcome.failed:
+        console.print(f"[red]failed[/red] {escape(description)}: {escape(error)}")
+    console.print(f"wrote {escape(str(directory / 'points.csv'))} and {len(figures)} figure(s) "
+                  f"in {escape(str(directory))}/")
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+@app.command("experiment")
+def experiment_command(
+    name: Annotated[str | None, typer.Argument(
+        help="A catalog experiment (see --list).", show_default=False)] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the catalog and exit.")] = False,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="A small version: fewer points and slots (smoke runs, tests).")] = False,
+    slots: SlotsOption = None,
+    scale: ScaleOption = None,
+    store: StoreOption = Path(DEFAULT_STORE),
+    out: OutOption = None,
+    workers: WorkersOption = None,
+    cluster: ClusterOption = None,
+    progress: ProgressOption = True,
+) -> None:
+    """Run a catalog experiment of the papers; resumes if interrupted."""
+    from dispatchlab.experiments.catalog import build_experiment, entries
+
+    if list_ or name is None:
+        table = Table("experiment", "what", "paper", title="Catalog experiments")
+        for entry in entries():
+            table.add_row(entry.name, escape(entry.title), escape(entry.paper))
+        stdout_console().print(table)
+        return
+    spec = _adjust(build_experiment(name, quick=quick), quick=quick, slots=slots, scale=scale)
+    _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
+                   progress=progress)
+
+
+@app.command("sweep")
+def sweep_command(
+    spec_file: Annotated[Path, typer.Argument(
+        help="An experiment spec: TOML (see examples/sweep.toml) or the JSON of a report.",
+        show_default=False)],
+    slots: SlotsOption = None,
+    scale: ScaleOption = None,
+    store: StoreOption = Path(DEFAULT_STORE),
+    out: OutOption = None,
+    workers: WorkersOption = None,
+    cluster: ClusterOption = None,
+    progress: ProgressOption = True,
+) -> None:
+    """Run the grid of a spec file; resumes if interrupted."""
+    if spec_file.suffix == ".json":
+        require(spec_file.is_file(), "spec", f"no such file: {spec_file}")
+        spec = ExperimentSpec.from_json(spec_file.read_text())
+    else:
+        spec = ExperimentSpec.from_toml(spec_file)
+    spec = _adjust(spec, quick=False, slots=slots, scale=scale)
+    _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
+                   progress=progress)
+
+
+@app.command("results")
+def results_command(
+    experiment: Annotated[str | None, typer.Argument(
+        help="Only this experiment (default: all).", show_default=False)] = None,
+    policy: Annotated[str | None, typer.Option(
+        help="Only this policy label.", show_default=False)] = None,
+    system: Annotated[str | None, typer.Option(
+        help="Only this system label.", show_default=False)] = None,
+    status: Annotated[str, typer.Option(help="done, failed or all.")] = "done",
+    format_: Annotated[str, typer.Option(
+        "--format", help="table, csv, parquet or json.")] = "table",
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write to this file (csv/json default to stdout).",
+        show_default=False)] = None,
+    store: StoreOption = Path(DEFAULT_STORE),
+) -> None:
+    """List, filter and export the stored points."""
+    require(format_ in EXPORT_FORMATS, "format", f"allowed: {', '.join(EXPORT_FORMATS)}")
+    require(status in STATUS_FILTERS, "status", f"allowed: {', '.join(STATUS_FILTERS)}")
+    require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
+    with Store(store) as db:
+        if experiment is not None:
+            require(experiment in db.experiment_names(), "experiment",
+                    f"{experiment!r} is not stored; stored: "
+                    + (", ".join(db.experiment_names()) or "nothing"))
+        frame = db.frame(experiment, status=None if status == "all" else status,
+                         policy=policy, system=system)
+    if format_ == "parquet":
+        require(output is not None, "output", "parquet needs --output FILE")
+        assert output is not None
+        frame.to_parquet(output, index=False)
+    elif format_ == "csv":
+        text = frame.to_csv(index=False)
+        output.write_text(text) if output else sys.stdout.write(text)
+    elif format_ == "json":
+        text = frame.to_json(orient="records", lines=True)
+        output.write_text(text) if output else sys.stdout.write(text)
+    else:
+        _print_table(frame)
+        return
+    if output is not None:
+        stderr_console().print(f"wrote {len(frame)} rows to {escape(str(output))}")
+
+
+def _print_table(frame) -> None:  # pandas.DataFrame
+    console = stdout_console()
+    if frame.empty:
+        console.print("no stored points match")
+        return
+    columns = [c for c in LIST_COLUMNS if c in frame.columns]
+    table = Table(*columns, title=f"{len(frame)} stored points")
+    for row in frame[columns].itertuples(index=False):
+        cells = []
+        for column, value in zip(columns, row, strict=True):
+            if column in ("replication", "slots"):
+                cells.append(integer(value))
+            elif isinstance(value, float):
+                cells.append(number(value))
+            else:
+                cells.append(escape(str(value)))
+        table.add_row(*cells)
+    console.print(table)
+
+
+@app.command("report")
+def report_command(
+    experiment: Annotated[str, typer.Argument(
+        help="A stored experiment (see `dispatchlab results`).", show_default=False)],
+    store: StoreOption = Path(DEFAULT_STORE),
+    out: OutOption = None,
+) -> None:
+    """Write the figures (PNG, SVG) and one self-contained HTML page from the store."""
+    from dispatchlab.report.html import write_report
+
+    require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
+    with Store(store) as db:
+        try:
+            path = write_report(db, experiment, out or RESULTS_DIR / experiment)
+        except KeyError as error:
+            raise ValidationError("figures", f"unknown y quantity {error}") from None
+    stderr_console().print(f"wrote {escape(str(path))}")

@@ -1,0 +1,1 @@
+"""Figures (``plots``) and the self-contained HTML report (``html``) of stored experiments."""

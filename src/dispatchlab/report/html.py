@@ -1,0 +1,167 @@
+"""One self-contained HTML page per experiment: figures embedded, tables, spec, versions.
+
+The page needs nothing beside itself (figures are PNG data URIs), so it can be
+mailed or archived; PNG and SVG copies of every figure are written next to it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import platform
+import time
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from dispatchlab.errors import require
+from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.experiments.store import Store, code_version
+from dispatchlab.report.plots import figures_of, summarize, write_figures
+
+PACKAGES = ("numpy", "numba", "scipy", "pandas", "matplotlib", "distributed")
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f3f3f3; } td.text { text-align: left; }
+pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: 0.8em; }
+figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+.failed { color: #a00; }
+"""
+
+
+def write_report(store: Store, experiment: str, directory: str | Path,
+                 command: str | None = None) -> Path:
+    """Draw the figures of ``experiment`` from ``store`` and write ``index.html``; return it."""
+    spec_json = store.experiment_spec(experiment)
+    require(spec_json is not None, "experiment",
+            f"{experiment!r} is not in {store.path}; stored: "
+            + (", ".join(store.experiment_names()) or "nothing yet"))
+    assert spec_json is not None
+    spec = ExperimentSpec.from_json(spec_json)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    frame = store.frame(experiment)
+    write_figures(spec, frame, directory, formats=("png", "svg"))
+    (directory / "spec.json").write_text(spec.to_json())
+    page = render(spec, frame, store, directory, command)
+    path = directory / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: Path,
+           command: str | None) -> str:
+    """The HTML text (figures read from ``figure_dir`` and embedded)."""
+    esc = html.escape
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             f"<title>{esc(spec.title or spec.name)}</title><style>{_STYLE}</style></head><body>",
+             f"<h1>{esc(spec.title or spec.name)}</h1>"]
+    if spec.paper:
+        parts.append(f"<p><b>Reproduces:</b> {esc(spec.paper)}</p>")
+    if spec.description:
+        parts.append(f"<p>{esc(spec.description)}</p>")
+    total = len(spec.points())
+    failed = store.points(spec.name, status="failed")
+    parts.append(f"<p>Experiment <code>{esc(spec.name)}</code>: {len(frame)} of {total} points "
+                 f"stored in <code>{esc(str(store.path))}</code>"
+                 + (f", <span class='failed'>{len(failed)} failed</span>" if failed else "")
+                 + f". Generated {time.strftime('%Y-%m-%d %H:%M:%S')}.</p>")
+    for figure in figures_of(spec):
+        png = (figure_dir / f"{figure.name}.png").read_bytes()
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(f"<h2>{esc(figure.title or figure.name)}</h2><figure>"
+                     f"<img alt='{esc(figure.name)}' data-figure='{esc(figure.name)}' "
+                     f"src='data:image/png;base64,{data}'>"
+                     f"<figcaption>y = {esc(figure.y)}, x = {esc(figure.x)}; bands: "
+                     f"{int(100 * 0.95)} % confidence intervals. Files: "
+                     f"{esc(figure.name)}.png, {esc(figure.name)}.svg</figcaption></figure>")
+        parts.append(_table(summarize(frame, figure), figure.y))
+    if failed:
+        parts.append("<h2>Failed points</h2><table><tr><th>policy</th><th>system</th>"
+                     "<th>x</th><th>rep</th><th>error</th></tr>")
+        for row in failed:
+            parts.append(f"<tr><td class='text'>{esc(row['policy_label'])}</td>"
+                         f"<td class='text'>{esc(row['system'])}</td><td>{row['x']:g}</td>"
+                         f"<td>{row['replication']}</td>"
+                         f"<td class='text failed'>{esc(str(row['error']))}</td></tr>")
+        parts.append("</table>")
+    parts.append(_runs(store.runs(spec.name)))
+    parts.append("<h2>How to reproduce</h2><pre>"
+                 + esc(_reproduce(spec, command)) + "</pre>")
+    parts.append("<h2>Versions</h2>" + _versions(frame))
+    parts.append("<h2>Spec</h2><pre>" + esc(spec.to_json()) + "</pre>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _table(summary: pd.DataFrame, y: str) -> str:
+    if summary.empty:
+        return "<p>No stored points yet.</p>"
+    esc = html.escape
+    rows = ["<table><tr><th>system</th><th>policy</th><th>x</th>"
+            f"<th>{esc(y)}</th><th>95 % CI</th><th>replications</th></tr>"]
+    for row in summary.itertuples(index=False):
+        value = f"{row.y:.5g}" if pd.notna(row.y) else ("unstable" if not row.stable else "—")
+        ci = (f"[{row.ci_low:.5g}, {row.ci_high:.5g}]"
+              if pd.notna(row.ci_low) and pd.notna(row.ci_high) else "")
+        rows.append(f"<tr><td class='text'>{esc(row.system)}</td>"
+                    f"<td class='text'>{esc(row.policy)}</td><td>{row.x:g}</td>"
+                    f"<td>{value}</td><td>{ci}</td><td>{row.replications}</td></tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def _runs(runs: list[dict[str, object]]) -> str:
+    if not runs:
+        return ""
+    esc = html.escape
+    out = ["<h2>Runs</h2><table><tr><th>started</th><th>status</th><th>executor</th>"
+           "<th>computed</th><th>failed</th><th>code</th></tr>"]
+    for run in runs:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(run["started"])))
+        out.append(f"<tr><td>{started}</td><td class='text'>{esc(str(run['status']))}</td>"
+                   f"<td class='text'>{esc(str(run['executor']))}</td>"
+                   f"<td>{run['points_computed']}</td><td>{run['points_failed']}</td>"
+                   f"<td class='text'>{esc(str(run['code_version']))}</td></tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _reproduce(spec: ExperimentSpec, command: str | None) -> str:
+    from dispatchlab.experiments.catalog import experiment_names
+
+    lines = [f"pip install dispatchlab=={_version()}"]
+    if command:
+        lines.append(command)
+    elif spec.name in experiment_names():
+        lines.append(f"dispatchlab experiment {spec.name}")
+    else:
+        lines.append("dispatchlab sweep spec.json   # spec.json is written next to this page")
+    lines.append(f"dispatchlab report {spec.name}")
+    return "\n".join(lines)
+
+
+def _version() -> str:
+    from dispatchlab import __version__
+
+    return __version__
+
+
+def _versions(frame: pd.DataFrame) -> str:
+    items = {"dispatchlab (this report)": code_version(), "python": platform.python_version(),
+             "platform": platform.platform()}
+    for package in PACKAGES:
+        try:
+            items[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            items[package] = "not installed"
+    if not frame.empty and "code_version" in frame:
+        items["dispatchlab (stored points)"] = ", ".join(sorted(set(frame["code_version"])))
+    body = "".join(f"<tr><td class='text'>{html.escape(k)}</td>"
+                   f"<td class='text'>{html.escape(v)}</td></tr>" for k, v in items.items())
+    return f"<table>{body}</table>"

@@ -1,0 +1,174 @@
+"""Figures of an experiment, drawn from its stored points (matplotlib, no display needed).
+
+One curve per policy label (and per system when the experiment has several), the
+confidence interval as a band, and the theory reference lines the figure declares.
+Replications of a point are combined into their mean with a Student-t interval;
+a single replication keeps the run's own (batch-means) interval. A point judged
+unstable in any replication has no mean: its curve has a gap there, and the table
+says ``unstable``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: figures are files, never windows
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from dispatchlab.experiments.spec import (  # noqa: E402
+    CI_SCALED_Y,
+    ExperimentSpec,
+    FigureSpec,
+    ReferenceLine,
+)
+
+AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ"}
+Y_LABELS = {
+    "mean_total_queue": "E[ΣQ]",
+    "mean_delay": "mean delay (slots)",
+    "epsilon_total_queue": "ε·E[ΣQ]",
+    "messages_per_arrival": "messages per arrival",
+}
+CONFIDENCE = 0.95
+SUMMARY_COLUMNS = ["system", "policy", "x", "y", "ci_low", "ci_high", "replications", "stable"]
+
+
+def y_column(frame: pd.DataFrame, y: str) -> str:
+    """The frame column holding ``y``: a Result field, ``diag.y`` or ``messages.y``."""
+    for column in (y, f"diag.{y}", f"messages.{y}"):
+        if column in frame.columns:
+            return column
+    raise KeyError(y)
+
+
+def summarize(frame: pd.DataFrame, figure: FigureSpec) -> pd.DataFrame:
+    """One row per (system, policy label, x): the y mean, its CI, replications, stability."""
+    if frame.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    column = y_column(frame, figure.y)
+    rows = []
+    for (system, policy, x), group in frame.groupby(["system", "policy_label", "x"], sort=True):
+        if figure.policies and policy not in figure.policies:
+            continue
+        if figure.systems and system not in figure.systems:
+            continue
+        values = pd.to_numeric(group[column], errors="coerce").to_numpy(dtype=float)
+        stable = bool((group["stability"] == "stable").all())
+        y = low = high = math.nan
+        if values.size and np.all(np.isfinite(values)):
+            y = float(values.mean())
+            if values.size >= 2:
+                half = (stats.t.ppf(0.5 + CONFIDENCE / 2, values.size - 1)
+                        * values.std(ddof=1) / math.sqrt(values.size))
+                low, high = y - half, y + half
+            elif figure.y in CI_SCALED_Y:
+                low, high = _scaled_ci(group.iloc[0], y)
+        rows.append({"system": system, "policy": policy, "x": float(x), "y": y,
+                     "ci_low": low, "ci_high": high, "replications": int(values.size),
+                     "stable": stable})
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def _scaled_ci(row: pd.Series, y: float) -> tuple[float, float]:
+    """The run's CI for E[ΣQ], carried to y = c·E[ΣQ] (delay: c = 1/λ; ε·E[ΣQ]: c = ε)."""
+    mean = float(row.get("mean_total_queue", math.nan))
+    if not (math.isfinite(mean) and mean > 0):
+        return math.nan, math.nan
+    factor = y / mean
+    return float(row["ci_low"]) * factor, float(row["ci_high"]) * factor
+
+
+def reference_curve(reference: ReferenceLine, frame: pd.DataFrame, spec: ExperimentSpec,
+                    system: str) -> tuple[np.ndarray, np.ndarray]:
+    """x and y of a reference line for one system (a constant gives a flat line)."""
+    xs = np.array(sorted(spec.values), dtype=float)
+    if reference.value is not None:
+        ys = np.full(xs.size, float(reference.value))
+    elif reference.field is not None:
+        rows = frame[frame["system"] == system]
+        per_x = rows.groupby("x")[y_column(rows, reference.field)].mean()
+        ys = np.array([float(per_x.get(x, math.nan)) for x in xs])
+    else:
+        function = reference.resolved_function()
+        assert function is not None
+        by_name = {s.name: s for s in spec.systems}
+        ys = np.array([float(function(by_name[system].build(**{spec.axis: x}))) for x in xs])
+    if reference.scale_by_epsilon:
+        by_name = {s.name: s for s in spec.systems}
+        eps = np.array([by_name[system].build(**{spec.axis: x}).epsilon for x in xs])
+        ys = ys * eps
+    return xs, ys
+
+
+def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -> plt.Figure:
+    """The matplotlib figure of ``figure`` from the stored points of ``spec``."""
+    summary = summarize(frame, figure)
+    fig, ax = plt.subplots(figsize=(7.0, 4.6), dpi=110)
+    systems = [s.name for s in spec.systems
+               if not figure.systems or s.name in figure.systems]
+    several = len(systems) > 1
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, ((system, policy), curve) in enumerate(summary.groupby(["system", "policy"],
+                                                                      sort=False)):
+        curve = curve.sort_values("x")
+        color = colors[index % len(colors)]
+        label = f"{policy} — {system}" if several else policy
+        ax.plot(curve["x"], curve["y"], marker="o", markersize=4, color=color, label=label)
+        if figure.ci and np.isfinite(curve["ci_low"]).any():
+            ax.fill_between(curve["x"], curve["ci_low"], curve["ci_high"], color=color,
+                            alpha=0.2, linewidth=0)
+        unstable = curve[~curve["stable"]]
+        if not unstable.empty:
+            ax.plot(unstable["x"], np.zeros(len(unstable)), linestyle="none", marker="x",
+                    color=color, transform=ax.get_xaxis_transform(), clip_on=False,
+                    label=f"{label}: unstable")
+    for system in systems:
+        for reference in figure.references:
+            xs, ys = reference_curve(reference, frame, spec, system)
+            label = f"{reference.label} — {system}" if several else reference.label
+            ax.plot(xs, ys, linestyle=reference.style, color="0.25", linewidth=1.2, label=label)
+    if figure.log_x:
+        ax.set_xscale("log")
+    if figure.log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel(figure.xlabel or AXIS_LABELS[figure.x])
+    ax.set_ylabel(figure.ylabel or Y_LABELS.get(figure.y, figure.y))
+    ax.set_title(figure.title or f"{spec.title or spec.name}: {figure.name}", fontsize=11)
+    ax.grid(True, which="both", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def write_figures(spec: ExperimentSpec, frame: pd.DataFrame, directory: str | Path,
+                  formats: Iterable[str] = ("png", "svg")) -> list[Path]:
+    """Draw every figure of ``spec`` into ``directory`` as ``NAME.FORMAT``; return the paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for figure in figures_of(spec):
+        fig = draw_figure(figure, frame, spec)
+        try:
+            for fmt in formats:
+                path = directory / f"{figure.name}.{fmt}"
+                fig.savefig(path, format=fmt)
+                paths.append(path)
+        finally:
+            plt.close(fig)
+    return paths
+
+
+def figures_of(spec: ExperimentSpec) -> tuple[FigureSpec, ...]:
+    """The figures ``spec`` declares, or E[ΣQ] over its axis when it declares none."""
+    if spec.figures:
+        return spec.figures
+    return (FigureSpec("queue", x=spec.axis, y="mean_total_queue", log_y=True),)

@@ -1,0 +1,31 @@
+"""Shared test helpers (keep small)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+# A closed form must lie inside the reported 95 % CI widened by this factor. With ≥ 10
+# replications (t₉) a correct engine fails this with probability ≈ 0.2 %, so a change of
+# random stream elsewhere in the engine does not make the suite flaky; the CI must also
+# be narrow (``max_relative_half_width``), so that a wrong engine cannot hide in it.
+CI_WIDEN = 2.0
+
+
+def check_in_ci(mean: float, low: float, high: float, expected: float, *,
+                max_relative_half_width: float, label: str = "") -> None:
+    """Assert that ``expected`` lies in [low, high] widened by CI_WIDEN around ``mean``,
+    and that the CI is finite and its half-width at most the given fraction of ``expected``."""
+    half = (high - low) / 2
+    where = f"{label}: expected {expected:.6g}, simulated {mean:.6g} [{low:.6g}, {high:.6g}]"
+    assert math.isfinite(half) and half > 0, f"no CI ({where})"
+    assert half <= max_relative_half_width * abs(expected), f"CI too wide to test ({where})"
+    assert abs(mean - expected) <= CI_WIDEN * half, f"closed form outside the CI ({where})"
+
+
+@pytest.fixture
+def in_ci() -> Callable[..., None]:
+    """The :func:`check_in_ci` assertion, as a fixture."""
+    return check_in_ci

@@ -61,7 +61,7 @@ def summarize(frame: pd.DataFrame, figure: FigureSpec) -> pd.DataFrame:
         if figure.systems and system not in figure.systems:
             continue
         values = pd.to_numeric(group[column], errors="coerce").to_numpy(dtype=float)
-        stable = bool((group["stability"] == "stable").all())
+        stable = not bool((group["stability"] == "unstable").any())
         y = low = high = math.nan
         if values.size and np.all(np.isfinite(values)):
             y = float(values.mean())

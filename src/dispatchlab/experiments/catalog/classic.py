@@ -10,9 +10,16 @@ from dispatchlab.experiments.spec import (
     ReferenceLine,
     SystemSpec,
 )
+from dispatchlab.model.system import System
+from dispatchlab.theory.closed_forms import pooled_queue_mean, random_routing_total_mean
 
 LOADS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
 QUICK_LOADS = (0.5, 0.7, 0.9)
+
+
+def weighted_random_total_mean(system: System) -> float:
+    """E[ΣQ] of weighted random routing, exact (THEORY.md §6)."""
+    return random_routing_total_mean(system, weighted=True)
 
 
 @register_experiment(
@@ -43,8 +50,12 @@ def classic_load_sweep(quick: bool = False) -> ExperimentSpec:
         figures=(
             FigureSpec("queue", x="load", y="mean_total_queue", log_y=True,
                        title="Mean total queue length E[ΣQ]", ylabel="E[ΣQ]",
-                       references=(ReferenceLine("finite-ε lower bound",
-                                                 field="lower_bound_total_queue"),)),
+                       references=(
+                           ReferenceLine("weighted random (exact)",
+                                         function=weighted_random_total_mean),
+                           ReferenceLine("resource-pooled queue (lower bound)",
+                                         function=pooled_queue_mean, style=":"),
+                       )),
             FigureSpec("delay", x="load", y="mean_delay", log_y=True,
                        title="Mean delay (slots)", ylabel="E[delay]"),
             FigureSpec("messages", x="load", y="messages_per_arrival", ci=False,

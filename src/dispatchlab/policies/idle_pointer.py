@@ -121,8 +121,9 @@ class PersistentIdle(_StoredIdPolicy):
     name = "persistent-idle"
     summary = ("PI: servers report when they become idle (1 message); each dispatcher sends "
                "every job to the last server that reported to it.")
-    theory = ("Achieves the stability region (every ρ < 1) on heterogeneous servers without "
-              "knowing the rates, also with batch arrivals and random service ([PI]).")
+    theory = ("[PI] proves the full stability region in its model; in this literal §7.9 reading "
+              "an idle server superseded by a later report is never fed again, so it is stable "
+              "when λ_Σ < μ_min and stuck (unstable) once λ_Σ exceeds the target's μ_n.")
     persistent_idle = 1
 
 

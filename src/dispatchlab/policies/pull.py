@@ -13,8 +13,11 @@ a threshold r (r = 1: idle servers). The memory is real, not read from Q:
   and the report).
 
 With one dispatcher this keeps the memory equal to {n : Q_n(t) < r} at every slot
-start; with M ≥ 1 the same holds for the union of the lists, each server being
-registered at most once (``audit=true`` counts the slots where it fails).
+start. With M > 1 every server below r is listed at exactly one dispatcher, but a
+listed server may be fed by another dispatcher (its fallback) and pass r while still
+listed there: the lists then hold stale IDs until used. ``audit=true`` counts the slots
+where the invariant of the configuration fails (M = 1: lists = {n : Q_n < r};
+M > 1: {n : Q_n < r} ⊆ lists, no ID listed twice).
 
 Memory layout (``ist``, width W ≥ max(capacity, M, d)):
 row 0 ``reg[n]`` (dispatcher holding n, −1 if none); row 1 list heads; row 2 list
@@ -83,7 +86,7 @@ def _report(n, dispatchers, ip, ist, rng, msg):
 
 @njit(cache=True)
 def _audit(Q, ip, ist, dispatchers):
-    """True when the lists differ from {n : Q_n < r} (each server listed at most once)."""
+    """True when the lists break the memory invariant (see the module docstring)."""
     N = Q.size
     r = ip[IP_THRESHOLD]
     mask = ip[IP_MASK]
@@ -96,7 +99,9 @@ def _audit(Q, ip, ist, dispatchers):
                 return True
             seen[n] += 1
     for n in range(N):
-        if seen[n] != (1 if Q[n] < r else 0):
+        if seen[n] > 1 or (Q[n] < r and seen[n] == 0):
+            return True
+        if dispatchers == 1 and Q[n] >= r and seen[n] == 1:
             return True
         if (ist[ROW_REGISTERED, n] >= 0) != (seen[n] == 1):
             return True

@@ -95,17 +95,18 @@ def run_command(
     )
     if json_:
         result = run_spec.simulate()
-        print_json(result.to_dict())
+        # ``label`` is the name asked for: a preset (l-jsq-push) runs as its base policy (led)
+        print_json({"label": run_spec.policy, **result.to_dict()})
         return
-    with stderr_console().status(f"simulating {run_spec.policy} …"):
+    with stderr_console().status(f"simulating {escape(str(run_spec.policy))} …"):
         result = run_spec.simulate()
-    stdout_console().print(result_table(result))
+    stdout_console().print(result_table(result, label=str(run_spec.policy)))
 
 
-def result_table(result: Result) -> Table:
-    """The human summary of one run."""
+def result_table(result: Result, label: str | None = None) -> Table:
+    """The human summary of one run (``label``: the policy or preset name asked for)."""
     system = result.system
-    table = Table(title=f"dispatchlab run: {result.policy}", show_header=False,
+    table = Table(title=escape(f"dispatchlab run: {label or result.policy}"), show_header=False,
                   title_justify="left")
     table.add_column("quantity", style="bold")
     table.add_column("value")

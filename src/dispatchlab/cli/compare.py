@@ -1,0 +1,222 @@
+"""``dispatchlab compare``: several policies on one system, one table.
+
+The default is the quick-start demo: the heterogeneous system 50x0.1,50x0.5 with
+M = 10 dispatchers at load 0.9, the classical policies and every registered LED or
+pull-based policy, 2·10^5 slots each, all with the same seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from dispatchlab.cli.app import app
+from dispatchlab.cli.output import (
+    interval,
+    number,
+    params_text,
+    print_json,
+    stderr_console,
+    stdout_console,
+)
+from dispatchlab.errors import ValidationError, require
+from dispatchlab.model.system import System
+from dispatchlab.policies import Policy, make_policy, policy_names
+from dispatchlab.policies.base import policy_entry
+from dispatchlab.result import Result
+from dispatchlab.runspec import RunSpec, parse_assignments
+from dispatchlab.simulate import simulate
+
+SYSTEM = "System"
+RUN = "Run"
+CLASSICAL = ("wrand", "jsq", "jsed", "pod:d=2", "balanced-pod", "rr")
+# policies defined in these modules (LED and pull-based) join the default comparison
+FAMILY_MODULES = ("dispatchlab.policies.led", "dispatchlab.policies.pull")
+DEFAULT_SLOTS = 200_000
+
+
+def default_policies() -> list[str]:
+    """The classical baselines plus every registered LED / pull-based policy."""
+    chosen = [p for p in CLASSICAL if p.partition(":")[0] in policy_names()]
+    for name in policy_names():
+        entry = policy_entry(name)
+        module = getattr(entry, "base", entry).__module__
+        if module.startswith(FAMILY_MODULES) and name not in chosen:
+            chosen.append(name)
+    return chosen
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the comparison: the name asked for (a policy or preset) and the policy."""
+
+    label: str
+    policy: Policy
+    shown_params: dict[str, Any]
+
+
+def parse_policy(text: str) -> Entry:
+    """``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE`` → a validated policy.
+
+    The row shows the parameters given here and those that differ from the policy's
+    defaults, except the ones a preset fixes (its name already says them).
+    """
+    name, _, rest = text.partition(":")
+    name = name.strip().lower()
+    require(bool(name), "policy", f"expected NAME or NAME:KEY=VALUE,… (got {text!r})")
+    given = parse_assignments([item for item in rest.split(",") if item] if rest else [],
+                              field_name="policy")
+    policy = make_policy(name, **given)
+    entry = policy_entry(name)
+    fixed = getattr(entry, "fixed", {})
+    defaults = {p.name: p.default for p in policy.parameters}
+    shown = {k: v for k, v in policy.params.items()
+             if k in given or (k not in fixed and v != defaults.get(k))}
+    return Entry(name, policy, shown)
+
+
+def select_policies(texts: list[str] | None, system: System) -> tuple[list[Entry], list[str]]:
+    """The policies to run and notes on skipped defaults.
+
+    Explicit policies must all be valid for ``system``; default ones that cannot run on
+    it (e.g. d > N) are skipped with a note.
+    """
+    entries: list[Entry] = []
+    notes: list[str] = []
+    for text in texts or default_policies():
+        entry = parse_policy(text)
+        try:
+            entry.policy.check_system(system)
+        except ValidationError as error:
+            if texts:
+                raise
+            notes.append(f"skipped {entry.label}: {error}")
+            continue
+        if not texts and any(entry.policy == kept.policy for kept in entries):
+            continue  # a generic default that a preset already covers (led = l-jsq-push)
+        entries.append(entry)
+    return entries, notes
+
+
+@app.command("compare")
+def compare_command(
+    policy: Annotated[list[str] | None, typer.Option(
+        "--policy", "-p", help="NAME or NAME:KEY=VALUE,KEY=VALUE (repeatable) "
+        "[default: wrand, jsq, jsed, pod, balanced-pod, rr and the LED/pull policies].",
+        show_default=False)] = None,
+    servers: Annotated[str | None, typer.Option(
+        help="Service rates μ_n [default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM,
+        show_default=False)] = None,
+    dispatchers: Annotated[int | None, typer.Option(
+        help="M [default: 10].", rich_help_panel=SYSTEM, show_default=False)] = None,
+    load: Annotated[float | None, typer.Option(
+        help="ρ = λ_Σ/μ_Σ [default: 0.9].", rich_help_panel=SYSTEM, show_default=False)] = None,
+    epsilon: Annotated[float | None, typer.Option(
+        help="ε = μ_Σ − λ_Σ (replaces --load).", rich_help_panel=SYSTEM,
+        show_default=False)] = None,
+    arrivals: Annotated[str | None, typer.Option(
+        help="poisson, bernoulli, binomial:K, deterministic, trace:PATH [default: poisson].",
+        rich_help_panel=SYSTEM, show_default=False)] = None,
+    service: Annotated[str | None, typer.Option(
+        help="bernoulli, binomial:K, poisson, geometric, deterministic [default: bernoulli].",
+        rich_help_panel=SYSTEM, show_default=False)] = None,
+    dispatch: Annotated[str | None, typer.Option(
+        help="batch or per-job [default: batch].", rich_help_panel=SYSTEM,
+        show_default=False)] = None,
+    split: Annotated[str | None, typer.Option(
+        help="per-job or batch [default: per-job].", rich_help_panel=SYSTEM,
+        show_default=False)] = None,
+    allow_unstable: Annotated[bool, typer.Option(
+        "--allow-unstable", help="Simulate a system with load ≥ 1.",
+        rich_help_panel=SYSTEM)] = False,
+    slots: Annotated[int, typer.Option(help="Slots per policy.", rich_help_panel=RUN)]
+    = DEFAULT_SLOTS,
+    warmup: Annotated[int | None, typer.Option(
+        help="Slots discarded first [default: 10% of slots].", rich_help_panel=RUN,
+        show_default=False)] = None,
+    replications: Annotated[int, typer.Option(
+        help="Independent replications per policy.", rich_help_panel=RUN)] = 1,
+    seed: Annotated[int, typer.Option(
+        help="Root seed (the same for every policy).", rich_help_panel=RUN)] = 0,
+    no_delay: Annotated[bool, typer.Option(
+        "--no-delay", help="Skip per-job delay tracking (no p99).", rich_help_panel=RUN)]
+    = False,
+    json_: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object {system, results: [...]}.")] = False,
+) -> None:
+    """Run several policies on one system (same seed) and print one comparison table."""
+    spec = RunSpec(slots=slots, seed=seed, replications=replications).with_overrides(
+        servers=servers, dispatchers=dispatchers, load=load, epsilon=epsilon,
+        arrivals=arrivals, service=service, dispatch=dispatch, split=split,
+        allow_unstable=True if allow_unstable else None, warmup=warmup,
+        track_delay=False if no_delay else None,
+    )
+    system = spec.system()
+    chosen, notes = select_policies(policy, system)
+    # validate the run settings once, before any output
+    require(slots >= 1, "slots", f"must be an integer ≥ 1 (got {slots})")
+    require(warmup is None or 0 <= warmup < slots, "warmup",
+            f"must be in [0, slots) (got {warmup})")
+    require(replications >= 1, "replications", f"must be ≥ 1 (got {replications})")
+    errors = stderr_console()
+    for note in notes:
+        errors.print(f"note: {escape(note)}")
+
+    results: list[Result] = []
+    for index, item in enumerate(chosen, start=1):
+        def run(item: Entry = item) -> Result:
+            return simulate(system, item.policy, slots=spec.slots, warmup=spec.warmup,
+                            seed=spec.seed, replications=spec.replications,
+                            track_delay=spec.track_delay)
+
+        if json_:
+            results.append(run())
+        else:
+            with errors.status(f"[{index}/{len(chosen)}] {escape(item.label)} …"):
+                results.append(run())
+    if json_:
+        print_json(comparison_record(system, spec, chosen, results))
+        return
+    stdout_console().print(comparison_table(system, spec, chosen, results))
+
+
+def comparison_record(system: System, spec: RunSpec, entries: list[Entry],
+                      results: list[Result]) -> dict[str, Any]:
+    """The ``--json`` object; each result carries ``label``, the name asked for."""
+    return {"system": system.describe(), "slots": spec.slots, "seed": spec.seed,
+            "replications": spec.replications,
+            "results": [{"label": entry.label, **result.to_dict()}
+                        for entry, result in zip(entries, results, strict=True)]}
+
+
+def comparison_table(system: System, spec: RunSpec, entries: list[Entry],
+                     results: list[Result]) -> Table:
+    described = system.describe()
+    title = (f"N = {system.n_servers} servers {described['servers']}, "
+             f"M = {system.dispatchers} dispatchers, ρ = {number(system.load)} "
+             f"(ε = {number(system.epsilon)}), {described['arrivals']} arrivals, "
+             f"{described['service']} service, {spec.slots:,} slots × {spec.replications}, "
+             f"seed {spec.seed}")
+    lower = results[0].lower_bound_total_queue if results else float("nan")
+    limit = results[0].heavy_traffic_limit if results else float("nan")
+    table = Table(title=escape(title), title_justify="left",
+                  caption=f"lower bound on E[ΣQ]: {number(lower)}; ζ/2 = {number(limit)} "
+                  "(the ε·E[ΣQ] of a heavy-traffic optimal policy as ε → 0)",
+                  caption_justify="left")
+    for name in ("policy", "params"):
+        table.add_column(name, style="bold" if name == "policy" else None)
+    for name in ("mean ΣQ [95% CI]", "mean delay", "p99 delay", "msgs/arrival"):
+        table.add_column(escape(name), justify="right")
+    table.add_column("stability")
+    table.add_column("slots/s", justify="right")
+    for entry, result in zip(entries, results, strict=True):
+        style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")
+        table.add_row(escape(entry.label), escape(params_text(entry.shown_params)),
+                      interval(result), number(result.mean_delay), number(result.delay_p99),
+                      number(result.messages_per_arrival), f"[{style}]{result.stability}[/]",
+                      f"{result.slots_per_second:,.0f}")
+    return table

@@ -1,0 +1,82 @@
+"""``dispatchlab policies``: the registered policies, their parameters and their theory."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from dispatchlab.cli.app import app
+from dispatchlab.cli.output import print_json, stdout_console
+from dispatchlab.policies import Param, catalog
+
+
+def allowed_values(param: Param) -> str:
+    """The allowed values of a parameter: its choices, or its interval, e.g. ``(0, 1]``."""
+    if param.choices:
+        return "{" + ", ".join(map(str, param.choices)) + "}"
+    if param.kind is bool:
+        return "{true, false}"
+    if param.low is None and param.high is None:
+        return param.kind.__name__
+    low = "−∞" if param.low is None else f"{param.low:g}"
+    high = "∞" if param.high is None else f"{param.high:g}"
+    opening = "(" if param.low is None or param.low_open else "["
+    closing = ")" if param.high is None else "]"
+    return f"{param.kind.__name__} in {opening}{low}, {high}{closing}"
+
+
+def value_text(value: Any) -> str:
+    """A default as a user types it after ``--set`` (``true``, ``0.5``, ``name``)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def param_record(param: Param) -> dict[str, Any]:
+    def finite(value: float | None) -> float | None:
+        return value if value is None or math.isfinite(value) else None
+
+    return {
+        "name": param.name, "type": param.kind.__name__, "default": param.default,
+        "allowed": allowed_values(param), "choices": list(param.choices),
+        "low": finite(param.low), "high": finite(param.high), "low_open": param.low_open,
+        "doc": param.doc,
+    }
+
+
+def policy_records() -> list[dict[str, Any]]:
+    """One record per registered policy and preset (what ``--json`` prints)."""
+    return [
+        {"name": name, "summary": summary, "theory": theory,
+         "parameters": [param_record(p) for p in params]}
+        for name, summary, theory, params in catalog()
+    ]
+
+
+@app.command("policies")
+def policies_command(
+    json_: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+) -> None:
+    """List every registered policy with its parameters and what theory says about it."""
+    records = policy_records()
+    if json_:
+        print_json(records)
+        return
+    table = Table(title="Registered policies (parameters: --set KEY=VALUE)",
+                  title_justify="left", show_lines=True)
+    table.add_column("policy", style="bold", no_wrap=True)
+    table.add_column("parameters (default; allowed)")
+    table.add_column("what it does / theory")
+    for record in records:
+        params = "\n".join(
+            f"{p['name']}={value_text(p['default'])}; {p['allowed']}: {p['doc']}"
+            for p in record["parameters"]) or "—"
+        text = escape(record["summary"])
+        if record["theory"]:
+            text += f"\n[dim]{escape(record['theory'])}[/]"
+        table.add_row(escape(record["name"]), escape(params), text)
+    stdout_console().print(table)

@@ -1,0 +1,225 @@
+"""The compiled machinery of framework Π: sampling, sorting, the cycle, the collapse measures.
+
+Layout of the policy arrays (N servers, M dispatchers, cycle T, W = max(T, N)):
+
+``ip``   [T, M, N, reads, diagnostics, <the decision's ints>]       (header :data:`HEADER`)
+``fp``   [γ_1..γ_N, <the decision's floats>]
+``ist``  rows 0..M−1: each dispatcher's destinations of the current cycle (first T entries);
+         row M: η; row M+1: the random permutation used for tie-breaks; row M+2: scratch;
+         row M+3: [next sampling slot, start of the current cycle]
+``fst``  row 0: sort keys
+
+At t = kT ``begin_slot`` lets every dispatcher read Q (N one-way reports each when
+the decision reads queues), sort the scaled lengths O_l = Q_l/γ_l in decreasing
+order with uniform random tie-breaks (a uniform shuffle followed by a stable
+sort), and call the decision function to fill its destinations; ``choose``
+returns dest[t − kT]. Between samples nobody looks at Q.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+from numba import njit, types
+
+from dispatchlab.engine.interface import HOOK_SIGNATURE, REPORT, choose_function, hook_function
+from dispatchlab.engine.rng import randint
+from dispatchlab.policies.framework.decisions import (
+    DECISION_TYPE,
+    cycle_decision,
+    pod_decision,
+    shortest_decision,
+    skip_longest_decision,
+    uniform_decision,
+    weighted_decision,
+)
+
+HEADER = 5
+T_, M_, N_, READS, DIAGNOSE = range(HEADER)
+
+# diag layout: samples, ‖P_⊥‖² (P = Q/√γ on c = √γ), ‖O_⊥‖² literal (O = Q/γ on c = √γ),
+# ΣQ at samples, (ΣQ)² at samples, then Q_l at samples for each server
+DIAG_SAMPLES, DIAG_PERP_SQ, DIAG_PERP_SQ_LITERAL, DIAG_TOTAL, DIAG_TOTAL_SQ = range(5)
+DIAG_HEADER = 5
+
+
+@njit(inline="always", cache=True)
+def sample_order(Q, gamma, perm, keys, eta, rng):
+    """η: servers by decreasing Q_l/γ_l, ties broken uniformly at random (V_k)."""
+    n = Q.size
+    for i in range(n):
+        perm[i] = i
+    for i in range(n - 1, 0, -1):  # Fisher–Yates shuffle
+        j = randint(rng, i + 1)
+        tmp = perm[i]
+        perm[i] = perm[j]
+        perm[j] = tmp
+    for i in range(n):
+        keys[i] = -(Q[perm[i]] / gamma[perm[i]])
+    order = np.argsort(keys[:n], kind="mergesort")  # stable: keeps the random tie order
+    for i in range(n):
+        eta[i] = perm[order[i]]
+
+
+@njit(inline="always", cache=True)
+def record_collapse(Q, gamma, diag):
+    """Accumulate the state-space-collapse measures of §4.7 at a sampling time."""
+    n = Q.size
+    total = 0.0
+    gamma_sum = 0.0
+    inner = 0.0  # ⟨O, c⟩ with O = Q/γ, c = √γ
+    for l in range(n):
+        total += Q[l]
+        gamma_sum += gamma[l]
+        inner += Q[l] / math.sqrt(gamma[l])
+    level = total / gamma_sum  # P_∥ = level·√γ for P = Q/√γ
+    literal = inner / gamma_sum  # O_∥ = literal·√γ (‖c‖² = Σγ)
+    perp = 0.0
+    perp_literal = 0.0
+    for l in range(n):
+        root = math.sqrt(gamma[l])
+        x = Q[l] / root - level * root
+        perp += x * x
+        y = Q[l] / gamma[l] - literal * root
+        perp_literal += y * y
+        diag[DIAG_HEADER + l] += Q[l]
+    diag[DIAG_SAMPLES] += 1.0
+    diag[DIAG_PERP_SQ] += perp
+    diag[DIAG_PERP_SQ_LITERAL] += perp_literal
+    diag[DIAG_TOTAL] += total
+    diag[DIAG_TOTAL_SQ] += total * total
+
+
+@choose_function
+def pi_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    """φ_{t−kT+1}(k): this dispatcher's destination for the current slot of the cycle."""
+    M = ip[M_]
+    return ist[m, t - ist[M + 3, 1]]
+
+
+@njit(inline="always", cache=True)
+def start_cycle(t, Q, ip, fp, ist, diag, record):
+    """True at t = kT (then the cycle clock advances and the collapse measures are taken)."""
+    M = ip[M_]
+    control = ist[M + 3]
+    if t < control[0]:
+        return False
+    control[0] = t + ip[T_]
+    control[1] = t
+    if record and ip[DIAGNOSE] == 1:
+        record_collapse(Q, fp[: ip[N_]], diag)
+    return True
+
+
+@njit(inline="always", cache=True)
+def read_queues(m, Q, ip, fp, ist, fst, rng, msg):
+    """Dispatcher m reads Q (N one-way reports) and samples η, unless the decision ignores η;
+    returns the decision's arguments (η, its ip, its fp, the destinations, scratch)."""
+    n = ip[N_]
+    M = ip[M_]
+    eta = ist[M, :n]
+    if ip[READS] == 1:
+        msg[REPORT] += n
+        sample_order(Q, fp[:n], ist[M + 1], fst[0], eta, rng)
+    return eta, ip[HEADER:], fp[n:], ist[m, : ip[T_]], ist[M + 2, :n]
+
+
+# One hook per built-in decision, at module level so that numba caches it on disk.
+
+@hook_function
+def _rand_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    if start_cycle(t, Q, ip, fp, ist, diag, record):
+        for m in range(ip[M_]):
+            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
+            uniform_decision(eta, mu, dip, dfp, rng, dest, scratch)
+
+
+@hook_function
+def _weighted_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    if start_cycle(t, Q, ip, fp, ist, diag, record):
+        for m in range(ip[M_]):
+            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
+            weighted_decision(eta, mu, dip, dfp, rng, dest, scratch)
+
+
+@hook_function
+def _cycle_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    if start_cycle(t, Q, ip, fp, ist, diag, record):
+        for m in range(ip[M_]):
+            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
+            cycle_decision(eta, mu, dip, dfp, rng, dest, scratch)
+
+
+@hook_function
+def _shortest_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    if start_cycle(t, Q, ip, fp, ist, diag, record):
+        for m in range(ip[M_]):
+            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
+            shortest_decision(eta, mu, dip, dfp, rng, dest, scratch)
+
+
+@hook_function
+def _pod_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    if start_cycle(t, Q, ip, fp, ist, diag, record):
+        for m in range(ip[M_]):
+            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
+            pod_decision(eta, mu, dip, dfp, rng, dest, scratch)
+
+
+@hook_function
+def _skip_longest_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+    if start_cycle(t, Q, ip, fp, ist, diag, record):
+        for m in range(ip[M_]):
+            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
+            skip_longest_decision(eta, mu, dip, dfp, rng, dest, scratch)
+
+
+_BUILTIN_HOOKS = {
+    uniform_decision: _rand_begin,
+    weighted_decision: _weighted_begin,
+    cycle_decision: _cycle_begin,
+    shortest_decision: _shortest_begin,
+    pod_decision: _pod_begin,
+    skip_longest_decision: _skip_longest_begin,
+}
+
+
+@cache
+def make_begin_slot(decide):
+    """The ``begin_slot`` hook for the decision function ``decide``.
+
+    Built-in decisions have hooks cached on disk. A user's decision gets the same
+    hook compiled once per process (numba cannot cache a closure over a compiled
+    function on disk): about a second of compilation."""
+    if decide in _BUILTIN_HOOKS:
+        return _BUILTIN_HOOKS[decide]
+
+    def user_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+        if start_cycle(t, Q, ip, fp, ist, diag, record):
+            for m in range(ip[M_]):
+                eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
+                decide(eta, mu, dip, dfp, rng, dest, scratch)
+
+    return njit(HOOK_SIGNATURE)(user_begin)
+
+
+@njit(types.int64[::1](DECISION_TYPE, types.int64[::1], types.float64[::1], types.int64[::1],
+                       types.float64[::1], types.uint64[::1], types.int64, types.int64),
+      cache=True)
+def count_destinations(decide, eta, mu, ip, fp, rng, T, samples):
+    """Monte Carlo of a_l(η) (§4.3): how often each rank receives a slot over ``samples``
+    cycles of the decision function ``decide`` for the fixed order η."""
+    n = eta.size
+    rank_of = np.empty(n, np.int64)
+    for l in range(n):
+        rank_of[eta[l]] = l
+    dest = np.zeros(T, np.int64)
+    scratch = np.zeros(n, np.int64)
+    counts = np.zeros(n, np.int64)
+    for _ in range(samples):
+        decide(eta, mu, ip, fp, rng, dest, scratch)
+        for i in range(T):
+            counts[rank_of[dest[i]]] += 1
+    return counts

@@ -1,0 +1,80 @@
+"""JBT-r thresholds in heavy traffic: the regimes of Theorems 1–2 of [JBT] (THEORY.md §3.4)."""
+
+from __future__ import annotations
+
+from dispatchlab.experiments.catalog import register_experiment
+from dispatchlab.experiments.spec import (
+    ExperimentSpec,
+    FigureSpec,
+    PolicySpec,
+    ReferenceLine,
+    SlotsRule,
+    SystemSpec,
+)
+from dispatchlab.theory.heavy_traffic import pooled_limit, random_routing_limit
+
+EPSILONS = (0.5, 0.2, 0.1, 0.05, 0.02)
+QUICK_EPSILONS = (0.5, 0.2, 0.1)
+#: slots per point = SLOTS_COEFFICIENT/ε²: a batch-means CI of ε·E[ΣQ] of about ±5 % for
+#: the constant and logarithmic thresholds (pilot runs at ε = 0.1 and 0.05)
+SLOTS_COEFFICIENT = 1e4
+
+THRESHOLD_RULES = (
+    PolicySpec("jbt", {"r": 1}, label="r = 1 (JIQ)"),
+    PolicySpec("jbt", {"r": 3}, label="r = 3"),
+    PolicySpec("jbt", {"threshold": "log", "K": 1.0}, label="r = ⌈log(1/ε)⌉"),
+    PolicySpec("jbt", {"threshold": "log", "K": 2.0}, label="r = ⌈2 log(1/ε)⌉"),
+    PolicySpec("jbt", {"threshold": "poly", "a": 1.5}, label="r = ⌈(1/ε)^1.5⌉"),
+)
+
+
+@register_experiment(
+    "jbt-thresholds",
+    title="ε·E[ΣQ] of JBT-r against ε for constant, logarithmic and polynomial thresholds",
+    paper="[JBT] Theorems 1–2 (proposal of THEORY.md §3.4)",
+)
+def jbt_thresholds(quick: bool = False) -> ExperimentSpec:
+    """JBT-r on N = 10 servers (10×0.5, and 5×0.2 + 5×0.8), Poisson arrivals, Bernoulli
+    service, one dispatcher, batch dispatch; ε from 0.5 down to 0.02.
+
+    Expected (Theorems 1–2): constant r (including r = 1, JIQ) strictly between ζ/2 and
+    the random-routing constant; r = K·log(1/ε) approaching ζ/2; r = (1/ε)^1.5 approaching
+    random routing. Slots per point: 10⁴/ε² (10⁵ at least), one long run per point with
+    batch-means CIs. The default takes ≈ 5–10 minutes on 2 cores; the full-size version
+    (ε down to 0.005, 4× the slots) is
+    ``dispatchlab experiment jbt-thresholds --scale 4`` after adding 0.01 and 0.005 to
+    ``EPSILONS`` (each extra halving of ε costs 4× the slots of the previous point).
+    """
+    return ExperimentSpec(
+        name="jbt-thresholds",
+        title="JBT-r threshold regimes in heavy traffic",
+        description=jbt_thresholds.__doc__ or "",
+        paper="[JBT] Zhou, Tan, Shroff, POMACS 2018",
+        systems=(SystemSpec("10x0.5", label="homogeneous 10×0.5"),
+                 SystemSpec("5x0.2,5x0.8", label="heterogeneous 5×0.2 + 5×0.8")),
+        policies=THRESHOLD_RULES,
+        epsilons=QUICK_EPSILONS if quick else EPSILONS,
+        replications=1,
+        slots=SlotsRule(coefficient=SLOTS_COEFFICIENT, power=2, per="epsilon",
+                        minimum=100_000),
+        seed=1808,
+        options={"track_delay": False},
+        quick_scale=0.05,
+        figures=(
+            FigureSpec("eps-queue", x="epsilon", y="epsilon_total_queue", log_x=True, log_y=True,
+                       title="ε·E[ΣQ] of JBT-r", ylabel="ε·E[ΣQ]",
+                       references=(
+                           ReferenceLine("ζ/2 (heavy-traffic optimal)", function=pooled_limit),
+                           ReferenceLine("weighted random routing", function=random_routing_limit,
+                                         style=":"),
+                       )),
+            FigureSpec("idle-while-busy", x="epsilon", y="idle_while_busy", log_x=True,
+                       log_y=True, ci=False, title="E[‖Q(t+1)‖₁·‖U(t)‖₁] (Eq. (7))",
+                       ylabel="idle while busy"),
+            FigureSpec("distance", x="epsilon", y="distance_to_region", log_x=True, ci=False,
+                       title="E[d(Q, R^(r))]", ylabel="mean distance to R^(r)"),
+            FigureSpec("empty-memory", x="epsilon", y="empty_memory_fraction", log_x=True,
+                       ci=False, title="Dispatches that found the memory empty",
+                       ylabel="fraction"),
+        ),
+    )

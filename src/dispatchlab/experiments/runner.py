@@ -273,7 +273,7 @@ class _Executor:
     def __init__(self, given: Executor | None, workers: int | None, cluster: str | None,
                  points: int) -> None:
         self._client: Any = None
-        self._owned = given is None
+        self._submitted: list[Future[Any]] = []
         self.local = False
         self._workers = 1
         if given is not None:
@@ -307,7 +307,9 @@ class _Executor:
         return ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
-        return self._executor.submit(function, *args)
+        future = self._executor.submit(function, *args)
+        self._submitted.append(future)
+        return future
 
     def restart(self) -> None:
         require(self.local, "executor", "a worker died in an executor this sweep does not own")
@@ -315,11 +317,15 @@ class _Executor:
         self._executor = self._local_pool()
 
     def shutdown(self, cancel: bool) -> None:
-        if self._owned:
-            if self.local and cancel:
+        if cancel:
+            for future in self._submitted:
+                future.cancel()
+        if self.local:
+            if cancel:
                 self._terminate_workers()
             self._executor.shutdown(wait=not cancel, cancel_futures=True)
-        if self._client is not None:
+        elif self._client is not None:
+            self._executor.shutdown(wait=not cancel)
             self._client.close()
 
     def _terminate_workers(self) -> None:

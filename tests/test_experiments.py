@@ -1,0 +1,305 @@
+"""Experiment specs, seeds, the runner on local processes and on a Dask LocalCluster,
+resuming after SIGKILL, concurrent sweeps and failed points."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dispatchlab.cli import main
+from dispatchlab.errors import ValidationError
+from dispatchlab.experiments import (
+    ExperimentSpec,
+    FigureSpec,
+    PolicySpec,
+    ReferenceLine,
+    SlotsRule,
+    SystemSpec,
+    build_experiment,
+    experiment_names,
+)
+from dispatchlab.experiments import runner as runner_module
+from dispatchlab.experiments.runner import run_experiment
+from dispatchlab.experiments.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMING_FIELDS = ("seconds", "slots_per_second")
+
+
+def small_spec(name: str = "small", slots: int = 4_000, **changes) -> ExperimentSpec:
+    spec = ExperimentSpec(
+        name=name,
+        systems=(SystemSpec("3x0.2,3x0.6", dispatchers=2),),
+        policies=(PolicySpec("jsq", label="JSQ"), PolicySpec("pod", {"d": 2}, label="Po2")),
+        loads=(0.5, 0.8), replications=2, slots=slots, seed=11,
+        figures=(FigureSpec("queue", y="mean_total_queue",
+                            references=(ReferenceLine("ζ/2", field="heavy_traffic_limit"),)),),
+    )
+    return replace(spec, **changes)
+
+
+def numbers(store_path: Path, experiment: str) -> dict[str, dict]:
+    """point key -> its Result dict without the timing fields (which differ between runs)."""
+    with Store(store_path) as store:
+        rows = store.points(experiment)
+    return {row["point_key"]: {k: v for k, v in row["result"].items() if k not in TIMING_FIELDS}
+            for row in rows}
+
+
+# -- specs ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"policies": (PolicySpec("no-such-policy"),)}, "policy"),
+    ({"slots": -5}, "slots"),
+    ({"loads": (0.5, 1.0)}, "load"),
+    ({"loads": (0.5, 1.2)}, "load"),
+    ({"policies": ()}, "policies"),
+    ({"systems": ()}, "systems"),
+    ({"loads": ()}, "loads"),
+    ({"policies": (PolicySpec("pod", {"d": 0}),)}, "pod.d"),
+    ({"replications": 0}, "replications"),
+    ({"warmup": 1.5}, "warmup"),
+    ({"epsilons": (0.1,)}, "loads"),
+])
+def test_malformed_specs_fail_before_any_point_runs(tmp_path, change, field):
+    store = tmp_path / "store.sqlite"
+    with pytest.raises(ValidationError) as error:
+        run_experiment(small_spec(**change), store=store)
+    assert error.value.field == field, str(error.value)
+    assert "\n" not in str(error.value)
+    assert not store.exists()  # validated before the store was even opened
+
+
+def test_reference_lines_must_be_importable_functions():
+    spec = small_spec(figures=(FigureSpec("q", references=(
+        ReferenceLine("bad", function=lambda system: 1.0),)),))
+    with pytest.raises(ValidationError, match="module-level"):
+        spec.validate()
+
+
+def test_seed_depends_on_the_point_not_its_position():
+    spec = small_spec()
+    bigger = replace(spec, loads=(0.3, 0.5, 0.8), policies=spec.policies[::-1],
+                     name="other-name")
+    by_identity = {json.dumps(p.identity(), sort_keys=True): p for p in spec.points()}
+    matched = 0
+    for point in bigger.points():
+        twin = by_identity.get(json.dumps(point.identity(), sort_keys=True))
+        if twin is not None:
+            matched += 1
+            assert (twin.seed, twin.key) == (point.seed, point.key)
+    assert matched == len(spec.points())
+    seeds = [p.seed for p in bigger.points()]
+    assert len(set(seeds)) == len(seeds)
+    assert small_spec(seed=12).points()[0].seed != spec.points()[0].seed
+
+
+def test_spec_round_trips_through_json_and_toml(tmp_path):
+    spec = small_spec(slots=SlotsRule(coefficient=1e3, power=2, minimum=500), epsilons=(1.0, 2.0),
+                      loads=(), figures=(FigureSpec("eps", x="epsilon", y="epsilon_total_queue"),))
+    again = ExperimentSpec.from_json(spec.to_json())
+    assert again == spec
+    assert [p.slots for p in again.points()] == [p.slots for p in spec.points()]
+    assert sorted({p.slots for p in spec.points()}) == [500, 1000]  # 1e3/ε² clipped at 500
+    loaded = ExperimentSpec.from_toml(ROOT / "examples" / "sweep.toml")
+    assert loaded.points()
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = 'x'\n[[policies]\nname = 'jsq'\n")
+    with pytest.raises(ValidationError, match="malformed TOML"):
+        ExperimentSpec.from_toml(bad)
+    bad.write_text("name = 'x'\nloads = [0.5]\nsloths = 3\n")
+    with pytest.raises(ValidationError, match="sloths"):
+        ExperimentSpec.from_toml(bad)
+
+
+def test_cli_rejects_a_bad_sweep_with_exit_2(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text(textwrap.dedent("""
+        name = "bad"
+        loads = [0.5, 0.99, 1.0]
+        slots = 1000
+        [[systems]]
+        servers = "2x0.5"
+        [[policies]]
+        name = "jsq"
+    """))
+    code = main(["sweep", str(path), "--store", str(tmp_path / "s.sqlite"), "--no-progress"])
+    assert code == 2
+    assert "load" in capsys.readouterr().err
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_catalog_builds_and_validates():
+    assert "classic-load-sweep" in experiment_names()
+    for name in experiment_names():
+        spec = build_experiment(name, quick=True)
+        assert spec.name == name and spec.points()
+    with pytest.raises(ValidationError, match="unknown experiment"):
+        build_experiment("no-such-experiment")
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+def test_local_processes_and_dask_give_identical_numbers(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    spec = small_spec()
+    local = run_experiment(spec, store=tmp_path / "local.sqlite", workers=2)
+    assert local.computed == len(spec.points()) and local.complete
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        remote = run_experiment(spec, store=tmp_path / "dask.sqlite",
+                                cluster=cluster.scheduler_address)
+    assert remote.computed == len(spec.points())
+    with Store(tmp_path / "dask.sqlite") as store:
+        assert store.runs()[0]["executor"].startswith("dask")
+        workers = {row["worker"] for row in store.points("small")}
+    assert all(w and ":" in w for w in workers)
+    one_worker = run_experiment(spec, store=tmp_path / "one.sqlite", workers=1)
+    assert one_worker.computed == len(spec.points())
+    reference = numbers(tmp_path / "local.sqlite", "small")
+    assert len(reference) == len(spec.points())
+    assert numbers(tmp_path / "dask.sqlite", "small") == reference
+    assert numbers(tmp_path / "one.sqlite", "small") == reference
+    # a point stored is not recomputed
+    again = run_experiment(spec, store=tmp_path / "local.sqlite", workers=2)
+    assert (again.skipped, again.computed) == (len(spec.points()), 0)
+
+
+_SWEEP_SCRIPT = """
+import sys
+from dispatchlab.experiments.runner import run_experiment
+from dispatchlab.experiments.spec import ExperimentSpec
+spec = ExperimentSpec.from_json(open(sys.argv[1]).read())
+run_experiment(spec, store=sys.argv[2], workers=int(sys.argv[3]))
+"""
+
+
+def _start_sweep(tmp_path: Path, spec: ExperimentSpec, store: Path,
+                 workers: int) -> subprocess.Popen:
+    spec_file = tmp_path / f"{spec.name}.json"
+    spec_file.write_text(spec.to_json())
+    return subprocess.Popen([sys.executable, "-c", _SWEEP_SCRIPT, str(spec_file), str(store),
+                             str(workers)], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _wait_for_points(store: Path, experiment: str, at_least: int, process,
+                     timeout: float = 120.0) -> int:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert process.poll() is None, process.stderr.read().decode()
+        if store.exists():
+            try:
+                with Store(store) as db:
+                    count = db.count(experiment)
+            except ValidationError:
+                count = 0  # the file is being created
+            if count >= at_least:
+                return count
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {at_least} points after {timeout} s")
+
+
+def test_sweep_killed_with_sigkill_resumes_without_recomputing(tmp_path):
+    spec = small_spec("killed", slots=30_000, loads=(0.4, 0.6, 0.8, 0.9))  # 16 points
+    total = len(spec.points())
+    store = tmp_path / "store.sqlite"
+    process = _start_sweep(tmp_path, spec, store, workers=1)
+    _wait_for_points(store, "killed", 3, process)
+    os.killpg(process.pid, signal.SIGKILL)  # the coordinator and its workers, mid-sweep
+    process.wait()
+    with Store(store) as db:
+        assert db.integrity_ok()
+        stored_before = {r["point_key"]: r["run_id"] for r in db.points("killed")}
+        first_run = db.runs("killed")[0]
+    assert 3 <= len(stored_before) < total, "the kill came too late to test resuming"
+    assert first_run["status"] == "running"  # killed: never marked finished
+
+    outcome = run_experiment(spec, store=store, workers=2)
+    assert (outcome.skipped, outcome.computed) == (len(stored_before), total - len(stored_before))
+    with Store(store) as db:
+        rows = db.points("killed", status=None)
+        keys = [r["point_key"] for r in rows]
+        assert len(keys) == len(set(keys)) == total  # every point exactly once
+        for row in rows:
+            if row["point_key"] in stored_before:  # finished before the kill: not recomputed
+                assert row["run_id"] == stored_before[row["point_key"]]
+                assert row["attempts"] == 1
+            else:
+                assert row["run_id"] == outcome.run_id
+        second_run = db.runs("killed")[-1]
+        assert second_run["points_computed"] == total - len(stored_before)
+        assert second_run["status"] == "finished"
+    run_experiment(spec, store=tmp_path / "clean.sqlite", workers=2)
+    assert numbers(store, "killed") == numbers(tmp_path / "clean.sqlite", "killed")
+
+
+def test_two_concurrent_sweeps_lose_and_duplicate_nothing(tmp_path):
+    spec = small_spec("concurrent", slots=8_000, loads=(0.3, 0.5, 0.7, 0.8))  # 16 points
+    store = tmp_path / "store.sqlite"
+    Store(store).close()  # both sweeps open an existing store
+    first = _start_sweep(tmp_path, spec, store, workers=1)
+    second = _start_sweep(tmp_path, spec, store, workers=1)
+    for process in (first, second):
+        assert process.wait(timeout=300) == 0, process.stderr.read().decode()
+    with Store(store) as db:
+        assert db.integrity_ok()
+        rows = db.query("SELECT point_key, COUNT(*) AS n FROM points GROUP BY point_key")
+        runs = db.runs("concurrent")
+    assert len(rows) == len(spec.points()) and all(r["n"] == 1 for r in rows)
+    assert len(runs) == 2 and all(r["status"] == "finished" for r in runs)
+    assert sum(r["points_stored"] for r in runs) == len(spec.points())
+    run_experiment(spec, store=tmp_path / "alone.sqlite", workers=1)
+    assert numbers(store, "concurrent") == numbers(tmp_path / "alone.sqlite", "concurrent")
+
+
+def test_a_failed_point_is_recorded_and_does_not_stop_the_others(tmp_path, monkeypatch):
+    spec = small_spec("failing")
+    doomed = spec.points()[3].key
+    real_run_point = runner_module.run_point
+
+    def sometimes_failing(point_data):
+        if point_data["key"] == doomed:
+            raise RuntimeError("injected failure")
+        return real_run_point(point_data)
+
+    monkeypatch.setattr(runner_module, "run_point", sometimes_failing)
+    failures = []
+
+    class Recorder:
+        def update(self, snapshot):
+            assert snapshot.done + snapshot.failed <= snapshot.total
+
+        def point_failed(self, point, error):
+            failures.append((point.key, error))
+
+    with ThreadPoolExecutor(2) as pool:  # any concurrent.futures executor works
+        outcome = run_experiment(spec, store=tmp_path / "s.sqlite", executor=pool,
+                                 progress=Recorder())
+    assert outcome.computed == len(spec.points()) - 1
+    assert len(outcome.failed) == 1 and "injected failure" in outcome.failed[0][1]
+    assert failures and failures[0][0] == doomed
+    with Store(tmp_path / "s.sqlite") as store:
+        failed = store.points("failing", status="failed")
+        assert [r["point_key"] for r in failed] == [doomed]
+        assert "RuntimeError: injected failure" in failed[0]["error"]
+    monkeypatch.setattr(runner_module, "run_point", real_run_point)
+    with ThreadPoolExecutor(2) as pool:  # the failed point is retried, the rest skipped
+        retry = run_experiment(spec, store=tmp_path / "s.sqlite", executor=pool)
+    assert (retry.skipped, retry.computed, retry.failed) == (len(spec.points()) - 1, 1, [])
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.count("failing", "failed") == 0
+        row = next(r for r in store.points("failing") if r["point_key"] == doomed)
+        assert row["attempts"] == 2

@@ -340,6 +340,11 @@ def _any_arrival(law: str, lam: float, trials: int) -> float:
     return math.nan  # deterministic / trace with a per-job split: not a closed form here
 
 
+def expected_dispatch_events(system: System) -> float:
+    """E[#dispatchers with A^m(t) ≥ 1] per slot (nan where no closed form applies)."""
+    return float(sum(_arrival_probability(system, float(w)) for w in system.weights))
+
+
 def update_probability(update: str, p_hat: float, *, d: int = 1, n_servers: int | None = None,
                        dispatchers: int | None = None, system: System | None = None,
                        trigger: str = "slot") -> float:

@@ -51,6 +51,25 @@ from dispatchlab.policies.led.updates import pull_end_slot, push_end_slot
 
 UPDATES = ("push", "pull")
 TRIGGERS = ("slot", "arrival")
+BUDGETS = ("none", "po2")
+
+
+def po2_matched_p(update: str, d: int, trigger: str, system: System) -> float:
+    """p̂ whose expected messages per arrival equal Po-2's 4·E[#dispatch events]/λ_Σ.
+
+    Messages per arrival: push per slot 2d·p̂·M/λ_Σ; push on arrivals 2d·p̂·E[events]/λ_Σ;
+    pull N·p̂/λ_Σ (§2.6). The result is capped at 1 (the budget is then not reached).
+    """
+    from dispatchlab.theory.tilt import expected_dispatch_events
+
+    events = expected_dispatch_events(system)
+    if update == "pull":
+        p = 4.0 * events / system.n_servers
+    elif trigger == "arrival":
+        p = 2.0 / d
+    else:
+        p = 4.0 * events / (2.0 * d * system.dispatchers)
+    return float(min(1.0, p))
 
 
 @choose_function
@@ -129,6 +148,9 @@ class LEDPolicy(Policy):
         Param("trigger", str, "slot", "push: flip the p̂-coin every slot or only in slots "
               "with arrivals at the dispatcher", choices=TRIGGERS),
         Param("measure_error", bool, True, "accumulate E|Q_n − Q̃^m_n| (O(MN) per slot)"),
+        Param("budget", str, "none", "po2: ignore p and set p̂ so that the expected messages "
+              "per arrival equal Po-2's, 4·E[#dispatch events]/λ_Σ (capped at p̂ = 1)",
+              choices=BUDGETS),
     )
     diagnostics = ("estimation_error",)
 
@@ -167,8 +189,16 @@ class LEDPolicy(Policy):
         """p of Eq. (5): a lower bound of P(I^m_n(t) = 1 | Z(t)) (see theory.tilt)."""
         from dispatchlab.theory.tilt import update_probability
 
-        return update_probability(self.params["update"], self.params["p"], d=self.params["d"],
-                                  system=system, trigger=self.params["trigger"])
+        return update_probability(self.params["update"], self.effective_p(system),
+                                  d=self.params["d"], system=system,
+                                  trigger=self.params["trigger"])
+
+    def effective_p(self, system: System) -> float:
+        """p̂ used on ``system``: the parameter ``p``, or the Po-2-matched value."""
+        if self.params["budget"] == "po2":
+            return po2_matched_p(self.params["update"], self.params["d"],
+                                 self.params["trigger"], system)
+        return float(self.params["p"])
 
     def kernel(self, system: System) -> Kernel:
         self.check_system(system)
@@ -183,7 +213,7 @@ class LEDPolicy(Policy):
         ip[IP_PUSH_D] = self.params["d"]
         ip[IP_MEASURE_ERROR] = int(self.params["measure_error"])
         ip[IP_STRATEGY] = strategy.code
-        p = float(self.params["p"])
+        p = self.effective_p(system)
         fp = np.zeros(FP_SIZE)
         fp[0] = p
         fp[1] = math.log1p(-p) if p < 1.0 else -math.inf

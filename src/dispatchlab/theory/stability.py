@@ -130,7 +130,7 @@ class StabilityRegion:
             "bottleneck_order": list(self.bottleneck_order),
             "throughput_optimal": self.throughput_optimal,
             "heavy_traffic_optimal": self.heavy_traffic_optimal,
-            "strict_margin": self.strict_margin,
+            "strict_margin": self.strict_margin if math.isfinite(self.strict_margin) else None,
             "exact": self.exact,
             "method": self.method,
         }
@@ -209,8 +209,10 @@ def _rank_threshold(r: np.ndarray, rates: np.ndarray, method: str) -> StabilityR
     sent = np.cumsum(r)
     mu_sum = float(served[-1])
     ratio = np.where(sent > _TOL, served / np.where(sent > _TOL, sent, 1.0), np.inf)
-    m0 = int(np.argmin(ratio))
-    best = float(ratio[m0])
+    best = float(ratio.min())
+    # the largest minimising m: the union of all minimising top sets (e.g. every slowest
+    # server for RAND, not just one of them)
+    m0 = int(np.flatnonzero(ratio <= best * (1 + 1e-9))[-1])
     # the minimiser's order: the m slowest on top (slowest first), the rest after
     order = tuple(int(j) for j in ascending)
     margin = float((served[:-1] / mu_sum - sent[:-1]).min()) if n > 1 else math.inf

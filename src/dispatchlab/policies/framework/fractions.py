@@ -95,7 +95,12 @@ def dispatch_fractions(policy: Policy, mu: np.ndarray) -> DispatchFractions:
         if name in ("jsq", "jsed"):
             return DispatchFractions("rank", np.eye(n)[n - 1])
         return DispatchFractions("rank", rank_fractions_pod(n, policy.params["d"]))
+    members = "pi-framework and its presets (pi-jsq, pi-pod, …), " + ", ".join(CLASSICAL_MEMBERS)
+    if name == "balanced-pod":
+        raise ValidationError(
+            "policy", "balanced-pod is a Π member (§4.8) but its dispatch fractions a_l(η) are "
+            "not implemented, so the check does not apply to it; it applies to " + members)
     raise ValidationError(
-        "policy", f"{name!r} is not a member of framework Π (its decisions are not a function "
-        "of a periodically sampled queue order), so the Π stability check does not apply; "
-        "members: pi and its presets, " + ", ".join(CLASSICAL_MEMBERS))
+        "policy", f"{name!r} is not a member of framework Π (its decisions are not a fixed "
+        "function of a periodically sampled queue order), so the Π stability check does not "
+        "apply to it; it applies to " + members)

@@ -12,6 +12,8 @@ import importlib
 import pkgutil
 import sys
 
+import typer
+
 from dispatchlab.cli.app import app, check_app
 from dispatchlab.errors import ValidationError
 
@@ -24,11 +26,22 @@ def _load_commands() -> None:
             importlib.import_module(f"{__name__}.{module.name}")
 
 
+def _usage_error_types() -> tuple[type[Exception], ...]:
+    """Click's usage-error base class: Typer ≥ 0.20 vendors Click as ``typer._click``."""
+    types: list[type[Exception]] = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            types.append(importlib.import_module(module).ClickException)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(types)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     _load_commands()
     try:
-        app(args=argv, standalone_mode=False)
+        status = app(args=argv, standalone_mode=False)
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -37,16 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except Exception as error:  # click usage errors and aborts
-        import click
-
-        if isinstance(error, click.exceptions.ClickException):
-            error.show()
-            return error.exit_code
-        if isinstance(error, click.exceptions.Abort):
-            return 1
-        raise
-    return 0
+    except _usage_error_types() as error:  # usage errors: Click's message, exit status 2
+        error.show()  # type: ignore[attr-defined]
+        return int(error.exit_code)  # type: ignore[attr-defined]
+    except typer.Abort:
+        return 1
+    # without standalone mode, ``typer.Exit(code)`` comes back as its code
+    return status if isinstance(status, int) and not isinstance(status, bool) else 0
 
 
 def entry_point() -> None:

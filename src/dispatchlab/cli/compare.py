@@ -106,29 +106,29 @@ def select_policies(texts: list[str] | None, system: System) -> tuple[list[Entry
 def compare_command(
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="NAME or NAME:KEY=VALUE,KEY=VALUE (repeatable) "
-        "[default: wrand, jsq, jsed, pod, balanced-pod, rr and the LED/pull policies].",
+        "\\[default: wrand, jsq, jsed, pod, balanced-pod, rr and the LED/pull policies].",
         show_default=False)] = None,
     servers: Annotated[str | None, typer.Option(
-        help="Service rates μ_n [default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM,
+        help="Service rates μ_n \\[default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM,
         show_default=False)] = None,
     dispatchers: Annotated[int | None, typer.Option(
-        help="M [default: 10].", rich_help_panel=SYSTEM, show_default=False)] = None,
+        help="M \\[default: 10].", rich_help_panel=SYSTEM, show_default=False)] = None,
     load: Annotated[float | None, typer.Option(
-        help="ρ = λ_Σ/μ_Σ [default: 0.9].", rich_help_panel=SYSTEM, show_default=False)] = None,
+        help="ρ = λ_Σ/μ_Σ \\[default: 0.9].", rich_help_panel=SYSTEM, show_default=False)] = None,
     epsilon: Annotated[float | None, typer.Option(
         help="ε = μ_Σ − λ_Σ (replaces --load).", rich_help_panel=SYSTEM,
         show_default=False)] = None,
     arrivals: Annotated[str | None, typer.Option(
-        help="poisson, bernoulli, binomial:K, deterministic, trace:PATH [default: poisson].",
+        help="poisson, bernoulli, binomial:K, deterministic, trace:PATH \\[default: poisson].",
         rich_help_panel=SYSTEM, show_default=False)] = None,
     service: Annotated[str | None, typer.Option(
-        help="bernoulli, binomial:K, poisson, geometric, deterministic [default: bernoulli].",
+        help="bernoulli, binomial:K, poisson, geometric, deterministic \\[default: bernoulli].",
         rich_help_panel=SYSTEM, show_default=False)] = None,
     dispatch: Annotated[str | None, typer.Option(
-        help="batch or per-job [default: batch].", rich_help_panel=SYSTEM,
+        help="batch or per-job \\[default: batch].", rich_help_panel=SYSTEM,
         show_default=False)] = None,
     split: Annotated[str | None, typer.Option(
-        help="per-job or batch [default: per-job].", rich_help_panel=SYSTEM,
+        help="per-job or batch \\[default: per-job].", rich_help_panel=SYSTEM,
         show_default=False)] = None,
     allow_unstable: Annotated[bool, typer.Option(
         "--allow-unstable", help="Simulate a system with load ≥ 1.",
@@ -136,7 +136,7 @@ def compare_command(
     slots: Annotated[int, typer.Option(help="Slots per policy.", rich_help_panel=RUN)]
     = DEFAULT_SLOTS,
     warmup: Annotated[int | None, typer.Option(
-        help="Slots discarded first [default: 10% of slots].", rich_help_panel=RUN,
+        help="Slots discarded first \\[default: 10% of slots].", rich_help_panel=RUN,
         show_default=False)] = None,
     replications: Annotated[int, typer.Option(
         help="Independent replications per policy.", rich_help_panel=RUN)] = 1,

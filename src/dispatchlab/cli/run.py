@@ -29,8 +29,8 @@ RUN = "Run"
 @app.command("run")
 def run_command(
     spec: Annotated[Path | None, typer.Argument(
-        help="A TOML run spec (see README: [system], [policy], [run]); options override it.",
-        show_default=False)] = None,
+        help="A TOML run spec (see README: \\[system], \\[policy], \\[run]); options override it.",
+        metavar="SPEC.toml", show_default=False)] = None,
     policy: Annotated[str | None, typer.Option(
         help="Registered policy name (see `dispatchlab policies`).", show_default=False)] = None,
     set_: Annotated[list[str] | None, typer.Option(
@@ -38,45 +38,45 @@ def run_command(
         show_default=False)] = None,
     servers: Annotated[str | None, typer.Option(
         help="Service rates μ_n: COUNTxRATE list or rates, e.g. 50x0.1,50x0.5 "
-        "[default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM, show_default=False)] = None,
+        "\\[default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM, show_default=False)] = None,
     dispatchers: Annotated[int | None, typer.Option(
-        help="M, the number of dispatchers [default: 10].", rich_help_panel=SYSTEM,
+        help="M, the number of dispatchers \\[default: 10].", rich_help_panel=SYSTEM,
         show_default=False)] = None,
     load: Annotated[float | None, typer.Option(
-        help="ρ = λ_Σ/μ_Σ [default: 0.9].", rich_help_panel=SYSTEM, show_default=False)] = None,
+        help="ρ = λ_Σ/μ_Σ \\[default: 0.9].", rich_help_panel=SYSTEM, show_default=False)] = None,
     epsilon: Annotated[float | None, typer.Option(
         help="ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces --load).",
         rich_help_panel=SYSTEM, show_default=False)] = None,
     arrivals: Annotated[str | None, typer.Option(
         help="Arrival law of A_Σ(t): poisson, bernoulli, binomial:K, deterministic, "
-        "trace:PATH [default: poisson].", rich_help_panel=SYSTEM, show_default=False)] = None,
+        "trace:PATH \\[default: poisson].", rich_help_panel=SYSTEM, show_default=False)] = None,
     service: Annotated[str | None, typer.Option(
         help="Service law of S_n(t): bernoulli, binomial:K, poisson, geometric, deterministic "
-        "[default: bernoulli].", rich_help_panel=SYSTEM, show_default=False)] = None,
+        "\\[default: bernoulli].", rich_help_panel=SYSTEM, show_default=False)] = None,
     dispatch: Annotated[str | None, typer.Option(
         help="batch (a dispatcher's jobs of a slot go to one server, the papers' model) or "
-        "per-job [default: batch].", rich_help_panel=SYSTEM, show_default=False)] = None,
+        "per-job \\[default: batch].", rich_help_panel=SYSTEM, show_default=False)] = None,
     split: Annotated[str | None, typer.Option(
         help="How arrivals reach dispatchers: per-job (each job picks one) or batch (the "
-        "slot's arrivals all go to one) [default: per-job].", rich_help_panel=SYSTEM,
+        "slot's arrivals all go to one) \\[default: per-job].", rich_help_panel=SYSTEM,
         show_default=False)] = None,
     allow_unstable: Annotated[bool, typer.Option(
         "--allow-unstable", help="Simulate a system with load ≥ 1.",
         rich_help_panel=SYSTEM)] = False,
     slots: Annotated[int | None, typer.Option(
-        help="Slots per replication [default: 1000000].", rich_help_panel=RUN,
+        help="Slots per replication \\[default: 1000000].", rich_help_panel=RUN,
         show_default=False)] = None,
     warmup: Annotated[int | None, typer.Option(
-        help="Slots discarded first [default: 10% of slots].", rich_help_panel=RUN,
+        help="Slots discarded first \\[default: 10% of slots].", rich_help_panel=RUN,
         show_default=False)] = None,
     warmup_method: Annotated[str | None, typer.Option(
-        help="fraction (fixed warm-up) or mser5 [default: fraction].", rich_help_panel=RUN,
+        help="fraction (fixed warm-up) or mser5 \\[default: fraction].", rich_help_panel=RUN,
         show_default=False)] = None,
     replications: Annotated[int | None, typer.Option(
-        help="Independent replications (R ≥ 2: CI from their means) [default: 1].",
+        help="Independent replications (R ≥ 2: CI from their means) \\[default: 1].",
         rich_help_panel=RUN, show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
-        help="Root seed [default: 0].", rich_help_panel=RUN, show_default=False)] = None,
+        help="Root seed \\[default: 0].", rich_help_panel=RUN, show_default=False)] = None,
     no_delay: Annotated[bool, typer.Option(
         "--no-delay", help="Skip per-job delay tracking (faster; no delay quantiles).",
         rich_help_panel=RUN)] = False,

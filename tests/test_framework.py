@@ -1,0 +1,178 @@
+"""Framework Π policies (THEORY.md §4.2, §4.8): agreement with the classical policies,
+periodic reads and their messages, the predicted stability threshold in simulation,
+custom decision functions."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dispatchlab import System, ValidationError, simulate
+from dispatchlab.engine.interface import REPORT
+from dispatchlab.engine.rng import make_rng_state
+from dispatchlab.policies import make_policy
+from dispatchlab.policies.framework import PiPolicy
+from dispatchlab.policies.framework.fractions import dispatch_fractions, monte_carlo_fractions
+from dispatchlab.theory.stability import induced_threshold, rank_fractions_pod
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "custom_decision_function.py"
+SLOTS = 200_000
+
+
+def agree(a, b, label: str) -> None:
+    """Two estimates of the same mean: within 3 combined CI half-widths."""
+    half = math.hypot((a.ci_high - a.ci_low) / 2, (b.ci_high - b.ci_low) / 2)
+    assert abs(a.mean_total_queue - b.mean_total_queue) <= 3 * half, (
+        f"{label}: {a.mean_total_queue:.4g} [{a.ci_low:.4g}, {a.ci_high:.4g}] vs "
+        f"{b.mean_total_queue:.4g} [{b.ci_low:.4g}, {b.ci_high:.4g}]")
+
+
+@pytest.mark.parametrize(("classic", "params", "pi"), [
+    ("rand", {}, "pi-rand"),
+    ("jsq", {}, "pi-jsq"),
+    ("pod", {"d": 2}, "pi-pod"),
+    ("jsed", {"plus_one": False}, "pi-jsed"),
+    ("wrand", {}, "pi-wrand"),
+])
+def test_pi_members_agree_with_classical_policies(classic, params, pi):
+    system = System.build("0.5,0.5,0.6,0.6,0.9", load=0.75)
+    a = simulate(system, classic, policy_params=params, slots=SLOTS, seed=11)
+    b = simulate(system, pi, slots=SLOTS, seed=12)
+    assert a.stable and b.stable
+    agree(a, b, f"{classic} vs {pi}")
+    assert np.allclose(a.mean_queues, b.mean_queues, rtol=0.25, atol=0.05)
+
+
+def test_order_oblivious_decisions_send_no_messages_and_order_reads_cost_n():
+    system = System.build("0.5,0.5,0.6,0.6", load=0.6)
+    assert simulate(system, "pi-rr", slots=20_000, seed=1).messages_per_arrival == 0.0
+    jsq = simulate(system, "pi-jsq", slots=20_000, warmup=2_000, seed=1)
+    # T = 1: one read of N one-way reports in every measured slot
+    reports = jsq.messages_by_kind["report"] * jsq.arrival_rate_measured * 18_000
+    assert reports == pytest.approx(4 * 18_000, rel=1e-9)
+
+
+@pytest.mark.parametrize(("T", "dispatchers"), [(5, 1), (7, 3)])
+def test_periodic_policies_read_only_every_T_slots(T, dispatchers):
+    system = System.build("0.3,0.5,0.6,0.9", load=0.7, dispatchers=dispatchers)
+    slots, warmup = 70_000, 7_000
+    result = simulate(system, "periodic-jsq", policy_params={"T": T}, slots=slots,
+                      warmup=warmup, seed=3)
+    measured = slots - warmup
+    reads = measured // T
+    reports = result.messages_by_kind["report"] * result.arrival_rate_measured * measured
+    assert reports == pytest.approx(4 * dispatchers * reads, rel=1e-9)
+    assert result.diagnostics["samples_per_slot"] == pytest.approx(reads / measured)
+
+
+def test_destinations_change_only_at_cycle_starts():
+    """Drive the compiled hooks by hand: Q changes every slot, the choice only at t = kT."""
+    system = System.build("0.5,0.5,0.5,0.5", load=0.5)
+    T = 4
+    kernel = make_policy("periodic-jsq", T=T).kernel(system)
+    ip, fp, ist, fst = kernel.arrays()
+    rng = make_rng_state(0)
+    msg = np.zeros(4, np.int64)
+    diag = np.zeros(max(1, kernel.n_diagnostics))
+    zeros = np.zeros(4, np.int64)
+    chosen = []
+    for t in range(3 * T):
+        Q = np.full(4, 10, np.int64)
+        Q[t % 4] = 0  # a different shortest queue in every slot
+        kernel.begin_slot(t, Q, Q, zeros, np.ones(1, np.int64), system.mu, ip, fp, ist, fst,
+                          rng, msg, diag, True)
+        chosen.append(kernel.choose(0, 1, t, Q, system.mu, ip, fp, ist, fst, rng, msg))
+    assert chosen == [0] * T + [0] * T + [0] * T  # the shortest at t = 0, 4, 8 is server 0
+    assert msg[REPORT] == 4 * 3
+
+
+def test_ties_are_broken_uniformly():
+    """All queues equal: the Π JSQ order is a uniform permutation, so every server is chosen
+    about equally often."""
+    system = System.build("0.5,0.5,0.5,0.5", load=0.5)
+    kernel = make_policy("pi-jsq").kernel(system)
+    ip, fp, ist, fst = kernel.arrays()
+    rng = make_rng_state(5)
+    msg = np.zeros(4, np.int64)
+    Q = np.zeros(4, np.int64)
+    counts = np.zeros(4)
+    for t in range(4000):
+        kernel.begin_slot(t, Q, Q, Q, np.ones(1, np.int64), system.mu, ip, fp, ist, fst, rng,
+                          msg, np.zeros(kernel.n_diagnostics), False)
+        counts[kernel.choose(0, 1, t, Q, system.mu, ip, fp, ist, fst, rng, msg)] += 1
+    assert np.all(np.abs(counts / 4000 - 0.25) < 0.035)
+
+
+def test_monte_carlo_fractions_of_pod_match_the_exact_ones():
+    mu = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
+    policy = make_policy("pi-pod", d=3)
+    estimate = monte_carlo_fractions(policy, mu, np.array([4, 2, 0, 1, 3]), cycles=40_000)
+    assert np.allclose(estimate, rank_fractions_pod(5, 3), atol=0.01)
+
+
+# N = 4 heterogeneous system: predicted threshold λ̄ of each policy, then simulation 10 %
+# below (stable) and 10 % above (unstable, the run hits the lowered bound).
+STABILITY_MU = "0.1,0.1,0.5,1.0"
+STABILITY_CASES = [
+    ("pi-rand", {}, 0.4),
+    ("pod", {"d": 2}, 1.2),
+    ("pi-pod", {"d": 2}, 1.2),
+    ("kslq", {"d": 2}, 1.4),
+    ("periodic-pod", {"d": 2, "T": 4}, 1.2),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "expected"), STABILITY_CASES)
+def test_threshold_separates_stable_from_unstable_runs(name, params, expected):
+    base = System.build(STABILITY_MU, load=0.5)
+    policy = make_policy(name, **params)
+    region = induced_threshold(dispatch_fractions(policy, base.mu), base.mu)
+    assert region.threshold_rate == pytest.approx(expected)
+    below = simulate(base.with_rate(0.9 * expected), policy, slots=SLOTS, seed=21, bound=4_000)
+    above = simulate(base.with_rate(1.1 * expected), policy, slots=SLOTS, seed=22, bound=4_000)
+    assert below.stability == "stable", below.stability_evidence
+    assert above.stability == "unstable", above.stability_evidence
+
+
+def test_bad_parameters_are_refused():
+    system = System.build("0.5,0.5,0.5", load=0.5)
+    with pytest.raises(ValidationError, match="decision"):
+        make_policy("pi-framework", decision="nope")
+    with pytest.raises(ValidationError, match="gamma"):
+        simulate(system, "pi-framework", policy_params={"gamma": "1,2"}, slots=100)
+    with pytest.raises(ValidationError, match="gamma"):
+        simulate(system, "pi-framework", policy_params={"gamma": "1,-2,3"}, slots=100)
+    with pytest.raises(ValidationError, match="own cycle"):
+        simulate(system, "pi-rr", policy_params={"T": 5}, slots=100)
+    with pytest.raises(ValidationError, match="d"):
+        simulate(system, "pi-pod", policy_params={"d": 4}, slots=100)
+    with pytest.raises(ValidationError, match="d"):
+        simulate(system, "kslq", policy_params={"d": 3}, slots=100)
+
+
+def test_collapse_diagnostics_are_recorded_at_sampling_times():
+    system = System.build("0.2,0.4,0.6,0.8", load=0.9)
+    result = simulate(system, "pi-jsed", slots=100_000, seed=4)
+    diag = result.diagnostics
+    assert diag["samples_per_slot"] == pytest.approx(1.0)
+    assert diag["perp_sq"] >= 0 and diag["sampled_total_queue"] > 0
+    shares = [diag[f"sampled_share_{l}"] for l in range(4)]
+    assert sum(shares) == pytest.approx(1.0)
+    assert shares == sorted(shares)  # JSED keeps faster servers' queues longer
+
+
+def test_custom_decision_example_runs():
+    spec = importlib.util.spec_from_file_location("custom_decision_function", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.main(slots=50_000)
+    assert out["threshold_rate"] == pytest.approx(1.6, rel=1e-6)
+    assert out["stable"] == 1.0
+    policy = make_policy("pi-framework", decision="two-shortest", T=2)
+    assert isinstance(policy, PiPolicy)
+    fractions = dispatch_fractions(policy, np.array([0.2, 0.3, 0.5, 0.6]))
+    assert np.allclose(fractions.values, [0, 0, 0.5, 0.5], atol=0.01)

@@ -94,7 +94,7 @@ def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: 
     parts.append("<h2>How to reproduce</h2><pre>"
                  + esc(_reproduce(spec, command)) + "</pre>")
     parts.append("<h2>Versions</h2>" + _versions(frame))
-    parts.append("<h2>Spec</h2><pre>" + esc(spec.to_json()) + "</pre>")
+    parts.append("<h2>Spec</h2><pre>" + html.escape(spec.to_json(), quote=False) + "</pre>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -1,0 +1,142 @@
+"""Figures and the HTML report: drawn from the store, and rendered by headless Chromium."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dispatchlab.cli import main
+from dispatchlab.experiments.spec import (
+    ExperimentSpec,
+    FigureSpec,
+    PolicySpec,
+    ReferenceLine,
+    SystemSpec,
+)
+from dispatchlab.experiments.store import Store
+from dispatchlab.report.plots import reference_curve, summarize
+from dispatchlab.theory.bounds import heavy_traffic_limit
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync")
+INSTALL_ENV = "DISPATCHLAB_INSTALL_BROWSER"
+
+
+def report_spec() -> ExperimentSpec:
+    return ExperimentSpec(
+        "report-test", systems=(SystemSpec("4x0.5", dispatchers=2),),
+        policies=(PolicySpec("jsq", label="JSQ"), PolicySpec("rand", label="random")),
+        epsilons=(0.4, 0.8), replications=2, slots=6_000, seed=5,
+        figures=(
+            FigureSpec("eps-queue", x="epsilon", y="epsilon_total_queue", log_x=True,
+                       references=(ReferenceLine("ζ/2", field="heavy_traffic_limit"),
+                                   ReferenceLine("ζ/2 (function)",
+                                                 function=heavy_traffic_limit, style=":"))),
+            FigureSpec("delay", x="epsilon", y="mean_delay", log_y=True),
+        ),
+        title="Report test", paper="none (a test)")
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> Path:
+    from dispatchlab.experiments.runner import run_experiment
+
+    path = tmp_path_factory.mktemp("report") / "store.sqlite"
+    run_experiment(report_spec(), store=path, workers=2)
+    return path
+
+
+def test_summary_combines_replications_and_scales_the_ci(stored):
+    spec = report_spec()
+    with Store(stored) as store:
+        frame = store.frame(spec.name)
+    summary = summarize(frame, spec.figures[0])
+    assert len(summary) == 4 and (summary["replications"] == 2).all()
+    for row in summary.itertuples():
+        rows = frame[(frame["policy_label"] == row.policy) & (frame["x"] == row.x)]
+        assert math.isclose(row.y, rows["epsilon_total_queue"].mean())
+        assert row.ci_low < row.y < row.ci_high
+    single = summarize(frame[frame["replication"] == 0], spec.figures[1])
+    for row in single.itertuples():  # one replication: the run's own CI, carried to delay
+        source = frame[(frame["policy_label"] == row.policy) & (frame["x"] == row.x)
+                       & (frame["replication"] == 0)].iloc[0]
+        factor = source["mean_delay"] / source["mean_total_queue"]
+        assert math.isclose(row.ci_low, source["ci_low"] * factor)
+    xs, ys = reference_curve(spec.figures[0].references[0], frame, spec, spec.systems[0].name)
+    _, from_function = reference_curve(spec.figures[0].references[1], frame, spec,
+                                       spec.systems[0].name)
+    assert list(xs) == [0.4, 0.8] and ys == pytest.approx(from_function)
+
+
+def test_report_writes_png_svg_and_a_self_contained_page(stored, tmp_path):
+    out = tmp_path / "out"
+    assert main(["report", "report-test", "--store", str(stored), "--out", str(out)]) == 0
+    for name in ("eps-queue", "delay"):
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "<svg" in (out / f"{name}.svg").read_text()
+    page = (out / "index.html").read_text()
+    assert page.count("src='data:image/png;base64,") == 2
+    assert "dispatchlab sweep spec.json" in page and "numba" in page
+    assert '"name": "report-test"' in page  # the spec
+    assert not re.search(r"src=['\"](?!data:)", page)  # nothing loaded from outside
+    again = ExperimentSpec.from_json((out / "spec.json").read_text())
+    assert again.to_dict() == report_spec().to_dict()
+    assert main(["report", "never-stored", "--store", str(stored), "--out", str(out)]) == 2
+
+
+def _find_browser() -> str | None:
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    allowed = os.environ.get(INSTALL_ENV) == "1" or (
+        os.environ.get("CI") == "true" and hasattr(os, "geteuid") and os.geteuid() == 0)
+    if allowed and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True,
+                       timeout=900, check=False)
+        return shutil.which("chromium")
+    return None
+
+
+_PROBE = """<script>
+window.addEventListener('load', () => {
+  const images = Array.from(document.images);
+  const decoded = images.filter(i => i.complete && i.naturalWidth > 0).length;
+  const probe = document.createElement('div');
+  probe.id = 'render-probe';
+  probe.textContent = 'decoded ' + decoded + ' of ' + images.length;
+  document.body.appendChild(probe);
+});
+</script></body>"""
+
+
+@pytest.mark.browser
+def test_report_renders_in_headless_chromium(stored, tmp_path):
+    browser = _find_browser()
+    if browser is None:
+        pytest.skip(f"no Chromium ({', '.join(BROWSERS)}) on PATH; set {INSTALL_ENV}=1 "
+                    "(or CI=true as root) to let this test apt-get install chromium")
+    out = tmp_path / "out"
+    assert main(["report", "report-test", "--store", str(stored), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.replace("</body>", _PROBE))
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([browser, *flags, "--virtual-time-budget=5000", "--dump-dom",
+                          probed.as_uri()], capture_output=True, text=True, timeout=120)
+    match = re.search(r"decoded (\d+) of (\d+)", dom.stdout)
+    assert match, f"no render probe in the DOM: {dom.stdout[-500:]} {dom.stderr[-1500:]}"
+    assert match.group(1) == match.group(2) == "2"
+    assert "Report test" in dom.stdout
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,2400",
+                    (out / "index.html").as_uri()], capture_output=True, timeout=120)
+    assert shot.is_file() and shot.stat().st_size > 10_000  # a page with figures, not blank

@@ -1,0 +1,37 @@
+# dispatchlab developer commands. `make demo` and `make test` work on a fresh clone with
+# Python ≥ 3.11 and pip: they create .venv and install the package with its test extras.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# marks a finished install; reinstalled when pyproject.toml changes
+STAMP := $(VENV)/.installed
+
+# numba caches compiled functions next to the sources (__pycache__); keep it that way
+unexport NUMBA_CACHE_DIR
+
+.PHONY: venv demo test test-slow lint bench
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+# the quick-start demo: the classical, LED and pull policies on one heterogeneous system
+demo: venv
+	$(BIN)/dispatchlab compare
+
+# the default suite (pyproject's addopts deselect the slow validation runs)
+test: venv
+	$(BIN)/python -m pytest -q
+
+test-slow: venv
+	$(BIN)/python -m pytest -q -m slow
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks examples
+
+bench: venv
+	$(BIN)/python benchmarks/run.py

@@ -122,7 +122,7 @@ class PiPolicy(Policy):
         header = np.array([T, m, n, int(entry.reads_queues), 1], np.int64)
         ip = np.concatenate([header, np.asarray(entry.int_params(self.params, mu), np.int64)])
         fp = np.concatenate([gamma, np.asarray(entry.float_params(self.params, mu), float)])
-        width = max(T, n)
+        width = max(T, n, 2)  # row M+3 holds two control entries, even when T = N = 1
         ist = np.zeros((m + 4, width), np.int64)
         ist[m, :n] = np.arange(n)  # η before any read (decisions that ignore η)
         return Kernel(pi_choose, begin_slot=make_begin_slot(entry.function),

@@ -303,3 +303,27 @@ def test_a_failed_point_is_recorded_and_does_not_stop_the_others(tmp_path, monke
         assert store.count("failing", "failed") == 0
         row = next(r for r in store.points("failing") if r["point_key"] == doomed)
         assert row["attempts"] == 2
+
+
+def _die_once_then_run(point_data):
+    """Kill the worker process the first time the marked point runs (a dead worker)."""
+    marker = Path(os.environ["DISPATCHLAB_TEST_DIE_MARKER"])
+    if point_data["key"] == os.environ["DISPATCHLAB_TEST_DIE_KEY"] and not marker.exists():
+        marker.write_text("died")
+        os._exit(1)
+    return _real_run_point(point_data)
+
+
+_real_run_point = runner_module.run_point
+
+
+def test_a_dead_worker_loses_only_the_points_in_flight(tmp_path, monkeypatch):
+    spec = small_spec("dead-worker")
+    doomed = spec.points()[2].key
+    monkeypatch.setenv("DISPATCHLAB_TEST_DIE_KEY", doomed)
+    monkeypatch.setenv("DISPATCHLAB_TEST_DIE_MARKER", str(tmp_path / "died"))
+    monkeypatch.setattr(runner_module, "run_point", _die_once_then_run)
+    outcome = run_experiment(spec, store=tmp_path / "s.sqlite", workers=2)
+    assert (tmp_path / "died").exists()  # the worker did die
+    assert outcome.complete and outcome.computed == len(spec.points())
+    assert numbers(tmp_path / "s.sqlite", "dead-worker").keys() == {p.key for p in spec.points()}

@@ -1,0 +1,130 @@
+"""Statistics: batch means, replications, MSER-5, delay quantiles and the stability verdict."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import signal
+from scipy import stats as scipy_stats
+
+from dispatchlab import System, simulate
+from dispatchlab.engine import loop
+from dispatchlab.stats import (
+    batch_means,
+    delay_quantiles,
+    mser5_truncation,
+    replication_estimate,
+    stability_verdict,
+)
+from dispatchlab.stats.estimators import delay_bin_value
+
+# -- confidence intervals ----------------------------------------------------------------------
+
+
+def coverage(series: np.ndarray, true_mean: float) -> float:
+    hits = [batch_means(row).ci_low <= true_mean <= batch_means(row).ci_high for row in series]
+    return float(np.mean(hits))
+
+
+def test_batch_means_coverage_iid():
+    """400 i.i.d. series: the 95 % CI covers the mean in 91–99 % of them (±3.5 binomial SE)."""
+    rng = np.random.default_rng(1)
+    assert 0.91 <= coverage(rng.normal(3.0, 2.0, (400, 2_000)), 3.0) <= 0.99
+
+
+def test_batch_means_coverage_ar1():
+    """AR(1) with φ = 0.9 (correlation time ≈ 19): batches of 1 000 points are nearly
+    independent, so batch means still cover; a naive i.i.d. interval would not."""
+    rng = np.random.default_rng(2)
+    phi, n = 0.9, 20_000
+    series = signal.lfilter([1.0], [1.0, -phi], rng.normal(0.0, 1.0, (300, n)), axis=1) + 5.0
+    assert 0.9 <= coverage(series, 5.0) <= 0.99
+    naive_half = 1.96 * series[0].std() / math.sqrt(n)
+    assert batch_means(series[0]).half_width > 2 * naive_half  # √((1+φ)/(1−φ)) ≈ 4.4
+
+
+def test_batch_means_degenerate_and_replications():
+    single = batch_means(np.array([2.0]))
+    assert single.mean == 2.0 and math.isnan(single.ci_low)
+    values = np.array([1.0, 2.0, 4.0, 5.0])
+    estimate = replication_estimate(values)
+    half = scipy_stats.t.ppf(0.975, 3) * values.std(ddof=1) / 2
+    assert estimate.mean == 3.0
+    assert estimate.ci_low == pytest.approx(3.0 - half) and estimate.ci_high == pytest.approx(
+        3.0 + half)
+    assert estimate.samples == 4
+
+
+# -- warm-up -------------------------------------------------------------------------------------
+
+
+def test_mser5_finds_an_obvious_transient():
+    """A transient 50·e^(−i/15) over 1 000 stationary blocks: MSER-5 truncates past most of
+    it (≥ 40 blocks, where the transient is 3·σ) but far less than the search limit."""
+    rng = np.random.default_rng(3)
+    i = np.arange(1_000)
+    blocks = 50 * np.exp(-i / 15) + rng.normal(0.0, 1.0, i.size)
+    cut = mser5_truncation(blocks)
+    assert cut % 5 == 0
+    assert 40 <= cut <= 150
+    assert abs(blocks[cut:].mean()) < 0.2
+
+
+# -- delay quantiles -------------------------------------------------------------------------
+
+
+def test_delay_quantiles_exact_bins():
+    histogram = np.zeros(loop.DELAY_BINS, np.int64)
+    histogram[[0, 1, 2, 3]] = [10, 30, 40, 20]  # cumulative 10, 40, 80, 100
+    assert delay_quantiles(histogram, (0.05, 0.1, 0.4, 0.5, 0.8, 0.9, 1.0)) == [
+        0.0, 0.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+    assert all(math.isnan(q) for q in delay_quantiles(np.zeros(10), (0.5,)))
+
+
+@pytest.mark.parametrize("delay", [1_023, 1_024, 1_500, 5_000, 123_456, 10**7])
+def test_delay_log_bins_within_their_resolution(delay):
+    """Above 1 024 slots the histogram is logarithmic: a bin's value is within 0.6 %."""
+    index = int(loop._delay_bin(delay))
+    value = float(delay_bin_value(index))
+    assert value <= delay < value * (1 + 1 / loop.LOG_BINS_PER_OCTAVE) + 1
+
+
+# -- stability verdict ---------------------------------------------------------------------------
+
+
+def verdict(blocks: np.ndarray, **kwargs: object) -> str:
+    options = dict(hit_bound=False, bound=10**6, slots_run=blocks.size * 100, overloaded=False)
+    options.update(kwargs)
+    return stability_verdict(blocks, 100, **options).verdict  # type: ignore[arg-type]
+
+
+def test_stability_verdict_on_synthetic_series():
+    rng = np.random.default_rng(4)
+    t = np.arange(900)
+    assert verdict(20 + rng.normal(0, 2, t.size)) == "stable"
+    assert verdict(5 + 0.5 * t + rng.normal(0, 2, t.size)) == "unstable"
+    assert verdict(20 + rng.normal(0, 2, t.size), hit_bound=True) == "unstable"
+    assert verdict(20 + rng.normal(0, 2, 10)) == "undetermined"
+    assert verdict(20 + rng.normal(0, 2, t.size), overloaded=True) == "undetermined"
+    # a slow drift that is small against the level is not instability
+    assert verdict(1_000 + 0.05 * t + rng.normal(0, 2, t.size)) == "stable"
+
+
+def test_unstable_uniform_rand_reports_no_mean():
+    """Uniform RAND on 50×0.1 + 50×0.5 at ρ = 0.9: λ_Σ/N = 0.27 > μ_min = 0.1 (§6.2)."""
+    system = System.build("50x0.1,50x0.5", load=0.9)
+    result = simulate(system, "rand", slots=40_000, seed=5)
+    assert result.stability == "unstable", result.stability_evidence
+    assert math.isnan(result.mean_total_queue) and math.isnan(result.ci_low)
+    assert math.isnan(result.mean_delay) and all(math.isnan(q) for q in result.mean_queues)
+    assert result.to_dict()["mean_total_queue"] is None
+
+
+def test_stable_weighted_rand_is_stable():
+    """Weighted RAND (per job, so that the slow servers relax within the run) at ρ = 0.9."""
+    system = System.build("50x0.1,50x0.5", load=0.9, dispatch="per_job")
+    result = simulate(system, "wrand", slots=200_000, seed=5)
+    assert result.stability == "stable", result.stability_evidence
+    assert math.isfinite(result.mean_total_queue) and result.ci_low < result.ci_high

@@ -73,21 +73,37 @@ def test_single_queue_mean(in_ci, arrivals, lam, service, mu, expected):
           max_relative_half_width=0.05, label=f"{arrivals}/{service} λ={lam} μ={mu}")
 
 
-def test_single_queue_binomial_service_against_stationary_law(in_ci):
-    """Service in {0, 1, 2} has no closed form (E[ū²] unknown): compare with the
-    numerically exact stationary law, which must also sit inside the Kingman bounds."""
-    lam, mu, trials = 1.2, 1.5, 2
-    system = System.build([mu], rate=lam, service=f"binomial:{trials}")
+def service_pmf(law: str, mu: float, size: int = 80) -> np.ndarray:
+    """P(S = k), k < size, for the engine's service laws (truncated where negligible)."""
+    k = np.arange(size)
+    if law.startswith("binomial"):
+        trials = int(law.split(":")[1])
+        return scipy_stats.binom.pmf(np.arange(trials + 1), trials, mu / trials)
+    if law == "poisson":
+        return scipy_stats.poisson.pmf(k, mu)
+    assert law == "geometric"
+    q = mu / (1 + mu)
+    return (1 - q) * q**k
+
+
+@pytest.mark.parametrize("service", ["binomial:2", "poisson", "geometric"])
+def test_single_queue_against_stationary_law(in_ci, service):
+    """Service not in {0, 1} has no closed form (E[ū²] unknown): compare the simulated
+    mean with the numerically exact stationary law of q' = max(q + a − s, 0), which must
+    also lie inside the Kingman bounds."""
+    lam, mu = 1.2, 1.5
+    system = System.build([mu], rate=lam, service=service)
     pmf, offset = cf.increment_pmf(scipy_stats.poisson.pmf(np.arange(40), lam),
-                                   scipy_stats.binom.pmf(np.arange(trials + 1), trials,
-                                                         mu / trials))
-    pi = cf.stationary_distribution(pmf, offset, 600)
-    exact = float(np.dot(np.arange(600), pi))
-    low, high = cf.kingman_bounds(lam, lam, mu, mu * (1 - mu / trials), trials)
+                                   service_pmf(service, mu))
+    pi = cf.stationary_distribution(pmf, offset, 800)
+    assert pi[-1] < 1e-12
+    exact = float(np.dot(np.arange(800), pi))
+    low, high = cf.kingman_bounds(lam, lam, mu, float(system.service_variances[0]),
+                                  float(system.service.max_service(system.mu)[0]))
     assert low < exact < high
     result = simulate(system, "rand", slots=100_000, replications=REPLICATIONS, seed=9)
     in_ci(result.mean_total_queue, result.ci_low, result.ci_high, exact,
-          max_relative_half_width=0.05, label="Poisson/Binomial(2)")
+          max_relative_half_width=0.05, label=f"Poisson/{service}")
 
 
 # -- §6.2: random routing ----------------------------------------------------------------------

@@ -42,12 +42,12 @@ DEFAULT_SLOTS = 200_000
 def default_policies() -> list[str]:
     """The classical baselines plus every registered LED / pull-based policy."""
     chosen = [p for p in CLASSICAL if p.partition(":")[0] in policy_names()]
-    for name in policy_names():
-        entry = policy_entry(name)
-        module = getattr(entry, "base", entry).__module__
-        if module.startswith(FAMILY_MODULES) and name not in chosen:
-            chosen.append(name)
-    return chosen
+    family = [name for name in policy_names()
+              if getattr(policy_entry(name), "base", policy_entry(name)).__module__.startswith(
+                  FAMILY_MODULES) and name not in chosen]
+    # presets first: a generic policy equal to a preset is then dropped, keeping the clear name
+    family.sort(key=lambda name: not hasattr(policy_entry(name), "base"))
+    return chosen + family
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def select_policies(texts: list[str] | None, system: System) -> tuple[list[Entry
             notes.append(f"skipped {entry.label}: {error}")
             continue
         if not texts and any(entry.policy == kept.policy for kept in entries):
-            continue  # a generic default that a preset already covers (led = l-jsq-push)
+            continue  # a generic default equal to a preset (led = l-jsq-push)
         entries.append(entry)
     return entries, notes
 

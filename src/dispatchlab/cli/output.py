@@ -42,7 +42,11 @@ def interval(result: Result) -> str:
 
 
 def params_text(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items()) or MISSING
+    """``d=2, by_delay=false`` as typed after ``--set`` (booleans in lower case)."""
+    def text(value: Any) -> str:
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    return ", ".join(f"{k}={text(v)}" for k, v in params.items()) or MISSING
 
 
 def stdout_console() -> Console:

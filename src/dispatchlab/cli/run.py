@@ -110,7 +110,8 @@ def result_table(result: Result, label: str | None = None) -> Table:
                   title_justify="left")
     table.add_column("quantity", style="bold")
     table.add_column("value")
-    table.add_row("policy", escape(f"{result.policy} ({params_text(result.params)})"))
+    name = result.policy if label in (None, result.policy) else f"{label} = {result.policy}"
+    table.add_row("policy", escape(f"{name} ({params_text(result.params)})"))
     table.add_row("system", f"N = {system['n_servers']} servers {system['servers']}, "
                   f"M = {system['dispatchers']} dispatchers")
     table.add_row("model", f"arrivals {system['arrivals']}, service {system['service']}, "

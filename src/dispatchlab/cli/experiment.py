@@ -31,6 +31,9 @@ STATUS_FILTERS = ("done", "failed", "all")
 LIST_COLUMNS = ["experiment", "system", "policy_label", "x", "replication", "slots",
                 "mean_total_queue", "ci_low", "ci_high", "mean_delay", "messages_per_arrival",
                 "stability", "status"]
+HEADERS = {"policy_label": "policy", "replication": "rep", "mean_total_queue": "E[ΣQ]",
+           "ci_low": "CI low", "ci_high": "CI high", "mean_delay": "delay",
+           "messages_per_arrival": "msg/arrival"}
 
 StoreOption = Annotated[Path, typer.Option(
     "--store", help="The results database of this project (created if missing).")]
@@ -55,10 +58,10 @@ class RichProgress:
     def __init__(self, name: str) -> None:
         self.console = stderr_console()
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+            TextColumn("[bold]{task.description}"), MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"), BarColumn(bar_width=20), TimeElapsedColumn(),
             console=self.console, transient=False)
-        self._task = self._progress.add_task(name, total=None, info="starting")
+        self._task = self._progress.add_task(name[:24], total=None, info="starting")
 
     def __enter__(self) -> RichProgress:
         self._progress.start()
@@ -70,9 +73,8 @@ class RichProgress:
     def update(self, snapshot) -> None:  # runner.Snapshot
         eta = snapshot.eta_seconds
         eta_text = "—" if eta is None else _duration(eta)
-        info = (f"running {snapshot.running}, failed {snapshot.failed}, "
-                f"stored before {snapshot.skipped} · {number(snapshot.slots_per_second, 3)} "
-                f"slots/s · ETA {eta_text}")
+        info = (f"done · {snapshot.running} running · {snapshot.failed} failed · "
+                f"{number(snapshot.slots_per_second, 3)} slots/s · ETA {eta_text}")
         self._progress.update(self._task, total=snapshot.total,
                               completed=snapshot.skipped + snapshot.done + snapshot.failed,
                               info=info)
@@ -225,19 +227,20 @@ def results_command(
         text = frame.to_json(orient="records", lines=True)
         output.write_text(text) if output else sys.stdout.write(text)
     else:
-        _print_table(frame)
+        _print_table(frame, show_experiment=experiment is None)
         return
     if output is not None:
         stderr_console().print(f"wrote {len(frame)} rows to {escape(str(output))}")
 
 
-def _print_table(frame) -> None:  # pandas.DataFrame
+def _print_table(frame, show_experiment: bool) -> None:  # frame: pandas.DataFrame
     console = stdout_console()
     if frame.empty:
         console.print("no stored points match")
         return
-    columns = [c for c in LIST_COLUMNS if c in frame.columns]
-    table = Table(*columns, title=f"{len(frame)} stored points")
+    columns = [c for c in LIST_COLUMNS if c in frame.columns
+               and (show_experiment or c != "experiment")]
+    table = Table(*(HEADERS.get(c, c) for c in columns), title=f"{len(frame)} stored points")
     for row in frame[columns].itertuples(index=False):
         cells = []
         for column, value in zip(columns, row, strict=True):

@@ -26,12 +26,14 @@ from numba import njit, types
 from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE
 from dispatchlab.engine.rng import (
     POISSON_INVERSION_LIMIT,
+    bernoulli_threshold,
     binomial,
     geometric0,
     poisson,
     poisson_inversion,
     uniform,
     weighted_index,
+    xoshiro_step,
 )
 
 # counters[...] layout
@@ -190,7 +192,7 @@ def _run_segment(
     slots, warmup, block_length, bound, track_delay, detail, rng,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
-    counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends,
+    counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends, thresholds,
 ):
     """Slots from ``t_start`` until the end, a full FIFO (returns the next slot) or the
     bound (returns −slots run)."""
@@ -247,23 +249,31 @@ def _run_segment(
         total_service = np.int64(0)
         departures = np.int64(0)
         fifo_full = False
+        bernoulli = service_code == 0
+        # Bernoulli service is drawn inline with the xoshiro state in locals (the hot path)
+        s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
         for n in range(N):
-            q = Q[n] + A[n]
+            arrived = A[n]
+            q = Q[n] + arrived
             Q_prev[n] = Q[n]
-            if service_code == 0:  # Bernoulli inline: the hot path of most runs
-                s = np.int64(uniform(rng) < mu[n])
+            if bernoulli:
+                bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+                s = np.int64((bits >> np.uint64(11)) < thresholds[n])
             else:
                 s = _draw_service(service_code, mu[n], service_trials, rng)
             total_service += s
             served = min(s, q)
             departures += served
-            Q[n] = q - served
-            total_queue += q - served
+            left = q - served
+            Q[n] = left
+            total_queue += left
             if record:
-                queue_sum[n] += q - served
-            if track_delay and (A[n] > 0 or served > 0):
-                fifo_full |= _fifo_update(n, A[n], served, t, warmup, fifo_slot, fifo_count,
+                queue_sum[n] += left
+            if track_delay and (arrived > 0 or served > 0):
+                fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo_slot, fifo_count,
                                           fifo_ends, delay_hist, moments)
+        if bernoulli:
+            rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
         pooled = max(pooled + total - total_service, 0)
@@ -335,6 +345,10 @@ def run_slots(
                 fifo_slot[n, 0] = -1
                 fifo_count[n, 0] = Q[n]
                 fifo_ends[1, n] = 1
+    # Bernoulli(μ_n) service as an integer compare on 53 random bits (bernoulli_threshold)
+    thresholds = np.zeros(N, np.uint64)
+    for n in range(N):
+        thresholds[n] = bernoulli_threshold(mu[n])
     t = 0
     while t < slots:
         t = _run_segment(
@@ -344,7 +358,7 @@ def run_slots(
             slots, warmup, block_length, bound, track_delay, detail, rng,
             Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg,
             msg_at_warmup, diag,
-            counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends,
+            counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends, thresholds,
         )
         if t < 0:
             return -t

@@ -30,27 +30,28 @@ def t_interval(values: list[float]) -> tuple[float, float, float]:
 # -- §6.1: one queue ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("lam,mu", [(0.3, 0.5), (0.45, 0.5)])
-def test_geo_geo_1_mean(in_ci, lam, mu):
+@pytest.mark.parametrize("lam,mu,width", [(0.3, 0.5, 0.05), (0.45, 0.5, 0.1)])
+def test_geo_geo_1_mean(in_ci, lam, mu, width):
     system = System.build([mu], rate=lam, arrivals="bernoulli")
     result = simulate(system, "rand", slots=100_000, replications=REPLICATIONS, seed=11)
     in_ci(result.mean_total_queue, result.ci_low, result.ci_high, cf.geo_geo_1_mean(lam, mu),
-          max_relative_half_width=0.05, label=f"Geo/Geo/1 λ={lam} μ={mu}")
+          max_relative_half_width=width, label=f"Geo/Geo/1 λ={lam} μ={mu}")
 
 
 def test_geo_geo_1_distribution():
-    """P(q = k) = (1−r)r^k: each of the first bins within 4.5 standard errors of the
-    replications (t₉ two-sided 0.2 %), the standard errors being at most 0.01, so a
-    distribution off by 0.05 anywhere fails."""
-    lam, mu, bins = 0.3, 0.5, 8
+    """P(q = k) = (1−r)r^k: each of the first 8 bins within 4.5 standard errors of the mean
+    over 20 independent runs (|t₁₉| > 4.5 has probability 2.4·10⁻⁴ per bin), the standard
+    errors being below 0.01, so a distribution off by 0.05 anywhere fails. (The runs are
+    autocorrelated, so a chi-square test on the pooled counts would not be valid.)"""
+    lam, mu, bins, runs = 0.3, 0.5, 8, 20
     system = System.build([mu], rate=lam, arrivals="bernoulli")
     rows = []
-    for seed in range(REPLICATIONS):
+    for seed in range(runs):
         dist = simulate(system, "rand", slots=30_000, seed=seed).total_queue_distribution
         rows.append((list(dist) + [0.0] * bins)[:bins])
     observed = np.array(rows)
     expected = cf.geo_geo_1_distribution(lam, mu, 100)[:bins]
-    se = observed.std(axis=0, ddof=1) / math.sqrt(REPLICATIONS)
+    se = observed.std(axis=0, ddof=1) / math.sqrt(runs)
     assert np.all(se < 0.01), se
     deviation = np.abs(observed.mean(axis=0) - expected)
     assert np.all(deviation <= 4.5 * se + 1e-4), (observed.mean(axis=0), expected, se)
@@ -112,7 +113,7 @@ def test_single_queue_against_stationary_law(in_ci, service):
 # modes, one and several dispatchers, both splits of A_Σ among dispatchers.
 ROUTING_CASES = [
     ([0.2, 0.5, 0.9], "wrand", "batch", 1, "per_job", 0.8),
-    ([0.2, 0.5, 0.9], "rand", "per_job", 1, "per_job", 0.3),
+    ([0.2, 0.5, 0.9], "rand", "per_job", 1, "per_job", 0.25),
     ("3x0.3,2x0.7", "wrand", "per_job", 2, "per_job", 0.85),
     ("3x0.3,2x0.7", "rand", "batch", 3, "per_job", 0.55),
     ([0.1, 0.4, 0.4, 0.8, 0.95], "wrand", "batch", 3, "per_job", 0.8),
@@ -126,9 +127,9 @@ def test_random_routing_exact_mean(in_ci, servers, policy, dispatch, dispatchers
     system = System.build(servers, load=load, dispatch=dispatch, dispatchers=dispatchers,
                           split=split)
     expected = cf.random_routing_total_mean(system, weighted=policy == "wrand")
-    result = simulate(system, policy, slots=30_000, replications=REPLICATIONS, seed=21)
+    result = simulate(system, policy, slots=50_000, replications=REPLICATIONS, seed=21)
     in_ci(result.mean_total_queue, result.ci_low, result.ci_high, expected,
-          max_relative_half_width=0.1, label=f"{policy} {servers} {dispatch} M={dispatchers}")
+          max_relative_half_width=0.12, label=f"{policy} {servers} {dispatch} M={dispatchers}")
 
 
 @pytest.mark.slow
@@ -190,10 +191,10 @@ def test_pooled_queue_mean(in_ci, servers, load, policy):
     exact = cf.pooled_queue_mean(system)
     low, high = cf.pooled_queue_bounds(system)
     assert low <= exact <= high
-    slots = 30_000 if system.n_servers < 10 else 10_000
+    slots = 60_000 if system.n_servers < 10 else 20_000
     values = [simulate(system, policy, slots=slots, seed=s, track_delay=False,
                        detail=False).mean_pooled_queue for s in range(REPLICATIONS)]
-    in_ci(*t_interval(values), exact, max_relative_half_width=0.1, label=f"pooled {servers}")
+    in_ci(*t_interval(values), exact, max_relative_half_width=0.12, label=f"pooled {servers}")
 
 
 LOWER_BOUND_SYSTEM = dict(servers=[0.3, 0.5, 0.7, 0.9], load=0.95)
@@ -213,7 +214,7 @@ def test_lower_bounds_hold(policy, params):
     pooled = cf.pooled_queue_mean(system)
     assert 5 < bound < pooled
     result = simulate(system, policy, policy_params=params, slots=100_000, seed=4)
-    assert result.stable, result.stability_evidence
+    assert result.stability != "unstable", result.stability_evidence
     assert result.invariant_violations == 0
     assert result.ci_high >= pooled
     assert result.mean_total_queue >= result.mean_pooled_queue
@@ -227,6 +228,6 @@ def test_lower_bounds_hold(policy, params):
 def test_little_law(policy, dispatch):
     system = System.build("3x0.3,2x0.7", load=0.85, dispatchers=2, dispatch=dispatch)
     result = simulate(system, policy, slots=100_000, seed=8)
-    assert result.stable
+    assert result.stability != "unstable", result.stability_evidence
     assert result.little_law_gap < 0.01, (result.mean_delay_measured, result.mean_delay)
     assert result.arrival_rate_measured == pytest.approx(system.arrival_rate, rel=0.01)

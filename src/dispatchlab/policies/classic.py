@@ -7,6 +7,9 @@ replies), 2d for Po-d, none for the random and round-robin rules (§2.6).
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function
@@ -140,8 +143,9 @@ class RoundRobin(Policy):
               "not heavy-traffic optimal with random service (§4.8).")
     parameters = (
         Param("weighted", bool, False, "balanced RR: server n gets w_n ∝ μ_n slots per cycle"),
-        Param("resolution", int, 10, "weighted cycle: slots of the fastest server per cycle",
-              low=1),
+        Param("resolution", int, 0, "weighted cycle: 0 = exact rational weights w_n ∝ μ_n; "
+              "k > 0 = round to k slots for the fastest server (a shorter, approximate cycle)",
+              low=0),
     )
 
     def kernel(self, system: System) -> Kernel:
@@ -153,7 +157,7 @@ class RoundRobin(Policy):
         """The fixed dispatch cycle: 0..N−1, or a smooth weighted interleaving."""
         if not self.params["weighted"]:
             return np.arange(mu.size, dtype=np.int64)
-        weights = np.maximum(1, np.round(self.params["resolution"] * mu / mu.max()))
+        weights = _cycle_weights(mu, self.params["resolution"])
         # smooth weighted round robin (nginx-style): spreads each server's slots evenly
         total = int(weights.sum())
         current = np.zeros(mu.size)
@@ -164,6 +168,24 @@ class RoundRobin(Policy):
             order[i] = k
             current[k] -= total
         return order
+
+
+MAX_EXACT_CYCLE = 100_000
+
+
+def _cycle_weights(mu: np.ndarray, resolution: int) -> np.ndarray:
+    """Integer slots per cycle w_n ∝ μ_n: exact for rational rates (e.g. 3:5:7:9 for
+    0.3, 0.5, 0.7, 0.9), else rounded to ``resolution`` slots for the fastest server."""
+    if resolution == 0:
+        ratios = [Fraction(float(x)).limit_denominator(10_000) for x in mu]
+        scale = math.lcm(*(r.denominator for r in ratios))
+        numerators = [int(r * scale) for r in ratios]
+        common = math.gcd(*numerators)
+        weights = np.array([n // common for n in numerators], dtype=float)
+        if weights.sum() <= MAX_EXACT_CYCLE:
+            return weights
+        resolution = max(1, MAX_EXACT_CYCLE // mu.size)
+    return np.maximum(1, np.round(resolution * mu / mu.max()))
 
 
 @register

@@ -75,8 +75,8 @@ class PiPolicy(Policy):
         Param("gamma", str, "ones", "scaling vector γ: ones, mu, or a comma list of N numbers"),
         Param("d", int, 2, "Po-d: servers sampled; k-SLQ-d: longest queues skipped", low=0),
         Param("k", int, 1, "k-SLQ-d: slots per non-skipped queue in a cycle", low=1),
-        Param("resolution", int, 10, "balanced RR: slots of the fastest server per cycle",
-              low=1),
+        Param("resolution", int, 0, "balanced RR: 0 = exact rational weights ∝ μ; k > 0 = "
+              "k slots for the fastest server per cycle", low=0),
     )
     diagnostics = ("samples_per_slot", "perp_sq", "perp_sq_literal", "sampled_total_queue",
                    "sampled_total_queue_sq")

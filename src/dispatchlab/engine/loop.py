@@ -25,12 +25,13 @@ from numba import njit, types
 
 from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE
 from dispatchlab.engine.rng import (
+    INV_2_53,
     POISSON_INVERSION_LIMIT,
     bernoulli_threshold,
     binomial,
     geometric0,
+    next_u64,
     poisson,
-    poisson_inversion,
     uniform,
     weighted_index,
     xoshiro_step,
@@ -84,12 +85,25 @@ def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_limits, 
     if code == 0 and M > 1 and not batch_split:
         # a Poisson total split multinomially is M independent Poissons: draw those
         total = 0
+        s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
         for m in range(M):
-            if poisson_limits[m] > 0.0:
-                A_m[m] = poisson_inversion(rng, poisson_limits[m])
+            limit = poisson_limits[m]
+            if limit > 0.0:
+                # inversion by multiplication (= poisson_inversion) with the state in locals
+                k = 0
+                bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+                u = np.float64(bits >> np.uint64(11)) * INV_2_53
+                while u > limit:
+                    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+                    u *= np.float64(bits >> np.uint64(11)) * INV_2_53
+                    k += 1
+                A_m[m] = k
             else:
+                rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
                 A_m[m] = poisson(rng, rate * p[m])
+                s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
             total += A_m[m]
+        rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
         return total
     total = _draw_total(code, rate, trials, trace, t, rng)
     for m in range(M):
@@ -138,7 +152,7 @@ LOOP_SIGNATURE = _i64(
     # run control
     _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
     # state and accumulators
-    _iv, _iv, _fv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv,
+    _iv, _iv, _iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv,
 )
 
 
@@ -182,6 +196,33 @@ def _fifo_update(n, arrived_now, served, t, warmup, fifo_slot, fifo_count, fifo_
             fifo_ends[0, n] = (h + 1) & mask
             fifo_ends[1, n] -= 1
     return fifo_ends[1, n] >= mask
+
+
+@njit(cache=True)
+def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum):
+    """Bernoulli service without delay tracking, the hot path of most runs: Q ← max(Q + A − S, 0).
+
+    Its own small function so that the xoshiro state stays in registers (inside the large
+    slot loop it spills to the stack). Returns (ΣQ(t+1), Σ S_n, departures)."""
+    total_queue = np.int64(0)
+    total_service = np.int64(0)
+    departures = np.int64(0)
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    for n in range(Q.size):
+        q = Q[n] + A[n]
+        Q_prev[n] = Q[n]
+        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+        s = np.int64((bits >> np.uint64(11)) < thresholds[n])
+        total_service += s
+        served = min(s, q)
+        departures += served
+        left = q - served
+        Q[n] = left
+        total_queue += left
+        if record:
+            queue_sum[n] += left
+    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    return total_queue, total_service, departures
 
 
 @njit(cache=True)
@@ -245,35 +286,33 @@ def _run_segment(
                 counters[HERDING_SLOTS] += 1
 
         # service, unused service and FIFO departures
-        total_queue = np.int64(0)
-        total_service = np.int64(0)
-        departures = np.int64(0)
         fifo_full = False
-        bernoulli = service_code == 0
-        # Bernoulli service is drawn inline with the xoshiro state in locals (the hot path)
-        s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-        for n in range(N):
-            arrived = A[n]
-            q = Q[n] + arrived
-            Q_prev[n] = Q[n]
-            if bernoulli:
-                bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-                s = np.int64((bits >> np.uint64(11)) < thresholds[n])
-            else:
-                s = _draw_service(service_code, mu[n], service_trials, rng)
-            total_service += s
-            served = min(s, q)
-            departures += served
-            left = q - served
-            Q[n] = left
-            total_queue += left
-            if record:
-                queue_sum[n] += left
-            if track_delay and (arrived > 0 or served > 0):
-                fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo_slot, fifo_count,
-                                          fifo_ends, delay_hist, moments)
-        if bernoulli:
-            rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+        if service_code == 0 and not track_delay:
+            total_queue, total_service, departures = _serve_bernoulli(
+                Q, A, Q_prev, thresholds, rng, record, queue_sum)
+        else:
+            total_queue = np.int64(0)
+            total_service = np.int64(0)
+            departures = np.int64(0)
+            for n in range(N):
+                arrived = A[n]
+                q = Q[n] + arrived
+                Q_prev[n] = Q[n]
+                if service_code == 0:
+                    s = np.int64((next_u64(rng) >> np.uint64(11)) < thresholds[n])
+                else:
+                    s = _draw_service(service_code, mu[n], service_trials, rng)
+                total_service += s
+                served = min(s, q)
+                departures += served
+                left = q - served
+                Q[n] = left
+                total_queue += left
+                if record:
+                    queue_sum[n] += left
+                if track_delay and (arrived > 0 or served > 0):
+                    fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo_slot,
+                                              fifo_count, fifo_ends, delay_hist, moments)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
         pooled = max(pooled + total - total_service, 0)

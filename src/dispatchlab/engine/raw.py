@@ -71,7 +71,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     ip, fp, ist, fst = kernel.arrays()
     out = RawRun(
         slots=slots, slots_run=0, warmup=warmup, block_length=block_length, bound=bound,
-        block_sum=np.zeros(blocks), block_pooled=np.zeros(blocks), queue_sum=np.zeros(n),
+        block_sum=np.zeros(blocks), block_pooled=np.zeros(blocks),
+        queue_sum=np.zeros(n, np.int64),
         delay_hist=np.zeros(loop.DELAY_BINS, np.int64),
         queue_hist=np.zeros(QUEUE_HISTOGRAM_BINS, np.int64),
         messages=np.zeros(len(MESSAGE_KINDS), np.int64),

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-_INV_2_53 = 1.0 / 9007199254740992.0
+INV_2_53 = 1.0 / 9007199254740992.0  # 2⁻⁵³
 
 
 def make_rng_state(seed: int | np.random.SeedSequence) -> np.ndarray:
@@ -99,7 +99,7 @@ def bernoulli_threshold(p):
 @njit(inline="always", cache=True)
 def uniform(s):
     """A double uniform on [0, 1)."""
-    return np.float64(next_u64(s) >> np.uint64(11)) * _INV_2_53
+    return np.float64(next_u64(s) >> np.uint64(11)) * INV_2_53
 
 
 @njit(inline="always", cache=True)

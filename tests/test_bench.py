@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
+from numba import njit
 
 from dispatchlab.bench import (
     WORKLOAD_NAMES,
@@ -15,6 +17,14 @@ from dispatchlab.bench import (
     reference_agreement,
 )
 from dispatchlab.cli import main
+from dispatchlab.engine.kernels import (
+    argmin_random_ties,
+    argmin_random_ties_per_slot,
+    shortest_of,
+    shortest_of_row,
+    slot_argmin_cache,
+)
+from dispatchlab.engine.rng import bernoulli_threshold, make_rng_state, uniform, weighted_index
 
 REQUIRED = ("name", "slots_per_second", "jobs_per_second", "slots_per_second_full",
             "mean_total_queue", "ci_low", "ci_high", "messages_per_arrival",
@@ -89,3 +99,85 @@ def test_reference_agreement_uses_both_uncertainties() -> None:
     assert reference_agreement(jsq, 361.2, 360.9, 361.5)
     assert not reference_agreement(jsq, 365.0, 364.5, 365.5)
     assert not reference_agreement(jsq, math.nan, math.nan, math.nan)
+
+
+# --- the compiled kernels the benchmark work rewrote: same law as the plain definitions ---
+
+@njit(cache=True)
+def _argmin_counts(values, draws, rng):
+    counts = np.zeros(values.size, np.int64)
+    cache = np.zeros((1, values.size + 2), np.int64)
+    cache[0, 0] = -1
+    cached = np.zeros(values.size, np.int64)
+    for i in range(draws):
+        counts[argmin_random_ties(values, rng)] += 1
+        cached[argmin_random_ties_per_slot(values, i // 10, cache, 0, rng)] += 1
+    return counts, cached
+
+
+def test_argmin_kernels_uniform_over_minimisers() -> None:
+    values = np.array([3, 1, 4, 1, 5, 9, 2, 1, 5, 3], np.int64)
+    draws = 30_000
+    for counts in _argmin_counts(values, draws, make_rng_state(5)):
+        assert set(np.flatnonzero(counts)) == {1, 3, 7}
+        assert np.allclose(counts[[1, 3, 7]] / draws, 1 / 3, atol=0.015)
+
+
+@njit(cache=True)
+def _per_slot_follows_values(rng):
+    cache = np.zeros((1, 6), np.int64)
+    cache[0, 0] = -1
+    values = np.array([2, 0, 3, 5], np.int64)
+    first = argmin_random_ties_per_slot(values, 0, cache, 0, rng)
+    values[1] = 9  # Q changes between slots: slot 1 must see the new minimum
+    second = argmin_random_ties_per_slot(values, 1, cache, 0, rng)
+    return first, second
+
+
+def test_argmin_per_slot_recomputes_each_slot() -> None:
+    assert _per_slot_follows_values(make_rng_state(1)) == (1, 0)
+    assert slot_argmin_cache(4).shape == (1, 6)
+
+
+@njit(cache=True)
+def _shortest_counts(values, candidates, draws, rng):
+    counts = np.zeros(values.size, np.int64)
+    table = candidates.reshape((1, candidates.size)).copy()
+    for _ in range(draws):
+        counts[shortest_of(values, candidates, candidates.size, rng)] += 1
+        counts[shortest_of_row(values, table, 0, candidates.size, rng)] += 1
+    return counts
+
+
+def test_shortest_of_ties_uniform() -> None:
+    values = np.array([4, 2, 7, 2, 2, 0], np.int64)
+    counts = _shortest_counts(values, np.array([0, 1, 2, 3, 4], np.int64), 15_000,
+                              make_rng_state(2))
+    assert set(np.flatnonzero(counts)) == {1, 3, 4}
+    assert np.allclose(counts[[1, 3, 4]] / counts.sum(), 1 / 3, atol=0.015)
+
+
+@njit(cache=True)
+def _weighted_vs_uniform(cumulative, draws, rng_a, rng_b):
+    picked = np.empty(draws, np.int64)
+    u = np.empty(draws)
+    for i in range(draws):
+        picked[i] = weighted_index(rng_a, cumulative)
+        u[i] = uniform(rng_b) * cumulative[cumulative.size - 1]
+    return picked, u
+
+
+@pytest.mark.parametrize("weights", [[1.0], [0.1] * 50 + [0.5] * 50, [0.0, 1.0, 0.0, 2.0, 0.5]])
+def test_weighted_index_is_first_cumulative_above_u(weights: list[float]) -> None:
+    cumulative = np.cumsum(weights)
+    picked, u = _weighted_vs_uniform(cumulative, 20_000, make_rng_state(3), make_rng_state(3))
+    expected = np.minimum(np.searchsorted(cumulative, u, side="right"), cumulative.size - 1)
+    assert np.array_equal(picked, expected)
+
+
+@pytest.mark.parametrize("p", [0.0, 1e-300, 0.1, 0.3, 0.5, 1 / 3, 1 - 2**-53, 1.0, 1.5])
+def test_bernoulli_threshold_matches_float_compare(p: float) -> None:
+    threshold = int(bernoulli_threshold(p))
+    for k in {0, 1, threshold - 1, threshold, threshold + 1, 2**53 - 1}:
+        if 0 <= k < 2**53:
+            assert (k < threshold) == (k * 2.0**-53 < p), (p, k)

@@ -2,28 +2,63 @@
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
-from dispatchlab.engine.rng import randint
+from dispatchlab.engine.rng import randint, select_unpredictable
 
 
 @njit(inline="always", cache=True)
 def argmin_random_ties(values, rng):
-    """Index of the smallest entry of an integer vector, ties broken uniformly."""
+    """Index of the smallest entry of an integer vector, ties broken uniformly.
+
+    Three passes instead of one branchy pass: the minimum and the number of ties are
+    branch-free (vectorised) reductions, then one draw picks which tie; a single pass
+    with reservoir sampling mispredicts on every new minimum and draws once per tie."""
     best = values[0]
-    arg = 0
-    count = 1
     for n in range(1, values.size):
-        v = values[n]
-        if v < best:
-            best = v
-            arg = n
-            count = 1
-        elif v == best:
-            count += 1
-            if randint(rng, count) == 0:
-                arg = n
-    return arg
+        best = min(best, values[n])
+    ties = 0
+    for n in range(values.size):
+        ties += values[n] == best
+    skip = randint(rng, ties) if ties > 1 else 0
+    for n in range(values.size):
+        if values[n] == best:
+            if skip == 0:
+                return n
+            skip -= 1
+    return 0
+
+
+def slot_argmin_cache(n_servers: int) -> np.ndarray:
+    """Initial memory row for :func:`argmin_random_ties_per_slot` (shape (1, N + 2))."""
+    cache = np.zeros((1, n_servers + 2), np.int64)
+    cache[0, 0] = -1
+    return cache
+
+
+@njit(inline="always", cache=True)
+def argmin_random_ties_per_slot(values, t, cache, row, rng):
+    """:func:`argmin_random_ties` for values that stay fixed during slot t (the slot-start
+    Q(t) that every dispatcher sees): the set of minimisers is found once per slot and kept
+    in ``cache[row]`` = (slot, number of ties, their indices…); each call then draws one
+    of them uniformly. The same law as a full scan per dispatcher at O(1) per further call.
+
+    ``cache`` is 2-D and indexed by ``row`` (no row view: a view costs two atomic
+    reference-count updates per call); its row starts as :func:`slot_argmin_cache`."""
+    if cache[row, 0] != t:
+        best = values[0]
+        for n in range(1, values.size):
+            best = min(best, values[n])
+        ties = 0
+        for n in range(values.size):
+            # store unconditionally, advance only on a tie: a branch-free compaction
+            cache[row, 2 + ties] = n
+            ties += values[n] == best
+        cache[row, 0] = t
+        cache[row, 1] = ties
+    ties = cache[row, 1]
+    return cache[row, 2 + (randint(rng, ties) if ties > 1 else 0)]
 
 
 @njit(inline="always", cache=True)
@@ -47,19 +82,38 @@ def argmin_scaled_random_ties(values, offset, scale, rng):
 
 @njit(inline="always", cache=True)
 def shortest_of(values, candidates, d, rng):
-    """The candidate among ``candidates[:d]`` with the smallest value, ties uniform."""
+    """The candidate among ``candidates[:d]`` with the smallest value, ties uniform
+    (branch-free, as :func:`shortest_of_row`)."""
     arg = candidates[0]
     best = values[arg]
     count = 1
     for i in range(1, d):
         c = candidates[i]
         v = values[c]
-        if v < best:
-            best = v
-            arg = c
-            count = 1
-        elif v == best:
-            count += 1
-            if randint(rng, count) == 0:
-                arg = c
+        tie = v == best
+        count = select_unpredictable(v < best, 1, count + np.int64(tie))
+        take = (v < best) | (tie & (randint(rng, count) == 0))
+        arg = select_unpredictable(take, c, arg)
+        best = min(best, v)
+    return arg
+
+
+@njit(inline="always", cache=True)
+def shortest_of_row(values, table, row, d, rng):
+    """The candidate among ``table[row, :d]`` with the smallest value, ties uniform.
+
+    Branch-free (one draw per candidate after the first, used only on a tie): comparing
+    random queues mispredicts a branch about half the time. ``table`` is a policy's 2-D
+    memory, indexed by row to avoid a row view and its reference counting."""
+    arg = table[row, 0]
+    best = values[arg]
+    count = 1
+    for i in range(1, d):
+        c = table[row, i]
+        v = values[c]
+        tie = v == best
+        count = select_unpredictable(v < best, 1, count + np.int64(tie))
+        take = (v < best) | (tie & (randint(rng, count) == 0))
+        arg = select_unpredictable(take, c, arg)
+        best = min(best, v)
     return arg

@@ -212,6 +212,22 @@ def sample_distinct(s, n, d, out):
 
 
 @njit(inline="always", cache=True)
+def sample_distinct_row(s, n, d, table, row):
+    """:func:`sample_distinct` into ``table[row, :d]`` of a 2-D array: a policy's memory
+    row without taking a row view (each view costs two atomic reference-count updates)."""
+    count = 0
+    for j in range(n - d, n):
+        candidate = randint(s, j + 1)
+        for i in range(count):
+            if table[row, i] == candidate:
+                candidate = j
+                break
+        table[row, count] = candidate
+        count += 1
+    return count
+
+
+@njit(inline="always", cache=True)
 def weighted_index(s, cumulative):
     """Index i with probability proportional to the weights whose running sum is ``cumulative``:
     the first i with cumulative[i] > u·total (the last index if rounding leaves none)."""

@@ -13,8 +13,13 @@ from fractions import Fraction
 import numpy as np
 
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function
-from dispatchlab.engine.kernels import argmin_random_ties, argmin_scaled_random_ties, shortest_of
-from dispatchlab.engine.rng import randint, sample_distinct, uniform, weighted_index
+from dispatchlab.engine.kernels import (
+    argmin_random_ties_per_slot,
+    argmin_scaled_random_ties,
+    shortest_of_row,
+    slot_argmin_cache,
+)
+from dispatchlab.engine.rng import randint, sample_distinct_row, uniform, weighted_index
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
@@ -43,7 +48,8 @@ def _cycle_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
 def _jsq_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
     msg[PROBE] += Q.size
     msg[REPLY] += Q.size
-    return argmin_random_ties(Q, rng)
+    # every dispatcher of slot t sees the same Q(t): the minimisers are found once per slot
+    return argmin_random_ties_per_slot(Q, t, ist, 0, rng)
 
 
 @choose_function
@@ -56,11 +62,10 @@ def _jsed_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
 @choose_function
 def _pod_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
     d = ip[0]
-    sample = ist[0]
-    sample_distinct(rng, Q.size, d, sample)
+    sample_distinct_row(rng, Q.size, d, ist, 0)
     msg[PROBE] += d
     msg[REPLY] += d
-    return shortest_of(Q, sample, d, rng)
+    return shortest_of_row(Q, ist, 0, d, rng)
 
 
 @choose_function
@@ -196,7 +201,7 @@ class JoinShortestQueue(Policy):
               "[ES12]); herds with several dispatchers.")
 
     def kernel(self, system: System) -> Kernel:
-        return Kernel(_jsq_choose)
+        return Kernel(_jsq_choose, int_state=slot_argmin_cache(system.n_servers))
 
 
 @register

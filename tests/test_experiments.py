@@ -247,7 +247,8 @@ def test_sweep_killed_with_sigkill_resumes_without_recomputing(tmp_path):
 
 
 def test_two_concurrent_sweeps_lose_and_duplicate_nothing(tmp_path):
-    spec = small_spec("concurrent", slots=8_000, loads=(0.3, 0.5, 0.7, 0.8))  # 16 points
+    # 16 points, long enough (seconds per sweep) that the two sweeps really overlap
+    spec = small_spec("concurrent", slots=100_000, loads=(0.3, 0.5, 0.7, 0.8))
     store = tmp_path / "store.sqlite"
     Store(store).close()  # both sweeps open an existing store
     first = _start_sweep(tmp_path, spec, store, workers=1)
@@ -260,6 +261,7 @@ def test_two_concurrent_sweeps_lose_and_duplicate_nothing(tmp_path):
         runs = db.runs("concurrent")
     assert len(rows) == len(spec.points()) and all(r["n"] == 1 for r in rows)
     assert len(runs) == 2 and all(r["status"] == "finished" for r in runs)
+    assert max(r["started"] for r in runs) < min(r["finished"] for r in runs)  # overlapped
     assert sum(r["points_stored"] for r in runs) == len(spec.points())
     run_experiment(spec, store=tmp_path / "alone.sqlite", workers=1)
     assert numbers(store, "concurrent") == numbers(tmp_path / "alone.sqlite", "concurrent")

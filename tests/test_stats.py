@@ -107,7 +107,7 @@ def test_stability_verdict_on_synthetic_series():
     assert verdict(5 + 0.5 * t + rng.normal(0, 2, t.size)) == "unstable"
     assert verdict(20 + rng.normal(0, 2, t.size), hit_bound=True) == "unstable"
     assert verdict(20 + rng.normal(0, 2, 10)) == "undetermined"
-    assert verdict(20 + rng.normal(0, 2, t.size), overloaded=True) == "undetermined"
+    assert verdict(20 + rng.normal(0, 2, t.size), overloaded=True) == "unstable"  # ρ ≥ 1
     # a slow drift that is small against the level is not instability
     assert verdict(1_000 + 0.05 * t + rng.normal(0, 2, t.size)) == "stable"
 
@@ -128,3 +128,18 @@ def test_stable_weighted_rand_is_stable():
     result = simulate(system, "wrand", slots=200_000, seed=5)
     assert result.stability == "stable", result.stability_evidence
     assert math.isfinite(result.mean_total_queue) and result.ci_low < result.ci_high
+
+
+def test_near_critical_short_run_is_not_called_stable():
+    """λ = 0.499, μ = 0.5: 10⁵ slots are far below ζ/ε², so a flat-looking trace must not
+    be called stable, and the CI would lie below the proven lower bound anyway."""
+    system = System.build([0.5], rate=0.499, arrivals="bernoulli")
+    for seed in range(3):
+        result = simulate(system, "jsq", slots=100_000, seed=seed)
+        assert result.stability != "stable", result.stability_evidence
+
+
+def test_overloaded_run_reports_no_mean():
+    system = System.build("2x0.5", load=1.0, allow_overload=True)
+    result = simulate(system, "jsq", slots=20_000, seed=1)
+    assert result.stability == "unstable" and math.isnan(result.mean_total_queue)

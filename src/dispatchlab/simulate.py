@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from dispatchlab.stats.estimators import (
     mser5_truncation,
     replication_estimate,
 )
-from dispatchlab.stats.stability import stability_verdict
+from dispatchlab.stats.stability import StabilityVerdict, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
 
 WARMUP_FRACTION = 0.1
@@ -60,8 +61,10 @@ def simulate(
     """
     if isinstance(policy, str):
         policy = make_policy(policy, **(policy_params or {}))
-    require(isinstance(slots, int | np.integer) and slots >= 1, "slots",
-            f"must be an integer ≥ 1 (got {slots!r})")
+    require(_is_int(slots) and slots >= 1, "slots", f"must be an integer ≥ 1 (got {slots!r})")
+    require(warmup is None or _is_int(warmup), "warmup", f"must be an integer (got {warmup!r})")
+    require(_is_int(replications), "replications",
+            f"must be an integer ≥ 1 (got {replications!r})")
     warmup = int(slots * WARMUP_FRACTION) if warmup is None else warmup
     require(0 <= warmup < slots, "warmup", f"must be in [0, slots) (got {warmup})")
     require(replications >= 1, "replications", f"must be ≥ 1 (got {replications})")
@@ -75,6 +78,10 @@ def simulate(
     runs = [run_once(system, kernel, slots=int(slots), warmup=warmup, seed=s, bound=bound,
                      track_delay=track_delay, detail=detail) for s in seeds]
     return _summarize(system, policy, runs, seed=seed, warmup_method=warmup_method)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def _total_queue_estimate(run: RawRun, warmup_method: str) -> tuple[Estimate, int]:
@@ -94,6 +101,30 @@ def _total_queue_estimate(run: RawRun, warmup_method: str) -> tuple[Estimate, in
     return batch_means(measured), first * run.block_length
 
 
+RELAXATION_FACTOR = 10
+
+
+def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: System,
+                      measured_slots: int) -> StabilityVerdict:
+    """Downgrade a "stable" verdict to "undetermined" when the run cannot support it.
+
+    Two checks that a trend test alone misses near ρ = 1: the CI lies entirely below the
+    proven lower bound on E[ΣQ] (§5), or the measured window is shorter than
+    RELAXATION_FACTOR × ζ/ε², the relaxation time of the resource-pooled queue.
+    """
+    bound = lower_bound_total_queue(system)
+    if math.isfinite(bound) and estimate.ci_high < bound:
+        return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
+            f"; but the CI lies below the lower bound {bound:.4g} on E[ΣQ]: run longer"))
+    relaxation = 2 * heavy_traffic_limit(system) / system.epsilon**2
+    if measured_slots < RELAXATION_FACTOR * relaxation:
+        return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
+            f"; but {measured_slots} measured slots < {RELAXATION_FACTOR}·ζ/ε² = "
+            f"{RELAXATION_FACTOR * relaxation:.3g} (the pooled queue's relaxation time): "
+            "run longer"))
+    return verdict
+
+
 def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
                warmup_method: str) -> Result:
     verdicts = [
@@ -110,9 +141,13 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     else:
         estimate = replication_estimate(np.array([e.mean for e, _ in per_run]))
         warmup_used = per_run[0][1]
+    if worst.verdict == "stable":
+        worst = _check_run_length(worst, estimate, system, min(r.measured_slots for r in runs))
 
     counters = sum(run.counters for run in runs)
     moments = sum(run.moments for run in runs)
+    if counters[loop.MEASURED_SLOTS] == 0:  # stopped before the warm-up ended
+        moments = moments * math.nan
     measured = max(int(counters[loop.MEASURED_SLOTS]), 1)
     arrivals = max(int(counters[loop.ARRIVALS_MEASURED]), 1)
     dispatches = max(int(counters[loop.DISPATCH_EVENTS_MEASURED]), 1)
@@ -121,6 +156,7 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     delayed = int(hist.sum())
     p50, p90, p99, p999 = delay_quantiles(hist, (0.5, 0.9, 0.99, 0.999))
     unstable = worst.verdict == "unstable"
+    window = counters[loop.MEASURED_SLOTS] > 0
     nan = math.nan
 
     def stable_only(value: float) -> float:
@@ -143,9 +179,10 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         mean_delay_measured=stable_only(moments[loop.SUM_DELAY] / delayed if delayed else nan),
         delay_p50=stable_only(p50), delay_p90=stable_only(p90), delay_p99=stable_only(p99),
         delay_p999=stable_only(p999),
-        messages_per_arrival=float(messages.sum() / arrivals),
-        messages_per_dispatch=float(messages.sum() / dispatches),
-        messages_by_kind={k: float(messages[i] / arrivals) for i, k in enumerate(MESSAGE_KINDS)},
+        messages_per_arrival=float(messages.sum() / arrivals) if window else nan,
+        messages_per_dispatch=float(messages.sum() / dispatches) if window else nan,
+        messages_by_kind={k: float(messages[i] / arrivals) if window else nan
+                          for i, k in enumerate(MESSAGE_KINDS)},
         stability=worst.verdict, stability_evidence=worst.evidence,
         lower_bound_total_queue=lower_bound_total_queue(system),
         heavy_traffic_limit=heavy_traffic_limit(system),
@@ -153,8 +190,9 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         idle_while_busy=float(moments[loop.SUM_QU] / measured),
         queue_imbalance_l1=stable_only(moments[loop.SUM_DQI1] / measured),
         queue_imbalance_l2=stable_only(moments[loop.SUM_DQI2] / measured),
-        herding_fraction=float(counters[loop.HERDING_SLOTS] / measured),
-        arrival_rate_measured=float(counters[loop.ARRIVALS_MEASURED] / measured),
+        herding_fraction=float(counters[loop.HERDING_SLOTS] / measured) if window else nan,
+        arrival_rate_measured=float(counters[loop.ARRIVALS_MEASURED] / measured) if window
+        else nan,
         jobs_arrived=int(counters[loop.ARRIVALS]),
         jobs_departed=int(counters[loop.DEPARTURES]),
         jobs_in_system=int(sum(run.final_queues.sum() for run in runs)),

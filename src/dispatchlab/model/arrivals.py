@@ -138,4 +138,6 @@ def arrival_process(text: str, rate: float | None) -> ArrivalProcess:
         return ArrivalProcess("trace", float(counts.mean()), 0, path, counts)
     require(rate is not None, "load", "give --load or --epsilon to set the arrival rate")
     assert rate is not None
+    if law == "deterministic" and abs(rate - round(rate)) < 1e-9:
+        rate = round(rate)  # ρ·μ_Σ may miss an integer by a rounding error
     return ArrivalProcess(law, float(rate), trials)

@@ -106,7 +106,8 @@ class System:
             lam = mu_sum - epsilon
         process = arrival_process(arrivals, lam)
         return cls(tuple(float(x) for x in rates), process, law, int(dispatchers),
-                   tuple(dispatcher_weights), split, dispatch.replace("-", "_"), allow_overload)
+                   tuple(dispatcher_weights), split.replace("-", "_"), dispatch.replace("-", "_"),
+                   allow_overload)
 
     def with_rate(self, rate: float) -> System:
         return replace(self, arrivals=self.arrivals.with_rate(rate))

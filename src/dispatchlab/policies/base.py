@@ -10,7 +10,7 @@ conformance test suite that every policy must pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,8 +44,8 @@ class Param:
     def convert(self, value: Any, policy: str) -> Any:
         field_name = f"{policy}.{self.name}"
         try:
-            if self.kind is bool and isinstance(value, str):
-                lowered = value.strip().lower()
+            if self.kind is bool:
+                lowered = str(value).strip().lower()
                 require(lowered in ("true", "false", "1", "0", "yes", "no"), field_name,
                         f"expected true or false (got {value!r})")
                 converted: Any = lowered in ("true", "1", "yes")
@@ -162,13 +162,27 @@ class Policy:
 
 @dataclass(frozen=True)
 class Preset:
-    """A registered name for a policy class with some parameters fixed."""
+    """A registered name for a policy class with some parameters fixed (they define the
+    preset and cannot be overridden) and some defaults changed (they can)."""
 
     name: str
     base: type[Policy]
     fixed: dict[str, Any]
+    defaults: dict[str, Any]
     summary: str
     theory: str
+
+    def make(self, params: dict[str, Any]) -> Policy:
+        clash = sorted(set(params) & set(self.fixed))
+        if clash:
+            raise ValidationError(
+                f"{self.name}.{clash[0]}", f"the preset fixes {clash[0]} = "
+                f"{self.fixed[clash[0]]!r}; use policy {self.base.name!r} to choose it")
+        return self.base(**{**self.defaults, **params, **self.fixed})
+
+    def free_parameters(self) -> tuple[Param, ...]:
+        return tuple(replace(p, default=self.defaults.get(p.name, p.default))
+                     for p in self.base.parameters if p.name not in self.fixed)
 
 
 _REGISTRY: dict[str, type[Policy] | Preset] = {}
@@ -182,10 +196,11 @@ def register(cls: type[Policy]) -> type[Policy]:
 
 
 def register_preset(name: str, base: type[Policy], summary: str, theory: str = "",
-                    **fixed: Any) -> None:
-    """Register ``name`` as ``base`` with ``fixed`` parameters (user parameters still apply)."""
+                    defaults: dict[str, Any] | None = None, **fixed: Any) -> None:
+    """Register ``name`` as ``base`` with ``fixed`` parameters (a user may not override
+    them) and changed ``defaults`` (a user may)."""
     require(name not in _REGISTRY, "policy", f"{name!r} is registered twice")
-    _REGISTRY[name] = Preset(name, base, fixed, summary, theory or base.theory)
+    _REGISTRY[name] = Preset(name, base, fixed, defaults or {}, summary, theory or base.theory)
 
 
 def policy_names() -> list[str]:
@@ -206,7 +221,7 @@ def make_policy(name: str, **params: Any) -> Policy:
     """Create the registered policy ``name`` with ``params`` (validated)."""
     entry = policy_entry(name)
     if isinstance(entry, Preset):
-        return entry.base(**{**entry.fixed, **params})
+        return entry.make(params)
     return entry(**params)
 
 
@@ -215,8 +230,7 @@ def catalog() -> Iterable[tuple[str, str, str, tuple[Param, ...]]]:
     _load_builtin_policies()
     for name, entry in _REGISTRY.items():
         if isinstance(entry, Preset):
-            free = tuple(p for p in entry.base.parameters if p.name not in entry.fixed)
-            yield name, entry.summary, entry.theory, free
+            yield name, entry.summary, entry.theory, entry.free_parameters()
         else:
             yield name, entry.summary, entry.theory, entry.parameters
 

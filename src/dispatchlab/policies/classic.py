@@ -155,7 +155,9 @@ class RoundRobin(Policy):
 
     def kernel(self, system: System) -> Kernel:
         cycle = self.cycle(system.mu)
-        start = np.zeros((1, system.dispatchers), np.int64)
+        # dispatchers start spread over the cycle rather than in lockstep
+        start = (np.arange(system.dispatchers, dtype=np.int64) * cycle.size
+                 // system.dispatchers).reshape(1, -1)
         return Kernel(_cycle_choose, int_params=cycle, int_state=start)
 
     def cycle(self, mu: np.ndarray) -> np.ndarray:

@@ -19,13 +19,16 @@ def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: 
                       bound: int, slots_run: int, overloaded: bool) -> StabilityVerdict:
     """Judge stability from the trend of ΣQ over the measured blocks.
 
-    Unstable: ΣQ passed ``bound``; or it grows steadily (regression slope t > 4 over
-    8 batches, each quarter above the one before, and growth over the window at
-    least half of the final level). Stable: no significant trend (t < 2) or growth
-    below 20 % of the level. Anything in between is undetermined.
+    Unstable: ΣQ passed ``bound``; λ_Σ ≥ μ_Σ (``overloaded``: null recurrent at best,
+    §1.7); or ΣQ grows steadily (regression slope t > 4 over 8 batches, each quarter
+    above the one before, and growth over the window at least half of the final level).
+    Stable: no significant trend (t < 2) or growth below 20 % of the level. Anything in
+    between is undetermined.
     """
     if hit_bound:
-        return StabilityVerdict("unstable", f"ΣQ passed the bound {bound} at slot {slots_run}")
+        return StabilityVerdict("unstable", f"ΣQ passed the bound {bound} in slot {slots_run - 1}")
+    if overloaded:
+        return StabilityVerdict("unstable", "λ_Σ ≥ μ_Σ: no policy can be stable")
     y = np.asarray(block_means, dtype=float)
     if y.size < 16:
         return StabilityVerdict("undetermined", f"too few blocks ({y.size}) to judge a trend")
@@ -40,13 +43,9 @@ def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: 
     growth = float(slope) * y.size * block_length
     evidence = (f"ΣQ quarter means {', '.join(f'{q:.4g}' for q in quarters)}; trend "
                 f"{slope:.3g}/slot (t = {t_stat:.2g}), growth {growth:.4g} over the window")
-    if overloaded:
-        evidence += "; λ_Σ ≥ μ_Σ, so no policy is stable"
     rising = bool(np.all(np.diff(quarters) > 0))
     if t_stat > 4 and rising and growth > 0.5 * level:
         return StabilityVerdict("unstable", evidence, float(slope), t_stat)
-    if overloaded:
-        return StabilityVerdict("undetermined", evidence, float(slope), t_stat)
     if t_stat < 2 or growth < 0.2 * level:
         return StabilityVerdict("stable", evidence, float(slope), t_stat)
     return StabilityVerdict("undetermined", evidence, float(slope), t_stat)

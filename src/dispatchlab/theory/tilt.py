@@ -322,26 +322,36 @@ def check_tilt(strategy: Strategy | str | Any, mu: Any, *, random_orders: int = 
 
 
 def _arrival_probability(system: System, share: float) -> float:
-    """P(A^m(t) ≥ 1) for a dispatcher receiving a fraction ``share`` of the jobs."""
+    """P(A^m(t) ≥ 1) for a dispatcher receiving a fraction ``share`` (p_m) of the jobs."""
     process = system.arrivals
-    lam = process.rate
+    if process.law == "trace":
+        assert process.trace is not None
+        counts = process.trace.astype(float)
+        if system.split == "batch":
+            return share * float(np.mean(counts >= 1))
+        return float(np.mean(1.0 - (1.0 - share) ** counts))
     if system.split == "batch":
-        return share * _any_arrival(process.law, lam, process.trials)
-    return _any_arrival(process.law, lam * share, process.trials)
+        return share * _any_arrival(process.law, process.rate, process.trials)
+    if process.law == "deterministic":
+        return 1.0 - (1.0 - share) ** process.rate
+    return _any_arrival(process.law, process.rate * share, process.trials)
 
 
 def _any_arrival(law: str, lam: float, trials: int) -> float:
+    """P(A ≥ 1) for the law with mean ``lam`` (all of a slot's jobs together)."""
     if law == "poisson":
         return 1.0 - math.exp(-lam)
     if law == "bernoulli":
         return lam
     if law == "binomial":
         return 1.0 - (1.0 - lam / trials) ** trials
-    return math.nan  # deterministic / trace with a per-job split: not a closed form here
+    if law == "deterministic":
+        return 1.0 if lam >= 1 else 0.0
+    raise ValueError(f"no P(A ≥ 1) for law {law!r}")
 
 
 def expected_dispatch_events(system: System) -> float:
-    """E[#dispatchers with A^m(t) ≥ 1] per slot (nan where no closed form applies)."""
+    """E[#dispatchers with A^m(t) ≥ 1] per slot."""
     return float(sum(_arrival_probability(system, float(w)) for w in system.weights))
 
 

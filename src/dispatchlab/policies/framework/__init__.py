@@ -154,8 +154,9 @@ class PiPolicy(Policy):
         return out
 
 
-def _preset(name: str, summary: str, theory: str = "", **fixed: Any) -> None:
-    register_preset(name, PiPolicy, summary, theory, **fixed)
+def _preset(name: str, summary: str, theory: str = "", defaults: dict[str, Any] | None = None,
+            **fixed: Any) -> None:
+    register_preset(name, PiPolicy, summary, theory, defaults, **fixed)
 
 
 _preset("pi-rand", "Π RAND (T = 1): uniform random server; no reads, no messages.",
@@ -178,14 +179,15 @@ _preset("pi-pod", "Π Po-d (T = 1, γ = 1): d distinct uniform samples, the shor
         decision="pod", gamma="ones")
 _preset("periodic-jsq", "Periodic JSQ: read every T slots (T = 10 unless set), send the whole "
         "cycle to the shortest queue of that read.",
-        "a = e_N for every T: throughput optimal (sporadic access).", decision="shortest", T=10)
+        "a = e_N for every T: throughput optimal (sporadic access).", decision="shortest",
+        defaults={"T": 10})
 _preset("periodic-pod", "Periodic Po-d: read every T slots (T = 10 unless set); each slot of the "
         "cycle applies Po-d to the order of that read.",
-        "Same a_l and threshold as Po-d for every T.", decision="pod", T=10)
+        "Same a_l and threshold as Po-d for every T.", decision="pod", defaults={"T": 10})
 _preset("kslq", "k-SLQ-d: read every k(N−d) slots; the N−d queues outside the d longest get k "
         "slots each, shortest first.",
         "Throughput optimal iff (m−d)/(N−d) ≤ Σ_{i≤m} μ_(i)/μ_Σ for all m > d.",
-        decision="kslq", d=1)
+        decision="kslq", defaults={"d": 1})
 
 __all__ = [
     "DECISION_SIGNATURE",

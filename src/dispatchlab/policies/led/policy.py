@@ -55,20 +55,23 @@ BUDGETS = ("none", "po2")
 
 
 def po2_matched_p(update: str, d: int, trigger: str, system: System) -> float:
-    """p̂ whose expected messages per arrival equal Po-2's 4·E[#dispatch events]/λ_Σ.
+    """p̂ whose expected messages per slot equal Po-2's (§2.6, §2.7 calibration).
 
-    Messages per arrival: push per slot 2d·p̂·M/λ_Σ; push on arrivals 2d·p̂·E[events]/λ_Σ;
-    pull N·p̂/λ_Σ (§2.6). The result is capped at 1 (the budget is then not reached).
+    Po-2 spends 4 messages per ``choose`` call: 4·E[#dispatch events] per slot in batch
+    mode, 4·λ_Σ in per-job mode. LED spends 2d·p̂·M per slot (push), 2d·p̂·E[#events]
+    (arrival-triggered push) or N·p̂ (pull). The result is capped at 1 (the budget is
+    then not reached).
     """
     from dispatchlab.theory.tilt import expected_dispatch_events
 
     events = expected_dispatch_events(system)
+    budget = 4.0 * (system.arrival_rate if system.dispatch == "per_job" else events)
     if update == "pull":
-        p = 4.0 * events / system.n_servers
+        p = budget / system.n_servers
     elif trigger == "arrival":
-        p = 2.0 / d
+        p = budget / (2.0 * d * events)
     else:
-        p = 4.0 * events / (2.0 * d * system.dispatchers)
+        p = budget / (2.0 * d * system.dispatchers)
     return float(min(1.0, p))
 
 

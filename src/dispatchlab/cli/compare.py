@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
     interval,
@@ -31,7 +32,6 @@ from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
 from dispatchlab.simulate import simulate
 
-SYSTEM = "System"
 RUN = "Run"
 CLASSICAL = ("wrand", "jsq", "jsed", "pod:d=2", "balanced-pod", "rr")
 # policies defined in these modules (LED and pull-based) join the default comparison
@@ -108,31 +108,15 @@ def compare_command(
         "--policy", "-p", help="NAME or NAME:KEY=VALUE,KEY=VALUE (repeatable) "
         "\\[default: wrand, jsq, jsed, pod, balanced-pod, rr and the LED/pull policies].",
         show_default=False)] = None,
-    servers: Annotated[str | None, typer.Option(
-        help="Service rates μ_n \\[default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM,
-        show_default=False)] = None,
-    dispatchers: Annotated[int | None, typer.Option(
-        help="M \\[default: 10].", rich_help_panel=SYSTEM, show_default=False)] = None,
-    load: Annotated[float | None, typer.Option(
-        help="ρ = λ_Σ/μ_Σ \\[default: 0.9].", rich_help_panel=SYSTEM, show_default=False)] = None,
-    epsilon: Annotated[float | None, typer.Option(
-        help="ε = μ_Σ − λ_Σ (replaces --load).", rich_help_panel=SYSTEM,
-        show_default=False)] = None,
-    arrivals: Annotated[str | None, typer.Option(
-        help="poisson, bernoulli, binomial:K, deterministic, trace:PATH \\[default: poisson].",
-        rich_help_panel=SYSTEM, show_default=False)] = None,
-    service: Annotated[str | None, typer.Option(
-        help="bernoulli, binomial:K, poisson, geometric, deterministic \\[default: bernoulli].",
-        rich_help_panel=SYSTEM, show_default=False)] = None,
-    dispatch: Annotated[str | None, typer.Option(
-        help="batch or per-job \\[default: batch].", rich_help_panel=SYSTEM,
-        show_default=False)] = None,
-    split: Annotated[str | None, typer.Option(
-        help="per-job or batch \\[default: per-job].", rich_help_panel=SYSTEM,
-        show_default=False)] = None,
-    allow_unstable: Annotated[bool, typer.Option(
-        "--allow-unstable", help="Simulate a system with load ≥ 1.",
-        rich_help_panel=SYSTEM)] = False,
+    servers: options.Servers = None,
+    dispatchers: options.Dispatchers = None,
+    load: options.Load = None,
+    epsilon: options.Epsilon = None,
+    arrivals: options.Arrivals = None,
+    service: options.Service = None,
+    dispatch: options.Dispatch = None,
+    split: options.Split = None,
+    allow_unstable: options.AllowUnstable = False,
     slots: Annotated[int, typer.Option(help="Slots per policy.", rich_help_panel=RUN)]
     = DEFAULT_SLOTS,
     warmup: Annotated[int | None, typer.Option(

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
     integer,
@@ -22,7 +23,6 @@ from dispatchlab.cli.output import (
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
 
-SYSTEM = "System"
 RUN = "Run"
 
 
@@ -36,33 +36,15 @@ def run_command(
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Policy parameter KEY=VALUE (repeatable), e.g. --set d=2.",
         show_default=False)] = None,
-    servers: Annotated[str | None, typer.Option(
-        help="Service rates μ_n: COUNTxRATE list or rates, e.g. 50x0.1,50x0.5 "
-        "\\[default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM, show_default=False)] = None,
-    dispatchers: Annotated[int | None, typer.Option(
-        help="M, the number of dispatchers \\[default: 10].", rich_help_panel=SYSTEM,
-        show_default=False)] = None,
-    load: Annotated[float | None, typer.Option(
-        help="ρ = λ_Σ/μ_Σ \\[default: 0.9].", rich_help_panel=SYSTEM, show_default=False)] = None,
-    epsilon: Annotated[float | None, typer.Option(
-        help="ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces --load).",
-        rich_help_panel=SYSTEM, show_default=False)] = None,
-    arrivals: Annotated[str | None, typer.Option(
-        help="Arrival law of A_Σ(t): poisson, bernoulli, binomial:K, deterministic, "
-        "trace:PATH \\[default: poisson].", rich_help_panel=SYSTEM, show_default=False)] = None,
-    service: Annotated[str | None, typer.Option(
-        help="Service law of S_n(t): bernoulli, binomial:K, poisson, geometric, deterministic "
-        "\\[default: bernoulli].", rich_help_panel=SYSTEM, show_default=False)] = None,
-    dispatch: Annotated[str | None, typer.Option(
-        help="batch (a dispatcher's jobs of a slot go to one server, the papers' model) or "
-        "per-job \\[default: batch].", rich_help_panel=SYSTEM, show_default=False)] = None,
-    split: Annotated[str | None, typer.Option(
-        help="How arrivals reach dispatchers: per-job (each job picks one) or batch (the "
-        "slot's arrivals all go to one) \\[default: per-job].", rich_help_panel=SYSTEM,
-        show_default=False)] = None,
-    allow_unstable: Annotated[bool, typer.Option(
-        "--allow-unstable", help="Simulate a system with load ≥ 1.",
-        rich_help_panel=SYSTEM)] = False,
+    servers: options.Servers = None,
+    dispatchers: options.Dispatchers = None,
+    load: options.Load = None,
+    epsilon: options.Epsilon = None,
+    arrivals: options.Arrivals = None,
+    service: options.Service = None,
+    dispatch: options.Dispatch = None,
+    split: options.Split = None,
+    allow_unstable: options.AllowUnstable = False,
     slots: Annotated[int | None, typer.Option(
         help="Slots per replication \\[default: 1000000].", rich_help_panel=RUN,
         show_default=False)] = None,

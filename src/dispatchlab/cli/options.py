@@ -1,0 +1,42 @@
+"""Command-line options shared by every command that describes a system.
+
+Each is an ``Annotated`` type to use as a parameter's annotation, so the option's
+name, help and panel are written once. ``None`` means "not given": the run spec's
+default (or the TOML file's value) applies.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+SYSTEM = "System"
+
+Servers = Annotated[str | None, typer.Option(
+    help="Service rates μ_n: COUNTxRATE list or rates, e.g. 50x0.1,50x0.5 "
+    "\\[default: 50x0.1,50x0.5].", rich_help_panel=SYSTEM, show_default=False)]
+Dispatchers = Annotated[int | None, typer.Option(
+    help="M, the number of dispatchers \\[default: 10].", rich_help_panel=SYSTEM,
+    show_default=False)]
+Load = Annotated[float | None, typer.Option(
+    help="ρ = λ_Σ/μ_Σ \\[default: 0.9].", rich_help_panel=SYSTEM, show_default=False)]
+Epsilon = Annotated[float | None, typer.Option(
+    help="ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces --load).",
+    rich_help_panel=SYSTEM, show_default=False)]
+Arrivals = Annotated[str | None, typer.Option(
+    help="Arrival law of A_Σ(t): poisson, bernoulli, binomial:K, deterministic, "
+    "trace:PATH \\[default: poisson].", rich_help_panel=SYSTEM, show_default=False)]
+Service = Annotated[str | None, typer.Option(
+    help="Service law of S_n(t): bernoulli, binomial:K, poisson, geometric, deterministic "
+    "\\[default: bernoulli].", rich_help_panel=SYSTEM, show_default=False)]
+Dispatch = Annotated[str | None, typer.Option(
+    help="batch (a dispatcher's jobs of a slot go to one server, the papers' model) or "
+    "per-job \\[default: batch].", rich_help_panel=SYSTEM, show_default=False)]
+Split = Annotated[str | None, typer.Option(
+    help="How arrivals reach dispatchers: per-job (each job picks one) or batch (the "
+    "slot's arrivals all go to one) \\[default: per-job].", rich_help_panel=SYSTEM,
+    show_default=False)]
+AllowUnstable = Annotated[bool, typer.Option(
+    "--allow-unstable", help="Accept a system with load ≥ 1.", rich_help_panel=SYSTEM)]
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]

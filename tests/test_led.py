@@ -138,10 +138,13 @@ def test_presets_and_validation():
 def test_fig1_claim_jsq_worse_than_l_jsq_pull_is_not_reproduced():
     """[LED] Fig. 1: JSQ with 10 dispatchers is worse than L-JSQ-Pull at the same load.
 
-    Not reproduced in the batch model: with frozen estimates each dispatcher keeps
-    sending to its stale minimum for about M/p̂ slots, which herds at least as much as
-    JSQ's one-slot herd (see the report for the numbers). This test records what the
-    simulation shows: L-JSQ-Pull is worse here; JSQ herds (herding fraction > 0).
+    Not reproducible in this model, for a structural reason: in batch mode JSQ's herd
+    (every dispatcher joining the same shortest queue) sends the slot's whole A_Σ(t) to
+    one server, which is exactly single-dispatcher JSQ — heavy-traffic optimal ([ES12]).
+    L-JSQ-Pull herds on stale minima for about M/p̂ slots instead. We tried coarse and
+    fine slots, per-job dispatch and LSQ increments: JSQ stays ahead in all of them. This
+    test records what the simulation shows, so a change that makes the claim appear (or
+    JSQ stop herding) is noticed: JSQ herds, and L-JSQ-Pull is worse.
     """
     system = System.build("10x0.5", load=0.9, dispatchers=10)
     jsq = run(system, "jsq")

@@ -24,6 +24,7 @@ from dispatchlab.engine.kernels import (
     shortest_of_row,
     slot_argmin_cache,
 )
+from dispatchlab.engine.loop import _draw_arrivals, _poisson_cdf_table
 from dispatchlab.engine.rng import bernoulli_threshold, make_rng_state, uniform, weighted_index
 
 REQUIRED = ("name", "slots_per_second", "jobs_per_second", "slots_per_second_full",
@@ -181,3 +182,35 @@ def test_bernoulli_threshold_matches_float_compare(p: float) -> None:
     for k in {0, 1, threshold - 1, threshold, threshold + 1, 2**53 - 1}:
         if 0 <= k < 2**53:
             assert (k < threshold) == (k * 2.0**-53 < p), (p, k)
+
+
+@njit(cache=True)
+def _split_poisson_draws(rates, slots, rng):
+    M = rates.size
+    total_rate = rates.sum()
+    p = rates / total_rate
+    cumulative = np.cumsum(p)
+    table = _poisson_cdf_table(rates)
+    A_m = np.zeros(M, np.int64)
+    out = np.zeros((slots, M), np.int64)
+    trace = np.zeros(1, np.int64)
+    for t in range(slots):
+        _draw_arrivals(0, total_rate, 0, trace, t, p, cumulative, table, False, A_m, rng)
+        out[t] = A_m
+    return out
+
+
+def test_poisson_split_by_table_inversion_has_poisson_law() -> None:
+    from scipy import stats
+
+    rates = np.array([0.3, 2.85, 9.5, 12.0])  # the last one is drawn by PTRS
+    draws = _split_poisson_draws(rates, 40_000, make_rng_state(11))
+    for m, lam in enumerate(rates):
+        counts = np.bincount(draws[:, m])
+        top = int(stats.poisson.ppf(0.999, lam))
+        observed = np.append(counts[:top], counts[top:].sum())
+        expected = np.append(stats.poisson.pmf(np.arange(top), lam),
+                             stats.poisson.sf(top - 1, lam)) * draws.shape[0]
+        chi2 = float((((observed - expected) ** 2) / expected).sum())
+        assert stats.chi2.sf(chi2, df=top) > 1e-4, (lam, chi2)
+        assert draws[:, m].mean() == pytest.approx(lam, rel=0.03)

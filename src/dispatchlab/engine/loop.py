@@ -98,27 +98,55 @@ def _draw_total(code, rate, trials, trace, t, rng):
     return trace[t % trace.size]
 
 
+POISSON_TABLE_MAX = 64
+
+
 @njit(cache=True)
-def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_limits, batch_split,
+def _poisson_cdf_table(rates):
+    """Row m: the CDF F(0), F(1), … of Poisson(λ_m) for inversion, up to where it reaches 1
+    in double precision (columns past that hold 1.0, which u < 1 never reaches); a row of
+    zeros where λ_m ≥ POISSON_INVERSION_LIMIT (drawn by PTRS instead). The tail beyond the
+    table (below 10⁻¹⁶ for λ < 10) is the only approximation, under a double's resolution."""
+    M = rates.size
+    table = np.ones((M, POISSON_TABLE_MAX))
+    length = 1
+    for m in range(M):
+        lam = rates[m]
+        if not lam < POISSON_INVERSION_LIMIT:
+            table[m, :] = 0.0
+            continue
+        term = math.exp(-lam)
+        cdf = term
+        for k in range(POISSON_TABLE_MAX):
+            if cdf >= 1.0 or (k > lam and term < 1e-18):
+                break
+            table[m, k] = cdf
+            length = max(length, k + 1)
+            term *= lam / (k + 1)
+            cdf += term
+    return np.ascontiguousarray(table[:, :length])
+
+
+@njit(cache=True)
+def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_cdf, batch_split,
                    A_m, rng):
     """Draw A_Σ(t) and its split A^m(t) among dispatchers: multinomial by p_m (per-job
     split) or the whole batch to one dispatcher drawn from p. Returns A_Σ(t)."""
     M = A_m.size
     if code == 0 and M > 1 and not batch_split:
-        # a Poisson total split multinomially is M independent Poissons: draw those
+        # a Poisson total split multinomially is M independent Poissons: draw those, by
+        # inversion of a tabulated CDF (see _poisson_cdf_table) where λ_m is small
         total = 0
         s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+        length = poisson_cdf.shape[1]
         for m in range(M):
-            limit = poisson_limits[m]
-            if limit > 0.0:
-                # inversion by multiplication (= poisson_inversion) with the state in locals
-                k = 0
+            if poisson_cdf[m, 0] > 0.0:
                 bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
                 u = np.float64(bits >> np.uint64(11)) * INV_2_53
-                while u > limit:
-                    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-                    u *= np.float64(bits >> np.uint64(11)) * INV_2_53
-                    k += 1
+                # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: a branch-free, vectorised count
+                k = 0
+                for j in range(length):
+                    k += poisson_cdf[m, j] <= u
                 A_m[m] = k
             else:
                 rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
@@ -248,6 +276,37 @@ def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum):
 
 
 @njit(cache=True)
+def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup,
+                          fifo_slot, fifo_count, fifo_ends, delay_hist, moments):
+    """:func:`_serve_bernoulli` with FIFO delay tracking. Returns (ΣQ(t+1), Σ S_n,
+    departures, whether a FIFO buffer is about to fill up)."""
+    total_queue = np.int64(0)
+    total_service = np.int64(0)
+    departures = np.int64(0)
+    fifo_full = False
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    for n in range(Q.size):
+        arrived = A[n]
+        q = Q[n] + arrived
+        Q_prev[n] = Q[n]
+        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+        s = np.int64((bits >> np.uint64(11)) < thresholds[n])
+        total_service += s
+        served = min(s, q)
+        departures += served
+        left = q - served
+        Q[n] = left
+        total_queue += left
+        if record:
+            queue_sum[n] += left
+        if arrived > 0 or served > 0:
+            fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo_slot, fifo_count,
+                                      fifo_ends, delay_hist, moments)
+    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    return total_queue, total_service, departures, fifo_full
+
+
+@njit(cache=True)
 def _run_segment(
     t_start, mu, service_code, service_trials,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
@@ -262,11 +321,7 @@ def _run_segment(
     N = Q.size
     M = A_m.size
     cumulative = np.cumsum(dispatcher_p)
-    # exp(−λ_m) for Poisson inversion, precomputed (0 where λ_m is large enough for PTRS)
-    poisson_limits = np.zeros(M)
-    for m in range(M):
-        if arrival_rate * dispatcher_p[m] < POISSON_INVERSION_LIMIT:
-            poisson_limits[m] = math.exp(-arrival_rate * dispatcher_p[m])
+    poisson_cdf = _poisson_cdf_table(arrival_rate * dispatcher_p)
     A = work[0]
     Q_prev = work[1]
     last_slot_chosen = work[2]
@@ -281,7 +336,7 @@ def _run_segment(
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
         total = _draw_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
-                               dispatcher_p, cumulative, poisson_limits, batch_split, A_m, rng)
+                               dispatcher_p, cumulative, poisson_cdf, batch_split, A_m, rng)
         for n in range(N):
             A[n] = 0
         herded = False
@@ -312,6 +367,10 @@ def _run_segment(
         if service_code == 0 and not track_delay:
             total_queue, total_service, departures = _serve_bernoulli(
                 Q, A, Q_prev, thresholds, rng, record, queue_sum)
+        elif service_code == 0:
+            total_queue, total_service, departures, fifo_full = _serve_bernoulli_fifo(
+                Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, fifo_slot,
+                fifo_count, fifo_ends, delay_hist, moments)
         else:
             total_queue = np.int64(0)
             total_service = np.int64(0)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as scipy_stats
 
 from dispatchlab.engine.loop import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
 
-DEFAULT_BATCHES = 20
+MAX_BATCHES = 40
+MIN_BATCHES = 10
+MAX_LAG1 = 0.2
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,32 @@ def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, fl
     return mean, mean - half, mean + half
 
 
-def batch_means(block_means: np.ndarray, batches: int = DEFAULT_BATCHES,
+def batch_means(block_means: np.ndarray, batches: int | None = None,
                 confidence: float = 0.95) -> Estimate:
     """Batch-means CI from equal-length block means of one run (after warm-up).
 
-    Blocks are grouped into ``batches`` equal batches (the oldest remainder blocks
-    are dropped so that every batch has the same length).
+    Blocks are grouped into equal batches (the oldest remainder blocks are dropped).
+    With ``batches`` unset the count adapts: it starts at MAX_BATCHES and halves while
+    the batch means' lag-1 autocorrelation exceeds MAX_LAG1 (batches too short to be
+    nearly independent, which makes the CI too narrow), down to MIN_BATCHES; a
+    correlation still above MAX_LAG1 there is named in ``method``.
     """
     blocks = np.asarray(block_means, dtype=float)
+    if batches is not None:
+        return _batch_estimate(blocks, batches, confidence)
+    count = MAX_BATCHES
+    estimate = _batch_estimate(blocks, count, confidence)
+    while count > MIN_BATCHES and estimate.lag1_autocorrelation > MAX_LAG1:
+        count //= 2
+        estimate = _batch_estimate(blocks, count, confidence)
+    if estimate.lag1_autocorrelation > MAX_LAG1:
+        estimate = replace(estimate, method=estimate.method + (
+            f"; lag-1 correlation {estimate.lag1_autocorrelation:.2f}: the CI may be too "
+            "narrow, run longer or use replications"))
+    return estimate
+
+
+def _batch_estimate(blocks: np.ndarray, batches: int, confidence: float) -> Estimate:
     batches = max(2, min(batches, blocks.size))
     per_batch = blocks.size // batches
     if per_batch == 0:

@@ -143,3 +143,13 @@ def test_overloaded_run_reports_no_mean():
     system = System.build("2x0.5", load=1.0, allow_overload=True)
     result = simulate(system, "jsq", slots=20_000, seed=1)
     assert result.stability == "unstable" and math.isnan(result.mean_total_queue)
+
+
+def test_bound_passed_in_the_last_slot_is_reported(tmp_path):
+    """ΣQ passes the bound in the very last slot: still a stop by the bound (unstable)."""
+    trace = tmp_path / "burst.csv"
+    trace.write_text("0\n0\n0\n0\n5\n")  # rate 1 < μ_Σ = 2
+    system = System.build([2.0], arrivals=f"trace:{trace}", service="deterministic")
+    result = simulate(system, "jsq", slots=5, warmup=0, bound=2, seed=0)
+    assert result.slots_run == 5
+    assert result.stability == "unstable" and "bound 2 in slot 4" in result.stability_evidence

@@ -445,7 +445,8 @@ def run_slots(
     diag,
     counters, moments,
 ):
-    """Run ``slots`` slots from state ``Q``; returns the number of slots actually run."""
+    """Run ``slots`` slots from state ``Q``. Returns the number of slots run, negated when
+    the run stopped because ΣQ passed ``bound`` (in its last slot too)."""
     N = Q.size
     work = np.zeros((4, N), np.int64)  # A, Q_prev, last slot chosen, last chooser
     work[2, :] = -1
@@ -486,7 +487,7 @@ def run_slots(
             _borrowed(thresholds),
         )
         if t < 0:
-            return -t
+            return t
         if carry[1]:
             fifo_slot, fifo_count = _grow_fifo(fifo_slot, fifo_count, fifo_ends)
             carry[1] = 0

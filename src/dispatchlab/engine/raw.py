@@ -37,10 +37,7 @@ class RawRun:
     moments: np.ndarray
     final_queues: np.ndarray
     seconds: float
-
-    @property
-    def hit_bound(self) -> bool:
-        return self.slots_run < self.slots
+    hit_bound: bool = False  # stopped because ΣQ passed ``bound``
 
     @property
     def measured_slots(self) -> int:
@@ -81,7 +78,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     )
     messages_at_warmup = np.zeros_like(out.messages)
     start = time.perf_counter()
-    out.slots_run = int(loop.run_slots(
+    slots_run = int(loop.run_slots(
         system.mu, system.service.code, system.service.trials,
         system.arrivals.code, float(system.arrival_rate), system.arrivals.trials, trace,
         system.weights, system.split == "batch", system.dispatch == "per_job",
@@ -92,5 +89,6 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         out.counters, out.moments,
     ))
     out.seconds = time.perf_counter() - start
+    out.slots_run, out.hit_bound = abs(slots_run), slots_run < 0
     out.messages -= messages_at_warmup
     return out

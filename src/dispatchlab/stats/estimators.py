@@ -77,9 +77,15 @@ def _batch_estimate(blocks: np.ndarray, batches: int, confidence: float) -> Esti
     used = blocks[blocks.size - per_batch * batches:]
     values = used.reshape(batches, per_batch).mean(axis=1)
     mean, low, high = _t_interval(values, confidence)
-    lag1 = float(np.corrcoef(values[:-1], values[1:])[0, 1]) if values.size > 2 and np.std(
-        values) > 0 else float("nan")
-    return Estimate(mean, low, high, f"batch means ({batches} batches)", batches, lag1)
+    return Estimate(mean, low, high, f"batch means ({batches} batches)", batches,
+                    _lag1_autocorrelation(values))
+
+
+def _lag1_autocorrelation(values: np.ndarray) -> float:
+    head, tail = values[:-1], values[1:]
+    if values.size < 3 or np.std(head) == 0 or np.std(tail) == 0:
+        return float("nan")
+    return float(np.corrcoef(head, tail)[0, 1])
 
 
 def replication_estimate(values: np.ndarray, confidence: float = 0.95) -> Estimate:

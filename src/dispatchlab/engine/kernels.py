@@ -81,24 +81,6 @@ def argmin_scaled_random_ties(values, offset, scale, rng):
 
 
 @njit(inline="always", cache=True)
-def shortest_of(values, candidates, d, rng):
-    """The candidate among ``candidates[:d]`` with the smallest value, ties uniform
-    (branch-free, as :func:`shortest_of_row`)."""
-    arg = candidates[0]
-    best = values[arg]
-    count = 1
-    for i in range(1, d):
-        c = candidates[i]
-        v = values[c]
-        tie = v == best
-        count = select_unpredictable(v < best, 1, count + np.int64(tie))
-        take = (v < best) | (tie & (randint(rng, count) == 0))
-        arg = select_unpredictable(take, c, arg)
-        best = min(best, v)
-    return arg
-
-
-@njit(inline="always", cache=True)
 def shortest_of_row(values, table, row, d, rng):
     """The candidate among ``table[row, :d]`` with the smallest value, ties uniform.
 

@@ -197,24 +197,10 @@ def geometric0(s, mean):
 
 
 @njit(inline="always", cache=True)
-def sample_distinct(s, n, d, out):
-    """Fill ``out[:d]`` with d distinct integers uniform on {0, …, n−1} (Floyd's algorithm)."""
-    count = 0
-    for j in range(n - d, n):
-        candidate = randint(s, j + 1)
-        for i in range(count):
-            if out[i] == candidate:
-                candidate = j
-                break
-        out[count] = candidate
-        count += 1
-    return count
-
-
-@njit(inline="always", cache=True)
 def sample_distinct_row(s, n, d, table, row):
-    """:func:`sample_distinct` into ``table[row, :d]`` of a 2-D array: a policy's memory
-    row without taking a row view (each view costs two atomic reference-count updates)."""
+    """Fill ``table[row, :d]`` with d distinct integers uniform on {0, …, n−1} (Floyd's
+    algorithm). ``table`` is 2-D (e.g. a policy's memory), indexed by row to avoid a row
+    view: each view costs two atomic reference-count updates."""
     count = 0
     for j in range(n - d, n):
         candidate = randint(s, j + 1)

@@ -39,8 +39,8 @@ from dispatchlab.engine.interface import (
     choose_function,
     hook_function,
 )
-from dispatchlab.engine.kernels import shortest_of
-from dispatchlab.engine.rng import randint, sample_distinct, uniform, weighted_index
+from dispatchlab.engine.kernels import shortest_of_row
+from dispatchlab.engine.rng import randint, sample_distinct_row, uniform, weighted_index
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
@@ -70,11 +70,10 @@ def _report(n, dispatchers, ip, ist, rng, msg):
         dest = 0
     elif ip[IP_DESTINATION] == DESTINATION_SQ:
         d = ip[IP_D]
-        sample = ist[ROW_SAMPLE]
-        sample_distinct(rng, dispatchers, d, sample)
+        sample_distinct_row(rng, dispatchers, d, ist, ROW_SAMPLE)
         msg[PROBE] += d
         msg[REPLY] += d
-        dest = shortest_of(ist[ROW_LENGTH], sample, d, rng)
+        dest = shortest_of_row(ist[ROW_LENGTH], ist, ROW_SAMPLE, d, rng)
     else:
         dest = randint(rng, dispatchers)
     length = ist[ROW_LENGTH, dest]

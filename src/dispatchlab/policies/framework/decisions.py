@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numba import njit, types
 
-from dispatchlab.engine.rng import randint, sample_distinct, weighted_index
+from dispatchlab.engine.rng import randint, sample_distinct_row, weighted_index
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.theory.stability import DispatchFractions
 
@@ -74,12 +74,12 @@ def shortest_decision(eta, mu, ip, fp, rng, dest, scratch):
 def pod_decision(eta, mu, ip, fp, rng, dest, scratch):
     """Po-d: per slot, d distinct uniform ranks; the one with the largest rank index wins."""
     d = ip[0]
+    sample = scratch.reshape((1, scratch.size))
     for i in range(dest.size):
-        sample_distinct(rng, eta.size, d, scratch)
-        best = scratch[0]
+        sample_distinct_row(rng, eta.size, d, sample, 0)
+        best = sample[0, 0]
         for j in range(1, d):
-            if scratch[j] > best:
-                best = scratch[j]
+            best = max(best, sample[0, j])
         dest[i] = eta[best]
 
 

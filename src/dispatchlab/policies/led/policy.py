@@ -85,7 +85,7 @@ def _builtin_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
     elif code == CODE_JBA:
         target = l_jba_pick(estimates, mu, rng, fst[0, 0] == JBA_WEIGHTED)
     else:
-        target = l_pod_pick(estimates, rng, np.int64(fst[0, 0]), ist[M])
+        target = l_pod_pick(estimates, rng, np.int64(fst[0, 0]), ist, M)
     if ip[IP_INCREMENT] != 0:
         # LSQ: count the jobs just sent (per-job mode: water-filling one job at a time)
         estimates[target] += jobs

@@ -32,8 +32,8 @@ import numpy as np
 from numba import njit, types
 from numba.core.registry import CPUDispatcher
 
-from dispatchlab.engine.kernels import argmin_random_ties, shortest_of
-from dispatchlab.engine.rng import sample_distinct, uniform
+from dispatchlab.engine.kernels import argmin_random_ties, shortest_of_row
+from dispatchlab.engine.rng import sample_distinct_row, uniform
 from dispatchlab.errors import ValidationError
 
 STRATEGY_SIGNATURE = types.int64(
@@ -100,13 +100,14 @@ def l_jba_pick(estimates, mu, rng, weighted):
 
 
 @njit(inline="always", cache=True)
-def l_pod_pick(estimates, rng, d, scratch):
-    """L-Pod: d distinct servers sampled uniformly, the smallest local estimate among them."""
+def l_pod_pick(estimates, rng, d, table, row):
+    """L-Pod: d distinct servers sampled uniformly (into ``table[row, :d]``), the smallest
+    local estimate among them."""
     N = estimates.size
     if d >= N:
         return argmin_random_ties(estimates, rng)
-    sample_distinct(rng, N, d, scratch)
-    return shortest_of(estimates, scratch, d, rng)
+    sample_distinct_row(rng, N, d, table, row)
+    return shortest_of_row(estimates, table, row, d, rng)
 
 
 @strategy_function
@@ -124,7 +125,8 @@ def l_jba(estimates, mu, rng, params, scratch):
 @strategy_function
 def l_pod(estimates, mu, rng, params, scratch):
     """L-Pod as a plug-in strategy; ``params[0]`` = d, the number of distinct choices."""
-    return l_pod_pick(estimates, rng, np.int64(params[0]), scratch)
+    return l_pod_pick(estimates, rng, np.int64(params[0]), scratch.reshape((1, scratch.size)),
+                      0)
 
 
 # -- the strategy object the policy and the theory use ----------------------------------------

@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.engine.interface import PROBE, REPLY, REPORT, hook_function
-from dispatchlab.engine.rng import randint, sample_distinct, uniform
+from dispatchlab.engine.rng import randint, sample_distinct_row, uniform
 from dispatchlab.policies.led.layout import (
     FP_LOG_MISS,
     FP_P,
@@ -58,10 +58,10 @@ def _push_sample(m, Q, ist, d, rng, msg):
         for n in range(N):
             estimates[n] = Q[n]
     else:
-        sample = ist[M + 1]
-        sample_distinct(rng, N, d, sample)
+        sample_distinct_row(rng, N, d, ist, M + 1)
         for i in range(d):
-            estimates[sample[i]] = Q[sample[i]]
+            n = ist[M + 1, i]
+            estimates[n] = Q[n]
     msg[PROBE] += d
     msg[REPLY] += d
 

@@ -206,6 +206,14 @@ def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snap
         snapshot.elapsed = time.perf_counter() - started
         _notify(progress, snapshot)
 
+    def record_failure(point: Point, message: str) -> None:
+        db.record(run_id, point.to_dict(), error=message)
+        snapshot.failed += 1
+        snapshot.slots_left -= point.slots
+        outcome.failed.append((describe_point(point), message))
+        if progress is not None:
+            progress.point_failed(point, message)
+
     refresh()
     while pending:
         finished, _ = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
@@ -218,13 +226,7 @@ def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snap
                 broken.append(point)
                 continue
             except Exception as error:  # the point failed; the others go on
-                message = _error_line(error)
-                db.record(run_id, point.to_dict(), error=message)
-                snapshot.failed += 1
-                snapshot.slots_left -= point.slots
-                outcome.failed.append((describe_point(point), message))
-                if progress is not None:
-                    progress.point_failed(point, message)
+                record_failure(point, _error_line(error))
                 continue
             db.record(run_id, point.to_dict(), result=reply["result"], worker=reply["worker"],
                       seconds=reply["seconds"])
@@ -241,13 +243,7 @@ def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snap
             for point in broken:
                 deaths[point.key] = deaths.get(point.key, 0) + 1
                 if deaths[point.key] >= MAX_WORKER_DEATHS:
-                    message = "worker process died while running this point"
-                    db.record(run_id, point.to_dict(), error=message)
-                    snapshot.failed += 1
-                    snapshot.slots_left -= point.slots
-                    outcome.failed.append((describe_point(point), message))
-                    if progress is not None:
-                        progress.point_failed(point, message)
+                    record_failure(point, "worker process died while running this point")
                 else:
                     pending[pool.submit(run_point, point.to_dict())] = point
         refresh()

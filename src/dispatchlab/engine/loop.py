@@ -253,7 +253,8 @@ def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum):
     """Bernoulli service without delay tracking, the hot path of most runs: Q ← max(Q + A − S, 0).
 
     Its own small function so that the xoshiro state stays in registers (inside the large
-    slot loop it spills to the stack). Returns (ΣQ(t+1), Σ S_n, departures)."""
+    slot loop it spills to the stack). Returns (ΣQ(t+1), Σ S_n, departures).
+    Its twin with delay tracking is :func:`_serve_bernoulli_fifo`: keep the two in step."""
     total_queue = np.int64(0)
     total_service = np.int64(0)
     departures = np.int64(0)

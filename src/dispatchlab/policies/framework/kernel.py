@@ -126,7 +126,9 @@ def read_queues(m, Q, ip, fp, ist, fst, rng, msg):
     return eta, ip[HEADER:], fp[n:], ist[m, : ip[T_]], ist[M + 2, :n]
 
 
-# One hook per built-in decision, at module level so that numba caches it on disk.
+# One hook per built-in decision, identical but for the decision it calls: each is a
+# module-level function so that numba caches it on disk (a factory's closures, or functions
+# made by exec, have no cacheable source and would recompile in every process).
 
 @hook_function
 def _rand_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):

@@ -212,3 +212,16 @@ def test_poisson_split_by_table_inversion_has_poisson_law() -> None:
         chi2 = float((((observed - expected) ** 2) / expected).sum())
         assert stats.chi2.sf(chi2, df=top) > 1e-4, (lam, chi2)
         assert draws[:, m].mean() == pytest.approx(lam, rel=0.03)
+
+
+def test_repeats_use_successive_seeds_and_a_replication_ci(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _rows(capsys, ["bench", "--workload", "jsq", "--slots", "20000", "--repeat", "3",
+                          "--no-refsim", "--json"])
+    (row,) = rows
+    assert row["ci_method"] == "independent replications (3)"
+    assert row["ci_low"] < row["mean_total_queue"] < row["ci_high"]
+    single = _rows(capsys, ["bench", "--workload", "jsq", "--slots", "20000", "--no-refsim",
+                            "--json"])[0]
+    assert single["ci_method"].startswith("batch means")
+    assert single["mean_total_queue"] != row["mean_total_queue"]  # the mean of seeds 7, 8, 9

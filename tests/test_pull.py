@@ -197,7 +197,7 @@ def test_sparse_feedback_messages(burst_system):
     au = simulate(burst_system(), "aujsq", policy_params={"T_u": 1}, slots=SLOTS, warmup=0,
                   seed=5)
     assert au.messages_by_kind["report"] * au.jobs_arrived == pytest.approx(2 * SLOTS)
-    assert au.diagnostics["estimation_error_l1"] == 0
+    assert au.diagnostics["estimation_error"] == 0
 
 
 def test_sujsq_with_period_one_is_jsq():
@@ -210,7 +210,7 @@ def test_sujsq_with_period_one_is_jsq():
     stale = simulate(system, "sujsq", policy_params={"T_u": 20}, slots=50_000, seed=9,
                      track_delay=False)
     assert stale.mean_total_queue > jsq.mean_total_queue
-    assert stale.diagnostics["estimation_error_l1"] > 0
+    assert stale.diagnostics["estimation_error"] > 0
 
 
 # -- stability where theory says so ------------------------------------------------------------

@@ -71,11 +71,12 @@ def _estimate_end(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, re
                 for m in range(dispatchers):
                     ist[m, n] = Q[n]
                 msg[REPORT] += dispatchers
-    if record:
+    if record:  # E|Q_n − Q̃^m_n| over dispatchers and servers, as for LED
         error = 0
-        for n in range(N):
-            error += abs(ist[0, n] - Q[n])
-        diag[0] += error
+        for m in range(dispatchers):
+            for n in range(N):
+                error += abs(ist[m, n] - Q[n])
+        diag[0] += error / (dispatchers * N)
     return None
 
 
@@ -93,9 +94,6 @@ class _EstimateJsq(Policy):
                       float_params=np.array([1.0 / period]),
                       int_state=np.zeros((m + 1, max(n, 2)), np.int64),
                       n_diagnostics=len(DIAGNOSTICS))
-
-    def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
-        return {"estimation_error_l1": float(diag[0] / max(measured_slots, 1))}
 
 
 @register

@@ -13,6 +13,16 @@ class Result:
 
     Queue and delay means are ``nan`` (``null`` in JSON) when the run was judged
     unstable: an unstable run never reports a mean as if it were one.
+
+    Windows: everything is measured from slot ``warmup`` on. With
+    ``warmup_method="mser5"`` the MSER-5 truncation (``warmup``) applies to the mean and CI
+    of ΣQ only; the other measures keep the fixed 10 % warm-up. The measured delay
+    counts the jobs that arrived in the window and were served before the run ended (jobs
+    still queued at the end are censored, which biases it low on runs that are short
+    against the queue's relaxation time; ``mean_delay`` by Little's law has no such bias).
+    A dispatch event is a dispatcher-slot with arrivals; in per-job mode a policy that
+    probes per decision (JSQ, Po-d) spends its messages per job, so
+    ``messages_per_dispatch`` then includes the jobs per event.
     """
 
     # configuration

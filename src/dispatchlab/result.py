@@ -16,7 +16,7 @@ class Result:
 
     Windows: everything is measured from slot ``warmup`` on. With
     ``warmup_method="mser5"`` the MSER-5 truncation (``warmup``) applies to the mean and CI
-    of ΣQ only; the other measures keep the fixed 10 % warm-up. The measured delay
+    of ΣQ only; the other measures keep the fixed warm-up (10 % by default). The measured delay
     counts the jobs that arrived in the window and were served before the run ended (jobs
     still queued at the end are censored, which biases it low on runs that are short
     against the queue's relaxation time; ``mean_delay`` by Little's law has no such bias).

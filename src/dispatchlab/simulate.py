@@ -61,6 +61,9 @@ def simulate(
     """
     if isinstance(policy, str):
         policy = make_policy(policy, **(policy_params or {}))
+    else:
+        require(not policy_params, "policy_params",
+                "give parameters to make_policy, not with a Policy object")
     require(_is_int(slots) and slots >= 1, "slots", f"must be an integer ≥ 1 (got {slots!r})")
     require(warmup is None or _is_int(warmup), "warmup", f"must be an integer (got {warmup!r})")
     require(_is_int(replications), "replications",

@@ -23,7 +23,16 @@ from dispatchlab.engine.kernels import (
     shortest_of_row,
     slot_argmin_cache,
 )
-from dispatchlab.engine.loop import _draw_arrivals, _poisson_cdf_table
+from dispatchlab.engine.loop import (
+    DELAY_BINS,
+    EXACT_DELAY_BINS,
+    SUM_DELAY,
+    _draw_arrivals,
+    _grow_fifo,
+    _poisson_cdf_table,
+    _serve_bernoulli,
+    _serve_bernoulli_fifo,
+)
 from dispatchlab.engine.rng import bernoulli_threshold, make_rng_state, uniform, weighted_index
 
 REQUIRED = ("name", "slots_per_second", "jobs_per_second", "slots_per_second_full",
@@ -225,3 +234,52 @@ def test_repeats_use_successive_seeds_and_a_replication_ci(
                             "--json"])[0]
     assert single["ci_method"].startswith("batch means")
     assert single["mean_total_queue"] != row["mean_total_queue"]  # the mean of seeds 7, 8, 9
+
+
+def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
+    """The listed (branch-free) FIFO pass: same queues and draws as the service without delay
+    tracking, and every job's delay t − arrival slot as a per-job FIFO computes it, through
+    several growths of the ring buffers (a slow server gains a batch almost every slot)."""
+    N, slots, warmup = 8, 600, 40
+    mu = np.linspace(0.15, 0.9, N)
+    thresholds = np.array([bernoulli_threshold(m) for m in mu], np.uint64)
+    Q = np.array([3, 0, 1, 0, 0, 2, 0, 0], np.int64)
+    Q_plain = Q.copy()
+    fifo = np.zeros((N, 2 * 16), np.int64)
+    ends = np.zeros((N, 2), np.int64)
+    jobs: list[list[int]] = [[-1] * int(q) for q in Q]  # arrival slot of each job waiting
+    for n in range(N):
+        if Q[n] > 0:
+            fifo[n, 0], fifo[n, 1], ends[n, 1] = -1, Q[n], 1
+    rng, rng_plain = make_rng_state(5), make_rng_state(5)
+    hist = np.zeros(DELAY_BINS, np.int64)
+    moments = np.zeros(8)
+    scratch = np.zeros((3, N), np.int64)
+    queue_sum = np.zeros(N, np.int64)
+    arrivals = np.random.default_rng(3)
+    expected: list[int] = []
+    grown = 0
+    for t in range(slots):
+        A = arrivals.binomial(3, 0.25, N).astype(np.int64)
+        before = Q + A
+        for n in range(N):
+            jobs[n].extend([t] * int(A[n]))
+        total, _, departures, full = _serve_bernoulli_fifo(
+            Q, A, scratch[0], thresholds, rng, True, queue_sum, t, warmup, fifo, ends, hist,
+            moments, scratch[1], scratch[2])
+        plain_total, _, plain_departures = _serve_bernoulli(
+            Q_plain, A, scratch[0], thresholds, rng_plain, True, queue_sum)
+        assert (Q == Q_plain).all() and total == plain_total and departures == plain_departures
+        for n in range(N):
+            for _ in range(int(before[n] - Q[n])):
+                arrived = jobs[n].pop(0)
+                if arrived >= warmup:
+                    expected.append(t - arrived)
+        assert (ends[:, 1] == [len({*j}) for j in jobs]).all()  # one batch per arrival slot
+        if full:
+            fifo = _grow_fifo(fifo, ends)
+            grown += 1
+    assert grown >= 3
+    assert len(expected) > 1000 and max(expected) < EXACT_DELAY_BINS
+    assert (hist == np.bincount(expected, minlength=DELAY_BINS)).all()
+    assert moments[SUM_DELAY] == sum(expected)

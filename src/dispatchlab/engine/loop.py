@@ -207,45 +207,46 @@ LOOP_SIGNATURE = _i64(
 
 
 @njit(cache=True)
-def _grow_fifo(fifo_slot, fifo_count, fifo_ends):
-    N, capacity = fifo_slot.shape
-    grown_slot = np.zeros((N, 2 * capacity), np.int64)
-    grown_count = np.zeros((N, 2 * capacity), np.int64)
+def _grow_fifo(fifo, fifo_ends):
+    """The FIFO ring buffers at twice the capacity, each unrolled to start at entry 0."""
+    N, width = fifo.shape
+    mask = (width >> 1) - 1
+    grown = np.zeros((N, 2 * width), np.int64)
     for n in range(N):
-        for i in range(fifo_ends[1, n]):
-            j = (fifo_ends[0, n] + i) & (capacity - 1)
-            grown_slot[n, i] = fifo_slot[n, j]
-            grown_count[n, i] = fifo_count[n, j]
-        fifo_ends[0, n] = 0
-    return grown_slot, grown_count
+        head = fifo_ends[n, 0]
+        for i in range(fifo_ends[n, 1]):
+            j = (head + i) & mask
+            grown[n, 2 * i] = fifo[n, 2 * j]
+            grown[n, 2 * i + 1] = fifo[n, 2 * j + 1]
+        fifo_ends[n, 0] = 0
+    return grown
 
 
 @njit(inline="always", cache=True)
-def _fifo_update(n, arrived_now, served, t, warmup, fifo_slot, fifo_count, fifo_ends,
-                 delay_hist, moments):
+def _fifo_update(n, arrived_now, served, t, warmup, fifo, fifo_ends, delay_hist, moments):
     """Append this slot's arrivals to server n's FIFO, then time its ``served`` departures.
 
     Returns True when the buffer has one free entry left (the caller then grows it)."""
-    mask = fifo_slot.shape[1] - 1  # the capacity is a power of two
+    mask = (fifo.shape[1] >> 1) - 1  # the capacity is a power of two
     if arrived_now > 0:
-        tail = (fifo_ends[0, n] + fifo_ends[1, n]) & mask
-        fifo_slot[n, tail] = t
-        fifo_count[n, tail] = arrived_now
-        fifo_ends[1, n] += 1
+        tail = (fifo_ends[n, 0] + fifo_ends[n, 1]) & mask
+        fifo[n, 2 * tail] = t
+        fifo[n, 2 * tail + 1] = arrived_now
+        fifo_ends[n, 1] += 1
     while served > 0:
-        h = fifo_ends[0, n]
-        take = min(served, fifo_count[n, h])
-        arrived = fifo_slot[n, h]
+        h = fifo_ends[n, 0]
+        take = min(served, fifo[n, 2 * h + 1])
+        arrived = fifo[n, 2 * h]
         if arrived >= warmup:
             delay = t - arrived
             delay_hist[_delay_bin(delay)] += take
             moments[SUM_DELAY] += delay * take
-        fifo_count[n, h] -= take
+        fifo[n, 2 * h + 1] -= take
         served -= take
-        if fifo_count[n, h] == 0:
-            fifo_ends[0, n] = (h + 1) & mask
-            fifo_ends[1, n] -= 1
-    return fifo_ends[1, n] >= mask
+        if fifo[n, 2 * h + 1] == 0:
+            fifo_ends[n, 0] = (h + 1) & mask
+            fifo_ends[n, 1] -= 1
+    return fifo_ends[n, 1] >= mask
 
 
 @njit(cache=True)
@@ -278,13 +279,19 @@ def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum):
 
 @njit(cache=True)
 def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup,
-                          fifo_slot, fifo_count, fifo_ends, delay_hist, moments):
+                          fifo, fifo_ends, delay_hist, moments, arrived_at, departed_at):
     """:func:`_serve_bernoulli` with FIFO delay tracking. Returns (ΣQ(t+1), Σ S_n,
-    departures, whether a FIFO buffer is about to fill up)."""
+    departures, whether a FIFO buffer is about to fill up).
+
+    The service pass only lists the servers with an arrival (``arrived_at``) and those
+    with a departure (``departed_at``, at most one each under Bernoulli service), without
+    a branch; the FIFOs are updated afterwards from the two lists (a branch per server on
+    "arrival or departure" mispredicted about a third of the time). Per server the order
+    stays arrivals first, then departures, and departures are timed in server order."""
     total_queue = np.int64(0)
     total_service = np.int64(0)
     departures = np.int64(0)
-    fifo_full = False
+    arrivals = 0
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     for n in range(Q.size):
         arrived = A[n]
@@ -294,16 +301,44 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, t, w
         s = np.int64((bits >> np.uint64(11)) < thresholds[n])
         total_service += s
         served = min(s, q)
+        arrived_at[arrivals] = n
+        arrivals += arrived > 0
+        departed_at[departures] = n
         departures += served
         left = q - served
         Q[n] = left
         total_queue += left
         if record:
             queue_sum[n] += left
-        if arrived > 0 or served > 0:
-            fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo_slot, fifo_count,
-                                      fifo_ends, delay_hist, moments)
     rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+
+    mask = (fifo.shape[1] >> 1) - 1  # the capacity is a power of two
+    for i in range(arrivals):
+        n = arrived_at[i]
+        length = fifo_ends[n, 1]
+        tail = (fifo_ends[n, 0] + length) & mask
+        fifo[n, 2 * tail] = t
+        fifo[n, 2 * tail + 1] = A[n]
+        fifo_ends[n, 1] = length + 1
+    delay_sum = moments[SUM_DELAY]
+    for i in range(departures):
+        n = departed_at[i]
+        h = fifo_ends[n, 0]
+        arrived = fifo[n, 2 * h]
+        if arrived >= warmup:
+            delay = t - arrived
+            delay_hist[_delay_bin(delay)] += 1
+            delay_sum += delay
+        remaining = fifo[n, 2 * h + 1] - 1
+        fifo[n, 2 * h + 1] = remaining
+        emptied = np.int64(remaining == 0)
+        fifo_ends[n, 0] = (h + emptied) & mask
+        fifo_ends[n, 1] -= emptied
+    moments[SUM_DELAY] = delay_sum
+    # only a server with an arrival can have grown
+    fifo_full = False
+    for i in range(arrivals):
+        fifo_full |= fifo_ends[arrived_at[i], 1] >= mask
     return total_queue, total_service, departures, fifo_full
 
 
@@ -315,7 +350,7 @@ def _run_segment(
     slots, warmup, block_length, bound, track_delay, detail, rng,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
-    counters, moments, work, carry, fifo_slot, fifo_count, fifo_ends, thresholds,
+    counters, moments, work, carry, fifo, fifo_ends, thresholds,
 ):
     """Slots from ``t_start`` until the end, a full FIFO (returns the next slot) or the
     bound (returns −slots run)."""
@@ -327,6 +362,8 @@ def _run_segment(
     Q_prev = work[1]
     last_slot_chosen = work[2]
     last_chooser = work[3]
+    arrived_at = work[4]
+    departed_at = work[5]
     pooled = carry[0]
     for t in range(t_start, slots):
         record = t >= warmup
@@ -370,8 +407,8 @@ def _run_segment(
                 Q, A, Q_prev, thresholds, rng, record, queue_sum)
         elif service_code == 0:
             total_queue, total_service, departures, fifo_full = _serve_bernoulli_fifo(
-                Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, fifo_slot,
-                fifo_count, fifo_ends, delay_hist, moments)
+                Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, fifo,
+                fifo_ends, delay_hist, moments, arrived_at, departed_at)
         else:
             total_queue = np.int64(0)
             total_service = np.int64(0)
@@ -393,8 +430,8 @@ def _run_segment(
                 if record:
                     queue_sum[n] += left
                 if track_delay and (arrived > 0 or served > 0):
-                    fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo_slot,
-                                              fifo_count, fifo_ends, delay_hist, moments)
+                    fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo,
+                                              fifo_ends, delay_hist, moments)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
         pooled = max(pooled + total - total_service, 0)
@@ -449,24 +486,25 @@ def run_slots(
     """Run ``slots`` slots from state ``Q``. Returns the number of slots run, negated when
     the run stopped because ΣQ passed ``bound`` (in its last slot too)."""
     N = Q.size
-    work = np.zeros((4, N), np.int64)  # A, Q_prev, last slot chosen, last chooser
+    # A, Q_prev, last slot chosen, last chooser, servers with an arrival / a departure
+    work = np.zeros((6, N), np.int64)
     work[2, :] = -1
     carry = np.zeros(2, np.int64)  # pooled queue q(t), FIFO-full flag
     for n in range(N):
         carry[0] += Q[n]
-    # FIFO of (arrival slot, job count) batches per server, as ring buffers; a server
-    # gains at most one batch per slot, so the segment stops when one is about to fill up
-    # and the buffers grow here, outside the hot loop.
+    # FIFO of (arrival slot, job count) batches per server, as ring buffers with the two
+    # fields of an entry side by side (fifo[n, 2i], fifo[n, 2i + 1]: one cache line); a
+    # server gains at most one batch per slot, so the segment stops when one is about to
+    # fill up and the buffers grow here, outside the hot loop.
     capacity = 16
-    fifo_slot = np.zeros((N, capacity), np.int64)
-    fifo_count = np.zeros((N, capacity), np.int64)
-    fifo_ends = np.zeros((2, N), np.int64)  # head, length
+    fifo = np.zeros((N, 2 * capacity), np.int64)
+    fifo_ends = np.zeros((N, 2), np.int64)  # head, length
     if track_delay:
         for n in range(N):
             if Q[n] > 0:
-                fifo_slot[n, 0] = -1
-                fifo_count[n, 0] = Q[n]
-                fifo_ends[1, n] = 1
+                fifo[n, 0] = -1
+                fifo[n, 1] = Q[n]
+                fifo_ends[n, 1] = 1
     # Bernoulli(μ_n) service as an integer compare on 53 random bits (bernoulli_threshold)
     thresholds = np.zeros(N, np.uint64)
     for n in range(N):
@@ -484,12 +522,11 @@ def run_slots(
             _borrowed(block_pooled), _borrowed(delay_hist), _borrowed(queue_hist),
             _borrowed(msg), _borrowed(msg_at_warmup), _borrowed(diag),
             _borrowed(counters), _borrowed(moments), _borrowed(work), _borrowed(carry),
-            _borrowed(fifo_slot), _borrowed(fifo_count), _borrowed(fifo_ends),
-            _borrowed(thresholds),
+            _borrowed(fifo), _borrowed(fifo_ends), _borrowed(thresholds),
         )
         if t < 0:
             return t
         if carry[1]:
-            fifo_slot, fifo_count = _grow_fifo(fifo_slot, fifo_count, fifo_ends)
+            fifo = _grow_fifo(fifo, fifo_ends)
             carry[1] = 0
     return slots

@@ -1,7 +1,7 @@
 """Figures of an experiment, drawn from its stored points (matplotlib, no display needed).
 
-One curve per policy label (and per system when the experiment has several), the
-confidence interval as a band, and the theory reference lines the figure declares.
+One panel per system, one curve per policy label, the confidence interval as a band,
+and the theory reference lines the figure declares.
 Replications of a point are combined into their mean with a Student-t interval;
 a single replication keeps the run's own (batch-means) interval. A point judged
 unstable in any replication has no mean: its curve has a gap there, and the table
@@ -21,6 +21,7 @@ matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from dispatchlab.experiments.spec import (  # noqa: E402
@@ -109,42 +110,51 @@ def reference_curve(reference: ReferenceLine, frame: pd.DataFrame, spec: Experim
 
 
 def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -> plt.Figure:
-    """The matplotlib figure of ``figure`` from the stored points of ``spec``."""
+    """The matplotlib figure of ``figure`` from the stored points of ``spec``: one panel per
+    system (sharing the y axis), a policy keeps its colour across panels, one legend."""
     summary = summarize(frame, figure)
-    fig, ax = plt.subplots(figsize=(7.0, 4.6), dpi=110)
     systems = [s.name for s in spec.systems
                if not figure.systems or s.name in figure.systems]
-    several = len(systems) > 1
+    fig, axes = plt.subplots(1, len(systems), figsize=(1.0 + 5.0 * len(systems), 4.4),
+                             dpi=110, sharey=True, squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for index, ((system, policy), curve) in enumerate(summary.groupby(["system", "policy"],
-                                                                      sort=False)):
-        curve = curve.sort_values("x")
-        color = colors[index % len(colors)]
-        label = f"{policy} — {system}" if several else policy
-        ax.plot(curve["x"], curve["y"], marker="o", markersize=4, color=color, label=label)
-        if figure.ci and np.isfinite(curve["ci_low"]).any():
-            ax.fill_between(curve["x"], curve["ci_low"], curve["ci_high"], color=color,
-                            alpha=0.2, linewidth=0)
-        unstable = curve[~curve["stable"]]
-        if not unstable.empty:
-            ax.plot(unstable["x"], np.zeros(len(unstable)), linestyle="none", marker="x",
-                    color=color, transform=ax.get_xaxis_transform(), clip_on=False,
-                    label=f"{label}: unstable")
-    for system in systems:
+    color_of = {policy: colors[i % len(colors)]
+                for i, policy in enumerate(dict.fromkeys(summary["policy"]))}
+    legend: dict[str, object] = {}
+    for ax, system in zip(axes[0], systems, strict=True):
+        for policy, curve in summary[summary["system"] == system].groupby("policy", sort=False):
+            curve = curve.sort_values("x")
+            color = color_of[policy]
+            (line,) = ax.plot(curve["x"], curve["y"], marker="o", markersize=4, color=color)
+            legend.setdefault(policy, line)
+            if figure.ci and np.isfinite(curve["ci_low"]).any():
+                ax.fill_between(curve["x"], curve["ci_low"], curve["ci_high"], color=color,
+                                alpha=0.2, linewidth=0)
+            unstable = curve[~curve["stable"]]
+            if not unstable.empty:
+                (marks,) = ax.plot(unstable["x"], np.zeros(len(unstable)), linestyle="none",
+                                   marker="x", color=color, transform=ax.get_xaxis_transform(),
+                                   clip_on=False)
+                legend.setdefault(f"{policy}: unstable", marks)
         for reference in figure.references:
             xs, ys = reference_curve(reference, frame, spec, system)
-            label = f"{reference.label} — {system}" if several else reference.label
-            ax.plot(xs, ys, linestyle=reference.style, color="0.25", linewidth=1.2, label=label)
-    if figure.log_x:
-        ax.set_xscale("log")
-    if figure.log_y:
-        ax.set_yscale("log")
-    ax.set_xlabel(figure.xlabel or AXIS_LABELS[figure.x])
-    ax.set_ylabel(figure.ylabel or Y_LABELS.get(figure.y, figure.y))
-    ax.set_title(figure.title or f"{spec.title or spec.name}: {figure.name}", fontsize=11)
-    ax.grid(True, which="both", alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+            (line,) = ax.plot(xs, ys, linestyle=reference.style, color="0.25", linewidth=1.2)
+            legend.setdefault(reference.label, line)
+        if figure.log_x:  # ticks at the grid's values, not crowded minor labels
+            ax.set_xscale("log")
+            ax.set_xticks(sorted(spec.values), [f"{x:g}" for x in sorted(spec.values)])
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+        if figure.log_y:
+            ax.set_yscale("log")
+        ax.set_xlabel(figure.xlabel or AXIS_LABELS[figure.x])
+        ax.grid(True, which="both", alpha=0.3)
+        if len(systems) > 1:
+            ax.set_title(system, fontsize=10)
+    axes[0][0].set_ylabel(figure.ylabel or Y_LABELS.get(figure.y, figure.y))
+    fig.suptitle(figure.title or f"{spec.title or spec.name}: {figure.name}", fontsize=11)
+    if legend:
+        fig.legend(list(legend.values()), list(legend), fontsize=8, loc="center left",
+                   bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout()
     return fig
 
@@ -160,7 +170,7 @@ def write_figures(spec: ExperimentSpec, frame: pd.DataFrame, directory: str | Pa
         try:
             for fmt in formats:
                 path = directory / f"{figure.name}.{fmt}"
-                fig.savefig(path, format=fmt)
+                fig.savefig(path, format=fmt, bbox_inches="tight")
                 paths.append(path)
         finally:
             plt.close(fig)

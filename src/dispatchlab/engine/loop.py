@@ -32,7 +32,6 @@ from dispatchlab.engine.rng import (
     bernoulli_threshold,
     binomial,
     geometric0,
-    next_u64,
     poisson,
     uniform,
     weighted_index,
@@ -409,7 +408,7 @@ def _run_segment(
             total_queue, total_service, departures, fifo_full = _serve_bernoulli_fifo(
                 Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, fifo,
                 fifo_ends, delay_hist, moments, arrived_at, departed_at)
-        else:
+        else:  # the other service laws
             total_queue = np.int64(0)
             total_service = np.int64(0)
             departures = np.int64(0)
@@ -417,10 +416,7 @@ def _run_segment(
                 arrived = A[n]
                 q = Q[n] + arrived
                 Q_prev[n] = Q[n]
-                if service_code == 0:
-                    s = np.int64((next_u64(rng) >> np.uint64(11)) < thresholds[n])
-                else:
-                    s = _draw_service(service_code, mu[n], service_trials, rng)
+                s = _draw_service(service_code, mu[n], service_trials, rng)
                 total_service += s
                 served = min(s, q)
                 departures += served

@@ -14,8 +14,8 @@ def test_check_bound_json_matches_closed_forms(capsys):
                  "--load", "0.95", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["weighted_random_total_queue"] == pytest.approx(4281.175, abs=0.01)
-    # Poisson arrivals, Bernoulli service: ζ = λ_Σ + Σ μ_n(1 − μ_n) (§5)
-    assert data["zeta_half"] == pytest.approx((28.5 + 50 * 0.09 + 50 * 0.25) / 2)
+    # Poisson arrivals, Bernoulli service: ζ = μ_Σ + Σ μ_n(1 − μ_n), at the limit λ_Σ → μ_Σ
+    assert data["zeta_half"] == pytest.approx((30 + 50 * 0.09 + 50 * 0.25) / 2)
     assert data["uniform_rand_critical_load"] == pytest.approx(100 * 0.1 / 30)
     low, high = data["pooled_queue_kingman_low"], data["pooled_queue_kingman_high"]
     assert low <= data["pooled_queue_mean"] <= high

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from dispatchlab.errors import ValidationError
 from dispatchlab.model.system import System
 
 
@@ -14,9 +15,20 @@ def zeta(arrival_variance: float, service_variances: np.ndarray) -> float:
     return float(arrival_variance + np.sum(service_variances))
 
 
+def limit_arrival_variance(system: System) -> float:
+    """σ_Σ², Var A_Σ of the system's arrival law at λ_Σ = μ_Σ (its heavy-traffic limit);
+    the current variance when the law cannot reach that rate (a trace, Bernoulli)."""
+    try:
+        return system.arrivals.with_rate(system.mu_sum).variance
+    except ValidationError:
+        return system.arrivals.variance
+
+
 def heavy_traffic_limit(system: System) -> float:
-    """ζ/2: the limit of ε·E[ΣQ] for a heavy-traffic delay-optimal policy."""
-    return zeta(system.arrivals.variance, system.service_variances) / 2
+    """ζ/2, ζ = lim Var A_Σ + Σ_n ν_n² (§5): the limit of ε·E[ΣQ] as ε ↓ 0 for a
+    heavy-traffic delay-optimal policy, the same at every ε of a sweep. (The finite-ε
+    bound uses the variance at the system's own λ_Σ instead.)"""
+    return zeta(limit_arrival_variance(system), system.service_variances) / 2
 
 
 def lower_bound_total_queue(system: System) -> float:

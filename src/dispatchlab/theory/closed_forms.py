@@ -23,6 +23,7 @@ from scipy import stats as scipy_stats
 
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
+from dispatchlab.theory.bounds import limit_arrival_variance
 
 DISPATCH_MODES = ("batch", "per_job")
 
@@ -310,15 +311,6 @@ def random_routing_constant_raw(mu: np.ndarray, arrival_variance: float,
     service_term = float(np.sum(np.asarray(service_variances) * mu_sum / mu))
     return 0.5 * ((n - 1) * (1 - w) * mu_sum + (n * w + 1 - w) * arrival_variance
                   + (n - 1) * w * mu_sum**2 + service_term)
-
-
-def limit_arrival_variance(system: System) -> float:
-    """σ_Σ², Var A_Σ of the system's arrival law at λ_Σ = μ_Σ (its heavy-traffic limit);
-    the current variance when the law cannot reach that rate (a trace, Bernoulli)."""
-    try:
-        return system.arrivals.with_rate(system.mu_sum).variance
-    except ValidationError:
-        return system.arrivals.variance
 
 
 def random_routing_constant(system: System) -> float:

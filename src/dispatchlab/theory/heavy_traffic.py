@@ -13,14 +13,14 @@ M and split); this module names them for the heavy-traffic experiments.
 from __future__ import annotations
 
 from dispatchlab.model.system import System
-from dispatchlab.theory.bounds import heavy_traffic_limit, zeta
-from dispatchlab.theory.closed_forms import limit_arrival_variance, random_routing_constant
+from dispatchlab.theory.bounds import heavy_traffic_limit
+from dispatchlab.theory.closed_forms import random_routing_constant
 
 
 def pooled_limit(system: System) -> float:
-    """ζ/2 with ζ = σ_Σ² + ν_Σ² at the heavy-traffic limit λ_Σ → μ_Σ (the arrival variance
-    of the system's law at rate μ_Σ), the same for every ε of a sweep."""
-    return zeta(limit_arrival_variance(system), system.service_variances) / 2
+    """ζ/2 with ζ = σ_Σ² + ν_Σ² at the heavy-traffic limit λ_Σ → μ_Σ, the same for every ε
+    of a sweep (:func:`~dispatchlab.theory.bounds.heavy_traffic_limit`)."""
+    return heavy_traffic_limit(system)
 
 
 def random_routing_limit(system: System) -> float:
@@ -30,12 +30,6 @@ def random_routing_limit(system: System) -> float:
 
 
 def reference_lines(system: System) -> dict[str, float]:
-    """The reference values of a heavy-traffic plot for ``system``:
-    ``zeta_half`` (ζ/2 at the limit), ``zeta_half_at_epsilon`` (ζ/2 with the variance at
-    the system's own λ_Σ, as :class:`~dispatchlab.result.Result` reports it) and
-    ``random_routing`` (the weighted-RAND constant)."""
-    return {
-        "zeta_half": pooled_limit(system),
-        "zeta_half_at_epsilon": heavy_traffic_limit(system),
-        "random_routing": random_routing_limit(system),
-    }
+    """The reference values of a heavy-traffic plot for ``system``: ``zeta_half`` (ζ/2)
+    and ``random_routing`` (the weighted-RAND constant)."""
+    return {"zeta_half": pooled_limit(system), "random_routing": random_routing_limit(system)}

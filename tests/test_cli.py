@@ -222,7 +222,7 @@ BAD_INPUT = [
     (["run", "--policy", "pod", "--set", "k=2"], "pod.k", "unknown parameter"),
     (["run", "--policy", "pod", "--set", "d"], "set", "KEY=VALUE"),
     (["run"], "policy", "no policy given"),
-    (["run", "--policy", "jsq", "--dispatchers", "0"], "dispatchers", "≥ 1"),
+    (["run", "--policy", "jsq", "--dispatchers", "0"], "dispatchers", "in [1, "),
     (["run", "--policy", "jsq", "--split", "random"], "split", "per-job, batch"),
     (["run", "--policy", "jsq", "--dispatch", "random"], "dispatch", "batch, per-job"),
     (["run", "--policy", "jsq", "--arrivals", "weibull"], "arrivals", "unknown law"),

@@ -257,6 +257,7 @@ def run_bench(names: Sequence[str] | None = None, *, slots: int = DEFAULT_SLOTS,
     require(isinstance(slots, int) and slots >= 1000, "slots",
             f"must be an integer ≥ 1000 (got {slots!r})")
     require(isinstance(repeat, int) and repeat >= 1, "repeat", f"must be ≥ 1 (got {repeat!r})")
+    require(isinstance(seed, int) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
     workloads = select_workloads(names)
     rows = []
     with _refsim_for(refsim) as binary:

@@ -53,8 +53,8 @@ def simulate(
         seed: the root seed; replication r uses ``SeedSequence(seed).spawn(R)[r]``.
         replications: independent replications; with R ≥ 2 the CI comes from their
             means, otherwise from batch means within the run.
-        warmup_method: ``fraction`` (fixed warm-up) or ``mser5`` (MSER-5 truncation
-            of the ΣQ series, applied to the mean and CI of ΣQ).
+        warmup_method: ``fraction`` (fixed warm-up) or ``mser5`` (MSER-5 truncation of
+            the ΣQ series after the fixed warm-up, applied to the mean and CI of ΣQ).
         bound: ΣQ at which the run stops and is judged unstable.
         track_delay: time every job (FIFO) for the delay distribution.
         detail: measure the queue-imbalance quantities every slot.
@@ -66,6 +66,7 @@ def simulate(
                 "give parameters to make_policy, not with a Policy object")
     require(_is_int(slots) and slots >= 1, "slots", f"must be an integer ≥ 1 (got {slots!r})")
     require(warmup is None or _is_int(warmup), "warmup", f"must be an integer (got {warmup!r})")
+    require(_is_int(seed) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
     require(_is_int(replications), "replications",
             f"must be an integer ≥ 1 (got {replications!r})")
     warmup = int(slots * WARMUP_FRACTION) if warmup is None else warmup
@@ -91,8 +92,8 @@ def _total_queue_estimate(run: RawRun, warmup_method: str) -> tuple[Estimate, in
     """Mean ΣQ of one run after warm-up, with its batch-means CI and the warm-up used."""
     blocks = run.block_means()
     first = -(-run.warmup // run.block_length)
-    if warmup_method == "mser5":
-        first = mser5_truncation(blocks)
+    if warmup_method == "mser5":  # MSER-5 on top of the fixed warm-up (≥ 10 %, §1.8)
+        first += mser5_truncation(blocks[first:])
     measured = blocks[first:]
     if warmup_method == "fraction":
         mean = run.moments[loop.SUM_TOTAL_QUEUE] / max(run.measured_slots, 1)

@@ -17,11 +17,16 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from dispatchlab.errors import require
+
 INV_2_53 = 1.0 / 9007199254740992.0  # 2⁻⁵³
 
 
 def make_rng_state(seed: int | np.random.SeedSequence) -> np.ndarray:
     """Return a fresh xoshiro256++ state derived from ``seed``."""
+    if not isinstance(seed, np.random.SeedSequence):
+        require(isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0,
+                "seed", f"must be an integer ≥ 0 (got {seed!r})")
     sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     state = sequence.generate_state(4, np.uint64)
     if not state.any():  # the all-zero state is the one forbidden state

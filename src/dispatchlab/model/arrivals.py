@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,10 +98,15 @@ def load_trace(path: str | Path) -> np.ndarray:
         if path.suffix == ".npy":
             raw = np.load(path, allow_pickle=False)
         else:
-            raw = np.loadtxt(path, delimiter=",", ndmin=1, dtype=float)
+            with warnings.catch_warnings():  # an empty file: our own message below
+                warnings.simplefilter("ignore")
+                raw = np.loadtxt(path, delimiter=",", ndmin=1, dtype=float)
     except ValueError as error:
         raise ValidationError("arrivals", f"trace {str(path)!r} is not numeric: {error}") from None
-    raw = np.asarray(raw, dtype=float).ravel()
+    raw = np.asarray(raw, dtype=float)
+    require(raw.ndim == 1 or (raw.ndim == 2 and 1 in raw.shape), "arrivals",
+            f"trace {str(path)!r} must be one column of per-slot counts (shape {raw.shape})")
+    raw = raw.ravel()
     require(raw.size > 0, "arrivals", f"trace {str(path)!r} is empty")
     require(bool(np.all(np.isfinite(raw))), "arrivals", "trace counts must be finite")
     require(bool(np.all(raw >= 0)), "arrivals",

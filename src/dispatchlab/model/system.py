@@ -11,6 +11,8 @@ from dispatchlab.model.arrivals import ArrivalProcess, arrival_process
 from dispatchlab.model.service import ServiceLaw, format_rates, parse_rates
 
 SPLITS = ("per_job", "batch")
+MAX_SERVERS = 1_000_000  # N: memory stays in the hundreds of MB
+MAX_DISPATCHERS = 100_000  # M
 DISPATCH_MODES = ("batch", "per_job")
 
 
@@ -46,8 +48,11 @@ class System:
         rates = np.asarray(self.rates, dtype=float)
         require(rates.size >= 1, "servers", "at least one server is needed")
         self.service.validate_rates(rates)
-        require(isinstance(self.dispatchers, int | np.integer) and self.dispatchers >= 1,
-                "dispatchers", f"M must be an integer ≥ 1 (got {self.dispatchers!r})")
+        require(rates.size <= MAX_SERVERS, "servers",
+                f"at most {MAX_SERVERS:,} servers (got {rates.size:,})")
+        require(isinstance(self.dispatchers, int | np.integer)
+                and 1 <= self.dispatchers <= MAX_DISPATCHERS, "dispatchers",
+                f"M must be an integer in [1, {MAX_DISPATCHERS:,}] (got {self.dispatchers!r})")
         require(self.split in SPLITS, "split", f"allowed: {', '.join(SPLITS)}")
         require(self.dispatch in DISPATCH_MODES, "dispatch",
                 f"allowed: batch, per-job (got {self.dispatch!r})")
@@ -98,8 +103,8 @@ class System:
                     "pass --allow-unstable to simulate it anyway")
             lam = load * mu_sum
         elif epsilon is not None:
-            require(np.isfinite(epsilon) and epsilon < mu_sum, "epsilon",
-                    f"ε must be < μ_Σ = {mu_sum:g} (got {epsilon:g})")
+            require(bool(np.isfinite(epsilon)), "epsilon", f"ε must be a number (got {epsilon})")
+            require(epsilon < mu_sum, "epsilon", f"ε must be < μ_Σ = {mu_sum:g} (got {epsilon:g})")
             require(epsilon > 0 or allow_overload, "epsilon",
                     f"ε = {epsilon:g} ≤ 0 means λ_Σ ≥ μ_Σ: no policy can keep this system "
                     "stable; pass --allow-unstable to simulate it anyway")

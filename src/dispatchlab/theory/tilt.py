@@ -255,6 +255,7 @@ def check_tilt(strategy: Strategy | str | Any, mu: Any, *, random_orders: int = 
                random_vectors: int = 200, max_levels: int = 60,
                samples: int = MONTE_CARLO_SAMPLES, seed: int = 0) -> TiltReport:
     """Search estimate vectors for the worst Δ₁, the worst −Δ_N and any tilt violation."""
+    require(isinstance(seed, int) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
     strategy = as_strategy(strategy)
     mu = np.asarray(mu, dtype=float)
     require(mu.ndim == 1 and mu.size >= 1 and bool(np.all(mu > 0)), "servers",

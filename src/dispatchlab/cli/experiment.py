@@ -10,6 +10,7 @@ exports what is stored; ``report`` draws the HTML report from the store.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +27,7 @@ from dispatchlab.experiments.spec import ExperimentSpec, Point
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
 
 RESULTS_DIR = Path("results")
+CLUSTER_ADDRESS = re.compile(r"^([a-z]+://)?[^\s:/]+:\d+/?$")
 EXPORT_FORMATS = ("table", "csv", "parquet", "json")
 STATUS_FILTERS = ("done", "failed", "all")
 LIST_COLUMNS = ["experiment", "system", "policy_label", "x", "replication", "slots",
@@ -111,6 +113,10 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
 
     console = stderr_console()
     directory = out or RESULTS_DIR / spec.name
+    require(workers is None or workers >= 1, "workers", f"must be ≥ 1 (got {workers})")
+    require(cluster is None or CLUSTER_ADDRESS.match(cluster) is not None, "cluster",
+            f"give a scheduler address like tcp://HOST:PORT (got {cluster!r})")
+    _check_output_directory(directory)
     with Store(store) as db:
         console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
                       f"{escape(str(db.path))}")
@@ -123,7 +129,11 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
         frame = db.frame(spec.name)
         directory.mkdir(parents=True, exist_ok=True)
         frame.to_csv(directory / "points.csv", index=False)
-        figures = write_figures(spec, frame, directory, formats=("png",))
+        try:
+            figures = write_figures(spec, frame, directory, formats=("png",))
+        except KeyError as error:  # the points are stored; only the figure cannot be drawn
+            raise ValidationError("figures", f"unknown y quantity {error} (the points are "
+                                  "stored; fix the figure and run `dispatchlab report`)") from None
     rate = outcome.slots / outcome.seconds if outcome.seconds > 0 else math.nan
     console.print(
         f"{outcome.computed} computed, {outcome.skipped} already stored, "
@@ -134,6 +144,21 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
                   f"in {escape(str(directory))}/")
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def _check_output_directory(directory: Path) -> None:
+    """Fail before any work when the output directory cannot be made."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValidationError("out", f"cannot write to {str(directory)!r}: "
+                              f"{error.strerror or error}") from None
+
+
+def _check_output_file(path: Path | None) -> None:
+    if path is not None:
+        require(path.parent.is_dir(), "output", f"no such directory: {str(path.parent)!r}")
+        require(not path.is_dir(), "output", f"{str(path)!r} is a directory")
 
 
 @app.command("experiment")
@@ -194,7 +219,7 @@ def results_command(
     experiment: Annotated[str | None, typer.Argument(
         help="Only this experiment (default: all).", show_default=False)] = None,
     policy: Annotated[str | None, typer.Option(
-        help="Only this policy label.", show_default=False)] = None,
+        help="Only this policy (its label or its name).", show_default=False)] = None,
     system: Annotated[str | None, typer.Option(
         help="Only this system label.", show_default=False)] = None,
     status: Annotated[str, typer.Option(help="done, failed or all.")] = "done",
@@ -209,6 +234,7 @@ def results_command(
     require(format_ in EXPORT_FORMATS, "format", f"allowed: {', '.join(EXPORT_FORMATS)}")
     require(status in STATUS_FILTERS, "status", f"allowed: {', '.join(STATUS_FILTERS)}")
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
+    _check_output_file(output)
     with Store(store) as db:
         if experiment is not None:
             require(experiment in db.experiment_names(), "experiment",
@@ -265,9 +291,11 @@ def report_command(
     from dispatchlab.report.html import write_report
 
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
+    directory = out or RESULTS_DIR / experiment
+    _check_output_directory(directory)
     with Store(store) as db:
         try:
-            path = write_report(db, experiment, out or RESULTS_DIR / experiment)
+            path = write_report(db, experiment, directory)
         except KeyError as error:
             raise ValidationError("figures", f"unknown y quantity {error}") from None
     stderr_console().print(f"wrote {escape(str(path))}")

@@ -290,8 +290,9 @@ class _Executor:
 
         try:
             self._client = Client(address, timeout="20s")
-        except OSError as error:
-            require(False, "cluster", f"cannot reach the Dask scheduler at {address} ({error})")
+        except (OSError, ValueError) as error:
+            raise ValidationError("cluster", f"cannot reach the Dask scheduler at {address!r} "
+                                  f"({error}); give tcp://HOST:PORT") from None
         threads = sum(self._client.nthreads().values())
         self.kind = f"dask {address} ({threads} threads)"
         self.capacity = max(1, threads)

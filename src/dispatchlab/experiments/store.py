@@ -268,13 +268,17 @@ class Store:
 
     def points(self, experiment: str | None = None, *, status: str | None = "done",
                policy: str | None = None, system: str | None = None) -> list[dict[str, Any]]:
-        """Stored rows (dicts with the columns; ``result`` parsed), filtered."""
+        """Stored rows (dicts with the columns; ``result`` parsed), filtered; ``policy``
+        matches a point's label or its policy name."""
         clauses, args = [], []
         for column, value in (("experiment", experiment), ("status", status),
-                              ("policy_label", policy), ("system", system)):
+                              ("system", system)):
             if value is not None:
                 clauses.append(f"{column} = ?")
                 args.append(value)
+        if policy is not None:  # a label (JSQ) or a registered name (jsq)
+            clauses.append("(policy_label = ? OR policy = ?)")
+            args.extend([policy, policy])
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         rows = self.query(f"SELECT * FROM points{where} ORDER BY experiment, system, "
                           "policy_label, x, replication", tuple(args))

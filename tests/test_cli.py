@@ -302,3 +302,17 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], args: list[str]
     assert code == 2
     assert out == ""
     assert "Traceback" not in err and err.strip()
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["experiment", "classic-load-sweep", "--quick", "--out", "/proc/no/such/dir"], "out"),
+    (["experiment", "classic-load-sweep", "--quick", "--cluster", "notanaddress"], "cluster"),
+    (["experiment", "classic-load-sweep", "--quick", "--workers", "0"], "workers"),
+])
+def test_sweep_options_fail_before_any_work(argv, field, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv + ["--no-progress"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [captured.err.strip()]  # one line
+    assert captured.err.startswith(f"error: {field}:")
+    assert not (tmp_path / "dispatchlab-results.sqlite").exists()  # nothing written

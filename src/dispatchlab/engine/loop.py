@@ -342,6 +342,35 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, t, w
 
 
 @njit(cache=True)
+def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
+                     track_delay, t, warmup, fifo, fifo_ends, delay_hist, moments):
+    """The service step for the laws other than Bernoulli (the Bernoulli twins are
+    :func:`_serve_bernoulli` and :func:`_serve_bernoulli_fifo`). Returns (ΣQ(t+1), Σ S_n,
+    departures, whether a FIFO buffer is about to fill up)."""
+    total_queue = np.int64(0)
+    total_service = np.int64(0)
+    departures = np.int64(0)
+    fifo_full = False
+    for n in range(Q.size):
+        arrived = A[n]
+        q = Q[n] + arrived
+        Q_prev[n] = Q[n]
+        s = _draw_service(service_code, mu[n], service_trials, rng)
+        total_service += s
+        served = min(s, q)
+        departures += served
+        left = q - served
+        Q[n] = left
+        total_queue += left
+        if record:
+            queue_sum[n] += left
+        if track_delay and (arrived > 0 or served > 0):
+            fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo, fifo_ends,
+                                      delay_hist, moments)
+    return total_queue, total_service, departures, fifo_full
+
+
+@njit(cache=True)
 def _run_segment(
     t_start, mu, service_code, service_trials,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
@@ -408,26 +437,10 @@ def _run_segment(
             total_queue, total_service, departures, fifo_full = _serve_bernoulli_fifo(
                 Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, fifo,
                 fifo_ends, delay_hist, moments, arrived_at, departed_at)
-        else:  # the other service laws
-            total_queue = np.int64(0)
-            total_service = np.int64(0)
-            departures = np.int64(0)
-            for n in range(N):
-                arrived = A[n]
-                q = Q[n] + arrived
-                Q_prev[n] = Q[n]
-                s = _draw_service(service_code, mu[n], service_trials, rng)
-                total_service += s
-                served = min(s, q)
-                departures += served
-                left = q - served
-                Q[n] = left
-                total_queue += left
-                if record:
-                    queue_sum[n] += left
-                if track_delay and (arrived > 0 or served > 0):
-                    fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo,
-                                              fifo_ends, delay_hist, moments)
+        else:
+            total_queue, total_service, departures, fifo_full = _serve_other_law(
+                Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
+                track_delay, t, warmup, fifo, fifo_ends, delay_hist, moments)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
         pooled = max(pooled + total - total_service, 0)

@@ -10,7 +10,8 @@ import pytest
 
 from dispatchlab.cli import main
 from dispatchlab.errors import ValidationError
-from dispatchlab.experiments.spec import ExperimentSpec, PolicySpec, SystemSpec
+from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.runspec import PolicySpec, SystemSpec
 from dispatchlab.experiments.store import Store
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from dispatchlab.errors import ValidationError, require
-from dispatchlab.experiments.spec import PolicySpec, SystemSpec
+from dispatchlab.runspec import PolicySpec, SystemSpec
 
 DEFAULT_STORE = "dispatchlab-results.sqlite"
 BUSY_TIMEOUT_MS = 60_000

@@ -10,6 +10,11 @@ the grid is a :class:`Point`; a point's seed is derived from a hash of its ident
 and the root seed, never from its position, so a point gives the same numbers
 whatever grid it sits in, whatever executor runs it and in whatever order.
 
+The systems and policies are the run spec's :class:`~dispatchlab.runspec.SystemSpec` and
+:class:`~dispatchlab.runspec.PolicySpec` (one model and one converter for ``dispatchlab
+run`` and for sweeps: any system field, dispatcher weights included, can differ between
+the systems of a grid); the figures are :mod:`dispatchlab.report.figures`.
+
 Everything here is plain data (frozen dataclasses). ``ExperimentSpec.to_dict()`` /
 ``ExperimentSpec.from_dict()`` round-trip through JSON (what the store keeps), and
 ``ExperimentSpec.from_toml(path)`` reads the TOML form of ``examples/sweep.toml``.

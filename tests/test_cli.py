@@ -70,6 +70,15 @@ def test_run_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["delay_p99"] is None  # no delay tracking
 
 
+def test_run_dispatcher_weights(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("run", "--policy", "jsq", *SMALL, "--slots", "2000", "--seed", "5")
+    plain = run_json(capsys, *args)
+    uniform = run_json(capsys, *args, "--dispatcher-weights", "2,2")
+    skewed = run_json(capsys, *args, "--dispatcher-weights", "1,9")
+    assert uniform["mean_total_queue"] == plain["mean_total_queue"]
+    assert skewed["mean_total_queue"] != plain["mean_total_queue"]
+
+
 def test_run_same_seed_same_result(capsys: pytest.CaptureFixture[str]) -> None:
     args = ("run", "--policy", "jsq", *SMALL, "--slots", "2000", "--seed", "5")
     first, second = run_json(capsys, *args), run_json(capsys, *args)
@@ -223,8 +232,12 @@ BAD_INPUT = [
     (["run", "--policy", "pod", "--set", "d"], "set", "KEY=VALUE"),
     (["run"], "policy", "no policy given"),
     (["run", "--policy", "jsq", "--dispatchers", "0"], "dispatchers", "in [1, "),
-    (["run", "--policy", "jsq", "--split", "random"], "split", "per-job, batch"),
-    (["run", "--policy", "jsq", "--dispatch", "random"], "dispatch", "batch, per-job"),
+    (["run", "--policy", "jsq", "--split", "random"], "split", "per_job, batch"),
+    (["run", "--policy", "jsq", "--dispatch", "random"], "dispatch", "batch, per_job"),
+    (["run", "--policy", "jsq", "--dispatcher-weights", "1,x"], "dispatcher_weights",
+     "comma-separated numbers"),
+    (["run", "--policy", "jsq", *SMALL, "--dispatcher-weights", "1"], "dispatcher_weights",
+     "one weight per dispatcher (2)"),
     (["run", "--policy", "jsq", "--arrivals", "weibull"], "arrivals", "unknown law"),
     (["run", "--policy", "jsq", "--service", "binomial:x"], "service", "binomial:K"),
     (["run", "--policy", "jsq", "--slots", "0"], "slots", "≥ 1"),

@@ -177,6 +177,14 @@ def test_local_processes_and_dask_give_identical_numbers(tmp_path):
     assert (again.skipped, again.computed) == (len(spec.points()), 0)
 
 
+def test_local_workers_are_spawned_not_forked():
+    pool = runner_module._Executor(None, 1, None, 1)
+    try:
+        assert pool._executor._mp_context.get_start_method() == "spawn"
+    finally:
+        pool.shutdown(cancel=False)
+
+
 _SWEEP_SCRIPT = """
 import sys
 from dispatchlab.experiments.runner import run_experiment

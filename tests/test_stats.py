@@ -18,7 +18,7 @@ from dispatchlab.stats import (
     replication_estimate,
     stability_verdict,
 )
-from dispatchlab.stats.estimators import delay_bin_value
+from dispatchlab.stats.estimators import Estimate, delay_bin_value
 
 # -- confidence intervals ----------------------------------------------------------------------
 
@@ -58,6 +58,17 @@ def test_batch_means_degenerate_and_replications():
 
 
 # -- warm-up -------------------------------------------------------------------------------------
+
+
+def test_relative_half_width_is_the_precision_of_the_interval():
+    values = np.array([9.0, 10.0, 11.0, 10.0])
+    estimate = replication_estimate(values)
+    t = scipy_stats.t.ppf(0.975, values.size - 1)
+    expected = t * values.std(ddof=1) / math.sqrt(values.size) / values.mean()
+    assert estimate.relative_half_width == pytest.approx(expected)
+    assert replication_estimate(-values).relative_half_width == pytest.approx(expected)
+    assert Estimate(0.0, -1.0, 1.0, "t", 4).relative_half_width == math.inf
+    assert math.isnan(replication_estimate(np.array([3.0])).relative_half_width)  # no CI
 
 
 def test_mser5_finds_an_obvious_transient():

@@ -10,8 +10,9 @@ import pytest
 
 from dispatchlab.cli import main
 from dispatchlab.errors import ValidationError
-from dispatchlab.experiments.spec import ExperimentSpec, PolicySpec, SystemSpec
+from dispatchlab.experiments.spec import ExperimentSpec
 from dispatchlab.experiments.store import Store
+from dispatchlab.runspec import PolicySpec, SystemSpec
 
 
 def grid(name: str = "grid") -> ExperimentSpec:
@@ -87,6 +88,33 @@ def test_frame_flattens_results_and_filters(tmp_path):
         assert len(frame) == 6 and frame["diag.herd"].eq(0.5).all()
         assert set(store.frame("grid", policy="jsq")["policy_label"]) == {"jsq"}
         assert store.frame("nothing").empty
+
+
+def test_a_stored_point_is_the_pandas_row_of_its_result(tmp_path):
+    """Result.to_row() is the row of a DataFrame, and the store's frame is made of it."""
+    from dispatchlab.experiments.runner import run_point
+    from dispatchlab.result import Result
+
+    spec = ExperimentSpec("rows", systems=(SystemSpec("3x0.5", dispatchers=2),),
+                          policies=(PolicySpec("pod", {"d": 2}),), loads=(0.7,), slots=2000)
+    point = spec.points()[0]
+    reply = run_point(point.to_dict())
+    result = Result(**{k: v for k, v in reply["result"].items()
+                       if k not in ("servers", "dispatchers", "load", "epsilon")})
+    row = result.to_row()
+    frame = pd.DataFrame([row])
+    assert len(frame) == 1 and not any(isinstance(v, list | dict) for v in row.values())
+    assert row["mean_total_queue"] == result.mean_total_queue and row["params.d"] == 2
+    assert (row["system.n_servers"], row["system.dispatchers"]) == (3, 2)
+    assert row["messages.probe"] == result.messages_by_kind["probe"]
+    assert "mean_queues" not in row and "total_queue_distribution" not in row
+    with Store(tmp_path / "s.sqlite") as store:
+        run = store.start_run("rows", "test", 1)
+        store.record(run, point.to_dict(), result=reply["result"])
+        stored = store.frame("rows").iloc[0]
+    for key in ("mean_total_queue", "params.d", "system.servers", "messages.probe",
+                "delay_p99", "stability"):
+        assert stored[key] == row[key], key
 
 
 def test_a_file_that_is_not_a_store_is_refused(tmp_path):

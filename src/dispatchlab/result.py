@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -104,14 +105,28 @@ class Result:
         return _json_ready(data)
 
     def to_row(self) -> dict[str, Any]:
-        """A flat dict for one pandas row (no per-server vectors)."""
-        row = {k: v for k, v in self.to_dict().items()
-               if not isinstance(v, list | dict)}
-        row.update({f"params.{k}": v for k, v in self.params.items()})
-        row.update({f"system.{k}": v for k, v in self.system.items()})
-        row.update({f"messages.{k}": v for k, v in self.messages_by_kind.items()})
-        row.update({f"diag.{k}": v for k, v in self.diagnostics.items()})
-        return row
+        """One flat row for a pandas DataFrame: see :func:`flat_row`.
+
+        ``pandas.DataFrame([r.to_row() for r in results])`` has one row per run; the
+        experiment store's frame is built from the same rows.
+        """
+        return flat_row(self.to_dict())
+
+
+#: the nested dicts of a Result and the prefix of their keys in a flat row
+ROW_PREFIXES = {"params": "params.", "system": "system.", "messages_by_kind": "messages.",
+                "diagnostics": "diag."}
+
+
+def flat_row(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A Result dict (``Result.to_dict()``, or one read back from the store) as one flat
+    row: the scalar fields as they are, ``params.K``, ``system.K``, ``messages.KIND`` (per
+    arrival) and ``diag.NAME`` for the nested dicts; the per-server vectors (E[Q_n], the
+    ΣQ distribution) are left out."""
+    row = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
+    for key, prefix in ROW_PREFIXES.items():
+        row.update({f"{prefix}{k}": v for k, v in (data.get(key) or {}).items()})
+    return row
 
 
 def _json_ready(value: Any) -> Any:

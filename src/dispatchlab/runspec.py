@@ -1,6 +1,14 @@
-"""Run specs: one simulation (system + policy + run settings) from a TOML file or the CLI.
+"""The spec model: a system, a policy and one run, as plain data read from TOML or options.
 
-A spec file has three tables, every key optional except ``[policy] name``::
+:class:`SystemSpec` (a system without its arrival rate) and :class:`PolicySpec` (a
+registered policy, its parameters, a label) are the one description of what to simulate:
+``dispatchlab run`` holds one of each in a :class:`RunSpec`; an experiment grid
+(:class:`dispatchlab.experiments.spec.ExperimentSpec`) holds lists of them and sweeps the
+load ρ or ε, so every system field (dispatcher weights included) can vary across a sweep.
+Each spec has one converter, ``from_mapping``, for TOML tables, JSON and keyword
+mappings; it names the offending field in every :class:`ValidationError`.
+
+A run spec file has three tables, every key optional::
 
     [system]
     servers = "50x0.1,50x0.5"     # service rates μ_n: COUNTxRATE list or an array of numbers
@@ -8,13 +16,13 @@ A spec file has three tables, every key optional except ``[policy] name``::
     load = 0.95                    # ρ = λ_Σ/μ_Σ; or epsilon = 0.5 (ε = μ_Σ − λ_Σ); not both
     arrivals = "poisson"           # poisson | bernoulli | binomial:K | deterministic | trace:PATH
     service = "bernoulli"          # bernoulli | binomial:K | poisson | geometric | deterministic
-    dispatch = "batch"             # batch | per-job: a dispatcher's jobs in a slot go together?
-    split = "per-job"              # per-job | batch: how A_Σ(t) is shared among dispatchers
+    dispatch = "batch"             # batch | per_job: a dispatcher's jobs in a slot go together?
+    split = "per_job"              # per_job | batch: how A_Σ(t) is shared among dispatchers
     dispatcher_weights = [...]     # p_m, one per dispatcher (default uniform)
     allow_unstable = false         # accept load ≥ 1
 
     [policy]
-    name = "pod"
+    name = "pod"                   # or give it with --policy
     [policy.params]
     d = 2
 
@@ -26,22 +34,34 @@ A spec file has three tables, every key optional except ``[policy] name``::
     replications = 1
     track_delay = true
 
-A trace path in a spec file is relative to the file's folder. Without ``load`` and
-``epsilon`` (and without a trace) the load is :data:`DEFAULT_LOAD`. Command-line
-options override the file through :meth:`RunSpec.with_overrides`.
+``per-job`` (the old spelling) is read as ``per_job``. A sweep's ``[[systems]]`` and
+``[[policies]]`` tables take the same keys (without load/epsilon, which the grid sweeps)
+plus a ``label``. A trace path in a spec file is relative to the file's folder. Without
+``load`` and ``epsilon`` (and without a trace) the load is :data:`DEFAULT_LOAD`.
+Command-line options override the file through :meth:`RunSpec.with_overrides`.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from dispatchlab.convert import (
+    as_bool,
+    as_choice,
+    as_float,
+    as_floats,
+    as_int,
+    as_str,
+    as_table,
+    check_keys,
+)
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.arrivals import parse_arrival_law
-from dispatchlab.model.system import System
+from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.policies import Policy, make_policy
 from dispatchlab.result import Result
 from dispatchlab.simulate import WARMUP_METHODS, simulate
@@ -49,8 +69,181 @@ from dispatchlab.simulate import WARMUP_METHODS, simulate
 DEFAULT_SERVERS = "50x0.1,50x0.5"
 DEFAULT_DISPATCHERS = 10
 DEFAULT_LOAD = 0.9
-SPLITS = ("per-job", "batch")
-DISPATCH_MODES = ("batch", "per-job")
+#: old spellings still read (examples and scripts wrote ``per-job``)
+ALIASES = {"per-job": "per_job"}
+#: system fields left out of a system's identity while at these defaults, so that adding
+#: them kept the store keys (and derived seeds) of every existing experiment point
+IDENTITY_DEFAULTS: dict[str, Any] = {"dispatcher_weights": (), "allow_unstable": False}
+
+_dispatch_mode = as_choice(DISPATCH_MODES, ALIASES)
+_split = as_choice(SPLITS, ALIASES)
+
+
+# -- the system --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A system without its arrival rate (ρ or ε sets it: a run's ``load``, a sweep's axis).
+
+    Attributes:
+        servers: the service rates μ_n, ``"50x0.1,50x0.5"`` or a tuple of floats.
+        dispatchers: M, the number of dispatchers.
+        arrivals: the law of A_Σ(t) (``poisson``, ``bernoulli``, ``binomial:K``, …).
+        service: the law of S_n(t) (``bernoulli``, …).
+        dispatch: ``batch`` (a dispatcher's jobs of a slot go to one server, the papers')
+            or ``per_job``.
+        split: how A_Σ(t) is shared among dispatchers: ``per_job`` or ``batch``.
+        dispatcher_weights: p_m, one per dispatcher (empty: uniform).
+        allow_unstable: accept λ_Σ ≥ μ_Σ.
+        label: the name in legends and tables (default: servers and M).
+    """
+
+    servers: str | tuple[float, ...]
+    dispatchers: int = 1
+    arrivals: str = "poisson"
+    service: str = "bernoulli"
+    dispatch: str = "batch"
+    split: str = "per_job"
+    dispatcher_weights: tuple[float, ...] = ()
+    allow_unstable: bool = False
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        # one spelling whatever the input (tuples, not lists: the spec is hashable data)
+        if isinstance(self.servers, list | tuple):
+            object.__setattr__(self, "servers", tuple(float(x) for x in self.servers))
+        object.__setattr__(self, "dispatcher_weights",
+                           tuple(float(x) for x in self.dispatcher_weights))
+        for name in ("dispatch", "split"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, ALIASES.get(value.lower(), value.lower()))
+
+    @property
+    def name(self) -> str:
+        if self.label:
+            return self.label
+        servers = (self.servers if isinstance(self.servers, str)
+                   else ",".join(f"{x:g}" for x in self.servers))
+        weights = (f", p=({','.join(f'{w:g}' for w in self.dispatcher_weights)})"
+                   if self.dispatcher_weights else "")
+        return f"{servers}, M={self.dispatchers}{weights}"
+
+    def build(self, *, load: float | None = None, epsilon: float | None = None) -> System:
+        """The validated :class:`System` at load ρ or at ε (neither: a trace's own rate)."""
+        return System.build(
+            self.servers, load=load, epsilon=epsilon, arrivals=self.arrivals,
+            service=self.service, dispatchers=self.dispatchers,
+            dispatcher_weights=self.dispatcher_weights,
+            split=_split(self.split, "split"), dispatch=_dispatch_mode(self.dispatch, "dispatch"),
+            allow_overload=self.allow_unstable)
+
+    def identity(self) -> dict[str, Any]:
+        """What defines the system: not its label, nor a field still at its default in
+        :data:`IDENTITY_DEFAULTS`."""
+        data = self.to_dict()
+        data.pop("label")
+        for key, default in IDENTITY_DEFAULTS.items():
+            if getattr(self, key) == default:
+                data.pop(key)
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if isinstance(self.servers, tuple):
+            data["servers"] = list(self.servers)
+        data["dispatcher_weights"] = list(self.dispatcher_weights)
+        return data
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], name: str = "system") -> SystemSpec:
+        """Convert and type-check a table (``[system]``, ``[[systems]]``, JSON); errors
+        name ``NAME.KEY``. Values are checked further when the system is built."""
+        data = as_table(data, name)
+        check_keys(data, name, SYSTEM_KEYS)
+        require("servers" in data, f"{name}.servers",
+                "each system needs servers (e.g. servers = \"50x0.1,50x0.5\")")
+        return cls(**{key: _SYSTEM_CONVERTERS[key](value, f"{name}.{key}")
+                      for key, value in data.items()})
+
+    from_dict = from_mapping
+
+
+def _as_servers(value: Any, name: str) -> str | tuple[float, ...]:
+    if isinstance(value, str):
+        return as_str(value, name)
+    require(isinstance(value, list | tuple) and len(value) > 0, name,
+            f"expected a string like \"50x0.1,50x0.5\" or an array of rates (got {value!r})")
+    return tuple(as_float(v, name) for v in value)
+
+
+def _as_label(value: Any, name: str) -> str:
+    require(isinstance(value, str), name, f"expected a string (got {value!r})")
+    return value
+
+
+_SYSTEM_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "servers": _as_servers,
+    "dispatchers": lambda v, n: as_int(v, n, low=1),
+    "arrivals": as_str,
+    "service": as_str,
+    "dispatch": _dispatch_mode,
+    "split": _split,
+    "dispatcher_weights": as_floats,
+    "allow_unstable": as_bool,
+    "label": _as_label,
+}
+SYSTEM_KEYS = tuple(f.name for f in fields(SystemSpec))
+assert set(SYSTEM_KEYS) == set(_SYSTEM_CONVERTERS)
+
+
+# -- the policy --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A registered policy name, its parameters and a label (legends, tables)."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def display(self) -> str:
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.name
+        inner = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.name}({inner})"
+
+    def make(self) -> Policy:
+        """The registered policy with its parameters (validated by the policy)."""
+        return make_policy(self.name, **dict(self.params))
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(sorted(self.params.items()))}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(self.params), "label": self.label}
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], name: str = "policy", *,
+                     need_name: bool = True) -> PolicySpec:
+        """Convert a ``[policy]``/``[[policies]]`` table; errors name ``NAME.KEY``
+        (``need_name=False``: a run spec may leave the name to ``--policy``)."""
+        data = as_table(data, name)
+        check_keys(data, name, ("name", "params", "label"))
+        require("name" in data or not need_name, f"{name}.name", "every policy needs a name")
+        return cls(as_str(data["name"], f"{name}.name") if "name" in data else "",
+                   as_table(data.get("params", {}), f"{name}.params"),
+                   _as_label(data.get("label", ""), f"{name}.label"))
+
+    from_dict = from_mapping
+
+
+# -- one run -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -58,32 +251,19 @@ class RunSpec:
     """Everything one ``dispatchlab run`` needs; validated when it is used.
 
     Attributes:
-        servers: service rates μ_n, ``"50x0.1,50x0.5"`` or a tuple of floats.
-        dispatchers: M, the number of dispatchers.
+        system: the system (default: :data:`DEFAULT_SERVERS` with M = 10).
+        policy: the policy (its name may come later, from ``--policy``).
         load: ρ = λ_Σ/μ_Σ (``None`` when ``epsilon`` sets the rate, or for a trace).
         epsilon: ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces ``load``).
-        arrivals, service: the laws of A_Σ(t) and S_n(t).
-        dispatch: ``batch`` or ``per-job`` dispatching granularity.
-        split: how arrivals are shared among dispatchers (``per-job`` or ``batch``).
-        dispatcher_weights: p_m (empty: uniform).
-        allow_unstable: accept λ_Σ ≥ μ_Σ.
-        policy, params: the registered policy name and its parameters.
         slots, warmup, warmup_method, seed, replications, track_delay: as in
             :func:`dispatchlab.simulate`.
     """
 
-    servers: str | tuple[float, ...] = DEFAULT_SERVERS
-    dispatchers: int = DEFAULT_DISPATCHERS
+    system: SystemSpec = field(
+        default_factory=lambda: SystemSpec(DEFAULT_SERVERS, dispatchers=DEFAULT_DISPATCHERS))
+    policy: PolicySpec = field(default_factory=lambda: PolicySpec(""))
     load: float | None = None
     epsilon: float | None = None
-    arrivals: str = "poisson"
-    service: str = "bernoulli"
-    dispatch: str = "batch"
-    split: str = "per-job"
-    dispatcher_weights: tuple[float, ...] = ()
-    allow_unstable: bool = False
-    policy: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
     slots: int = 1_000_000
     warmup: int | None = None
     warmup_method: str = "fraction"
@@ -107,32 +287,37 @@ class RunSpec:
         return cls.from_mapping(data, base_dir=path.parent)
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any], base_dir: Path | None = None) -> RunSpec:
+    def from_mapping(cls, data: Mapping[str, Any], base_dir: Path | None = None) -> RunSpec:
         """Build a spec from the parsed tables (``system``, ``policy``, ``run``)."""
-        _check_keys(data, "", ("system", "policy", "run"))
-        values: dict[str, Any] = {}
-        for table, schema in _SCHEMA.items():
-            section = data.get(table, {})
-            require(isinstance(section, dict), table,
-                    f"must be a table [{table}] (got {type(section).__name__})")
-            _check_keys(section, f"{table}.", tuple(schema))
-            for key, (attribute, convert) in schema.items():
-                if key in section:
-                    values[attribute] = convert(section[key], f"{table}.{key}")
-        require("load" not in values or "epsilon" not in values, "system.load",
-                "give only one of load and epsilon")
-        if base_dir is not None and "arrivals" in values:
-            values["arrivals"] = _resolve_trace(values["arrivals"], base_dir)
-        return cls(**values)
+        check_keys(data, "", ("system", "policy", "run"))
+        tables = {key: as_table(data.get(key, {}), key) for key in ("system", "policy", "run")}
+        system = tables["system"]
+        rate = {key: as_float(system.pop(key), f"system.{key}")
+                for key in ("load", "epsilon") if key in system}
+        require(len(rate) < 2, "system.load", "give only one of load and epsilon")
+        check_keys(system, "system", (*SYSTEM_KEYS, "load", "epsilon"))
+        defaults = {"servers": DEFAULT_SERVERS, "dispatchers": DEFAULT_DISPATCHERS}
+        system_spec = SystemSpec.from_mapping({**defaults, **system}, "system")
+        if base_dir is not None:
+            system_spec = replace(system_spec,
+                                  arrivals=_resolve_trace(system_spec.arrivals, base_dir))
+        run = tables["run"]
+        check_keys(run, "run", tuple(_RUN_CONVERTERS))
+        settings = {key: _RUN_CONVERTERS[key](value, f"run.{key}") for key, value in run.items()}
+        policy = PolicySpec.from_mapping(tables["policy"], "policy", need_name=False)
+        return cls(system=system_spec, policy=policy, **rate, **settings)
 
     def with_overrides(self, **overrides: Any) -> RunSpec:
-        """A copy with every override that is not ``None`` applied.
+        """A copy with every override that is not ``None`` applied (the command line's).
 
-        ``params`` are merged into the spec's (an override wins); giving ``load``
-        clears the file's ``epsilon`` and vice versa.
+        Keys: the system fields (``servers``, ``dispatchers``, …), ``policy`` (the name),
+        ``params`` (merged into the spec's; an override wins), ``load``/``epsilon``
+        (giving one clears the other) and the run settings.
         """
         given = {k: v for k, v in overrides.items() if v is not None}
-        unknown = sorted(set(given) - {f.name for f in fields(self)})
+        allowed = {*SYSTEM_KEYS, "policy", "params", *(f.name for f in fields(self))}
+        allowed -= {"system", "label"}
+        unknown = sorted(set(given) - allowed)
         require(not unknown, "spec", f"unknown setting {unknown[:1]}")
         require("load" not in given or "epsilon" not in given, "load",
                 "give only one of --load and --epsilon")
@@ -140,138 +325,49 @@ class RunSpec:
             given["epsilon"] = None
         elif "epsilon" in given:
             given["load"] = None
+        system = {k: given.pop(k) for k in SYSTEM_KEYS if k in given}
+        policy = self.policy
+        if "policy" in given:
+            policy = replace(policy, name=given.pop("policy"))
         if "params" in given:
-            given["params"] = {**self.params, **given["params"]}
-        return replace(self, **given)
+            policy = replace(policy, params={**policy.params, **given.pop("params")})
+        return replace(self, system=replace(self.system, **system), policy=policy, **given)
 
     # -- use ----------------------------------------------------------------------------------
 
-    def system(self) -> System:
+    def build_system(self) -> System:
         """The validated :class:`System` this spec describes."""
-        split = _as_choice(SPLITS)(self.split, "split")
-        dispatch = _as_choice(DISPATCH_MODES)(self.dispatch, "dispatch")
-        is_trace = parse_arrival_law(self.arrivals)[0] == "trace"
         load, epsilon = self.load, self.epsilon
-        if is_trace:
+        if parse_arrival_law(self.system.arrivals)[0] == "trace":
             require(load is None and epsilon is None, "load",
                     "a trace fixes its own rate; do not give load or epsilon")
         elif load is None and epsilon is None:
             load = DEFAULT_LOAD
-        return System.build(
-            self.servers, load=load, epsilon=epsilon, arrivals=self.arrivals,
-            service=self.service, dispatchers=self.dispatchers,
-            dispatcher_weights=self.dispatcher_weights, split=split.replace("-", "_"),
-            dispatch=dispatch, allow_overload=self.allow_unstable,
-        )
+        return self.system.build(load=load, epsilon=epsilon)
 
     def make_policy(self) -> Policy:
         """The registered policy with its parameters (validated by the policy)."""
-        require(bool(self.policy), "policy",
+        require(bool(self.policy.name), "policy",
                 "no policy given; use --policy NAME or [policy] name = ... in the spec")
-        assert self.policy is not None
-        return make_policy(self.policy, **self.params)
+        return self.policy.make()
 
     def simulate(self) -> Result:
         """Validate everything, then run the simulation."""
-        system = self.system()
+        system = self.build_system()
         policy = self.make_policy()
         return simulate(system, policy, slots=self.slots, warmup=self.warmup, seed=self.seed,
                         replications=self.replications, warmup_method=self.warmup_method,
                         track_delay=self.track_delay)
 
 
-# -- schema -----------------------------------------------------------------------------------
-
-
-def _as_int(value: Any, name: str, low: int = 0) -> int:
-    require(isinstance(value, int) and not isinstance(value, bool), name,
-            f"expected an integer (got {value!r})")
-    require(value >= low, name, f"must be ≥ {low} (got {value})")
-    return int(value)
-
-
-def _as_float(value: Any, name: str) -> float:
-    require(isinstance(value, int | float) and not isinstance(value, bool), name,
-            f"expected a number (got {value!r})")
-    return float(value)
-
-
-def _as_str(value: Any, name: str) -> str:
-    require(isinstance(value, str) and bool(value.strip()), name,
-            f"expected a non-empty string (got {value!r})")
-    return value.strip()
-
-
-def _as_bool(value: Any, name: str) -> bool:
-    require(isinstance(value, bool), name, f"expected true or false (got {value!r})")
-    return bool(value)
-
-
-def _as_servers(value: Any, name: str) -> str | tuple[float, ...]:
-    if isinstance(value, str):
-        return _as_str(value, name)
-    require(isinstance(value, list) and len(value) > 0, name,
-            f"expected a string like \"50x0.1,50x0.5\" or an array of rates (got {value!r})")
-    return tuple(_as_float(v, name) for v in value)
-
-
-def _as_weights(value: Any, name: str) -> tuple[float, ...]:
-    require(isinstance(value, list), name, f"expected an array of numbers (got {value!r})")
-    return tuple(_as_float(v, name) for v in value)
-
-
-def _as_choice(allowed: tuple[str, ...]) -> Callable[[Any, str], str]:
-    def convert(value: Any, name: str) -> str:
-        text = _as_str(value, name).lower().replace("_", "-")
-        require(text in allowed, name, f"allowed: {', '.join(allowed)} (got {value!r})")
-        return text
-    return convert
-
-
-def _as_params(value: Any, name: str) -> dict[str, Any]:
-    require(isinstance(value, dict), name,
-            f"expected a table [{name}] of parameter = value (got {value!r})")
-    return dict(value)
-
-
-def _as_warmup_method(value: Any, name: str) -> str:
-    text = _as_str(value, name).lower()
-    require(text in WARMUP_METHODS, name, f"allowed: {', '.join(WARMUP_METHODS)} (got {value!r})")
-    return text
-
-
-_SCHEMA: dict[str, dict[str, tuple[str, Any]]] = {
-    "system": {
-        "servers": ("servers", _as_servers),
-        "dispatchers": ("dispatchers", lambda v, n: _as_int(v, n, low=1)),
-        "load": ("load", _as_float),
-        "epsilon": ("epsilon", _as_float),
-        "arrivals": ("arrivals", _as_str),
-        "service": ("service", _as_str),
-        "dispatch": ("dispatch", _as_choice(DISPATCH_MODES)),
-        "split": ("split", _as_choice(SPLITS)),
-        "dispatcher_weights": ("dispatcher_weights", _as_weights),
-        "allow_unstable": ("allow_unstable", _as_bool),
-    },
-    "policy": {
-        "name": ("policy", _as_str),
-        "params": ("params", _as_params),
-    },
-    "run": {
-        "slots": ("slots", lambda v, n: _as_int(v, n, low=1)),
-        "warmup": ("warmup", _as_int),
-        "warmup_method": ("warmup_method", _as_warmup_method),
-        "seed": ("seed", _as_int),
-        "replications": ("replications", lambda v, n: _as_int(v, n, low=1)),
-        "track_delay": ("track_delay", _as_bool),
-    },
+_RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "slots": lambda v, n: as_int(v, n, low=1),
+    "warmup": as_int,
+    "warmup_method": as_choice(WARMUP_METHODS),
+    "seed": as_int,
+    "replications": lambda v, n: as_int(v, n, low=1),
+    "track_delay": as_bool,
 }
-
-
-def _check_keys(section: dict[str, Any], prefix: str, allowed: tuple[str, ...]) -> None:
-    for key in section:
-        require(key in allowed, f"{prefix}{key}",
-                f"unknown key; allowed here: {', '.join(allowed)}")
 
 
 def _resolve_trace(arrivals: str, base_dir: Path) -> str:

@@ -79,7 +79,7 @@ def bound_command(
     references of a system, without simulating."""
     system = RunSpec().with_overrides(
         servers=servers, dispatchers=dispatchers, load=load, epsilon=epsilon,
-        arrivals=arrivals, service=service, dispatch=dispatch, split=split).system()
+        arrivals=arrivals, service=service, dispatch=dispatch, split=split).build_system()
     values = reference_values(system)
     if json_:
         print_json({"system": system.describe(), **values})

@@ -139,7 +139,7 @@ def compare_command(
         allow_unstable=True if allow_unstable else None, warmup=warmup,
         track_delay=False if no_delay else None,
     )
-    system = spec.system()
+    system = spec.build_system()
     chosen, notes = select_policies(policy, system)
     # validate the run settings once, before any output
     require(slots >= 1, "slots", f"must be an integer ≥ 1 (got {slots})")

@@ -7,9 +7,12 @@ default (or the TOML file's value) applies.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 import typer
+
+from dispatchlab.errors import require
 
 SYSTEM = "System"
 
@@ -32,11 +35,27 @@ Service = Annotated[str | None, typer.Option(
     "\\[default: bernoulli].", rich_help_panel=SYSTEM, show_default=False)]
 Dispatch = Annotated[str | None, typer.Option(
     help="batch (a dispatcher's jobs of a slot go to one server, the papers' model) or "
-    "per-job \\[default: batch].", rich_help_panel=SYSTEM, show_default=False)]
+    "per_job \\[default: batch].", rich_help_panel=SYSTEM, show_default=False)]
 Split = Annotated[str | None, typer.Option(
-    help="How arrivals reach dispatchers: per-job (each job picks one) or batch (the "
-    "slot's arrivals all go to one) \\[default: per-job].", rich_help_panel=SYSTEM,
+    help="How arrivals reach dispatchers: per_job (each job picks one) or batch (the "
+    "slot's arrivals all go to one) \\[default: per_job].", rich_help_panel=SYSTEM,
     show_default=False)]
+DispatcherWeights = Annotated[str | None, typer.Option(
+    help="p_m, the share of arrivals of each dispatcher: M comma-separated weights, "
+    "e.g. 1,1,2 \\[default: uniform].", rich_help_panel=SYSTEM, show_default=False)]
 AllowUnstable = Annotated[bool, typer.Option(
     "--allow-unstable", help="Accept a system with load ≥ 1.", rich_help_panel=SYSTEM)]
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def parse_weights(text: str | None) -> tuple[float, ...] | None:
+    """``"1,1,2"`` → ``(1.0, 1.0, 2.0)``; ``None`` (not given) stays ``None``."""
+    if text is None:
+        return None
+    try:
+        weights = tuple(float(item) for item in text.split(","))
+    except ValueError:
+        weights = ()
+    require(bool(weights) and all(math.isfinite(w) for w in weights), "dispatcher_weights",
+            f"expected comma-separated numbers, one per dispatcher (got {text!r})")
+    return weights

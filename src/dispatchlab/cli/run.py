@@ -44,6 +44,7 @@ def run_command(
     service: options.Service = None,
     dispatch: options.Dispatch = None,
     split: options.Split = None,
+    dispatcher_weights: options.DispatcherWeights = None,
     allow_unstable: options.AllowUnstable = False,
     slots: Annotated[int | None, typer.Option(
         help="Slots per replication \\[default: 1000000].", rich_help_panel=RUN,
@@ -71,18 +72,20 @@ def run_command(
         policy=policy, params=parse_assignments(set_) or None, servers=servers,
         dispatchers=dispatchers, load=load, epsilon=epsilon, arrivals=arrivals,
         service=service, dispatch=dispatch, split=split,
+        dispatcher_weights=options.parse_weights(dispatcher_weights),
         allow_unstable=True if allow_unstable else None, slots=slots, warmup=warmup,
         warmup_method=warmup_method, replications=replications, seed=seed,
         track_delay=False if no_delay else None,
     )
+    label = run_spec.policy.name
     if json_:
         result = run_spec.simulate()
         # ``label`` is the name asked for: a preset (l-jsq-push) runs as its base policy (led)
-        print_json({"label": run_spec.policy, **result.to_dict()})
+        print_json({"label": label, **result.to_dict()})
         return
-    with stderr_console().status(f"simulating {escape(str(run_spec.policy))} …"):
+    with stderr_console().status(f"simulating {escape(label)} …"):
         result = run_spec.simulate()
-    stdout_console().print(result_table(result, label=str(run_spec.policy)))
+    stdout_console().print(result_table(result, label=label))
 
 
 def result_table(result: Result, label: str | None = None) -> Table:

@@ -3,6 +3,9 @@
     >>> from dispatchlab.experiments import build_experiment, run_experiment
     >>> spec = build_experiment("classic-load-sweep", quick=True)
     >>> outcome = run_experiment(spec, store="dispatchlab-results.sqlite")
+
+The grid's systems and policies are the run spec's :class:`SystemSpec` and
+:class:`PolicySpec` (``dispatchlab.runspec``); its figures are ``dispatchlab.report.figures``.
 """
 
 from dispatchlab.experiments.catalog import (
@@ -10,15 +13,9 @@ from dispatchlab.experiments.catalog import (
     experiment_names,
     register_experiment,
 )
-from dispatchlab.experiments.spec import (
-    ExperimentSpec,
-    FigureSpec,
-    Point,
-    PolicySpec,
-    ReferenceLine,
-    SlotsRule,
-    SystemSpec,
-)
+from dispatchlab.experiments.spec import ExperimentSpec, Point, SlotsRule
+from dispatchlab.report.figures import FigureSpec, ReferenceLine
+from dispatchlab.runspec import PolicySpec, SystemSpec
 
 __all__ = [
     "ExperimentSpec",

@@ -10,6 +10,16 @@ depend on the executor, the number of workers or the order.
 Executors: local processes (``ProcessPoolExecutor``, all cores, the default), a Dask
 cluster (``cluster="tcp://HOST:PORT"``, through ``distributed.Client.get_executor()``),
 or any executor passed in.
+
+Local workers start with ``spawn``, never forked from the coordinator (``fork`` is unsafe on
+macOS, inside Jupyter and in any process with threads; spawn behaves the same on every
+platform and sees the coordinator's current environment). Each worker imports dispatchlab
+afresh, so a policy must be registered by an importable module, or by the script that
+runs the sweep (workers re-import it as ``__mp_main__``; keep the sweep under
+``if __name__ == "__main__":``). Compiled code reaches the workers through numba's disk
+cache: before starting them the coordinator runs every distinct (system, policy, options)
+for a few slots (:func:`warm_compiled_code`), which compiles and caches what the points
+need, so each worker loads it (once, for all its points) instead of compiling it.
 """
 
 from __future__ import annotations
@@ -31,6 +41,8 @@ from dispatchlab.experiments.spec import ExperimentSpec, Point
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
 
 WARM_SLOTS = 200
+#: how local workers start (see the module docstring: never ``fork``)
+START_METHOD = "spawn"
 #: a point whose worker died this many times is recorded as failed instead of resubmitted
 MAX_WORKER_DEATHS = 2
 
@@ -60,8 +72,8 @@ def run_point(point_data: dict[str, Any]) -> dict[str, Any]:
 
 def warm_compiled_code(points: list[Point]) -> None:
     """Run each distinct (system, policy, options) for a few slots so numba compiles (and
-    caches on disk) before workers start: forked workers inherit the compiled code, and
-    other workers load it from the cache instead of each compiling it again."""
+    caches on disk) before workers start: workers then load the compiled code from the
+    cache instead of each compiling it again."""
     from dispatchlab.simulate import simulate
 
     seen: set[str] = set()
@@ -299,8 +311,7 @@ class _Executor:
         return self._client.get_executor(pure=False)
 
     def _local_pool(self) -> Executor:
-        # fork: workers inherit the compiled (warmed) numba code of the coordinator
-        context = multiprocessing.get_context("fork")
+        context = multiprocessing.get_context(START_METHOD)
         return ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:

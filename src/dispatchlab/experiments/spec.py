@@ -10,6 +10,11 @@ the grid is a :class:`Point`; a point's seed is derived from a hash of its ident
 and the root seed, never from its position, so a point gives the same numbers
 whatever grid it sits in, whatever executor runs it and in whatever order.
 
+The systems and policies are the run spec's :class:`~dispatchlab.runspec.SystemSpec` and
+:class:`~dispatchlab.runspec.PolicySpec` (one model and one converter for ``dispatchlab
+run`` and for sweeps: any system field, dispatcher weights included, can differ between
+the systems of a grid); the figures are :mod:`dispatchlab.report.figures`.
+
 Everything here is plain data (frozen dataclasses). ``ExperimentSpec.to_dict()`` /
 ``ExperimentSpec.from_dict()`` round-trip through JSON (what the store keeps), and
 ``ExperimentSpec.from_toml(path)`` reads the TOML form of ``examples/sweep.toml``.
@@ -18,118 +23,28 @@ Everything here is plain data (frozen dataclasses). ``ExperimentSpec.to_dict()``
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-import math
 import tomllib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dispatchlab.convert import as_float, as_table, check_keys
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
+from dispatchlab.report.figures import FigureSpec
+from dispatchlab.runspec import PolicySpec, SystemSpec
 
-AXES = ("load", "epsilon")
 SLOTS_RULE_PER = ("epsilon", "load")
 SIMULATE_OPTIONS = ("warmup_method", "track_delay", "detail", "bound")
-#: y quantities with a meaning of their own (any Result field or diagnostics key also works)
-NAMED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", "messages_per_arrival")
-#: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
-CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
 MIN_SLOTS = 100
 
 
 def _canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def _plain_number(value: Any, name: str) -> float:
-    require(isinstance(value, int | float | np.integer | np.floating)
-            and not isinstance(value, bool) and math.isfinite(float(value)),
-            name, f"must be a finite number (got {value!r})")
-    return float(value)
-
-
-# -- systems and policies ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SystemSpec:
-    """One system of the grid, without its arrival rate (the load/ε axis sets it).
-
-    Attributes:
-        servers: the service rates μ_n, e.g. ``"50x0.1,50x0.5"``.
-        dispatchers: M, the number of dispatchers.
-        arrivals: the arrival law of A_Σ(t) (``poisson``, ``bernoulli``, …).
-        service: the law of S_n(t) (``bernoulli``, …).
-        dispatch: ``batch`` (the papers') or ``per_job``.
-        split: how A_Σ(t) is shared among dispatchers (``per_job`` or ``batch``).
-        label: the name in legends and tables (default: servers and M).
-    """
-
-    servers: str
-    dispatchers: int = 1
-    arrivals: str = "poisson"
-    service: str = "bernoulli"
-    dispatch: str = "batch"
-    split: str = "per_job"
-    label: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.label or f"{self.servers}, M={self.dispatchers}"
-
-    def build(self, *, load: float | None = None, epsilon: float | None = None) -> System:
-        """The validated :class:`System` at load ρ or at ε."""
-        return System.build(self.servers, load=load, epsilon=epsilon, arrivals=self.arrivals,
-                            service=self.service, dispatchers=self.dispatchers,
-                            split=self.split, dispatch=self.dispatch)
-
-    def identity(self) -> dict[str, Any]:
-        """What defines the system (not its label)."""
-        data = self.to_dict()
-        data.pop("label")
-        return data
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SystemSpec:
-        return cls(**_known_keys(cls, data, "systems"))
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    """One policy of the grid: a registered name, its parameters and a legend label."""
-
-    name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-    label: str = ""
-
-    @property
-    def display(self) -> str:
-        if self.label:
-            return self.label
-        if not self.params:
-            return self.name
-        inner = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
-        return f"{self.name}({inner})"
-
-    def identity(self) -> dict[str, Any]:
-        return {"name": self.name, "params": dict(sorted(self.params.items()))}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "params": dict(self.params), "label": self.label}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PolicySpec:
-        data = _known_keys(cls, data, "policies")
-        require("name" in data, "policies", "every policy needs a name")
-        return cls(str(data["name"]), dict(data.get("params") or {}), str(data.get("label", "")))
 
 
 # -- per-point slot budgets --------------------------------------------------------------------
@@ -163,9 +78,9 @@ class SlotsRule:
     def validate(self, name: str) -> None:
         require(self.per in SLOTS_RULE_PER, f"{name}.per",
                 f"allowed: {', '.join(SLOTS_RULE_PER)} (got {self.per!r})")
-        require(_plain_number(self.coefficient, f"{name}.coefficient") > 0,
+        require(as_float(self.coefficient, f"{name}.coefficient") > 0,
                 f"{name}.coefficient", f"must be > 0 (got {self.coefficient!r})")
-        _plain_number(self.power, f"{name}.power")
+        as_float(self.power, f"{name}.power")
         require(isinstance(self.minimum, int) and self.minimum >= 1, f"{name}.minimum",
                 f"must be an integer ≥ 1 (got {self.minimum!r})")
         require(isinstance(self.maximum, int) and self.maximum >= self.minimum,
@@ -177,123 +92,14 @@ class SlotsRule:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], name: str) -> SlotsRule:
         data = {k: v for k, v in data.items() if k != "rule"}
-        return cls(**_known_keys(cls, data, name))
+        check_keys(data, name, tuple(f.name for f in fields(cls)))
+        return cls(**data)
 
 
 SlotsLike = int | SlotsRule
 #: warm-up: ``None`` (simulate's default, 10 %), a fraction in [0, 1) of the point's slots,
 #: an absolute number of slots (int), or a :class:`SlotsRule`
 WarmupLike = int | float | SlotsRule | None
-
-
-# -- figures -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReferenceLine:
-    """A line from theory drawn on a figure; give exactly one of the three sources.
-
-    Attributes:
-        label: the legend entry, e.g. ``"ζ/2 (lower bound)"``.
-        value: a constant (a horizontal line).
-        field: a per-point theory value already in every Result, e.g.
-            ``"heavy_traffic_limit"`` (ζ/2) or ``"lower_bound_total_queue"``; drawn as
-            a curve over x (one per system).
-        function: a module-level function ``f(system: System) -> float`` evaluated on
-            the system at each x (kept in the store as ``"module:qualname"``).
-        scale_by_epsilon: multiply the value by ε (to compare E[ΣQ]-type bounds on an
-            ε·E[ΣQ] axis).
-        style: a matplotlib line style.
-    """
-
-    label: str
-    value: float | None = None
-    field: str | None = None
-    function: Callable[[System], float] | str | None = None
-    scale_by_epsilon: bool = False
-    style: str = "--"
-
-    def resolved_function(self) -> Callable[[System], float] | None:
-        if self.function is None or callable(self.function):
-            return self.function
-        return _import_function(self.function, "figures.references.function")
-
-    def validate(self, name: str) -> None:
-        given = [k for k in ("value", "field", "function") if getattr(self, k) is not None]
-        require(len(given) == 1, name,
-                f"give exactly one of value, field, function (got {given or 'none'})")
-        if self.value is not None:
-            _plain_number(self.value, f"{name}.value")
-        if self.function is not None:
-            _function_path(self.resolved_function(), f"{name}.function")
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        if self.function is not None:
-            data["function"] = _function_path(self.resolved_function(), "function")
-        return {k: v for k, v in data.items() if v is not None}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], name: str) -> ReferenceLine:
-        return cls(**_known_keys(cls, data, name))
-
-
-@dataclass(frozen=True)
-class FigureSpec:
-    """One figure of an experiment, drawn from the stored points.
-
-    Attributes:
-        name: the file stem (``NAME.png``/``NAME.svg``).
-        x: ``load`` (ρ) or ``epsilon`` (ε).
-        y: ``mean_total_queue`` (E[ΣQ]), ``mean_delay``, ``epsilon_total_queue``
-            (ε·E[ΣQ]), ``messages_per_arrival``, any other scalar Result field, a key
-            of ``diagnostics`` or of ``messages_by_kind``. Curves are grouped by policy
-            label (and by system label when the experiment has several systems).
-        ci: draw the confidence interval as a band (for queue/delay y's; across
-            replications when there are several).
-        log_x / log_y: logarithmic axes.
-        policies / systems: draw only these labels (empty: all).
-        references: theory lines (:class:`ReferenceLine`).
-    """
-
-    name: str
-    x: str = "load"
-    y: str = "mean_total_queue"
-    title: str = ""
-    xlabel: str = ""
-    ylabel: str = ""
-    ci: bool = True
-    log_x: bool = False
-    log_y: bool = False
-    policies: tuple[str, ...] = ()
-    systems: tuple[str, ...] = ()
-    references: tuple[ReferenceLine, ...] = ()
-
-    def validate(self, name: str) -> None:
-        require(bool(self.name) and "/" not in self.name, f"{name}.name",
-                f"must be a non-empty file stem (got {self.name!r})")
-        require(self.x in AXES, f"{name}.x", f"allowed: {', '.join(AXES)} (got {self.x!r})")
-        require(isinstance(self.y, str) and bool(self.y), f"{name}.y",
-                "must name a Result field or diagnostics key")
-        for i, ref in enumerate(self.references):
-            ref.validate(f"{name}.references[{i}]")
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["policies"] = list(self.policies)
-        data["systems"] = list(self.systems)
-        data["references"] = [r.to_dict() for r in self.references]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], name: str) -> FigureSpec:
-        data = dict(_known_keys(cls, data, name))
-        data["policies"] = tuple(data.get("policies", ()))
-        data["systems"] = tuple(data.get("systems", ()))
-        data["references"] = tuple(
-            ReferenceLine.from_dict(r, f"{name}.references[{i}]")
-            for i, r in enumerate(data.get("references", ())))
-        return cls(**data)
 
 
 # -- points ------------------------------------------------------------------------------------
@@ -448,8 +254,6 @@ class ExperimentSpec:
         Checks every policy name and parameter on every system, every load/ε, the slot
         budget and the figures, so a malformed spec fails before any point runs.
         """
-        from dispatchlab.policies import make_policy
-
         require(isinstance(self.name, str) and bool(self.name.strip())
                 and "/" not in self.name, "name", f"must be a non-empty name (got {self.name!r})")
         require(len(self.systems) > 0, "systems", "the grid is empty: give at least one system")
@@ -474,7 +278,7 @@ class ExperimentSpec:
         require(not unknown, "options",
                 f"unknown {unknown}; allowed: {', '.join(SIMULATE_OPTIONS)}")
         for i, value in enumerate(self.values):
-            _plain_number(value, f"{self.axis}s[{i}]")
+            as_float(value, f"{self.axis}s[{i}]")
         require(len(set(self.values)) == len(self.values), f"{self.axis}s",
                 "values must be distinct")
         labels = [p.display for p in self.policies]
@@ -495,7 +299,7 @@ class ExperimentSpec:
                 require(warmup is None or 0 <= warmup < slots, "warmup",
                         f"must be in [0, slots) at every point (got {warmup} with {slots} slots)")
             for policy in self.policies:
-                make_policy(policy.name, **dict(policy.params)).check_system(built)
+                policy.make().check_system(built)
         for i, figure in enumerate(self.figures):
             figure.validate(f"figures[{i}]")
             require(figure.x == self.axis, f"figures[{i}].x",
@@ -562,7 +366,8 @@ class ExperimentSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExperimentSpec:
         """Build (without validating) from the dict form of ``to_dict`` or a TOML file."""
-        data = dict(_known_keys(cls, data, "experiment"))
+        data = as_table(data, "experiment")
+        check_keys(data, "", tuple(f.name for f in fields(cls)))
         require("name" in data, "name", "the experiment needs a name")
 
         def listed(key: str) -> list[Any]:
@@ -576,15 +381,10 @@ class ExperimentSpec:
                 return SlotsRule.from_dict(value, key)
             return value
 
-        systems = []
-        for i, s in enumerate(listed("systems")):
-            require(isinstance(s, Mapping) and "servers" in s, f"systems[{i}]",
-                    "each system needs servers (e.g. servers = \"50x0.1,50x0.5\")")
-            systems.append(SystemSpec.from_dict(s))
-        policies = []
-        for i, p in enumerate(listed("policies")):
-            require(isinstance(p, Mapping), f"policies[{i}]", "must be a table with a name")
-            policies.append(PolicySpec.from_dict(p))
+        systems = [SystemSpec.from_mapping(s, f"systems[{i}]")
+                   for i, s in enumerate(listed("systems"))]
+        policies = [PolicySpec.from_mapping(p, f"policies[{i}]")
+                    for i, p in enumerate(listed("policies"))]
         return cls(
             name=str(data["name"]), systems=tuple(systems), policies=tuple(policies),
             loads=tuple(listed("loads")), epsilons=tuple(listed("epsilons")),
@@ -615,34 +415,3 @@ class ExperimentSpec:
         spec.validate()
         return spec
 
-
-# -- helpers -----------------------------------------------------------------------------------
-
-
-def _known_keys(cls: type, data: Mapping[str, Any], name: str) -> dict[str, Any]:
-    require(isinstance(data, Mapping), name, f"must be a table (got {data!r})")
-    allowed = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - allowed)
-    require(not unknown, name, f"unknown key(s) {unknown}; allowed: {', '.join(sorted(allowed))}")
-    return dict(data)
-
-
-def _function_path(function: Callable[..., Any] | None, name: str) -> str:
-    require(callable(function), name, "must be a function of the system")
-    assert function is not None
-    path = f"{function.__module__}:{function.__qualname__}"
-    require("<" not in path, name,
-            f"must be a module-level function, not a lambda or closure (got {path})")
-    return path
-
-
-def _import_function(path: str, name: str) -> Callable[[System], float]:
-    module_name, _, qualname = path.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError):
-        raise ValidationError(name, f"cannot import {path!r}") from None
-    require(callable(target), name, f"{path!r} is not callable")
-    return target

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from dispatchlab.errors import ValidationError, require
-from dispatchlab.experiments.spec import PolicySpec, SystemSpec
+from dispatchlab.result import flat_row
+from dispatchlab.runspec import PolicySpec, SystemSpec
 
 DEFAULT_STORE = "dispatchlab-results.sqlite"
 BUSY_TIMEOUT_MS = 60_000
@@ -290,21 +291,16 @@ class Store:
         return out
 
     def frame(self, experiment: str | None = None, **filters: Any):  # -> pandas.DataFrame
-        """The stored points as a DataFrame: the columns plus the flat Result scalars."""
+        """The stored points as a DataFrame: the store's columns plus each Result as the
+        flat row of :func:`dispatchlab.result.flat_row` (``diag.*``, ``params.*``, …)."""
         import pandas as pd
 
         records = []
         for row in self.points(experiment, **filters):
             record = {k: v for k, v in row.items() if k not in ("result", "result_json",
                                                                  "spec_json")}
-            result = row["result"] or {}
-            for key, value in result.items():
-                if not isinstance(value, list | dict) and key not in record:
-                    record[key] = value
-            for key, value in (result.get("diagnostics") or {}).items():
-                record[f"diag.{key}"] = value
-            for key, value in (result.get("messages_by_kind") or {}).items():
-                record[f"messages.{key}"] = value
+            for key, value in flat_row(row["result"] or {}).items():
+                record.setdefault(key, value)  # the store's own columns come first
             records.append(record)
         return pd.DataFrame.from_records(records)
 

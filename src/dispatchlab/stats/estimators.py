@@ -27,10 +27,15 @@ class Estimate:
 
     @property
     def half_width(self) -> float:
+        """h = (ci_high − ci_low)/2 (``nan`` without an interval)."""
         return (self.ci_high - self.ci_low) / 2
 
     @property
     def relative_half_width(self) -> float:
+        """The relative precision h/|x̄|: ``inf`` for a zero mean with an interval,
+        ``nan`` without an interval (a precision target is then never met)."""
+        if np.isnan(self.half_width) or np.isnan(self.mean):
+            return float("nan")
         return self.half_width / abs(self.mean) if self.mean else float("inf")
 
 

@@ -13,8 +13,9 @@ also multiplies the slots by ``spec.quick_scale``). Register it with
 :func:`register_experiment`::
 
     # src/dispatchlab/experiments/catalog/mypaper.py
-    from dispatchlab.experiments.spec import (
-        ExperimentSpec, FigureSpec, PolicySpec, ReferenceLine, SlotsRule, SystemSpec)
+    from dispatchlab.experiments.spec import ExperimentSpec, SlotsRule
+    from dispatchlab.report.figures import FigureSpec, ReferenceLine
+    from dispatchlab.runspec import PolicySpec, SystemSpec
     from dispatchlab.experiments.catalog import register_experiment
     from dispatchlab.theory.bounds import lower_bound_total_queue
 

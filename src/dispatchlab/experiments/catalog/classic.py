@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dispatchlab.experiments.catalog import register_experiment
-from dispatchlab.experiments.spec import (
-    ExperimentSpec,
+from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.model.system import System
+from dispatchlab.report.figures import (
     FigureSpec,
-    PolicySpec,
     ReferenceLine,
+)
+from dispatchlab.runspec import (
+    PolicySpec,
     SystemSpec,
 )
-from dispatchlab.model.system import System
 from dispatchlab.theory.closed_forms import pooled_queue_mean, random_routing_total_mean
 
 LOADS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dispatchlab.experiments.catalog import register_experiment
 from dispatchlab.experiments.spec import (
     ExperimentSpec,
-    FigureSpec,
-    PolicySpec,
-    ReferenceLine,
     SlotsRule,
+)
+from dispatchlab.report.figures import (
+    FigureSpec,
+    ReferenceLine,
+)
+from dispatchlab.runspec import (
+    PolicySpec,
     SystemSpec,
 )
 from dispatchlab.theory.heavy_traffic import pooled_limit, random_routing_limit

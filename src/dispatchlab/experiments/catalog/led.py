@@ -5,13 +5,17 @@ from __future__ import annotations
 from dispatchlab.experiments.catalog import register_experiment
 from dispatchlab.experiments.spec import (
     ExperimentSpec,
-    FigureSpec,
-    PolicySpec,
-    ReferenceLine,
     SlotsRule,
-    SystemSpec,
 )
 from dispatchlab.model.system import System
+from dispatchlab.report.figures import (
+    FigureSpec,
+    ReferenceLine,
+)
+from dispatchlab.runspec import (
+    PolicySpec,
+    SystemSpec,
+)
 from dispatchlab.simulate import simulate
 from dispatchlab.theory.heavy_traffic import random_routing_limit
 

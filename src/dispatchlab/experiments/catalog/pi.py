@@ -15,16 +15,20 @@ import numpy as np
 from dispatchlab.experiments.catalog import register_experiment
 from dispatchlab.experiments.spec import (
     ExperimentSpec,
-    FigureSpec,
-    PolicySpec,
-    ReferenceLine,
     SlotsRule,
-    SystemSpec,
 )
 from dispatchlab.model.service import parse_rates
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.framework.fractions import dispatch_fractions
+from dispatchlab.report.figures import (
+    FigureSpec,
+    ReferenceLine,
+)
 from dispatchlab.result import Result
+from dispatchlab.runspec import (
+    PolicySpec,
+    SystemSpec,
+)
 from dispatchlab.theory.stability import induced_threshold
 
 STABILITY_PROFILES = ("0.1,0.1,0.5,1.0", "2x0.1,2x0.4,0.8")

@@ -1,0 +1,156 @@
+"""What a figure of an experiment draws: :class:`FigureSpec` and its theory lines.
+
+Plain data (frozen dataclasses) that an experiment spec carries and the store keeps as
+JSON; :mod:`dispatchlab.report.plots` draws them. This module imports only the bottom
+layers (errors, the converters, the model), so the experiment layer can hold figures
+without importing the plotting code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from dispatchlab.convert import as_float, as_table, check_keys
+from dispatchlab.errors import ValidationError, require
+from dispatchlab.model.system import System
+
+#: the x of a figure: the experiment's swept axis
+AXES = ("load", "epsilon")
+#: y quantities with a meaning of their own (any Result field or diagnostics key also works)
+NAMED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", "messages_per_arrival")
+#: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
+CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
+
+
+@dataclass(frozen=True)
+class ReferenceLine:
+    """A line from theory drawn on a figure; give exactly one of the three sources.
+
+    Attributes:
+        label: the legend entry, e.g. ``"ζ/2 (lower bound)"``.
+        value: a constant (a horizontal line).
+        field: a per-point theory value already in every Result, e.g.
+            ``"heavy_traffic_limit"`` (ζ/2) or ``"lower_bound_total_queue"``; drawn as
+            a curve over x (one per system).
+        function: a module-level function ``f(system: System) -> float`` evaluated on
+            the system at each x (kept in the store as ``"module:qualname"``).
+        scale_by_epsilon: multiply the value by ε (to compare E[ΣQ]-type bounds on an
+            ε·E[ΣQ] axis).
+        style: a matplotlib line style.
+    """
+
+    label: str
+    value: float | None = None
+    field: str | None = None
+    function: Callable[[System], float] | str | None = None
+    scale_by_epsilon: bool = False
+    style: str = "--"
+
+    def resolved_function(self) -> Callable[[System], float] | None:
+        if self.function is None or callable(self.function):
+            return self.function
+        return _import_function(self.function, "figures.references.function")
+
+    def validate(self, name: str) -> None:
+        given = [k for k in ("value", "field", "function") if getattr(self, k) is not None]
+        require(len(given) == 1, name,
+                f"give exactly one of value, field, function (got {given or 'none'})")
+        if self.value is not None:
+            as_float(self.value, f"{name}.value")
+        if self.function is not None:
+            _function_path(self.resolved_function(), f"{name}.function")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.function is not None:
+            data["function"] = _function_path(self.resolved_function(), "function")
+        return {k: v for k, v in data.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], name: str) -> ReferenceLine:
+        data = as_table(data, name)
+        check_keys(data, name, tuple(f.name for f in fields(cls)))
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of an experiment, drawn from the stored points.
+
+    Attributes:
+        name: the file stem (``NAME.png``/``NAME.svg``).
+        x: ``load`` (ρ) or ``epsilon`` (ε).
+        y: ``mean_total_queue`` (E[ΣQ]), ``mean_delay``, ``epsilon_total_queue``
+            (ε·E[ΣQ]), ``messages_per_arrival``, any other scalar Result field, a key
+            of ``diagnostics`` or of ``messages_by_kind``. Curves are grouped by policy
+            label (and by system label when the experiment has several systems).
+        ci: draw the confidence interval as a band (for queue/delay y's; across
+            replications when there are several).
+        log_x / log_y: logarithmic axes.
+        policies / systems: draw only these labels (empty: all).
+        references: theory lines (:class:`ReferenceLine`).
+    """
+
+    name: str
+    x: str = "load"
+    y: str = "mean_total_queue"
+    title: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+    ci: bool = True
+    log_x: bool = False
+    log_y: bool = False
+    policies: tuple[str, ...] = ()
+    systems: tuple[str, ...] = ()
+    references: tuple[ReferenceLine, ...] = ()
+
+    def validate(self, name: str) -> None:
+        require(bool(self.name) and "/" not in self.name, f"{name}.name",
+                f"must be a non-empty file stem (got {self.name!r})")
+        require(self.x in AXES, f"{name}.x", f"allowed: {', '.join(AXES)} (got {self.x!r})")
+        require(isinstance(self.y, str) and bool(self.y), f"{name}.y",
+                "must name a Result field or diagnostics key")
+        for i, ref in enumerate(self.references):
+            ref.validate(f"{name}.references[{i}]")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["policies"] = list(self.policies)
+        data["systems"] = list(self.systems)
+        data["references"] = [r.to_dict() for r in self.references]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], name: str) -> FigureSpec:
+        data = as_table(data, name)
+        check_keys(data, name, tuple(f.name for f in fields(cls)))
+        data["policies"] = tuple(data.get("policies", ()))
+        data["systems"] = tuple(data.get("systems", ()))
+        data["references"] = tuple(
+            ReferenceLine.from_dict(r, f"{name}.references[{i}]")
+            for i, r in enumerate(data.get("references", ())))
+        return cls(**data)
+
+
+def _function_path(function: Callable[..., Any] | None, name: str) -> str:
+    require(callable(function), name, "must be a function of the system")
+    assert function is not None
+    path = f"{function.__module__}:{function.__qualname__}"
+    require("<" not in path, name,
+            f"must be a module-level function, not a lambda or closure (got {path})")
+    return path
+
+
+def _import_function(path: str, name: str) -> Callable[[System], float]:
+    module_name, _, qualname = path.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError):
+        raise ValidationError(name, f"cannot import {path!r}") from None
+    require(callable(target), name, f"{path!r} is not callable")
+    return target

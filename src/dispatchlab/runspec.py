@@ -42,6 +42,7 @@ from typing import Any
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import System
+from dispatchlab.paths import guarded_io, require_readable_file
 from dispatchlab.policies import Policy, make_policy
 from dispatchlab.result import Result
 from dispatchlab.simulate import WARMUP_METHODS, simulate
@@ -96,10 +97,10 @@ class RunSpec:
     @classmethod
     def from_toml(cls, path: str | Path) -> RunSpec:
         """Read a spec file; any problem raises :class:`ValidationError` naming the field."""
-        path = Path(path)
-        require(path.is_file(), "spec", f"file {str(path)!r} does not exist")
+        path = require_readable_file(path, "spec", "spec file")
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(guarded_io("spec", path, lambda: path.read_text(
+                encoding="utf-8"), verb="read"))
         except UnicodeDecodeError:
             raise ValidationError("spec", f"{str(path)!r} is not UTF-8 text") from None
         except tomllib.TOMLDecodeError as error:
@@ -161,7 +162,7 @@ class RunSpec:
             self.servers, load=load, epsilon=epsilon, arrivals=self.arrivals,
             service=self.service, dispatchers=self.dispatchers,
             dispatcher_weights=self.dispatcher_weights, split=split.replace("-", "_"),
-            dispatch=dispatch, allow_overload=self.allow_unstable,
+            dispatch=dispatch, allow_unstable=self.allow_unstable,
         )
 
     def make_policy(self) -> Policy:
@@ -290,5 +291,8 @@ def parse_assignments(items: list[str] | None, field_name: str = "set") -> dict[
         key, sep, value = item.partition("=")
         require(bool(sep) and bool(key.strip()) and bool(value.strip()), field_name,
                 f"expected KEY=VALUE (got {item!r})")
+        require(key.strip() not in params, f"{field_name}.{key.strip()}",
+                f"given twice ({key.strip()}={params.get(key.strip())} and {item.strip()}); "
+                "give each parameter once")
         params[key.strip()] = value.strip()
     return params

@@ -45,6 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as error:  # a file the user named that every check missed (disk full, …)
+        where = f" {error.filename!s}" if error.filename else ""
+        print(f"error: file:{where} {error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        print("error: memory: this input needs more memory than this machine can give; "
+              "use a smaller system or fewer slots", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except SystemExit as exit_:
         return int(exit_.code or 0)
     except KeyboardInterrupt:

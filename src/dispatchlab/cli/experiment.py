@@ -13,18 +13,21 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dispatchlab.budget import check_work, total_work
+from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import integer, number, stderr_console, stdout_console
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.experiments.spec import ExperimentSpec, Point
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
+from dispatchlab.paths import guarded_io, require_readable_file, require_writable_file
 
 RESULTS_DIR = Path("results")
 CLUSTER_ADDRESS = re.compile(r"^([a-z]+://)?[^\s:/]+:\d+/?$")
@@ -106,8 +109,22 @@ def _adjust(spec: ExperimentSpec, *, quick: bool, slots: int | None,
     return spec
 
 
+def sweep_work(spec: ExperimentSpec, skip: set[str] | frozenset[str] = frozenset()) -> float:
+    """Server-slot updates of the points of ``spec`` not in ``skip`` (see dispatchlab.budget)."""
+    systems: dict[str, Any] = {}
+    pairs = []
+    for point in spec.points():
+        if point.key in skip:
+            continue
+        tag = repr((point.system.identity(), point.axis, point.value))
+        if tag not in systems:
+            systems[tag] = point.build_system()
+        pairs.append((systems[tag], point.slots))
+    return total_work(pairs)
+
+
 def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, workers: int | None,
-                   cluster: str | None, progress: bool) -> None:
+                   cluster: str | None, progress: bool, yes: bool = False) -> None:
     from dispatchlab.experiments.runner import run_experiment
     from dispatchlab.report.plots import write_figures
 
@@ -118,6 +135,8 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
             f"give a scheduler address like tcp://HOST:PORT (got {cluster!r})")
     _check_output_directory(directory)
     with Store(store) as db:
+        check_work(sweep_work(spec, db.done_keys(spec.name)), confirmed=yes,
+                   what=f"the points of {spec.name!r} not yet stored")
         console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
                       f"{escape(str(db.path))}")
         if progress:
@@ -157,8 +176,7 @@ def _check_output_directory(directory: Path) -> None:
 
 def _check_output_file(path: Path | None) -> None:
     if path is not None:
-        require(path.parent.is_dir(), "output", f"no such directory: {str(path.parent)!r}")
-        require(not path.is_dir(), "output", f"{str(path)!r} is a directory")
+        require_writable_file(path, "output")
 
 
 @app.command("experiment")
@@ -175,6 +193,7 @@ def experiment_command(
     workers: WorkersOption = None,
     cluster: ClusterOption = None,
     progress: ProgressOption = True,
+    yes: options.Yes = False,
 ) -> None:
     """Run a catalog experiment of the papers; resumes if interrupted."""
     from dispatchlab.experiments.catalog import build_experiment, entries
@@ -187,7 +206,7 @@ def experiment_command(
         return
     spec = _adjust(build_experiment(name, quick=quick), quick=quick, slots=slots, scale=scale)
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
-                   progress=progress)
+                   progress=progress, yes=yes)
 
 
 @app.command("sweep")
@@ -202,16 +221,24 @@ def sweep_command(
     workers: WorkersOption = None,
     cluster: ClusterOption = None,
     progress: ProgressOption = True,
+    yes: options.Yes = False,
 ) -> None:
     """Run the grid of a spec file; resumes if interrupted."""
     if spec_file.suffix == ".json":
-        require(spec_file.is_file(), "spec", f"no such file: {spec_file}")
-        spec = ExperimentSpec.from_json(spec_file.read_text())
+        require_readable_file(spec_file, "spec", "spec file")
+        try:
+            spec = ExperimentSpec.from_json(guarded_io(
+                "spec", spec_file, lambda: spec_file.read_text(encoding="utf-8"), verb="read"))
+        except ValueError as error:  # not JSON (json.JSONDecodeError, UnicodeDecodeError)
+            if isinstance(error, ValidationError):
+                raise
+            raise ValidationError("spec", f"{str(spec_file)!r} is not a spec's JSON: "
+                                  f"{error}") from None
     else:
         spec = ExperimentSpec.from_toml(spec_file)
     spec = _adjust(spec, quick=False, slots=slots, scale=scale)
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
-                   progress=progress)
+                   progress=progress, yes=yes)
 
 
 @app.command("results")
@@ -245,13 +272,14 @@ def results_command(
     if format_ == "parquet":
         require(output is not None, "output", "parquet needs --output FILE")
         assert output is not None
-        frame.to_parquet(output, index=False)
-    elif format_ == "csv":
-        text = frame.to_csv(index=False)
-        output.write_text(text) if output else sys.stdout.write(text)
-    elif format_ == "json":
-        text = frame.to_json(orient="records", lines=True)
-        output.write_text(text) if output else sys.stdout.write(text)
+        guarded_io("output", output, lambda: frame.to_parquet(output, index=False))
+    elif format_ in ("csv", "json"):
+        text = (frame.to_csv(index=False) if format_ == "csv"
+                else frame.to_json(orient="records", lines=True))
+        if output is not None:
+            guarded_io("output", output, lambda: output.write_text(text, encoding="utf-8"))
+        else:
+            sys.stdout.write(text)
     else:
         _print_table(frame, show_experiment=experiment is None)
         return

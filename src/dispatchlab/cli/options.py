@@ -40,3 +40,6 @@ Split = Annotated[str | None, typer.Option(
 AllowUnstable = Annotated[bool, typer.Option(
     "--allow-unstable", help="Accept a system with load ≥ 1.", rich_help_panel=SYSTEM)]
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+Yes = Annotated[bool, typer.Option(
+    "--yes", help="Run even when the estimated work is above the guard's limit "
+    "(see dispatchlab.budget).")]

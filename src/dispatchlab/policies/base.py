@@ -210,6 +210,8 @@ def policy_names() -> list[str]:
 
 def policy_entry(name: str) -> type[Policy] | Preset:
     _load_builtin_policies()
+    require(isinstance(name, str), "policy",
+            f"expected a registered policy name (got {name!r}); see policy_names()")
     key = name.strip().lower()
     if key not in _REGISTRY:
         raise ValidationError("policy", f"unknown policy {name!r}; allowed: "

@@ -262,7 +262,7 @@ def results_command(
     require(status in STATUS_FILTERS, "status", f"allowed: {', '.join(STATUS_FILTERS)}")
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
     _check_output_file(output)
-    with Store(store) as db:
+    with Store(store, readonly=True) as db:
         if experiment is not None:
             require(experiment in db.experiment_names(), "experiment",
                     f"{experiment!r} is not stored; stored: "
@@ -321,7 +321,7 @@ def report_command(
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
     directory = out or RESULTS_DIR / experiment
     _check_output_directory(directory)
-    with Store(store) as db:
+    with Store(store, readonly=True) as db:
         try:
             path = write_report(db, experiment, directory)
         except KeyError as error:

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from test_experiments import _start_sweep, _wait_for_points, numbers, small_spec
 
 from dispatchlab.cli import main
 from dispatchlab.errors import ValidationError
 from dispatchlab.experiments.runner import run_experiment
 from dispatchlab.experiments.store import LEASE_SECONDS, Store
+from test_experiments import _start_sweep, _wait_for_points, numbers, small_spec
 
 
 def _stored_store(path: Path) -> None:

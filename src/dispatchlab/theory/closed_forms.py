@@ -180,8 +180,14 @@ def stationary_distribution(increment_pmf: np.ndarray, offset: int, size: int) -
     band[down, 0] = 1.0
     rhs = np.zeros(size)
     rhs[0] = 1.0
-    pi = solve_banded((up, down), band, rhs)
+    try:
+        pi = solve_banded((up, down), band, rhs)
+    except np.linalg.LinAlgError:
+        raise ValidationError("size", "the truncated chain is numerically singular "
+                              "(rates too small or too close to each other)") from None
     pi = np.clip(pi, 0.0, None)
+    require(bool(np.all(np.isfinite(pi))) and pi.sum() > 0, "size",
+            "the stationary solve lost all precision")
     return pi / pi.sum()
 
 

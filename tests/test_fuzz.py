@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz_cases import run_clean
 
 from dispatchlab import System, ValidationError, simulate
 from dispatchlab.experiments.spec import ExperimentSpec
-from dispatchlab.runspec import RunSpec
+from test_fuzz_cases import run_clean
 
 #: DISPATCHLAB_FUZZ_EXAMPLES=N: a longer, randomised hunt (the default suite is derandomised)
 EXAMPLES = int(os.environ.get("DISPATCHLAB_FUZZ_EXAMPLES", "0"))

@@ -43,6 +43,14 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
         'name = "huge"\nloads = [0.5]\nslots = 20_000_000_000_000\n'
         '[[systems]]\nservers = "20x0.5"\ndispatchers = 4\n'
         '[[policies]]\nname = "jsq"\n', encoding="utf-8")
+    (tmp / "huge_rule.toml").write_text(
+        'name = "rule"\nepsilons = [0.001]\n'
+        'slots = { coefficient = 2e7, power = 2, per = "epsilon", '
+        'maximum = 100_000_000_000_000 }\n'
+        '[[systems]]\nservers = "20x0.5"\n[[policies]]\nname = "jsq"\n', encoding="utf-8")
+    (tmp / "many_replications.toml").write_text(
+        'name = "reps"\nloads = [0.5]\nslots = 1000\nreplications = 100_000_000\n'
+        '[[systems]]\nservers = "2x0.5"\n[[policies]]\nname = "jsq"\n', encoding="utf-8")
     return tmp
 
 

@@ -15,9 +15,6 @@ into a rough duration for the message.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-
 from dispatchlab.errors import ValidationError
 from dispatchlab.model.system import System
 
@@ -36,11 +33,6 @@ def slot_cost(system: System) -> float:
 def system_work(system: System, slots: int, replications: int = 1) -> float:
     """Server-slot updates of ``replications`` runs of ``slots`` slots on ``system``."""
     return slot_cost(system) * float(slots) * float(replications)
-
-
-def total_work(items: Iterable[tuple[System, int]]) -> float:
-    """The work of several runs given as (system, slots) pairs."""
-    return math.fsum(system_work(system, slots) for system, slots in items)
 
 
 def _duration(seconds: float) -> str:

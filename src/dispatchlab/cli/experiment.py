@@ -13,14 +13,14 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dispatchlab.budget import check_work, total_work
+from dispatchlab.budget import check_work, system_work
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import integer, number, stderr_console, stdout_console
@@ -109,18 +109,20 @@ def _adjust(spec: ExperimentSpec, *, quick: bool, slots: int | None,
     return spec
 
 
-def sweep_work(spec: ExperimentSpec, skip: set[str] | frozenset[str] = frozenset()) -> float:
-    """Server-slot updates of the points of ``spec`` not in ``skip`` (see dispatchlab.budget)."""
-    systems: dict[str, Any] = {}
-    pairs = []
-    for point in spec.points():
-        if point.key in skip:
-            continue
-        tag = repr((point.system.identity(), point.axis, point.value))
-        if tag not in systems:
-            systems[tag] = point.build_system()
-        pairs.append((systems[tag], point.slots))
-    return total_work(pairs)
+def sweep_work(spec: ExperimentSpec, done: int = 0) -> float:
+    """Server-slot updates of the grid of ``spec`` (see dispatchlab.budget), computed
+    from its shape, without listing its points (10^8 replications must not hang here);
+    ``done`` points already stored are taken off pro rata."""
+    points = len(spec.systems) * len(spec.policies) * len(spec.values) * spec.replications
+    if points == 0:
+        return 0.0
+    work = 0.0
+    for system_spec in spec.systems:
+        for value in spec.values:
+            system = system_spec.build(**{spec.axis: value})
+            slots = spec._resolve_slots(system)
+            work += system_work(system, slots, spec.replications) * len(spec.policies)
+    return work * max(0.0, 1.0 - done / points)
 
 
 def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, workers: int | None,
@@ -135,8 +137,8 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
             f"give a scheduler address like tcp://HOST:PORT (got {cluster!r})")
     _check_output_directory(directory)
     with Store(store) as db:
-        check_work(sweep_work(spec, db.done_keys(spec.name)), confirmed=yes,
-                   what=f"the points of {spec.name!r} not yet stored")
+        check_work(sweep_work(spec, db.count(spec.name)), confirmed=yes,
+                   what=f"the sweep of {spec.name!r} (points not yet stored)")
         console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
                       f"{escape(str(db.path))}")
         if progress:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -29,3 +33,23 @@ def check_in_ci(mean: float, low: float, high: float, expected: float, *,
 def in_ci() -> Callable[..., None]:
     """The :func:`check_in_ci` assertion, as a fixture."""
     return check_in_ci
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def load_example(name: str) -> ModuleType:
+    """Import ``examples/NAME.py`` as a proper module (registered in ``sys.modules`` before
+    it runs, as ``import`` does), so numba caches its compiled functions under a module
+    name that a later process can import again. Loading it twice re-runs it: its
+    registrations must be idempotent."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

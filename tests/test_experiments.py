@@ -271,6 +271,8 @@ def test_two_concurrent_sweeps_lose_and_duplicate_nothing(tmp_path):
     assert len(runs) == 2 and all(r["status"] == "finished" for r in runs)
     assert max(r["started"] for r in runs) < min(r["finished"] for r in runs)  # overlapped
     assert sum(r["points_stored"] for r in runs) == len(spec.points())
+    # claims: a point claimed by a live sweep is not computed by the other one
+    assert sum(r["points_computed"] for r in runs) == len(spec.points())
     run_experiment(spec, store=tmp_path / "alone.sqlite", workers=1)
     assert numbers(store, "concurrent") == numbers(tmp_path / "alone.sqlite", "concurrent")
 

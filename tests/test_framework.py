@@ -4,13 +4,12 @@ custom decision functions."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import load_example
 from dispatchlab import System, ValidationError, simulate
 from dispatchlab.engine.interface import REPORT, Context, Slot, Step
 from dispatchlab.engine.rng import make_rng_state
@@ -19,7 +18,6 @@ from dispatchlab.policies.framework import PiPolicy
 from dispatchlab.policies.framework.fractions import dispatch_fractions, monte_carlo_fractions
 from dispatchlab.theory.stability import induced_threshold, rank_fractions_pod
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "custom_decision_function.py"
 SLOTS = 200_000
 
 
@@ -165,9 +163,7 @@ def test_collapse_diagnostics_are_recorded_at_sampling_times():
 
 
 def test_custom_decision_example_runs():
-    spec = importlib.util.spec_from_file_location("custom_decision_function", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_example("custom_decision_function")
     out = module.main(slots=50_000)
     assert out["threshold_rate"] == pytest.approx(1.6, rel=1e-6)
     assert out["stable"] == 1.0

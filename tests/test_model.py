@@ -94,7 +94,7 @@ def test_overload_refused(build, field):
 
 
 def test_overload_allowed_on_request():
-    system = System.build("2x0.3,0.4", load=1.2, allow_overload=True)
+    system = System.build("2x0.3,0.4", load=1.2, allow_unstable=True)
     assert system.epsilon == pytest.approx(-0.2)
     result = simulate(system, "wrand", slots=20_000, seed=1)
     assert result.stability in ("unstable", "undetermined")

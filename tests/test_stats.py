@@ -151,7 +151,7 @@ def test_near_critical_short_run_is_not_called_stable():
 
 
 def test_overloaded_run_reports_no_mean():
-    system = System.build("2x0.5", load=1.0, allow_overload=True)
+    system = System.build("2x0.5", load=1.0, allow_unstable=True)
     result = simulate(system, "jsq", slots=20_000, seed=1)
     assert result.stability == "unstable" and math.isnan(result.mean_total_queue)
 

@@ -2,31 +2,26 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import load_example as load_example_module
 from dispatchlab.cli import main
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies.led import builtin_strategy, custom_strategy
 from dispatchlab.policies.led.strategies import l_jsq
 from dispatchlab.theory.tilt import check_tilt, preference, update_probability
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_led_strategy.py"
 HETERO = np.r_[np.full(50, 0.1), np.full(50, 0.5)]
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("custom_led_strategy", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example_module("custom_led_strategy")
 
 
 @settings(max_examples=60, deadline=None)

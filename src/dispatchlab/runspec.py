@@ -62,6 +62,7 @@ from dispatchlab.convert import (
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
+from dispatchlab.paths import guarded_io, require_readable_file
 from dispatchlab.policies import Policy, make_policy
 from dispatchlab.result import Result
 from dispatchlab.simulate import WARMUP_METHODS, simulate
@@ -137,7 +138,7 @@ class SystemSpec:
             service=self.service, dispatchers=self.dispatchers,
             dispatcher_weights=self.dispatcher_weights,
             split=_split(self.split, "split"), dispatch=_dispatch_mode(self.dispatch, "dispatch"),
-            allow_overload=self.allow_unstable)
+            allow_unstable=self.allow_unstable)
 
     def identity(self) -> dict[str, Any]:
         """What defines the system: not its label, nor a field still at its default in
@@ -276,10 +277,10 @@ class RunSpec:
     @classmethod
     def from_toml(cls, path: str | Path) -> RunSpec:
         """Read a spec file; any problem raises :class:`ValidationError` naming the field."""
-        path = Path(path)
-        require(path.is_file(), "spec", f"file {str(path)!r} does not exist")
+        path = require_readable_file(path, "spec", "spec file")
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(guarded_io("spec", path, lambda: path.read_text(
+                encoding="utf-8"), verb="read"))
         except UnicodeDecodeError:
             raise ValidationError("spec", f"{str(path)!r} is not UTF-8 text") from None
         except tomllib.TOMLDecodeError as error:
@@ -386,5 +387,8 @@ def parse_assignments(items: list[str] | None, field_name: str = "set") -> dict[
         key, sep, value = item.partition("=")
         require(bool(sep) and bool(key.strip()) and bool(value.strip()), field_name,
                 f"expected KEY=VALUE (got {item!r})")
+        require(key.strip() not in params, f"{field_name}.{key.strip()}",
+                f"given twice ({key.strip()}={params.get(key.strip())} and {item.strip()}); "
+                "give each parameter once")
         params[key.strip()] = value.strip()
     return params

@@ -11,7 +11,8 @@ import numpy as np
 from dispatchlab.engine import loop
 from dispatchlab.engine.interface import MESSAGE_KINDS
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
-from dispatchlab.errors import require
+from dispatchlab.errors import ValidationError, require
+from dispatchlab.model.limits import check_run_jobs
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
 from dispatchlab.result import Result
@@ -42,6 +43,7 @@ def simulate(
     track_delay: bool = True,
     detail: bool = True,
     policy_params: dict[str, Any] | None = None,
+    **unknown: Any,
 ) -> Result:
     """Simulate ``policy`` on ``system`` for ``slots`` slots.
 
@@ -59,12 +61,23 @@ def simulate(
         track_delay: time every job (FIFO) for the delay distribution.
         detail: measure the queue-imbalance quantities every slot.
     """
+    if unknown:
+        raise ValidationError(sorted(unknown)[0], "unknown keyword of simulate; allowed: "
+                              "slots, warmup, seed, replications, warmup_method, bound, "
+                              "track_delay, detail, policy_params")
+    require(isinstance(system, System), "system",
+            f"expected a System (System.build(...)), got {type(system).__name__}")
+    require(policy_params is None or isinstance(policy_params, dict), "policy_params",
+            f"expected a dict of parameter: value (got {type(policy_params).__name__})")
     if isinstance(policy, str):
         policy = make_policy(policy, **(policy_params or {}))
     else:
+        require(isinstance(policy, Policy), "policy", "expected a registered policy name or a "
+                f"Policy (got {policy!r})")
         require(not policy_params, "policy_params",
                 "give parameters to make_policy, not with a Policy object")
     require(_is_int(slots) and slots >= 1, "slots", f"must be an integer ≥ 1 (got {slots!r})")
+    check_run_jobs(system.arrival_rate, system.mu_sum, int(slots))
     require(warmup is None or _is_int(warmup), "warmup", f"must be an integer (got {warmup!r})")
     require(_is_int(seed) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
     require(_is_int(replications), "replications",
@@ -72,7 +85,11 @@ def simulate(
     warmup = int(slots * WARMUP_FRACTION) if warmup is None else warmup
     require(0 <= warmup < slots, "warmup", f"must be in [0, slots) (got {warmup})")
     require(replications >= 1, "replications", f"must be ≥ 1 (got {replications})")
-    require(warmup_method in WARMUP_METHODS, "warmup_method",
+    require(bound is None or (_is_int(bound) and bound >= 1), "bound",
+            f"must be an integer ≥ 1 (got {bound!r})")
+    for name, flag in (("track_delay", track_delay), ("detail", detail)):
+        require(isinstance(flag, bool), name, f"expected True or False (got {flag!r})")
+    require(isinstance(warmup_method, str) and warmup_method in WARMUP_METHODS, "warmup_method",
             f"allowed: {', '.join(WARMUP_METHODS)}")
     policy.check_system(system)
     bound = default_bound(system) if bound is None else bound

@@ -37,6 +37,16 @@ def _usage_error_types() -> tuple[type[Exception], ...]:
     return tuple(types)
 
 
+def _usage_line(error: Exception) -> str:
+    """Click's usage error as ``FIELD: message (see `dispatchlab CMD --help`)``."""
+    param = getattr(error, "param", None)
+    field = getattr(param, "name", None) or "usage"
+    message = " ".join(error.format_message().split())  # type: ignore[attr-defined]
+    context = getattr(error, "ctx", None)
+    command = getattr(context, "command_path", None) or "dispatchlab"
+    return f"{field}: {message} (see `{command} --help`)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     _load_commands()
@@ -45,14 +55,24 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as error:  # a file the user named that every check missed (disk full, …)
+        where = f" {error.filename!s}" if error.filename else ""
+        print(f"error: file:{where} {error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        print("error: memory: this input needs more memory than this machine can give; "
+              "use a smaller system or fewer slots", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except SystemExit as exit_:
         return int(exit_.code or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except _usage_error_types() as error:  # usage errors: Click's message, exit status 2
-        error.show()  # type: ignore[attr-defined]
-        return int(error.exit_code)  # type: ignore[attr-defined]
+    except _usage_error_types() as error:  # usage errors: one line too, exit status 2
+        if type(error).__name__ == "NoArgsIsHelpError":  # a bare group: its help was shown
+            return 0
+        print(f"error: {_usage_line(error)}", file=sys.stderr)
+        return int(getattr(error, "exit_code", EXIT_BAD_INPUT) or EXIT_BAD_INPUT)
     except typer.Abort:
         return 1
     # without standalone mode, ``typer.Exit(code)`` comes back as its code

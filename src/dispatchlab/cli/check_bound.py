@@ -25,7 +25,17 @@ from dispatchlab.theory.closed_forms import (
 )
 
 
-def reference_values(system: System) -> dict[str, float]:
+def pooled_queue_reference(system: System) -> tuple[float, str]:
+    """E[q] of the pooled queue and how it was obtained: the exact banded solve of its
+    stationary law, or — when that does not apply or would be too large — nan, with the
+    reason; Kingman's analytic bounds are always reported beside it."""
+    try:
+        return pooled_queue_mean(system), "exact (banded solve of the stationary law)"
+    except ValidationError as error:
+        return math.nan, f"analytic Kingman bounds only: no exact solve ({error.message})"
+
+
+def reference_values(system: System) -> dict[str, float | str]:
     """Every policy-free reference value for ``system`` (nan where none applies)."""
     def exact(function: Callable[..., float], *args: object) -> float:
         try:
@@ -34,6 +44,7 @@ def reference_values(system: System) -> dict[str, float]:
             return math.nan
 
     low, high = pooled_queue_bounds(system)
+    pooled, method = pooled_queue_reference(system)
     return {
         "arrival_rate": system.arrival_rate,
         "mu_sum": system.mu_sum,
@@ -41,7 +52,8 @@ def reference_values(system: System) -> dict[str, float]:
         "epsilon": system.epsilon,
         "zeta_half": heavy_traffic_limit(system),
         "lower_bound_total_queue": lower_bound_total_queue(system),
-        "pooled_queue_mean": exact(pooled_queue_mean),
+        "pooled_queue_mean": pooled,
+        "pooled_queue_method": method,
         "pooled_queue_kingman_low": low,
         "pooled_queue_kingman_high": high,
         "weighted_random_total_queue": exact(random_routing_total_mean, True),
@@ -55,6 +67,7 @@ LABELS = {
     "zeta_half": "ζ/2: lim ε·E[ΣQ] of a heavy-traffic optimal policy",
     "lower_bound_total_queue": "lower bound on E[ΣQ], every policy (ζ^(ε)/2ε − B)",
     "pooled_queue_mean": "E[q], the resource-pooled queue (exact)",
+    "pooled_queue_method": "how E[q] was computed",
     "pooled_queue_kingman_low": "E[q] Kingman lower bound",
     "pooled_queue_kingman_high": "E[q] Kingman upper bound",
     "weighted_random_total_queue": "E[ΣQ] under weighted RAND (exact)",
@@ -88,5 +101,6 @@ def bound_command(
     table.add_column("quantity", style="bold")
     table.add_column("value", justify="right")
     for key, value in values.items():
-        table.add_row(escape(LABELS[key]), number(value))
+        table.add_row(escape(LABELS[key]), escape(value) if isinstance(value, str)
+                      else number(value))
     stdout_console().print(table)

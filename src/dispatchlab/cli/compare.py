@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from dispatchlab.budget import check_work, system_work
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
@@ -131,6 +132,7 @@ def compare_command(
     = False,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object {system, results: [...]}.")] = False,
+    yes: options.Yes = False,
 ) -> None:
     """Run several policies on one system (same seed) and print one comparison table."""
     spec = RunSpec(slots=slots, seed=seed, replications=replications).with_overrides(
@@ -146,6 +148,8 @@ def compare_command(
     require(warmup is None or 0 <= warmup < slots, "warmup",
             f"must be in [0, slots) (got {warmup})")
     require(replications >= 1, "replications", f"must be ≥ 1 (got {replications})")
+    check_work(len(chosen) * system_work(system, slots, replications), confirmed=yes,
+               what=f"comparing {len(chosen)} policies")
     errors = stderr_console()
     for note in notes:
         errors.print(f"note: {escape(note)}")

@@ -20,11 +20,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dispatchlab.budget import check_work, system_work
+from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import integer, number, stderr_console, stdout_console
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.experiments.spec import ExperimentSpec, Point
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
+from dispatchlab.paths import guarded_io, require_readable_file, require_writable_file
 
 RESULTS_DIR = Path("results")
 CLUSTER_ADDRESS = re.compile(r"^([a-z]+://)?[^\s:/]+:\d+/?$")
@@ -106,8 +109,24 @@ def _adjust(spec: ExperimentSpec, *, quick: bool, slots: int | None,
     return spec
 
 
+def sweep_work(spec: ExperimentSpec, done: int = 0) -> float:
+    """Server-slot updates of the grid of ``spec`` (see dispatchlab.budget), computed
+    from its shape, without listing its points (10^8 replications must not hang here);
+    ``done`` points already stored are taken off pro rata."""
+    points = len(spec.systems) * len(spec.policies) * len(spec.values) * spec.replications
+    if points == 0:
+        return 0.0
+    work = 0.0
+    for system_spec in spec.systems:
+        for value in spec.values:
+            system = system_spec.build(**{spec.axis: value})
+            slots = spec._resolve_slots(system)
+            work += system_work(system, slots, spec.replications) * len(spec.policies)
+    return work * max(0.0, 1.0 - done / points)
+
+
 def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, workers: int | None,
-                   cluster: str | None, progress: bool) -> None:
+                   cluster: str | None, progress: bool, yes: bool = False) -> None:
     from dispatchlab.experiments.runner import run_experiment
     from dispatchlab.report.plots import write_figures
 
@@ -118,6 +137,8 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
             f"give a scheduler address like tcp://HOST:PORT (got {cluster!r})")
     _check_output_directory(directory)
     with Store(store) as db:
+        check_work(sweep_work(spec, db.count(spec.name)), confirmed=yes,
+                   what=f"the sweep of {spec.name!r} (points not yet stored)")
         console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
                       f"{escape(str(db.path))}")
         if progress:
@@ -157,8 +178,7 @@ def _check_output_directory(directory: Path) -> None:
 
 def _check_output_file(path: Path | None) -> None:
     if path is not None:
-        require(path.parent.is_dir(), "output", f"no such directory: {str(path.parent)!r}")
-        require(not path.is_dir(), "output", f"{str(path)!r} is a directory")
+        require_writable_file(path, "output")
 
 
 @app.command("experiment")
@@ -175,6 +195,7 @@ def experiment_command(
     workers: WorkersOption = None,
     cluster: ClusterOption = None,
     progress: ProgressOption = True,
+    yes: options.Yes = False,
 ) -> None:
     """Run a catalog experiment of the papers; resumes if interrupted."""
     from dispatchlab.experiments.catalog import build_experiment, entries
@@ -187,7 +208,7 @@ def experiment_command(
         return
     spec = _adjust(build_experiment(name, quick=quick), quick=quick, slots=slots, scale=scale)
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
-                   progress=progress)
+                   progress=progress, yes=yes)
 
 
 @app.command("sweep")
@@ -202,16 +223,24 @@ def sweep_command(
     workers: WorkersOption = None,
     cluster: ClusterOption = None,
     progress: ProgressOption = True,
+    yes: options.Yes = False,
 ) -> None:
     """Run the grid of a spec file; resumes if interrupted."""
     if spec_file.suffix == ".json":
-        require(spec_file.is_file(), "spec", f"no such file: {spec_file}")
-        spec = ExperimentSpec.from_json(spec_file.read_text())
+        require_readable_file(spec_file, "spec", "spec file")
+        try:
+            spec = ExperimentSpec.from_json(guarded_io(
+                "spec", spec_file, lambda: spec_file.read_text(encoding="utf-8"), verb="read"))
+        except ValueError as error:  # not JSON (json.JSONDecodeError, UnicodeDecodeError)
+            if isinstance(error, ValidationError):
+                raise
+            raise ValidationError("spec", f"{str(spec_file)!r} is not a spec's JSON: "
+                                  f"{error}") from None
     else:
         spec = ExperimentSpec.from_toml(spec_file)
     spec = _adjust(spec, quick=False, slots=slots, scale=scale)
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
-                   progress=progress)
+                   progress=progress, yes=yes)
 
 
 @app.command("results")
@@ -235,7 +264,7 @@ def results_command(
     require(status in STATUS_FILTERS, "status", f"allowed: {', '.join(STATUS_FILTERS)}")
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
     _check_output_file(output)
-    with Store(store) as db:
+    with Store(store, readonly=True) as db:
         if experiment is not None:
             require(experiment in db.experiment_names(), "experiment",
                     f"{experiment!r} is not stored; stored: "
@@ -245,13 +274,14 @@ def results_command(
     if format_ == "parquet":
         require(output is not None, "output", "parquet needs --output FILE")
         assert output is not None
-        frame.to_parquet(output, index=False)
-    elif format_ == "csv":
-        text = frame.to_csv(index=False)
-        output.write_text(text) if output else sys.stdout.write(text)
-    elif format_ == "json":
-        text = frame.to_json(orient="records", lines=True)
-        output.write_text(text) if output else sys.stdout.write(text)
+        guarded_io("output", output, lambda: frame.to_parquet(output, index=False))
+    elif format_ in ("csv", "json"):
+        text = (frame.to_csv(index=False) if format_ == "csv"
+                else frame.to_json(orient="records", lines=True))
+        if output is not None:
+            guarded_io("output", output, lambda: output.write_text(text, encoding="utf-8"))
+        else:
+            sys.stdout.write(text)
     else:
         _print_table(frame, show_experiment=experiment is None)
         return
@@ -293,7 +323,7 @@ def report_command(
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
     directory = out or RESULTS_DIR / experiment
     _check_output_directory(directory)
-    with Store(store) as db:
+    with Store(store, readonly=True) as db:
         try:
             path = write_report(db, experiment, directory)
         except KeyError as error:

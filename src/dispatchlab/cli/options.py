@@ -59,3 +59,8 @@ def parse_weights(text: str | None) -> tuple[float, ...] | None:
     require(bool(weights) and all(math.isfinite(w) for w in weights), "dispatcher_weights",
             f"expected comma-separated numbers, one per dispatcher (got {text!r})")
     return weights
+
+
+Yes = Annotated[bool, typer.Option(
+    "--yes", help="Run even when the estimated work is above the guard's limit "
+    "(see dispatchlab.budget).")]

@@ -59,7 +59,18 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def _strict(data: Any) -> Any:
+    """``data`` with every nan / ±inf float replaced by None (JSON null)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: _strict(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_strict(value) for value in data]
+    return data
+
+
 def print_json(data: Any) -> None:
-    """Print exactly one strict JSON document (no NaN) on stdout."""
-    sys.stdout.write(json.dumps(data, allow_nan=False, ensure_ascii=False) + "\n")
+    """Print exactly one strict JSON document on stdout (nan and ±inf become null)."""
+    sys.stdout.write(json.dumps(_strict(data), allow_nan=False, ensure_ascii=False) + "\n")
     sys.stdout.flush()

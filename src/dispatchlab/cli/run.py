@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from dispatchlab.budget import check_work, system_work
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
@@ -65,6 +66,7 @@ def run_command(
         rich_help_panel=RUN)] = False,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object instead of the table.")] = False,
+    yes: options.Yes = False,
 ) -> None:
     """Simulate one policy on one system and report ΣQ, delay, messages and stability."""
     base = RunSpec.from_toml(spec) if spec is not None else RunSpec()
@@ -77,6 +79,8 @@ def run_command(
         warmup_method=warmup_method, replications=replications, seed=seed,
         track_delay=False if no_delay else None,
     )
+    check_work(system_work(run_spec.system(), run_spec.slots, run_spec.replications),
+               confirmed=yes)
     label = run_spec.policy.name
     if json_:
         result = run_spec.simulate()

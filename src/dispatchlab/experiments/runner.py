@@ -27,6 +27,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from typing import Any, Protocol
 
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.experiments.spec import ExperimentSpec, Point
-from dispatchlab.experiments.store import DEFAULT_STORE, Store
+from dispatchlab.experiments.store import DEFAULT_STORE, HEARTBEAT_SECONDS, Store
 
 WARM_SLOTS = 200
 #: how local workers start (see the module docstring: never ``fork``)
@@ -85,6 +86,44 @@ def warm_compiled_code(points: list[Point]) -> None:
         options = {k: v for k, v in point.options.items() if k != "warmup_method"}
         simulate(point.build_system(), point.policy.name,
                  policy_params=dict(point.policy.params), slots=WARM_SLOTS, seed=0, **options)
+
+
+def watch_coordinator(coordinator_pid: int, interval: float = 1.0) -> None:
+    """Worker initializer: exit the worker as soon as its coordinator is gone.
+
+    A worker is a child of the coordinator; when the coordinator dies (``kill -9``, a
+    crash) the worker is re-parented and ``os.getppid()`` changes. A daemon thread
+    checks that every ``interval`` seconds, so no orphan keeps computing (and holding
+    memory) for a sweep nobody will store.
+    """
+    def watch() -> None:
+        while True:
+            if os.getppid() != coordinator_pid:
+                os._exit(1)
+            time.sleep(interval)
+
+    threading.Thread(target=watch, name="dispatchlab-coordinator-watch", daemon=True).start()
+
+
+class _Heartbeat:
+    """Renews the run's heartbeat and claims every HEARTBEAT_SECONDS from a thread with
+    its own connection, so a long warm-up or a slow point never lets the lease lapse."""
+
+    def __init__(self, path: Path, run_id: str) -> None:
+        self._path, self._run_id = path, run_id
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="dispatchlab-heartbeat",
+                                        daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        with Store(self._path) as db:
+            while not self._stop.wait(HEARTBEAT_SECONDS):
+                db.heartbeat(self._run_id)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5 + HEARTBEAT_SECONDS)
 
 
 # -- progress ----------------------------------------------------------------------------------
@@ -191,19 +230,57 @@ def run_experiment(
         pool = _Executor(executor, workers, cluster, len(todo))
         run_id = db.start_run(spec.name, pool.kind, len(todo))
         outcome.run_id = run_id
-        if warm and pool.local:
-            warm_compiled_code(todo)
+        heartbeat = _Heartbeat(db.path, run_id)
         status = "interrupted"
         try:
-            _coordinate(todo, pool, db, run_id, snapshot, outcome, progress)
+            mine = db.claim(spec.name, run_id, [p.key for p in todo])
+            claimed = [p for p in todo if p.key in mine]
+            if warm and pool.local and claimed:
+                warm_compiled_code(claimed)
+            if claimed:
+                _coordinate(claimed, pool, db, run_id, snapshot, outcome, progress)
+            _finish_claimed_elsewhere([p for p in todo if p.key not in mine], pool, db, run_id,
+                                      snapshot, outcome, progress)
             status = "finished"
         finally:
+            heartbeat.stop()
             pool.shutdown(cancel=status != "finished")
             db.finish_run(run_id, status)
         return outcome
     finally:
         if own_store:
             db.close()
+
+
+CLAIM_POLL_SECONDS = 1.0
+
+
+def _finish_claimed_elsewhere(waiting: list[Point], pool: _Executor, db: Store, run_id: str,
+                              snapshot: Snapshot, outcome: SweepOutcome,
+                              progress: Progress | None) -> None:
+    """Wait for the points another live sweep claimed; take over any whose claimant died.
+
+    A point the other sweep stores counts as skipped here; one whose lease expired (or
+    whose run was marked killed) is claimed and computed by this run.
+    """
+    spec_name = waiting[0].experiment if waiting else ""
+    while waiting:
+        time.sleep(CLAIM_POLL_SECONDS)
+        done = db.done_keys(spec_name)
+        finished = [p for p in waiting if p.key in done]
+        snapshot.skipped += len(finished)
+        snapshot.slots_left -= sum(p.slots for p in finished)
+        outcome.skipped += len(finished)
+        waiting = [p for p in waiting if p.key not in done]
+        _notify(progress, snapshot)
+        if not waiting:
+            return
+        db.mark_dead_runs()
+        taken = db.claim(spec_name, run_id, [p.key for p in waiting])
+        if taken:
+            _coordinate([p for p in waiting if p.key in taken], pool, db, run_id, snapshot,
+                        outcome, progress)
+            waiting = [p for p in waiting if p.key not in taken]
 
 
 def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snapshot: Snapshot,
@@ -259,7 +336,7 @@ def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snap
                 else:
                     pending[pool.submit(run_point, point.to_dict())] = point
         refresh()
-    outcome.seconds = time.perf_counter() - started
+    outcome.seconds += time.perf_counter() - started
 
 
 def _notify(progress: Progress | None, snapshot: Snapshot) -> None:
@@ -312,7 +389,8 @@ class _Executor:
 
     def _local_pool(self) -> Executor:
         context = multiprocessing.get_context(START_METHOD)
-        return ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
+        return ProcessPoolExecutor(max_workers=self._workers, mp_context=context,
+                                   initializer=watch_coordinator, initargs=(os.getpid(),))
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
         future = self._executor.submit(function, *args)

@@ -35,6 +35,7 @@ import numpy as np
 from dispatchlab.convert import as_float, as_table, check_keys
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
+from dispatchlab.paths import require_readable_file
 from dispatchlab.report.figures import FigureSpec
 from dispatchlab.runspec import PolicySpec, SystemSpec
 
@@ -406,10 +407,10 @@ class ExperimentSpec:
     def from_toml(cls, path: str | Path) -> ExperimentSpec:
         """Read and validate a TOML sweep file (see ``examples/sweep.toml``)."""
         path = Path(path)
-        require(path.is_file(), "spec", f"no such file: {path}")
+        require_readable_file(path, "spec", "spec file")
         try:
             data = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as error:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise ValidationError("spec", f"malformed TOML in {path}: {error}") from None
         spec = cls.from_dict(data)
         spec.validate()

@@ -19,6 +19,14 @@ Why SQLite, and why these settings:
 - ``UNIQUE(experiment, point_key)`` with an upsert that never overwrites a
   finished point: two concurrent sweeps cannot duplicate a row, and a point
   already stored is not recomputed (the runner asks :meth:`Store.done_keys` first).
+- Claims: a sweep claims the points it is about to compute (table ``claims``, a lease
+  of :data:`LEASE_SECONDS` renewed by a heartbeat), so a second sweep of the same spec
+  skips them instead of computing them again; a claim whose run died (its heartbeat
+  stopped, or its pid is gone on this host) is taken over, so nothing is lost.
+- Runs: each run row carries a heartbeat; a run still ``running`` whose process is
+  gone is marked ``killed`` by the next sweep that starts (:meth:`Store.mark_dead_runs`).
+- Readers (``dispatchlab results``, ``report``) open the file read-only
+  (``Store(path, readonly=True)``), so a store on read-only media can be read.
 """
 
 from __future__ import annotations
@@ -44,6 +52,11 @@ DEFAULT_STORE = "dispatchlab-results.sqlite"
 BUSY_TIMEOUT_MS = 60_000
 SCHEMA_VERSION = 1
 STATUSES = ("done", "failed")
+#: a claim (and a run's liveness) expires this long after its last heartbeat
+LEASE_SECONDS = 60.0
+#: the coordinator renews its claims and heartbeat this often
+HEARTBEAT_SECONDS = 10.0
+RUN_STATUSES = ("running", "finished", "interrupted", "killed")
 #: the Result scalars copied into columns for querying (the full Result is in result_json)
 METRIC_COLUMNS = (
     "mean_total_queue", "ci_low", "ci_high", "mean_delay", "epsilon_total_queue",
@@ -66,7 +79,7 @@ CREATE TABLE IF NOT EXISTS runs (
     experiment TEXT NOT NULL,
     started REAL NOT NULL,
     finished REAL,
-    status TEXT NOT NULL,  -- running | finished | interrupted (a killed run stays running)
+    status TEXT NOT NULL,  -- running | finished | interrupted | killed
     executor TEXT NOT NULL,
     host TEXT NOT NULL,
     pid INTEGER NOT NULL,
@@ -105,7 +118,29 @@ CREATE TABLE IF NOT EXISTS points (
     UNIQUE (experiment, point_key)
 );
 CREATE INDEX IF NOT EXISTS points_by_experiment ON points (experiment, status);
+CREATE TABLE IF NOT EXISTS claims (
+    experiment TEXT NOT NULL,
+    point_key TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (experiment, point_key)
+);
 """
+#: columns added after the first release, added to older stores when opened for writing
+_ADDED_COLUMNS = {"runs": (("heartbeat", "REAL"),)}
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:
+        return False
+    return True
 
 
 @cache
@@ -130,11 +165,16 @@ class Store:
     :meth:`_write` (``BEGIN IMMEDIATE`` … ``COMMIT``).
     """
 
-    def __init__(self, path: str | Path = DEFAULT_STORE) -> None:
+    def __init__(self, path: str | Path = DEFAULT_STORE, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly
         require(not self.path.is_dir(), "store", f"{self.path} is a directory, not a file")
         require(self.path.parent.exists() or str(self.path.parent) == "", "store",
                 f"directory {self.path.parent} does not exist")
+        if readonly:
+            require(self.path.is_file(), "store", f"no store at {self.path}")
+            self._db = self._open_readonly()
+            return
         try:
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
                                        isolation_level=None)
@@ -145,17 +185,46 @@ class Store:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement)
+                for table, columns in _ADDED_COLUMNS.items():
+                    present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                    for name, kind in columns:
+                        if name not in present:
+                            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                            (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as error:
             raise ValidationError("store", f"{self.path} is not a dispatchlab store "
                                   f"({error})") from None
 
+    def _open_readonly(self) -> sqlite3.Connection:
+        """Open for reading only. A WAL store needs its -shm file: where it cannot be
+        created (read-only media) the file is opened ``immutable`` (nobody can write it)."""
+        uri = self.path.resolve().as_uri()
+        last: sqlite3.DatabaseError | None = None
+        for options in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(f"{uri}?{options}", uri=True,
+                                     timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+                db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                tables = {r[0] for r in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            except sqlite3.DatabaseError as error:
+                last = error
+                continue
+            if not {"meta", "experiments", "runs", "points"} <= tables:
+                db.close()
+                raise ValidationError("store", f"{self.path} is not a dispatchlab store "
+                                      "(its tables are missing)")
+            return db
+        raise ValidationError("store", f"{self.path} cannot be read as a dispatchlab store "
+                              f"({last})")
+
     # -- plumbing -------------------------------------------------------------------------
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: takes the write lock up front (BEGIN IMMEDIATE)."""
+        require(not self.readonly, "store", f"{self.path} is open read-only")
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
@@ -198,19 +267,73 @@ class Store:
         return [r["name"] for r in self.query("SELECT name FROM experiments ORDER BY name")]
 
     def start_run(self, experiment: str, executor: str, planned: int) -> str:
+        """Record a new ``running`` run (after marking the dead ones ``killed``)."""
+        self.mark_dead_runs()
         run_id = uuid.uuid4().hex
+        now = time.time()
         with self._write() as db:
             db.execute(
                 "INSERT INTO runs (run_id, experiment, started, status, executor, host, pid, "
-                "code_version, points_planned) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-                (run_id, experiment, time.time(), executor, socket.gethostname(), os.getpid(),
-                 code_version(), planned))
+                "code_version, points_planned, heartbeat) "
+                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (run_id, experiment, now, executor, socket.gethostname(), os.getpid(),
+                 code_version(), planned, now))
         return run_id
 
     def finish_run(self, run_id: str, status: str) -> None:
+        """Mark the run ``status`` and release its claims (its unfinished points are free)."""
+        require(status in RUN_STATUSES, "status", f"allowed: {', '.join(RUN_STATUSES)}")
         with self._write() as db:
             db.execute("UPDATE runs SET finished = ?, status = ? WHERE run_id = ?",
                        (time.time(), status, run_id))
+            db.execute("DELETE FROM claims WHERE run_id = ?", (run_id,))
+
+    def heartbeat(self, run_id: str) -> None:
+        """The run is alive: renew its heartbeat and the leases of its claims."""
+        now = time.time()
+        with self._write() as db:
+            db.execute("UPDATE runs SET heartbeat = ? WHERE run_id = ?", (now, run_id))
+            db.execute("UPDATE claims SET expires = ? WHERE run_id = ?",
+                       (now + LEASE_SECONDS, run_id))
+
+    def mark_dead_runs(self) -> list[str]:
+        """Mark ``killed`` every ``running`` run whose process is gone: its pid no longer
+        exists on this host, or its heartbeat is older than LEASE_SECONDS (any host)."""
+        now, host = time.time(), socket.gethostname()
+        dead = []
+        for run in self.query("SELECT run_id, host, pid, heartbeat, started FROM runs "
+                              "WHERE status = 'running'"):
+            beat = run["heartbeat"] if run["heartbeat"] is not None else None
+            gone = run["host"] == host and not _pid_alive(int(run["pid"]))
+            stale = beat is not None and now - beat > LEASE_SECONDS
+            if gone or stale:
+                dead.append(run["run_id"])
+        if dead:
+            with self._write() as db:
+                for run_id in dead:
+                    db.execute("UPDATE runs SET status = 'killed' WHERE run_id = ? "
+                               "AND status = 'running'", (run_id,))
+                    db.execute("DELETE FROM claims WHERE run_id = ?", (run_id,))
+        return dead
+
+    def claim(self, experiment: str, run_id: str, keys: list[str]) -> set[str]:
+        """Claim the points ``keys`` for ``run_id``; return those it now holds.
+
+        A point already claimed by another live run (lease not expired) is not taken;
+        an expired lease, or one whose run is no longer ``running``, is taken over.
+        """
+        now = time.time()
+        with self._write() as db:
+            db.executemany(
+                "INSERT INTO claims (experiment, point_key, run_id, expires) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(experiment, point_key) DO UPDATE SET run_id = excluded.run_id, "
+                "expires = excluded.expires WHERE claims.run_id = excluded.run_id "
+                "OR claims.expires < ? OR claims.run_id NOT IN "
+                "(SELECT run_id FROM runs WHERE status = 'running')",
+                [(experiment, key, run_id, now + LEASE_SECONDS, now) for key in keys])
+        rows = self.query("SELECT point_key FROM claims WHERE experiment = ? AND run_id = ?",
+                          (experiment, run_id))
+        return {r["point_key"] for r in rows} & set(keys)
 
     def runs(self, experiment: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT * FROM runs", ()

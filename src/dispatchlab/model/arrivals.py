@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from dispatchlab.errors import ValidationError, require
+from dispatchlab.model.limits import MAX_JOBS_PER_SLOT, check_arrival_rate, check_trace_counts
+from dispatchlab.model.values import as_int, as_text
+from dispatchlab.paths import guarded_io, require_readable_file
 
 # Codes understood by the compiled slot loop.
 ARRIVAL_LAWS = ("poisson", "bernoulli", "binomial", "deterministic", "trace")
@@ -31,10 +34,10 @@ class ArrivalProcess:
     trace: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        require(self.law in ARRIVAL_LAWS, "arrivals",
+        require(as_text(self.law, "arrivals") in ARRIVAL_LAWS, "arrivals",
                 f"unknown law {self.law!r}; allowed: " + ", ".join(ARRIVAL_LAWS))
-        require(np.isfinite(self.rate) and self.rate > 0, "load",
-                f"the arrival rate λ_Σ must be > 0 (got {self.rate:g})")
+        as_int(self.trials, "arrivals", low=0)
+        check_arrival_rate(self.rate)
         if self.law == "bernoulli":
             require(self.rate <= 1, "arrivals",
                     f"Bernoulli arrivals need λ_Σ ≤ 1 (got {self.rate:g}); "
@@ -92,18 +95,21 @@ class ArrivalProcess:
 
 def load_trace(path: str | Path) -> np.ndarray:
     """Read per-slot arrival counts from a ``.npy`` file or a CSV/text file of integers."""
-    path = Path(path)
-    require(path.is_file(), "arrivals", f"trace file {str(path)!r} does not exist")
+    path = require_readable_file(path, "arrivals", "trace file")
+
+    def read() -> np.ndarray:
+        with warnings.catch_warnings():  # an empty file: our own message below
+            warnings.simplefilter("ignore")
+            if path.suffix == ".npy":
+                return np.asarray(np.load(path, allow_pickle=False), dtype=float)
+            return np.loadtxt(path, delimiter=",", ndmin=1, dtype=float)
+
     try:
-        if path.suffix == ".npy":
-            raw = np.load(path, allow_pickle=False)
-        else:
-            with warnings.catch_warnings():  # an empty file: our own message below
-                warnings.simplefilter("ignore")
-                raw = np.loadtxt(path, delimiter=",", ndmin=1, dtype=float)
-    except ValueError as error:
+        raw = guarded_io("arrivals", path, read, verb="read")
+    except ValidationError:
+        raise
+    except (ValueError, TypeError, EOFError) as error:
         raise ValidationError("arrivals", f"trace {str(path)!r} is not numeric: {error}") from None
-    raw = np.asarray(raw, dtype=float)
     require(raw.ndim == 1 or (raw.ndim == 2 and 1 in raw.shape), "arrivals",
             f"trace {str(path)!r} must be one column of per-slot counts (shape {raw.shape})")
     raw = raw.ravel()
@@ -113,21 +119,25 @@ def load_trace(path: str | Path) -> np.ndarray:
             f"trace counts must be non-negative integers (found {raw.min():g})")
     require(bool(np.all(raw == np.round(raw))), "arrivals",
             "trace counts must be non-negative integers (found a non-integer count)")
+    check_trace_counts(raw)
     return raw.astype(np.int64)
 
 
 def parse_arrival_law(text: str) -> tuple[str, int, str]:
     """Split ``poisson`` / ``binomial:K`` / ``trace:PATH`` into (law, K, path)."""
-    name, _, arg = text.strip().partition(":")
+    name, _, arg = as_text(text, "arrivals").strip().partition(":")
     name = name.lower()
     require(name in ARRIVAL_LAWS, "arrivals",
             f"unknown law {name!r}; allowed: poisson, bernoulli, binomial:K, deterministic, "
             "trace:PATH")
     if name == "binomial":
         try:
-            return name, int(arg), ""
+            trials = int(arg)
         except ValueError:
             raise ValidationError("arrivals", "binomial needs an integer K: binomial:K") from None
+        require(1 <= trials <= MAX_JOBS_PER_SLOT, "arrivals",
+                f"binomial needs 1 ≤ K ≤ {MAX_JOBS_PER_SLOT:,} (got {trials:,})")
+        return name, trials, ""
     if name == "trace":
         require(bool(arg), "arrivals", "trace needs a file: trace:PATH")
         return name, 0, arg

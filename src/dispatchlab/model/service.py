@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dispatchlab.errors import ValidationError, require
+from dispatchlab.model.limits import MAX_JOBS_PER_SLOT, MAX_SERVERS, check_rates
+from dispatchlab.model.values import as_int, as_numbers, as_text
 
 # Codes understood by the compiled slot loop.
 SERVICE_BERNOULLI = 0
@@ -32,6 +34,8 @@ class ServiceLaw:
     trials: int = 0  # K, for the binomial law
 
     def __post_init__(self) -> None:
+        as_text(self.kind, "service")
+        as_int(self.trials, "service", low=0)
         require(
             self.kind in SERVICE_LAWS, "service", f"unknown law {self.kind!r}; allowed: "
             + ", ".join(SERVICE_LAWS),
@@ -86,13 +90,16 @@ class ServiceLaw:
     @classmethod
     def parse(cls, text: str) -> ServiceLaw:
         """``bernoulli``, ``binomial:K``, ``poisson``, ``geometric`` or ``deterministic``."""
-        name, _, arg = text.strip().lower().partition(":")
+        name, _, arg = as_text(text, "service").strip().lower().partition(":")
         if name == "binomial":
             try:
-                return cls("binomial", int(arg))
+                trials = int(arg)
             except ValueError:
                 raise ValidationError(
                     "service", "binomial needs an integer K: binomial:K") from None
+            require(1 <= trials <= MAX_JOBS_PER_SLOT, "service",
+                    f"binomial needs 1 ≤ K ≤ {MAX_JOBS_PER_SLOT:,} (got {trials:,})")
+            return cls("binomial", trials)
         require(not arg, "service", f"law {name!r} takes no parameter")
         return cls(name)
 
@@ -100,27 +107,26 @@ class ServiceLaw:
 def parse_rates(text: str | list[float] | tuple[float, ...] | np.ndarray) -> np.ndarray:
     """Parse service rates μ: an explicit list, or the compact form ``50x0.1,50x0.5``."""
     if not isinstance(text, str):
-        rates = np.asarray(text, dtype=float).ravel()
+        rates = as_numbers(text, "servers")
     else:
         values: list[float] = []
         for part in text.replace(" ", "").split(","):
             require(bool(part), "servers", f"empty entry in {text!r}; use e.g. 50x0.1,50x0.5")
             count_text, sep, rate_text = part.partition("x")
             try:
-                if sep:
-                    count = int(count_text)
-                    require(count >= 1, "servers", f"count in {part!r} must be ≥ 1")
-                    values.extend([float(rate_text)] * count)
-                else:
-                    values.append(float(part))
+                count = int(count_text) if sep else 1
+                rate = float(rate_text if sep else part)
             except ValueError:
                 raise ValidationError(
                     "servers", f"cannot read {part!r}; use a list of rates or COUNTxRATE, "
                     "e.g. 50x0.1,50x0.5") from None
+            require(count >= 1, "servers", f"count in {part!r} must be ≥ 1")
+            require(len(values) + count <= MAX_SERVERS, "servers",
+                    f"at most {MAX_SERVERS:,} servers (got {part!r} after {len(values):,})")
+            values.extend([rate] * count)
         rates = np.asarray(values, dtype=float)
     require(rates.size >= 1, "servers", "at least one server is needed")
-    require(bool(np.all(np.isfinite(rates))), "servers", "rates must be finite numbers")
-    require(bool(np.all(rates > 0)), "servers", "every service rate μ_n must be > 0")
+    check_rates(rates)
     return rates
 
 

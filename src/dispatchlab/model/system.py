@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
-from dispatchlab.errors import require
+from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.arrivals import ArrivalProcess, arrival_process
+from dispatchlab.model.limits import (
+    MAX_DISPATCHERS,
+    MAX_SERVERS,
+    check_arrival_rate,
+    check_rates,
+    check_weights,
+)
 from dispatchlab.model.service import ServiceLaw, format_rates, parse_rates
+from dispatchlab.model.values import as_flag, as_int, as_number, as_numbers, as_text
 
 SPLITS = ("per_job", "batch")
-MAX_SERVERS = 1_000_000  # N: memory stays in the hundreds of MB
-MAX_DISPATCHERS = 100_000  # M
 DISPATCH_MODES = ("batch", "per_job")
+#: how every caller is told to accept an overloaded system: the same name in the API
+#: (``allow_unstable=True``), the CLI (``--allow-unstable``) and TOML (``allow_unstable``)
+ALLOW_UNSTABLE_HINT = ("set allow_unstable to simulate it anyway (--allow-unstable on the "
+                       "command line, allow_unstable = true in a spec file)")
 
 
 @dataclass(frozen=True)
@@ -32,7 +43,7 @@ class System:
             ``batch`` (the whole slot's arrivals go to one dispatcher drawn from p).
         dispatch: ``batch`` (all of a dispatcher's jobs in a slot go to one server,
             the papers' model) or ``per_job`` (each job is dispatched on its own).
-        allow_overload: accept λ_Σ ≥ μ_Σ (a system that cannot be stable).
+        allow_unstable: accept λ_Σ ≥ μ_Σ (a system that cannot be stable).
     """
 
     rates: tuple[float, ...]
@@ -42,32 +53,35 @@ class System:
     dispatcher_weights: tuple[float, ...] = ()
     split: str = "per_job"
     dispatch: str = "batch"
-    allow_overload: bool = False
+    allow_unstable: bool = False
 
     def __post_init__(self) -> None:
-        rates = np.asarray(self.rates, dtype=float)
+        rates = as_numbers(self.rates, "servers")
         require(rates.size >= 1, "servers", "at least one server is needed")
-        self.service.validate_rates(rates)
         require(rates.size <= MAX_SERVERS, "servers",
                 f"at most {MAX_SERVERS:,} servers (got {rates.size:,})")
-        require(isinstance(self.dispatchers, int | np.integer)
-                and 1 <= self.dispatchers <= MAX_DISPATCHERS, "dispatchers",
-                f"M must be an integer in [1, {MAX_DISPATCHERS:,}] (got {self.dispatchers!r})")
-        require(self.split in SPLITS, "split", f"allowed: {', '.join(SPLITS)}")
+        check_rates(rates)
+        require(isinstance(self.service, ServiceLaw), "service",
+                f"expected a ServiceLaw (got {self.service!r})")
+        require(isinstance(self.arrivals, ArrivalProcess), "arrivals",
+                f"expected an ArrivalProcess (got {self.arrivals!r})")
+        self.service.validate_rates(rates)
+        as_int(self.dispatchers, "dispatchers", low=1, high=MAX_DISPATCHERS)
+        require(self.split in SPLITS, "split", f"allowed: per-job, batch (got {self.split!r})")
         require(self.dispatch in DISPATCH_MODES, "dispatch",
                 f"allowed: batch, per-job (got {self.dispatch!r})")
-        if self.dispatcher_weights:
-            weights = np.asarray(self.dispatcher_weights, dtype=float)
+        as_flag(self.allow_unstable, "allow_unstable")
+        if len(self.dispatcher_weights):
+            weights = as_numbers(self.dispatcher_weights, "dispatcher_weights")
             require(weights.size == self.dispatchers, "dispatcher_weights",
                     f"need one weight per dispatcher ({self.dispatchers})")
-            require(bool(np.all(weights >= 0)) and weights.sum() > 0, "dispatcher_weights",
-                    "weights must be ≥ 0 and not all zero")
-        if not self.allow_overload:
+            check_weights(weights)
+        if not self.allow_unstable:
             mu_sum = float(rates.sum())
             require(self.arrivals.rate < mu_sum, "load",
                     f"λ_Σ = {self.arrivals.rate:g} ≥ μ_Σ = {mu_sum:g} (load "
                     f"{self.arrivals.rate / mu_sum:.4g} ≥ 1): no policy can keep this system "
-                    "stable; pass --allow-unstable to simulate it anyway")
+                    f"stable; {ALLOW_UNSTABLE_HINT}")
 
     # -- construction -------------------------------------------------------------------------
 
@@ -82,43 +96,67 @@ class System:
         arrivals: str = "poisson",
         service: str | ServiceLaw = "bernoulli",
         dispatchers: int = 1,
-        dispatcher_weights: tuple[float, ...] = (),
+        dispatcher_weights: tuple[float, ...] | list[float] = (),
         split: str = "per_job",
         dispatch: str = "batch",
-        allow_overload: bool = False,
+        allow_unstable: bool = False,
+        **unknown: Any,
     ) -> System:
         """Build a system with λ_Σ set by ``load`` ρ (λ_Σ = ρ·μ_Σ), by ``epsilon``
-        (λ_Σ = μ_Σ − ε), or directly by ``rate``; exactly one of them (none for a trace)."""
+        (λ_Σ = μ_Σ − ε), or directly by ``rate``; exactly one of them (none for a trace).
+
+        Every argument is type-checked: a wrong type or an unknown keyword raises
+        :class:`ValidationError` naming it, and nothing is converted silently
+        (``dispatchers=2.9`` is refused, not truncated).
+        """
+        if unknown:
+            allowed = [f.name for f in fields(cls) if f.name != "arrivals"]
+            name = sorted(unknown)[0]
+            raise ValidationError(name, "unknown keyword of System.build; allowed: servers, "
+                                  "load, epsilon, rate, arrivals, " + ", ".join(
+                                      a for a in allowed if a != "rates"))
         rates = parse_rates(servers)
+        require(rates.size <= MAX_SERVERS, "servers",
+                f"at most {MAX_SERVERS:,} servers (got {rates.size:,})")
         law = service if isinstance(service, ServiceLaw) else ServiceLaw.parse(service)
+        allow_unstable = as_flag(allow_unstable, "allow_unstable")
+        dispatchers = as_int(dispatchers, "dispatchers", low=1, high=MAX_DISPATCHERS)
+        split = as_text(split, "split").strip().lower().replace("-", "_")
+        dispatch = as_text(dispatch, "dispatch").strip().lower().replace("-", "_")
         given = [name for name, value in (("load", load), ("epsilon", epsilon), ("rate", rate))
                  if value is not None]
         require(len(given) <= 1, "load", f"give only one of load, epsilon, rate (got {given})")
         mu_sum = float(rates.sum())
-        lam: float | None = rate
-        if load is not None:
-            require(np.isfinite(load) and load > 0, "load", f"ρ must be > 0 (got {load:g})")
-            require(load < 1 or allow_overload, "load",
+        lam: float | None = None
+        if rate is not None:
+            lam = as_number(rate, "rate")
+            check_arrival_rate(lam, "rate")
+        elif load is not None:
+            load = as_number(load, "load")
+            require(load > 0, "load", f"ρ must be > 0 (got {load:g})")
+            require(load < 1 or allow_unstable, "load",
                     f"ρ = {load:g} ≥ 1: no policy can keep this system stable; "
-                    "pass --allow-unstable to simulate it anyway")
+                    + ALLOW_UNSTABLE_HINT)
+            check_arrival_rate(load * mu_sum, "load")
             lam = load * mu_sum
         elif epsilon is not None:
-            require(bool(np.isfinite(epsilon)), "epsilon", f"ε must be a number (got {epsilon})")
+            epsilon = as_number(epsilon, "epsilon")
             require(epsilon < mu_sum, "epsilon", f"ε must be < μ_Σ = {mu_sum:g} (got {epsilon:g})")
-            require(epsilon > 0 or allow_overload, "epsilon",
+            require(epsilon > 0 or allow_unstable, "epsilon",
                     f"ε = {epsilon:g} ≤ 0 means λ_Σ ≥ μ_Σ: no policy can keep this system "
-                    "stable; pass --allow-unstable to simulate it anyway")
+                    "stable; " + ALLOW_UNSTABLE_HINT)
+            check_arrival_rate(mu_sum - epsilon, "epsilon")
             lam = mu_sum - epsilon
-        process = arrival_process(arrivals, lam)
-        return cls(tuple(float(x) for x in rates), process, law, int(dispatchers),
-                   tuple(dispatcher_weights), split.replace("-", "_"), dispatch.replace("-", "_"),
-                   allow_overload)
+        process = arrival_process(as_text(arrivals, "arrivals"), lam)
+        weights = tuple(as_numbers(dispatcher_weights, "dispatcher_weights").tolist())
+        return cls(tuple(float(x) for x in rates), process, law, dispatchers, weights, split,
+                   dispatch, allow_unstable)
 
     def with_rate(self, rate: float) -> System:
-        return replace(self, arrivals=self.arrivals.with_rate(rate))
+        return replace(self, arrivals=self.arrivals.with_rate(as_number(rate, "rate")))
 
     def with_load(self, load: float) -> System:
-        return self.with_rate(load * self.mu_sum)
+        return self.with_rate(as_number(load, "load") * self.mu_sum)
 
     # -- derived quantities ------------------------------------------------------------------
 
@@ -155,7 +193,7 @@ class System:
     @property
     def weights(self) -> np.ndarray:
         """p_m (uniform unless given)."""
-        if not self.dispatcher_weights:
+        if not len(self.dispatcher_weights):
             return np.full(self.dispatchers, 1.0 / self.dispatchers)
         w = np.asarray(self.dispatcher_weights, dtype=float)
         return w / w.sum()

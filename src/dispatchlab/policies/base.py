@@ -10,6 +10,7 @@ conformance test suite that every policy must pass.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -161,9 +162,42 @@ class Preset:
 _REGISTRY: dict[str, type[Policy] | Preset] = {}
 
 
+def definition_site(obj: Any) -> tuple[str, str]:
+    """(module, qualified name) where a class or function was defined: the same for the
+    object a re-run notebook cell or a re-imported module defines again. A compiled
+    numba function is identified by the Python function it compiles."""
+    obj = getattr(obj, "py_func", obj)
+    return (str(getattr(obj, "__module__", "")),
+            str(getattr(obj, "__qualname__", getattr(obj, "__name__", repr(obj)))))
+
+
+def same_definition(old: Any, new: Any) -> bool:
+    """Whether ``new`` is ``old`` or its redefinition (same module and qualified name)."""
+    return old is new or definition_site(old) == definition_site(new)
+
+
+def cache_allowed(function: Any) -> bool:
+    """Whether numba may cache ``function`` on disk: only when its module can be imported
+    again by name. A cached entry records its module and numba imports it when loading;
+    a script (``__main__``), a notebook cell or a file executed without registering its
+    module would leave an entry that no later process can load."""
+    module_name = getattr(function, "__module__", None)
+    if not module_name or module_name == "__main__":
+        return False
+    module = sys.modules.get(module_name)
+    spec = getattr(module, "__spec__", None)
+    return spec is not None and spec.name == module_name and bool(getattr(spec, "origin", None))
+
+
 def register(cls: type[Policy]) -> type[Policy]:
-    """Class decorator: make a policy available by its ``name``."""
-    require(cls.name not in _REGISTRY, "policy", f"{cls.name!r} is registered twice")
+    """Class decorator: make a policy available by its ``name``.
+
+    Registering the same class again (a re-run notebook cell, a re-imported module)
+    replaces the entry; a different class under a taken name is an error.
+    """
+    old = _REGISTRY.get(cls.name)
+    require(old is None or (not isinstance(old, Preset) and same_definition(old, cls)),
+            "policy", f"{cls.name!r} is already registered by {_site(old)}; choose another name")
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -171,9 +205,18 @@ def register(cls: type[Policy]) -> type[Policy]:
 def register_preset(name: str, base: type[Policy], summary: str, theory: str = "",
                     defaults: dict[str, Any] | None = None, **fixed: Any) -> None:
     """Register ``name`` as ``base`` with ``fixed`` parameters (a user may not override
-    them) and changed ``defaults`` (a user may)."""
-    require(name not in _REGISTRY, "policy", f"{name!r} is registered twice")
+    them) and changed ``defaults`` (a user may). Registering it again with a redefinition
+    of the same base class replaces it; any other entry under ``name`` is an error."""
+    old = _REGISTRY.get(name)
+    require(old is None or (isinstance(old, Preset) and same_definition(old.base, base)),
+            "policy", f"{name!r} is already registered by {_site(old)}; choose another name")
     _REGISTRY[name] = Preset(name, base, fixed, defaults or {}, summary, theory or base.theory)
+
+
+def _site(entry: Any) -> str:
+    target = entry.base if isinstance(entry, Preset) else entry
+    module, qualname = definition_site(target)
+    return f"{module}.{qualname}" + (" (a preset)" if isinstance(entry, Preset) else "")
 
 
 def policy_names() -> list[str]:
@@ -183,6 +226,8 @@ def policy_names() -> list[str]:
 
 def policy_entry(name: str) -> type[Policy] | Preset:
     _load_builtin_policies()
+    require(isinstance(name, str), "policy",
+            f"expected a registered policy name (got {name!r}); see policy_names()")
     key = name.strip().lower()
     if key not in _REGISTRY:
         raise ValidationError("policy", f"unknown policy {name!r}; allowed: "

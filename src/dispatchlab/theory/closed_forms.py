@@ -126,42 +126,98 @@ def heavy_traffic_exponential_mean(arrival_variance: float, service_variance: fl
     return (arrival_variance + service_variance) / 2
 
 
+#: the exact pooled-queue solve stores a band of about (2·up + down + 1)·size numbers
+#: (LAPACK's banded LU); above this many it is skipped and only Kingman's bounds remain
+MAX_BAND_ENTRIES = 30_000_000  # 240 MB of float64
+#: distinct service rates the Poisson-binomial law is built from (one binomial each)
+MAX_RATE_GROUPS = 2_000
+
+
+def band_entries(pmf_size: int, offset: int, size: int) -> int:
+    """Numbers stored by :func:`stationary_distribution` for these sizes (its memory / 8 B)."""
+    up, down = min(pmf_size - 1 - offset, size - 1), min(offset, size - 1)
+    return (2 * max(up, 0) + down + 1) * size
+
+
 def stationary_distribution(increment_pmf: np.ndarray, offset: int, size: int) -> np.ndarray:
     """Stationary law of q' = max(q + x, 0) on {0, …, size−1}, numerically.
 
-    Not a closed form but an exact computation up to truncation (a direct linear solve
-    of πP = π, with moves beyond ``size − 1`` held at ``size − 1``), for laws such as the
-    pooled queue's Poisson-binomial service whose E[ū²] has no formula.
+    Not a closed form but an exact computation up to truncation, for laws such as the
+    pooled queue's Poisson-binomial service whose E[ū²] has no formula: a direct
+    solve of πP = π, with moves beyond ``size − 1`` held at ``size − 1``. P is banded
+    (a move is at most ``offset`` down and ``len(pmf) − 1 − offset`` up), so the solve is
+    a banded LU in O(size·band) memory; one balance equation is replaced by π_0 = 1 and
+    π normalised after, which keeps the band.
 
     Args:
         increment_pmf: P(x = j − offset) for j = 0, 1, …, with x = a − s.
         offset: the largest possible decrement (so x ≥ −offset).
         size: the truncation; the caller checks that the last entry's mass is negligible.
     """
+    from scipy.linalg import solve_banded
+
     pmf = np.asarray(increment_pmf, dtype=float)
-    transition = np.zeros((size, size))
-    for i in range(size):
-        targets = np.clip(i + np.arange(pmf.size) - offset, 0, size - 1)
-        np.add.at(transition[i], targets, pmf)
-    system_matrix = transition.T - np.eye(size)
-    system_matrix[-1, :] = 1.0  # replace one balance equation by Σπ = 1
+    entries = band_entries(pmf.size, offset, size)
+    require(entries <= MAX_BAND_ENTRIES, "size",
+            f"the exact solve needs {entries:.3g} numbers (> {MAX_BAND_ENTRIES:.3g})")
+    cdf = np.cumsum(pmf)
+    total = float(cdf[-1])
+    up = max(min(pmf.size - 1 - offset, size - 1), 0)  # sub-diagonals of A = Pᵀ − I
+    down = min(offset, size - 1)  # super-diagonals
+    band = np.zeros((up + down + 1, size))  # band[down + d, i] = A[i + d, i] = P(i, i + d)
+    for d in range(-down, up + 1):
+        first, last = max(0, -d), min(size - 1, size - 1 - d)
+        band[down + d, first:last + 1] = pmf[d + offset]
+    # moves past the top are held at size − 1 (moves below 0 only enter balance equation 0,
+    # which π_0 = 1 replaces)
+    for i in range(max(0, size - 1 - up), size):
+        d = size - 1 - i
+        below = d + offset - 1
+        band[down + d, i] = total - (cdf[below] if below >= 0 else 0.0)
+    band[down, :] -= 1.0
+    for i in range(min(down, size - 1) + 1):  # row 0 of A becomes π_0 = 1
+        band[down - i, i] = 0.0
+    band[down, 0] = 1.0
     rhs = np.zeros(size)
-    rhs[-1] = 1.0
-    pi = np.linalg.solve(system_matrix, rhs)
-    return np.clip(pi, 0.0, None)
+    rhs[0] = 1.0
+    try:
+        pi = solve_banded((up, down), band, rhs)
+    except np.linalg.LinAlgError:
+        raise ValidationError("size", "the truncated chain is numerically singular "
+                              "(rates too small or too close to each other)") from None
+    pi = np.clip(pi, 0.0, None)
+    require(bool(np.all(np.isfinite(pi))) and pi.sum() > 0, "size",
+            "the stationary solve lost all precision")
+    return pi / pi.sum()
 
 
 def increment_pmf(arrival_pmf: np.ndarray, service_pmf: np.ndarray) -> tuple[np.ndarray, int]:
     """The pmf of x = a − s (a, s independent, pmfs on 0, 1, …) and its offset (s_max)."""
+    from scipy.signal import fftconvolve
+
     service = np.asarray(service_pmf, dtype=float)
-    return np.convolve(np.asarray(arrival_pmf, dtype=float), service[::-1]), service.size - 1
+    arrival = np.asarray(arrival_pmf, dtype=float)
+    if min(arrival.size, service.size) <= 64:
+        pmf = np.convolve(arrival, service[::-1])
+    else:  # large laws (many servers, large λ): O(n log n) instead of O(n²)
+        pmf = np.clip(fftconvolve(arrival, service[::-1]), 0.0, None)
+    return pmf, service.size - 1
 
 
 def poisson_binomial_pmf(probabilities: np.ndarray) -> np.ndarray:
-    """The law of S_Σ = Σ_n Bernoulli(μ_n): the pooled service of Bernoulli servers."""
+    """The law of S_Σ = Σ_n Bernoulli(μ_n): the pooled service of Bernoulli servers,
+    as the convolution of one Binomial(count, μ) per distinct rate."""
+    from scipy.signal import fftconvolve
+
+    rates, counts = np.unique(np.asarray(probabilities, dtype=float), return_counts=True)
+    require(rates.size <= MAX_RATE_GROUPS, "servers",
+            f"the exact pooled law takes at most {MAX_RATE_GROUPS:,} distinct rates "
+            f"(got {rates.size:,})")
     pmf = np.array([1.0])
-    for p in np.asarray(probabilities, dtype=float):
-        pmf = np.convolve(pmf, [1 - p, p])
+    for p, count in zip(rates, counts, strict=True):
+        group = scipy_stats.binom.pmf(np.arange(count + 1), count, p)
+        pmf = (np.convolve(pmf, group) if min(pmf.size, group.size) <= 64
+               else np.clip(fftconvolve(pmf, group), 0.0, None))
     return pmf
 
 
@@ -188,14 +244,20 @@ def pooled_queue_mean(system: System, size: int | None = None) -> float:
         arrival_pmf = scipy_stats.poisson.pmf(np.arange(top + 1), lam)
     elif law.law in ("binomial", "bernoulli"):
         trials = law.trials if law.law == "binomial" else 1
-        arrival_pmf = scipy_stats.binom.pmf(np.arange(trials + 1), trials, lam / trials)
+        top = min(trials, int(lam + 12 * math.sqrt(lam) + 20))  # the mass beyond is < 1e-30
+        arrival_pmf = scipy_stats.binom.pmf(np.arange(top + 1), trials, lam / trials)
     else:
         raise ValidationError("arrivals", "pooled_queue_mean needs poisson, bernoulli or "
                               "binomial arrivals")
-    pmf, offset = increment_pmf(arrival_pmf, poisson_binomial_pmf(system.mu))
     if size is None:
         upper = pooled_queue_bounds(system)[1]
+        require(math.isfinite(upper) and 40 * upper + 100 < 1e9, "size",
+                f"the truncation 40·E[q]_upper would be {40 * upper + 100:.3g} states")
         size = int(40 * upper + 100)
+    entries = band_entries(arrival_pmf.size + system.n_servers, system.n_servers, size)
+    require(entries <= MAX_BAND_ENTRIES, "size",
+            f"the exact solve needs {entries:.3g} numbers (> {MAX_BAND_ENTRIES:.3g})")
+    pmf, offset = increment_pmf(arrival_pmf, poisson_binomial_pmf(system.mu))
     pi = stationary_distribution(pmf, offset, size)
     require(pi[-1] < 1e-9, "size", f"truncation at {size} too small (tail mass {pi[-1]:.2g})")
     return float(np.dot(np.arange(size), pi))

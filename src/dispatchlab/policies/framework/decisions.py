@@ -28,6 +28,7 @@ from numba import njit, types
 
 from dispatchlab.engine.rng import randint, sample_distinct_row, weighted_index
 from dispatchlab.errors import ValidationError, require
+from dispatchlab.policies.base import cache_allowed, definition_site, same_definition
 from dispatchlab.theory.stability import DispatchFractions
 
 _iv = types.int64[::1]
@@ -37,8 +38,9 @@ DECISION_TYPE = types.FunctionType(DECISION_SIGNATURE)
 
 
 def decision_function(func):
-    """Compile ``func`` as a Π decision function (fixed signature, cached)."""
-    return njit(DECISION_SIGNATURE, cache=True)(func)
+    """Compile ``func`` as a Π decision function (fixed signature; cached on disk when its
+    module can be re-imported, see :func:`~dispatchlab.policies.base.cache_allowed`)."""
+    return njit(DECISION_SIGNATURE, cache=cache_allowed(func))(func)
 
 
 @decision_function
@@ -148,8 +150,11 @@ _DECISIONS: dict[str, Decision] = {}
 def register_decision(name: str, function: Any, summary: str, **options: Any) -> Decision:
     """Make ``function`` usable as ``pi`` with ``decision=name`` (see :class:`Decision`)."""
     key = name.strip().lower()
-    require(bool(key) and key not in _DECISIONS, "decision",
-            f"{name!r} is empty or registered twice")
+    require(bool(key), "decision", "the name of a decision function may not be empty")
+    old = _DECISIONS.get(key)
+    require(old is None or same_definition(old.function, function), "decision",
+            f"{name!r} is already registered for {'.'.join(definition_site(old.function))}"
+            if old is not None else "")
     entry = Decision(key, function, summary, **options)
     _DECISIONS[key] = entry
     return entry

@@ -35,6 +35,7 @@ from numba.core.registry import CPUDispatcher
 from dispatchlab.engine.kernels import argmin_random_ties, shortest_of_row
 from dispatchlab.engine.rng import sample_distinct_row, uniform
 from dispatchlab.errors import ValidationError
+from dispatchlab.policies.base import cache_allowed
 
 STRATEGY_SIGNATURE = types.int64(
     types.int64[::1], types.float64[::1], types.uint64[::1], types.float64[::1],
@@ -50,7 +51,7 @@ def strategy_function(func=None, *, cache: bool = True):
     """
 
     def compile_(f):
-        return njit(STRATEGY_SIGNATURE, cache=cache)(f)
+        return njit(STRATEGY_SIGNATURE, cache=cache and cache_allowed(f))(f)
 
     return compile_ if func is None else compile_(func)
 

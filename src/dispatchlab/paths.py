@@ -1,0 +1,72 @@
+"""Files named by a user: say exactly what is wrong with a path, as :class:`ValidationError`.
+
+One place for the checks every reader and writer of a user's file needs, so that a
+directory, a device such as ``/dev/null``, a missing folder or an unwritable place is
+reported as what it is (not as "does not exist", and never as an ``OSError`` traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from dispatchlab.errors import ValidationError
+
+T = TypeVar("T")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def require_readable_file(path: str | Path, field: str, what: str = "file") -> Path:
+    """``path`` as a :class:`Path` if it is a regular file this process can read."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ValidationError(field, f"{what} {str(path)!r} does not exist") from None
+    except OSError as error:
+        raise ValidationError(field, f"cannot read {what} {str(path)!r}: "
+                              f"{error.strerror or error}") from None
+    if not stat.S_ISREG(mode):
+        raise ValidationError(field, f"{what} {str(path)!r} is {_kind(mode)}, not a file")
+    if not os.access(path, os.R_OK):
+        raise ValidationError(field, f"cannot read {what} {str(path)!r}: permission denied")
+    return path
+
+
+def require_writable_file(path: str | Path, field: str) -> Path:
+    """``path`` as a :class:`Path` if a file can be written there (checked before any work)."""
+    path = Path(path)
+    parent = path.parent
+    if path.is_dir():
+        raise ValidationError(field, f"{str(path)!r} is a directory")
+    if not parent.is_dir():
+        problem = "is not a directory" if parent.exists() else "does not exist"
+        raise ValidationError(field, f"cannot write {str(path)!r}: directory {str(parent)!r} "
+                              f"{problem}")
+    if path.exists() and not os.access(path, os.W_OK) or not path.exists() and not os.access(
+            parent, os.W_OK):
+        raise ValidationError(field, f"cannot write {str(path)!r}: permission denied")
+    return path
+
+
+def guarded_io(field: str, path: str | Path, action: Callable[[], T], verb: str = "write") -> T:
+    """Run ``action`` (a read or write of ``path``); an ``OSError`` becomes a ValidationError."""
+    try:
+        return action()
+    except OSError as error:
+        raise ValidationError(field, f"cannot {verb} {str(path)!r}: "
+                              f"{error.strerror or error}") from None

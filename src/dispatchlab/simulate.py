@@ -13,7 +13,7 @@ from dispatchlab.engine.interface import MESSAGE_KINDS
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
-from dispatchlab.parallel import map_tasks
+from dispatchlab.parallel import available_cores, map_tasks
 from dispatchlab.policies.base import Policy, make_policy
 from dispatchlab.policies.framework.fractions import dispatch_fractions
 from dispatchlab.result import Result
@@ -84,6 +84,53 @@ def simulate(
         max_slots: the slot budget of a precision run, warm-ups included (default
             PRECISION_BUDGET_FACTOR × ``slots``).
     """
+    return _execute(_plan(
+        system, policy, slots=slots, warmup=warmup, seed=seed, replications=replications,
+        warmup_method=warmup_method, bound=bound, track_delay=track_delay, detail=detail,
+        policy_params=policy_params, precision=precision, precision_abs=precision_abs,
+        max_slots=max_slots), workers)
+
+
+def simulate_each(system: System, policies: list[Policy | str], *, workers: int | None = None,
+                  **settings: Any) -> list[Result]:
+    """``[simulate(system, p, **settings) for p in policies]`` with every replication of
+    every policy on one pool of ``workers`` processes (default: every core).
+
+    Each result is identical to its own sequential :func:`simulate` call. Precision
+    targets (``precision``, ``precision_abs``) run policy after policy, each on the pool.
+    """
+    plans = [_plan(system, policy, **settings) for policy in policies]
+    if any(plan.target is not None for plan in plans):
+        return [_execute(plan, workers) for plan in plans]
+    items = [(plan.task, index) for plan in plans for index in plan.indices]
+    raw = map_tasks(_run_indexed, items, workers=workers)
+    results, start = [], 0
+    for plan in plans:
+        runs = raw[start:start + len(plan.indices)]
+        start += len(plan.indices)
+        results.append(_summarize(plan.task.system, plan.task.policy, runs,
+                                  seed=plan.task.seed, warmup_method=plan.warmup_method))
+    return results
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A validated simulation: its replications and, for a precision run, the target."""
+
+    task: Replication
+    indices: list[int | None]  # the replications of a fixed-length run
+    warmup_method: str
+    target: Target | None
+    budget: int
+
+
+def _plan(system: System, policy: Policy | str, *, slots: int = 1_000_000,
+          warmup: int | None = None, seed: int = 0, replications: int = 1,
+          warmup_method: str = "fraction", bound: int | None = None, track_delay: bool = True,
+          detail: bool = True, policy_params: dict[str, Any] | None = None,
+          precision: float | None = None, precision_abs: float | None = None,
+          max_slots: int | None = None) -> _Plan:
+    """Validate the arguments of :func:`simulate` (ValidationError on bad input)."""
     if isinstance(policy, str):
         policy = make_policy(policy, **(policy_params or {}))
     else:
@@ -111,14 +158,23 @@ def simulate(
                        default_bound(system) if bound is None else int(bound),
                        bool(track_delay), bool(detail))
     if precision is None and precision_abs is None:
-        require(max_slots is None, "max_slots", "a slot budget needs --precision or "
-                "--precision-abs")
-        runs = run_replications(task, range(replications) if replications > 1 else [None],
-                                workers)
-        return _summarize(system, policy, runs, seed=seed, warmup_method=warmup_method)
+        require(max_slots is None, "max_slots", "a slot budget needs a precision target")
+        indices: list[int | None] = list(range(replications)) if replications > 1 else [None]
+        return _Plan(task, indices, warmup_method, None, int(slots) * replications)
     budget = PRECISION_BUDGET_FACTOR * int(slots) if max_slots is None else int(max_slots)
-    return _to_precision(task, max(replications, 2), workers, warmup_method,
-                         Target(precision, precision_abs), budget)
+    require(budget // int(slots) >= 2, "max_slots", f"the budget {budget} slots does not "
+            f"cover two replications of {slots} slots")
+    return _Plan(task, list(range(max(replications, 2))), warmup_method,
+                 Target(precision, precision_abs), budget)
+
+
+def _execute(plan: _Plan, workers: int | None) -> Result:
+    if plan.target is None:
+        runs = run_replications(plan.task, plan.indices, workers)
+        return _summarize(plan.task.system, plan.task.policy, runs, seed=plan.task.seed,
+                          warmup_method=plan.warmup_method)
+    return _to_precision(plan.task, len(plan.indices), workers, plan.warmup_method,
+                         plan.target, plan.budget)
 
 
 @dataclass(frozen=True)
@@ -185,10 +241,8 @@ def _to_precision(task: Replication, first: int, workers: int | None, warmup_met
     whole rounds of ``workers``; replication r always has the same seed, so a precision
     run's replications are those of ``simulate(…, replications=R)``.
     """
-    per_round = max(1, workers or 1)
+    per_round = max(1, workers or available_cores())
     affordable = budget // task.slots
-    require(affordable >= 2, "max_slots", f"the budget {budget} slots does not cover two "
-            f"replications of {task.slots} slots")
     count = min(first, affordable)
     runs = run_replications(task, range(count), workers)
     while True:

@@ -22,6 +22,7 @@ from dispatchlab.cli.output import (
 )
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
+from dispatchlab.simulate import simulate
 
 RUN = "Run"
 
@@ -62,6 +63,10 @@ def run_command(
     no_delay: Annotated[bool, typer.Option(
         "--no-delay", help="Skip per-job delay tracking (faster; no delay quantiles).",
         rich_help_panel=RUN)] = False,
+    workers: options.Workers = None,
+    precision: options.Precision = None,
+    precision_abs: options.PrecisionAbs = None,
+    max_slots: options.MaxSlots = None,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object instead of the table.")] = False,
 ) -> None:
@@ -75,13 +80,22 @@ def run_command(
         warmup_method=warmup_method, replications=replications, seed=seed,
         track_delay=False if no_delay else None,
     )
+    def run() -> Result:
+        return simulate(run_spec.system(), run_spec.make_policy(), slots=run_spec.slots,
+                        warmup=run_spec.warmup, seed=run_spec.seed,
+                        replications=run_spec.replications,
+                        warmup_method=run_spec.warmup_method,
+                        track_delay=run_spec.track_delay, workers=workers,
+                        precision=precision, precision_abs=precision_abs,
+                        max_slots=max_slots)
+
     if json_:
-        result = run_spec.simulate()
+        result = run()
         # ``label`` is the name asked for: a preset (l-jsq-push) runs as its base policy (led)
         print_json({"label": run_spec.policy, **result.to_dict()})
         return
     with stderr_console().status(f"simulating {escape(str(run_spec.policy))} …"):
-        result = run_spec.simulate()
+        result = run()
     stdout_console().print(result_table(result, label=str(run_spec.policy)))
 
 
@@ -103,6 +117,10 @@ def result_table(result: Result, label: str | None = None) -> Table:
     table.add_row("run", f"{integer(result.slots)} slots × {result.replications} "
                   f"(warm-up {integer(result.warmup)}), seed {result.seed}")
     table.add_row("mean ΣQ \\[95% CI]", escape(f"{interval(result)} ({result.ci_method})"))
+    table.add_row("precision", escape(
+        f"± {number(result.relative_half_width * 100, 3)} % (half-width "
+        f"{number(result.half_width)}), τ̂ = {number(result.autocorrelation_time)} slots; "
+        f"{result.stop_reason}"))
     table.add_row("mean delay (slots)", f"{number(result.mean_delay)} by Little's law, "
                   f"{number(result.mean_delay_measured)} measured per job")
     table.add_row("delay p50 / p90 / p99 / p99.9",
@@ -113,6 +131,7 @@ def result_table(result: Result, label: str | None = None) -> Table:
     verdict_style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")
     table.add_row("stability", f"[{verdict_style}]{result.stability}[/]: "
                   f"{escape(result.stability_evidence)}")
+    table.add_row("stability by theory", escape(result.theory_stability))
     table.add_row("lower bound on E[ΣQ]", number(result.lower_bound_total_queue))
     table.add_row("ζ/2 vs ε·E[ΣQ]", f"{number(result.heavy_traffic_limit)} vs "
                   f"{number(result.epsilon_total_queue)}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
@@ -51,18 +51,21 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
 
 
 def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,
-              workers: int | None = None) -> list[R]:
+              workers: int | None = None, pool: Executor | None = None) -> list[R]:
     """``[function(t) for t in tasks]``, on ``workers`` spawned processes when > 1.
 
-    With one worker (or one task) everything runs in this process, without a pool.
+    With one worker (or one task) everything runs in this process, without a pool; a
+    given ``pool`` (left open) is used as it is, e.g. across the rounds of a precision run.
     """
     items = list(tasks)
     count = resolve_workers(workers, len(items))
-    if count == 1:
+    if count == 1 and pool is None:
         return [function(item) for item in items]
     try:
-        with process_pool(count) as pool:
+        if pool is not None:
             return list(pool.map(function, items))
+        with process_pool(count) as own:
+            return list(own.map(function, items))
     except BrokenProcessPool as error:
         raise RuntimeError(
             "a worker process died; from a script, call dispatchlab under "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,7 +15,7 @@ from dispatchlab.engine.interface import MESSAGE_KINDS
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
-from dispatchlab.parallel import available_cores, map_tasks
+from dispatchlab.parallel import map_tasks, process_pool, resolve_workers
 from dispatchlab.policies.base import Policy, make_policy
 from dispatchlab.policies.framework.fractions import dispatch_fractions
 from dispatchlab.result import Result
@@ -208,10 +210,13 @@ def _run_indexed(item: tuple[Replication, int | None]) -> RawRun:
     return task.run(index)
 
 
-def run_replications(task: Replication, indices: Any, workers: int | None = 1) -> list[RawRun]:
+def run_replications(task: Replication, indices: Any, workers: int | None = 1,
+                     pool: Executor | None = None) -> list[RawRun]:
     """The raw runs of replications ``indices`` (``None``: the single root-seeded run), in
-    order, on ``workers`` processes; each is bit-identical to its sequential run."""
-    return map_tasks(_run_indexed, [(task, index) for index in indices], workers=workers)
+    order, on ``workers`` processes (or ``pool``); each is bit-identical to its sequential
+    run."""
+    return map_tasks(_run_indexed, [(task, index) for index in indices], workers=workers,
+                     pool=pool)
 
 
 @dataclass(frozen=True)
@@ -238,13 +243,21 @@ def _to_precision(task: Replication, first: int, workers: int | None, warmup_met
 
     Each round sizes itself from the current half-width h: about R·(h/h*)² replications
     reach h* (the half-width shrinks as 1/√R), PRECISION_OVERSHOOT beyond, rounded up to
-    whole rounds of ``workers``; replication r always has the same seed, so a precision
-    run's replications are those of ``simulate(…, replications=R)``.
+    whole rounds of ``workers`` (the first round too); replication r always has the same
+    seed, so a precision run's result is that of ``simulate(…, replications=R)`` for the R
+    it stopped at (R may depend on the number of workers, as rounds are whole).
     """
-    per_round = max(1, workers or available_cores())
+    per_round = resolve_workers(workers, budget // task.slots)
+    with ExitStack() as stack:
+        pool = stack.enter_context(process_pool(per_round)) if per_round > 1 else None
+        return _rounds(task, first, per_round, pool, warmup_method, target, budget)
+
+
+def _rounds(task: Replication, first: int, per_round: int, pool: Executor | None,
+            warmup_method: str, target: Target, budget: int) -> Result:
     affordable = budget // task.slots
-    count = min(first, affordable)
-    runs = run_replications(task, range(count), workers)
+    count = min(max(first, per_round), affordable)
+    runs = run_replications(task, range(count), 1, pool)
     while True:
         result = _summarize(task.system, task.policy, runs, seed=task.seed,
                             warmup_method=warmup_method)
@@ -267,7 +280,7 @@ def _to_precision(task: Replication, first: int, workers: int | None, warmup_met
             wanted = 2 * count
         more = max(wanted - count, 1)
         more = min(-(-more // per_round) * per_round, affordable - count)
-        runs += run_replications(task, range(count, count + more), workers)
+        runs += run_replications(task, range(count, count + more), 1, pool)
         count += more
 
 

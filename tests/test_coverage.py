@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
+from dispatchlab.cli import main
 from dispatchlab.coverage import CASES, measure_coverage, select_cases
 
 # Binomial tolerance. Over K runs a calibrated 95 % CI covers the truth Bin(K, 0.95) times.
@@ -58,3 +60,15 @@ def test_wrand_bench_twenty_seeds() -> None:
     """The issue's yardstick: `wrand` at 10^6 slots, ≥ 18 of 20 seeds' CIs hold 4281.175."""
     row = measure_coverage(select_cases(["wrand-bench"])[0], runs=20, seed=0)
     assert row.covered >= 18, row
+
+
+def test_check_coverage_cli(capsys: pytest.CaptureFixture) -> None:
+    status = main(["check", "coverage", "--case", "geo1-far", "--runs", "3", "--slots", "20000",
+                   "--workers", "1", "--json"])
+    assert status == 0
+    data = json.loads(capsys.readouterr().out)
+    (row,) = data["cases"]
+    assert row["case"] == "geo1-far" and row["runs"] == 3 and row["mean_slots"] == 20_000
+    assert 0 <= row["coverage"] <= 1
+    assert main(["check", "coverage", "--case", "nope"]) == 2
+    assert main(["check", "coverage", "--runs", "1"]) == 2

@@ -29,9 +29,9 @@ def test_integrated_autocorrelation_time_of_ar1() -> None:
 
 
 def test_batches_follow_tau_and_short_series_say_so() -> None:
-    x = _ar1(0.9, 2000) + 10  # τ = 19: batches of ⌈5τ̂⌉ ≈ 95
+    x = _ar1(0.9, 2000) + 10  # τ = 19: batches of ⌈5τ̂⌉ ≈ 95 blocks, ≈ 20 of them → 12 max
     estimate = batch_means(x)
-    assert 12 <= estimate.samples <= 30 and estimate.dof == estimate.samples - 1
+    assert 3 <= estimate.samples <= 12 and estimate.dof == estimate.samples - 1
     assert "τ̂" in estimate.method and not estimate.too_short
     slow = _ar1(0.995, 300)  # τ = 399 > the series: no interval, and a mean all the same
     short = batch_means(slow)

@@ -111,6 +111,7 @@ class CoverageRow:
     mean_relative_half_width: float
     relative_bias: float  # (mean of the K estimates − exact)/exact
     ci_method: str  # the method of the first run
+    missed_seeds: tuple[int, ...] = ()  # the runs whose CI missed the exact mean
 
     @property
     def coverage(self) -> float:
@@ -155,4 +156,6 @@ def measure_coverage(case: CoverageCase, *, runs: int = DEFAULT_RUNS, seed: int 
         covered=covered, no_interval=int(np.sum(~finite)),
         mean_slots=float(np.mean([r[3] for r in rows])),
         mean_relative_half_width=float(np.mean(half[finite])) if finite.any() else math.nan,
-        relative_bias=float((np.nanmean(means) - exact) / exact), ci_method=rows[0][4])
+        relative_bias=float((np.nanmean(means) - exact) / exact), ci_method=rows[0][4],
+        missed_seeds=tuple(seed + k for k in range(runs) if not (
+            finite[k] and low[k] <= exact <= high[k])))

@@ -11,13 +11,12 @@ from scipy import stats as scipy_stats
 from dispatchlab.engine.loop import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
 from dispatchlab.stats.autocorrelation import integrated_autocorrelation_time
 
-MAX_BATCHES = 40
-MIN_BATCHES = 10  # of the legacy fixed-count rule (``batches`` given)
-MAX_LAG1 = 0.2
 # The default CI (batch means sized by the integrated autocorrelation time τ̂), chosen by
 # measured coverage (docs/statistics.md): batches of BATCH_TAUS·τ̂ blocks, at most
-# MAX_BATCHES of them; a window shorter than MIN_TAU_BATCHES such batches is too short to say.
+# MAX_TAU_BATCHES of them; a window shorter than MIN_TAU_BATCHES such batches is too short
+# to say.
 BATCH_TAUS = 5.0
+MAX_TAU_BATCHES = 12
 MIN_TAU_BATCHES = 2
 # With replications, the within-run variance is replaced by the between-run one when their
 # ratio is significant at this level (the runs are too short for their own batch means).
@@ -83,8 +82,9 @@ def batch_means(block_means: np.ndarray, batches: int | None = None,
     Default (``batches`` unset): the batch length comes from the series' own integrated
     autocorrelation time τ̂ (:func:`integrated_autocorrelation_time`, in blocks): batches of
     ⌈BATCH_TAUS·τ̂⌉ blocks, so that batch means are nearly independent, and at most
-    MAX_BATCHES of them (longer batches beyond that); Student t on (batches − 1) degrees
-    of freedom. A window shorter than MIN_TAU_BATCHES such batches gives no interval
+    MAX_TAU_BATCHES of them (longer batches beyond that: fewer, longer batches are less
+    correlated, at the cost of a wider t quantile); Student t on (batches − 1) degrees of
+    freedom. A window shorter than MIN_TAU_BATCHES such batches gives no interval
     (``nan`` bounds, "too short to say" in ``method``): run longer, or use replications.
 
     With ``batches`` given: that many equal batches (the oldest remainder blocks dropped).
@@ -102,7 +102,7 @@ def batch_means(block_means: np.ndarray, batches: int | None = None,
                         f"{BATCH_TAUS:g}·τ̂ = {needed:.4g} (τ̂ = {tau:.3g} blocks, the "
                         "integrated autocorrelation time): run longer or use replications",
                         int(blocks.size), autocorrelation_time=tau)
-    length = max(math.ceil(BATCH_TAUS * tau), math.ceil(blocks.size / MAX_BATCHES))
+    length = max(math.ceil(BATCH_TAUS * tau), math.ceil(blocks.size / MAX_TAU_BATCHES))
     estimate = _batch_estimate(blocks, blocks.size // length, confidence)
     return replace(estimate, autocorrelation_time=tau,
                    method=estimate.method[:-1] + f" of {length} blocks, τ̂ = {tau:.3g})")

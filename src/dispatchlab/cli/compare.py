@@ -168,6 +168,10 @@ def compare_command(
         with errors.status(f"{len(chosen)} policies on {resolve_workers(workers, len(chosen))}"
                            " worker(s) …"):
             results = run()
+    for entry, result in zip(chosen, results, strict=True):
+        if "DISAGREES with theory" in result.stability_evidence:
+            errors.print(f"note: {escape(entry.label)}: simulated {result.stability}, but "
+                         f"theory says {result.theory_stability}")
     if json_:
         print_json(comparison_record(system, spec, chosen, results))
         return

@@ -82,3 +82,13 @@ def test_short_run_is_undetermined() -> None:
 def _policy(name: str):
     from dispatchlab.policies.base import make_policy
     return make_policy(name)
+
+
+def test_a_disagreement_with_theory_is_named() -> None:
+    from dispatchlab.simulate import _cross_check
+    from dispatchlab.stats.stability import StabilityVerdict
+
+    named = _cross_check(StabilityVerdict("stable", "flat"), "unstable", "λ̄ = 1")
+    assert "DISAGREES with theory (unstable: λ̄ = 1)" in named.evidence
+    agreed = _cross_check(StabilityVerdict("undetermined", "short"), "unstable", "λ̄ = 1")
+    assert agreed.evidence == "short"

@@ -67,8 +67,10 @@ def simulate(
         slots: slots per replication.
         warmup: slots discarded before measuring (default 10 % of ``slots``).
         seed: the root seed; replication r uses ``SeedSequence(seed).spawn(R)[r]``.
-        replications: independent replications; with R ≥ 2 the CI comes from their
-            means, otherwise from batch means within the run.
+        replications: independent replications. One run: the CI comes from batch means
+            sized by τ̂, the integrated autocorrelation time of ΣQ (none when the window is
+            < 10·τ̂: "too short to say"); R ≥ 2: within- and between-run variance pooled
+            (:func:`~dispatchlab.stats.estimators.pooled_estimate`; docs/statistics.md).
         warmup_method: ``fraction`` (fixed warm-up) or ``mser5`` (MSER-5 truncation of
             the ΣQ series after the fixed warm-up, applied to the mean and CI of ΣQ).
         bound: ΣQ at which the run stops and is judged unstable.

@@ -58,7 +58,10 @@ def test_bench_json_without_refsim(capsys: pytest.CaptureFixture[str]) -> None:
             assert key in row, key
         assert row["slots_per_second"] > 0 and row["slots_per_second_full"] > 0
         assert row["jobs_per_second"] > row["slots_per_second"]  # λ_Σ ≈ 28.5 jobs per slot
-        assert row["ci_low"] <= row["mean_total_queue"] <= row["ci_high"]
+        if row["ci_low"] is None:  # 2·10^4 slots: too short against τ̂ (wrand's slow servers)
+            assert "too short to say" in row["ci_method"], row["ci_method"]
+        else:
+            assert row["ci_low"] <= row["mean_total_queue"] <= row["ci_high"]
         assert row["refsim"] == "off"
         assert not any(key in row for key in REFSIM_KEYS)
     for row in rows:

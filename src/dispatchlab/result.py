@@ -76,6 +76,18 @@ class Result:
     slots_run: int = 0
     seconds: float = 0.0
     slots_per_second: float = 0.0
+    # the precision of the CI of E[ΣQ] and how the run length was decided
+    half_width: float = math.nan  # of the 95 % CI
+    relative_half_width: float = math.nan  # half-width / mean
+    ci_dof: float = math.nan  # degrees of freedom of its Student-t quantile
+    autocorrelation_time: float = math.nan  # τ̂ of ΣQ in slots (the longest of the runs)
+    precision_target: float | None = None  # relative half-width asked for, if any
+    precision_abs_target: float | None = None  # absolute half-width asked for, if any
+    slot_budget: int | None = None  # of a precision run, warm-ups included
+    stop_reason: str = ""  # "fixed run length", "target reached", "slot budget spent …"
+    # stability by theory where it exists (framework Π threshold, λ_Σ ≥ μ_Σ), else "unknown";
+    # a disagreement with ``stability`` is named in ``stability_evidence``
+    theory_stability: str = "unknown"
 
     @property
     def load(self) -> float:

@@ -352,13 +352,14 @@ class RunSpec:
                 "no policy given; use --policy NAME or [policy] name = ... in the spec")
         return self.policy.make()
 
-    def simulate(self) -> Result:
-        """Validate everything, then run the simulation."""
+    def simulate(self, **execution: Any) -> Result:
+        """Validate everything, then run the simulation; ``execution`` passes how it runs
+        (``workers``, ``precision``, ``precision_abs``, ``max_slots``) to :func:`simulate`."""
         system = self.build_system()
         policy = self.make_policy()
         return simulate(system, policy, slots=self.slots, warmup=self.warmup, seed=self.seed,
                         replications=self.replications, warmup_method=self.warmup_method,
-                        track_delay=self.track_delay)
+                        track_delay=self.track_delay, **execution)
 
 
 _RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {

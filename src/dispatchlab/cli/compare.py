@@ -27,11 +27,12 @@ from dispatchlab.cli.output import (
 )
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
+from dispatchlab.parallel import resolve_workers
 from dispatchlab.policies import Policy, make_policy, policy_names
 from dispatchlab.policies.base import policy_entry
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
-from dispatchlab.simulate import simulate
+from dispatchlab.simulate import simulate_each
 
 RUN = "Run"
 CLASSICAL = ("wrand", "jsq", "jsed", "pod:d=2", "balanced-pod", "rr")
@@ -130,6 +131,10 @@ def compare_command(
     no_delay: Annotated[bool, typer.Option(
         "--no-delay", help="Skip per-job delay tracking (no p99).", rich_help_panel=RUN)]
     = False,
+    workers: options.Workers = None,
+    precision: options.Precision = None,
+    precision_abs: options.PrecisionAbs = None,
+    max_slots: options.MaxSlots = None,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object {system, results: [...]}.")] = False,
     yes: options.Yes = False,
@@ -154,18 +159,23 @@ def compare_command(
     for note in notes:
         errors.print(f"note: {escape(note)}")
 
-    results: list[Result] = []
-    for index, item in enumerate(chosen, start=1):
-        def run(item: Entry = item) -> Result:
-            return simulate(system, item.policy, slots=spec.slots, warmup=spec.warmup,
-                            seed=spec.seed, replications=spec.replications,
-                            track_delay=spec.track_delay)
+    def run() -> list[Result]:
+        return simulate_each(system, [item.policy for item in chosen], workers=workers,
+                             slots=spec.slots, warmup=spec.warmup, seed=spec.seed,
+                             replications=spec.replications, track_delay=spec.track_delay,
+                             precision=precision, precision_abs=precision_abs,
+                             max_slots=max_slots)
 
-        if json_:
-            results.append(run())
-        else:
-            with errors.status(f"[{index}/{len(chosen)}] {escape(item.label)} …"):
-                results.append(run())
+    if json_:
+        results = run()
+    else:
+        with errors.status(f"{len(chosen)} policies on {resolve_workers(workers, len(chosen))}"
+                           " worker(s) …"):
+            results = run()
+    for entry, result in zip(chosen, results, strict=True):
+        if "DISAGREES with theory" in result.stability_evidence:
+            errors.print(f"note: {escape(entry.label)}: simulated {result.stability}, but "
+                         f"theory says {result.theory_stability}")
     if json_:
         print_json(comparison_record(system, spec, chosen, results))
         return

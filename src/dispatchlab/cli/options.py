@@ -64,3 +64,18 @@ def parse_weights(text: str | None) -> tuple[float, ...] | None:
 Yes = Annotated[bool, typer.Option(
     "--yes", help="Run even when the estimated work is above the guard's limit "
     "(see dispatchlab.budget).")]
+
+PRECISION = "Precision"
+Workers = Annotated[int | None, typer.Option(
+    help="Processes for replications and policies (spawned) \\[default: every core].",
+    rich_help_panel=PRECISION, show_default=False)]
+Precision = Annotated[float | None, typer.Option(
+    help="Target relative half-width of the 95% CI of ΣQ (0.01 = ±1%): replications run "
+    "until it is reached or --max-slots is spent.", rich_help_panel=PRECISION,
+    show_default=False)]
+PrecisionAbs = Annotated[float | None, typer.Option(
+    "--precision-abs", help="Target absolute half-width of the 95% CI of ΣQ.",
+    rich_help_panel=PRECISION, show_default=False)]
+MaxSlots = Annotated[int | None, typer.Option(
+    help="Slot budget of a precision run, warm-ups included \\[default: 64 × slots].",
+    rich_help_panel=PRECISION, show_default=False)]

@@ -64,6 +64,10 @@ def run_command(
     no_delay: Annotated[bool, typer.Option(
         "--no-delay", help="Skip per-job delay tracking (faster; no delay quantiles).",
         rich_help_panel=RUN)] = False,
+    workers: options.Workers = None,
+    precision: options.Precision = None,
+    precision_abs: options.PrecisionAbs = None,
+    max_slots: options.MaxSlots = None,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object instead of the table.")] = False,
     yes: options.Yes = False,
@@ -79,16 +83,21 @@ def run_command(
         warmup_method=warmup_method, replications=replications, seed=seed,
         track_delay=False if no_delay else None,
     )
-    check_work(system_work(run_spec.system(), run_spec.slots, run_spec.replications),
-               confirmed=yes)
+    system = run_spec.build_system()
+    check_work(system_work(system, run_spec.slots, run_spec.replications), confirmed=yes)
     label = run_spec.policy.name
+
+    def run() -> Result:
+        return run_spec.simulate(workers=workers, precision=precision,
+                                 precision_abs=precision_abs, max_slots=max_slots)
+
     if json_:
-        result = run_spec.simulate()
+        result = run()
         # ``label`` is the name asked for: a preset (l-jsq-push) runs as its base policy (led)
         print_json({"label": label, **result.to_dict()})
         return
     with stderr_console().status(f"simulating {escape(label)} …"):
-        result = run_spec.simulate()
+        result = run()
     stdout_console().print(result_table(result, label=label))
 
 
@@ -110,6 +119,10 @@ def result_table(result: Result, label: str | None = None) -> Table:
     table.add_row("run", f"{integer(result.slots)} slots × {result.replications} "
                   f"(warm-up {integer(result.warmup)}), seed {result.seed}")
     table.add_row("mean ΣQ \\[95% CI]", escape(f"{interval(result)} ({result.ci_method})"))
+    table.add_row("precision", escape(
+        f"± {number(result.relative_half_width * 100, 3)} % (half-width "
+        f"{number(result.half_width)}), τ̂ = {number(result.autocorrelation_time)} slots; "
+        f"{result.stop_reason}"))
     table.add_row("mean delay (slots)", f"{number(result.mean_delay)} by Little's law, "
                   f"{number(result.mean_delay_measured)} measured per job")
     table.add_row("delay p50 / p90 / p99 / p99.9",
@@ -120,6 +133,7 @@ def result_table(result: Result, label: str | None = None) -> Table:
     verdict_style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")
     table.add_row("stability", f"[{verdict_style}]{result.stability}[/]: "
                   f"{escape(result.stability_evidence)}")
+    table.add_row("stability by theory", escape(result.theory_stability))
     table.add_row("lower bound on E[ΣQ]", number(result.lower_bound_total_queue))
     table.add_row("ζ/2 vs ε·E[ΣQ]", f"{number(result.heavy_traffic_limit)} vs "
                   f"{number(result.epsilon_total_queue)}")

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as scipy_stats
 
 from dispatchlab.engine.loop import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
+from dispatchlab.stats.autocorrelation import integrated_autocorrelation_time
 
-MAX_BATCHES = 40
-MIN_BATCHES = 10
-MAX_LAG1 = 0.2
+# The default CI (batch means sized by the integrated autocorrelation time τ̂), chosen by
+# measured coverage (docs/statistics.md): batches of BATCH_TAUS·τ̂ blocks, at most
+# MAX_TAU_BATCHES of them; a window shorter than MIN_TAU_BATCHES such batches is too short
+# to say.
+BATCH_TAUS = 5.0
+MAX_TAU_BATCHES = 12
+MIN_TAU_BATCHES = 2
+# With replications, the within-run variance is replaced by the between-run one when their
+# ratio is significant at this level (the runs are too short for their own batch means).
+WITHIN_BETWEEN_LEVEL = 0.01
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with a two-sided confidence interval and how it was obtained."""
+    """A mean with a two-sided confidence interval and how it was obtained.
+
+    ``standard_error`` is the estimated standard deviation of ``mean`` and ``dof`` the
+    degrees of freedom of the Student-t quantile behind the interval;
+    ``autocorrelation_time`` is τ̂ in steps of the series (blocks), when estimated.
+    """
 
     mean: float
     ci_low: float
@@ -24,6 +38,9 @@ class Estimate:
     method: str
     samples: int
     lag1_autocorrelation: float = float("nan")
+    standard_error: float = float("nan")
+    dof: float = float("nan")
+    autocorrelation_time: float = float("nan")
 
     @property
     def half_width(self) -> float:
@@ -38,12 +55,27 @@ class Estimate:
             return float("nan")
         return self.half_width / abs(self.mean) if self.mean else float("inf")
 
+    @property
+    def too_short(self) -> bool:
+        """No interval: the series is too short against its autocorrelation time."""
+        return not np.isfinite(self.half_width)
+
+    def shifted(self, mean: float) -> Estimate:
+        """The same interval centred on ``mean`` (e.g. the exact time-average of the window)."""
+        shift = mean - self.mean
+        return replace(self, mean=mean, ci_low=self.ci_low + shift, ci_high=self.ci_high + shift)
+
+
+def t_quantile(dof: float, confidence: float = 0.95) -> float:
+    """The two-sided Student-t quantile t_{dof, (1+confidence)/2}."""
+    return float(scipy_stats.t.ppf(0.5 + confidence / 2, dof))
+
 
 def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
     mean = float(np.mean(values))
     if values.size < 2:
         return mean, float("nan"), float("nan")
-    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, values.size - 1)
+    half = float(t_quantile(values.size - 1, confidence)
                  * np.std(values, ddof=1) / np.sqrt(values.size))
     return mean, mean - half, mean + half
 
@@ -52,25 +84,33 @@ def batch_means(block_means: np.ndarray, batches: int | None = None,
                 confidence: float = 0.95) -> Estimate:
     """Batch-means CI from equal-length block means of one run (after warm-up).
 
-    Blocks are grouped into equal batches (the oldest remainder blocks are dropped).
-    With ``batches`` unset the count adapts: it starts at MAX_BATCHES and halves while
-    the batch means' lag-1 autocorrelation exceeds MAX_LAG1 (batches too short to be
-    nearly independent, which makes the CI too narrow), down to MIN_BATCHES; a
-    correlation still above MAX_LAG1 there is named in ``method``.
+    Default (``batches`` unset): the batch length comes from the series' own integrated
+    autocorrelation time τ̂ (:func:`integrated_autocorrelation_time`, in blocks): batches of
+    ⌈BATCH_TAUS·τ̂⌉ blocks, so that batch means are nearly independent, and at most
+    MAX_TAU_BATCHES of them (longer batches beyond that: fewer, longer batches are less
+    correlated, at the cost of a wider t quantile); Student t on (batches − 1) degrees of
+    freedom. A window shorter than MIN_TAU_BATCHES such batches gives no interval
+    (``nan`` bounds, "too short to say" in ``method``): run longer, or use replications.
+
+    With ``batches`` given: that many equal batches (the oldest remainder blocks dropped).
     """
     blocks = np.asarray(block_means, dtype=float)
     if batches is not None:
         return _batch_estimate(blocks, batches, confidence)
-    count = MAX_BATCHES
-    estimate = _batch_estimate(blocks, count, confidence)
-    while count > MIN_BATCHES and estimate.lag1_autocorrelation > MAX_LAG1:
-        count //= 2
-        estimate = _batch_estimate(blocks, count, confidence)
-    if estimate.lag1_autocorrelation > MAX_LAG1:
-        estimate = replace(estimate, method=estimate.method + (
-            f"; lag-1 correlation {estimate.lag1_autocorrelation:.2f}: the CI may be too "
-            "narrow, run longer or use replications"))
-    return estimate
+    mean = float(blocks.mean()) if blocks.size else float("nan")
+    tau = integrated_autocorrelation_time(blocks)
+    needed = MIN_TAU_BATCHES * BATCH_TAUS * tau
+    if not blocks.size >= needed:
+        nan = float("nan")
+        return Estimate(mean, nan, nan,
+                        f"too short to say: {blocks.size} blocks < {MIN_TAU_BATCHES}×"
+                        f"{BATCH_TAUS:g}·τ̂ = {needed:.4g} (τ̂ = {tau:.3g} blocks, the "
+                        "integrated autocorrelation time): run longer or use replications",
+                        int(blocks.size), autocorrelation_time=tau)
+    length = max(math.ceil(BATCH_TAUS * tau), math.ceil(blocks.size / MAX_TAU_BATCHES))
+    estimate = _batch_estimate(blocks, blocks.size // length, confidence)
+    return replace(estimate, autocorrelation_time=tau,
+                   method=estimate.method[:-1] + f" of {length} blocks, τ̂ = {tau:.3g})")
 
 
 def _batch_estimate(blocks: np.ndarray, batches: int, confidence: float) -> Estimate:
@@ -83,7 +123,9 @@ def _batch_estimate(blocks: np.ndarray, batches: int, confidence: float) -> Esti
     values = used.reshape(batches, per_batch).mean(axis=1)
     mean, low, high = _t_interval(values, confidence)
     return Estimate(mean, low, high, f"batch means ({batches} batches)", batches,
-                    _lag1_autocorrelation(values))
+                    _lag1_autocorrelation(values),
+                    standard_error=float(np.std(values, ddof=1) / np.sqrt(batches)),
+                    dof=float(batches - 1))
 
 
 def _lag1_autocorrelation(values: np.ndarray) -> float:
@@ -94,10 +136,52 @@ def _lag1_autocorrelation(values: np.ndarray) -> float:
 
 
 def replication_estimate(values: np.ndarray, confidence: float = 0.95) -> Estimate:
-    """CI from the means of independent replications (Student t)."""
+    """CI from the means of independent replications (Student t on R − 1 df)."""
     values = np.asarray(values, dtype=float)
     mean, low, high = _t_interval(values, confidence)
-    return Estimate(mean, low, high, f"independent replications ({values.size})", values.size)
+    se = float(np.std(values, ddof=1) / np.sqrt(values.size)) if values.size > 1 else math.nan
+    return Estimate(mean, low, high, f"independent replications ({values.size})", values.size,
+                    standard_error=se, dof=float(values.size - 1))
+
+
+def pooled_estimate(runs: list[Estimate], confidence: float = 0.95) -> Estimate:
+    """CI of the grand mean of R equally long independent runs, from within- and
+    between-run variance together.
+
+    Each run r has mean x_r and, from its batch means, a variance estimate v_r of x_r on
+    d_r degrees of freedom. The within-run estimate of Var(x_r) is v_w = mean(v_r) on
+    Σ d_r df, the between-run one v_b = s²(x_1 … x_R) on R − 1 df; both estimate the same
+    variance when the runs are long enough, so they are pooled,
+    v = (Σd_r·v_w + (R−1)·v_b)/(Σd_r + R − 1), and the CI is x̄ ± t_{Σd_r+R−1}·sqrt(v/R).
+    Few replications thus no longer pinch the interval (R = 2 had one df). When v_b/v_w
+    exceeds its F quantile at WITHIN_BETWEEN_LEVEL, or a run has no within-run interval,
+    the within-run variance is not trusted and the CI is the replications' own.
+    """
+    means = np.array([run.mean for run in runs], dtype=float)
+    count = means.size
+    between = replication_estimate(means, confidence)
+    if count < 2:
+        return runs[0] if runs else between
+    within_ok = all(np.isfinite(run.standard_error) and np.isfinite(run.dof) and run.dof >= 1
+                    for run in runs)
+    if not within_ok:
+        return replace(between, method=between.method + "; runs too short for their own "
+                       "batch means")
+    v_within = float(np.mean([run.standard_error**2 for run in runs]))
+    d_within = float(sum(run.dof for run in runs))
+    v_between = float(np.var(means, ddof=1))
+    d_between = float(count - 1)
+    if v_within <= 0 or v_between / v_within > scipy_stats.f.ppf(
+            1 - WITHIN_BETWEEN_LEVEL, d_between, d_within):
+        return replace(between, method=between.method + "; between-run variance exceeds "
+                       "the within-run one: runs too short for their own batch means")
+    dof = d_within + d_between
+    se = math.sqrt((d_within * v_within + d_between * v_between) / dof / count)
+    mean = float(means.mean())
+    half = t_quantile(dof, confidence) * se
+    return Estimate(mean, mean - half, mean + half,
+                    f"{count} replications, within- and between-run variance pooled "
+                    f"({dof:.0f} df)", count, standard_error=se, dof=dof)
 
 
 def mser5_truncation(block_means: np.ndarray) -> int:

@@ -1,0 +1,58 @@
+"""Replications and policies on a spawned process pool: identical to the sequential run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dispatchlab import System
+from dispatchlab.engine.raw import default_bound
+from dispatchlab.errors import ValidationError
+from dispatchlab.parallel import map_tasks, resolve_workers
+from dispatchlab.policies.base import make_policy
+from dispatchlab.simulate import Replication, run_replications, simulate, simulate_each
+
+TIMING = ("seconds", "slots_per_second")
+
+
+def _same(a: dict, b: dict) -> None:
+    for key in TIMING:
+        a.pop(key), b.pop(key)
+    assert a == b
+
+
+def test_replications_on_two_workers_are_bit_identical() -> None:
+    system = System.build("2x0.2,2x0.6", load=0.9, dispatchers=2)
+    task = Replication(system, make_policy("jsq"), 30_000, 3_000, 5, default_bound(system),
+                       True, True)
+    one = run_replications(task, range(4), workers=1)
+    two = run_replications(task, range(4), workers=2)
+    for a, b in zip(one, two, strict=True):
+        for name in ("block_sum", "queue_sum", "delay_hist", "queue_hist", "messages",
+                     "counters", "moments", "final_queues"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+        assert (a.slots_run, a.hit_bound) == (b.slots_run, b.hit_bound)
+
+
+def test_compare_pool_matches_sequential_simulate() -> None:
+    system = System.build("2x0.2,2x0.6", load=0.8, dispatchers=2)
+    pooled = simulate_each(system, ["wrand", "jsq"], workers=2, slots=20_000, replications=2)
+    for name, result in zip(["wrand", "jsq"], pooled, strict=True):
+        _same(result.to_dict(), simulate(system, name, slots=20_000, replications=2).to_dict())
+
+
+def test_replication_seeds_are_the_spawned_children() -> None:
+    children = np.random.SeedSequence(9).spawn(3)
+    task = Replication(System.build("0.5", load=0.5), make_policy("rand"), 10, 0, 9, 10, False,
+                       False)
+    for index, child in enumerate(children):
+        assert task.seed_sequence(index).generate_state(4).tolist() == \
+            child.generate_state(4).tolist()
+
+
+def test_workers_validation_and_sizes() -> None:
+    assert resolve_workers(8, 3) == 3
+    assert resolve_workers(None, 1) == 1
+    assert map_tasks(abs, [-1, 2, -3], workers=1) == [1, 2, 3]
+    with pytest.raises(ValidationError):
+        resolve_workers(0, 4)

@@ -113,3 +113,20 @@ def test_the_kit_runs_without_hypothesis(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_unknown_check_is_refused() -> None:
     with pytest.raises(ValidationError, match="checks"):
         check_policy("jsq", checks=("conservation", "bogus"))
+
+
+def test_a_vanishing_update_probability_stays_in_bounds() -> None:
+    """p̂ = 1e-300 made the geometric gap overflow int64 and the update hooks write outside
+    the estimates (heap corruption, found by the ``parameters`` check); run it in a child
+    process so a crash is a failed test rather than a dead suite."""
+    import subprocess
+
+    code = ("from dispatchlab import System, simulate, make_policy\n"
+            "system = System.build([1.5, 0.4, 0.6], load=0.4, dispatchers=2)\n"
+            "for update, trigger in (('push', 'slot'), ('push', 'arrival'), ('pull', 'slot')):\n"
+            "    for seed in range(10):\n"
+            "        simulate(system, make_policy('led', p=1e-300, update=update,\n"
+            "                 trigger=trigger), slots=1000, seed=seed)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -122,7 +122,7 @@ def test_a_vanishing_update_probability_stays_in_bounds() -> None:
     import subprocess
 
     code = ("from dispatchlab import System, simulate, make_policy\n"
-            "system = System.build([1.5, 0.4, 0.6], load=0.4, dispatchers=2)\n"
+            "system = System.build([0.9, 0.4, 0.6], load=0.4, dispatchers=2)\n"
             "for update, trigger in (('push', 'slot'), ('push', 'arrival'), ('pull', 'slot')):\n"
             "    for seed in range(10):\n"
             "        simulate(system, make_policy('led', p=1e-300, update=update,\n"

@@ -234,15 +234,19 @@ def sweep(
         systems: a System (its load is replaced), a SystemSpec, a server list such as
             ``"50x0.1,50x0.5"``, or a list of them.
         policies: Policy objects or registered names, or a dict label → policy.
-        load / epsilon: the loads ρ or the values of ε = μ_Σ − λ_Σ (one of them).
+        load: the loads ρ to sweep (or give ``epsilon``).
+        epsilon: the values of ε = μ_Σ − λ_Σ to sweep (or give ``load``).
         replications: R independent replications per point (CI from their means if R ≥ 2).
-        slots / warmup: per replication (warm-up default: 10 % of slots).
+        slots: slots per replication.
+        warmup: warm-up slots per replication (default: 10 % of slots).
         seed: the root seed; each point's seed is derived from it and the point.
         workers: processes (default: all cores; 1 runs everything here).
         store: a results store file: finished points are written there and skipped
             when the sweep is run again.
         experiment: the experiment name in the store.
         dispatchers: M for systems given as server lists.
+        warmup_method: ``fraction`` or ``mser5`` (see ``simulate``).
+        track_delay: time every job for the delay distribution.
 
     Returns: a DataFrame with the Result fields (``Result.to_row()``), plus ``system``,
     ``policy`` (label), ``policy_name``, ``axis``, ``x``, ``load``, ``epsilon``,

@@ -11,12 +11,14 @@ says ``unstable``.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")  # before pyplot: figures are files, never windows
+if "ipykernel" not in sys.modules:  # a notebook keeps its inline backend (dispatchlab.plot)
+    matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402

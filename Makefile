@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # numba caches compiled functions next to the sources (__pycache__); keep it that way
 unexport NUMBA_CACHE_DIR
 
-.PHONY: venv demo test test-slow lint bench
+.PHONY: venv demo test test-slow lint bench docs reproductions
 
 venv: $(STAMP)
 
@@ -35,3 +35,12 @@ lint: venv
 
 bench: venv
 	$(BIN)/python benchmarks/run.py
+
+# the Reproductions page: every paper claim judged from the results store (STORE=…)
+STORE ?= dispatchlab-results.sqlite
+reproductions: venv
+	$(BIN)/python -m dispatchlab.report.reproductions --store $(STORE) --out docs/reproductions.md
+
+# the documentation site (MkDocs + Material + mkdocstrings) into site/, warnings as errors
+docs: reproductions
+	$(BIN)/mkdocs build --strict

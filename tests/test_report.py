@@ -136,3 +136,36 @@ def test_report_renders_in_headless_chromium(stored, tmp_path):
     subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,2400",
                     (out / "index.html").as_uri()], capture_output=True, timeout=120)
     assert shot.is_file() and shot.stat().st_size > 10_000  # a page with figures, not blank
+
+
+def test_how_to_reproduce_gives_an_install_that_works(stored, tmp_path):
+    out = tmp_path / "out"
+    assert main(["report", "report-test", "--store", str(stored), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    section = page.split("<h2>How to reproduce</h2>", 1)[1].split("</pre>", 1)[0]
+    assert "pip install dispatchlab==" not in section  # not published on PyPI
+    assert "git clone " in section and "git checkout " in section
+    from dispatchlab.experiments.store import code_version
+
+    commit = code_version().partition("+")[2].removesuffix("-dirty").rsplit("-g", 1)[-1]
+    assert f"git checkout {commit}" in section
+
+
+def test_a_reference_line_at_zero_on_a_log_axis_is_explained_not_listed(stored, tmp_path):
+    from dispatchlab.report.html import render
+    from dispatchlab.report.plots import draw_figure, write_figures
+
+    figure = FigureSpec("log", x="epsilon", y="epsilon_total_queue", log_y=True,
+                        references=(ReferenceLine("zero line", value=0.0),
+                                    ReferenceLine("ζ/2", field="heavy_traffic_limit")))
+    spec = ExperimentSpec(**{**report_spec().__dict__, "figures": (figure,)})
+    with Store(stored) as store:
+        frame = store.frame("report-test")
+        fig = draw_figure(figure, frame, spec)
+        legend = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert "ζ/2" in legend and "zero line" not in legend  # drawn ↔ listed
+        note = "zero line = 0 at every x: ≤ 0 on a log axis, not drawn"
+        assert fig.dispatchlab_notes == [note]
+        assert any(note in t.get_text() for t in fig.texts)  # said on the figure itself
+        write_figures(spec, frame, tmp_path)
+        assert note in render(spec, frame, store, tmp_path, None)  # and in the caption

@@ -3,8 +3,12 @@
     >>> from dispatchlab import System, simulate
     >>> system = System.build("50x0.1,50x0.5", load=0.9, dispatchers=10)
     >>> result = simulate(system, "jsq", slots=100_000, seed=7)
+    >>> df = sweep(system, [policies.JoinShortestQueue(), policies.PowerOfD(d=2)],
+    ...            load=[0.8, 0.9], slots=50_000)       # a pandas DataFrame
+    >>> fig = plot(df)                                   # E[ΣQ] with CI bands
 """
 
+from dispatchlab import policies
 from dispatchlab.errors import ValidationError
 from dispatchlab.model import System
 from dispatchlab.policies import Policy, make_policy, policy_names
@@ -20,6 +24,17 @@ __all__ = [
     "ValidationError",
     "__version__",
     "make_policy",
+    "plot",
+    "policies",
     "policy_names",
     "simulate",
+    "sweep",
 ]
+
+
+def __getattr__(name: str):  # sweeps pull in pandas, matplotlib and the store: load lazily
+    if name in ("sweep", "plot"):
+        from dispatchlab.experiments import notebook
+
+        return getattr(notebook, name)
+    raise AttributeError(f"module 'dispatchlab' has no attribute {name!r}")

@@ -140,6 +140,26 @@ def flat_row(data: Mapping[str, Any]) -> dict[str, Any]:
         row.update({f"{prefix}{k}": v for k, v in (data.get(key) or {}).items()})
     return row
 
+    def to_records(self) -> list[dict[str, Any]]:
+        """``[self.to_row()]``: records for ``pandas.DataFrame.from_records``."""
+        return [self.to_row()]
+
+    def to_frame(self):  # -> pandas.DataFrame (imported lazily: pandas is slow to import)
+        """A one-row pandas DataFrame of :meth:`to_row`."""
+        import pandas as pd
+
+        return pd.DataFrame.from_records(self.to_records())
+
+    def __repr__(self) -> str:
+        from dispatchlab.display import result_line
+
+        return result_line(self)
+
+    def _repr_html_(self) -> str:
+        from dispatchlab.display import result_html
+
+        return result_html(self)
+
 
 def _json_ready(value: Any) -> Any:
     if isinstance(value, dict):

@@ -50,9 +50,11 @@ def param_record(param: Param) -> dict[str, Any]:
 
 def policy_records() -> list[dict[str, Any]]:
     """One record per registered policy and preset (what ``--json`` prints)."""
+    from dispatchlab.policies.api import public_name_of
+
     return [
-        {"name": name, "summary": summary, "theory": theory,
-         "parameters": [param_record(p) for p in params]}
+        {"name": name, "python": f"dispatchlab.policies.{public_name_of(name)}",
+         "summary": summary, "theory": theory, "parameters": [param_record(p) for p in params]}
         for name, summary, theory, params in catalog()
     ]
 
@@ -78,5 +80,6 @@ def policies_command(
         text = escape(record["summary"])
         if record["theory"]:
             text += f"\n[dim]{escape(record['theory'])}[/]"
-        table.add_row(escape(record["name"]), escape(params), text)
+        name = f"{escape(record['name'])}\n[dim]{escape(record['python'].rsplit('.', 1)[1])}[/]"
+        table.add_row(name, escape(params), text)
     stdout_console().print(table)

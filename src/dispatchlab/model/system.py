@@ -217,3 +217,13 @@ class System:
             "load": self.load,
             "epsilon": self.epsilon,
         }
+
+    def __repr__(self) -> str:
+        from dispatchlab.display import system_line
+
+        return system_line(self)
+
+    def _repr_html_(self) -> str:
+        from dispatchlab.display import system_html
+
+        return system_html(self)

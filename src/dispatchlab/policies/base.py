@@ -10,6 +10,7 @@ conformance test suite that every policy must pass.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -75,7 +76,43 @@ class Param:
         return f"{self.name}={self.default!r}{allowed}: {self.doc}"
 
 
-class Policy:
+class FrozenParams(dict):
+    """A policy's validated parameters, read only once the policy is built."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a policy's parameters are frozen; use policy.with_params(...)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenParams, (dict(self),))
+
+
+class _FrozenAfterInit(type):
+    """Freezes a policy when its constructor (the whole subclass chain) has finished."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        policy = super().__call__(*args, **kwargs)
+        policy._freeze()
+        return policy
+
+
+def _init_signature(cls: type) -> inspect.Signature:
+    """Keyword-only parameters generated from the declared ``Param``s (plus any explicit
+    keyword of the subclass's ``__init__``, e.g. LED's ``strategy_params``)."""
+    explicit = [p for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    declared = {p.name: p for p in cls.parameters}
+    out = [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY,
+                             default=declared[p.name].default if p.name in declared
+                             else p.default, annotation=p.annotation) for p in explicit]
+    named = {p.name for p in out}
+    out += [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.default,
+                              annotation=p.kind) for p in cls.parameters if p.name not in named]
+    return inspect.Signature(out)
+
+
+class Policy(metaclass=_FrozenAfterInit):
     """Base class of every dispatching policy.
 
     Subclasses set ``name``, ``summary`` (what it does), ``theory`` (what the papers
@@ -89,6 +126,13 @@ class Policy:
     theory: ClassVar[str] = ""
     parameters: ClassVar[tuple[Param, ...]] = ()
     diagnostics: ClassVar[tuple[str, ...]] = ()
+    #: the class's name in ``dispatchlab.policies`` (``LEDPolicy`` → ``LED``)
+    public_name: ClassVar[str] = "Policy"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.public_name = cls.__name__.removesuffix("Policy") or cls.__name__
+        cls.__signature__ = _init_signature(cls)  # what inspect.signature and help() show
 
     def __init__(self, **params: Any) -> None:
         declared = {p.name: p for p in self.parameters}
@@ -123,9 +167,29 @@ class Policy:
             return params[item]
         raise AttributeError(item)
 
+    def _freeze(self) -> None:
+        self.__dict__["params"] = FrozenParams(self.params)
+        self.__dict__["_frozen"] = True
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if self.__dict__.get("_frozen"):
+            raise AttributeError(f"{type(self).__name__} is immutable; use with_params(...)")
+        super().__setattr__(key, value)
+
+    def constructor_params(self) -> dict[str, Any]:
+        """Keyword arguments that rebuild this policy (``type(self)(**...) == self``)."""
+        return dict(self.params)
+
+    def with_params(self, **changes: Any) -> Policy:
+        """A new policy of the same class with some parameters changed (validated again)."""
+        return type(self)(**{**self.constructor_params(), **changes})
+
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"{self.name}({args})"
+        """``PowerOfD(d=3)``: the public class and the parameters that differ from defaults."""
+        defaults = {p.name: p.default for p in self.parameters}
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items()
+                         if k not in defaults or defaults[k] != v)
+        return f"{self.public_name}({args})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Policy) and (self.name, self.params) == (other.name, other.params)

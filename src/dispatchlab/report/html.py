@@ -18,7 +18,7 @@ import pandas as pd
 from dispatchlab.errors import require
 from dispatchlab.experiments.spec import ExperimentSpec
 from dispatchlab.experiments.store import Store, code_version
-from dispatchlab.report.plots import figures_of, summarize, write_figures
+from dispatchlab.report.plots import figure_notes, figures_of, summarize, write_figures
 
 PACKAGES = ("numpy", "numba", "scipy", "pandas", "matplotlib", "distributed")
 
@@ -30,7 +30,7 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f3f3f3; } td.text { text-align: left; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: 0.8em; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
-.failed { color: #a00; }
+.failed { color: #a00; } .note { color: #555; font-size: 0.9em; }
 """
 
 
@@ -79,7 +79,10 @@ def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: 
                      f"src='data:image/png;base64,{data}'>"
                      f"<figcaption>y = {esc(figure.y)}, x = {esc(figure.x)}; bands: "
                      f"{int(100 * 0.95)} % confidence intervals. Files: "
-                     f"{esc(figure.name)}.png, {esc(figure.name)}.svg</figcaption></figure>")
+                     f"{esc(figure.name)}.png, {esc(figure.name)}.svg"
+                     + "".join(f"<br><span class='note'>{esc(note)}</span>"
+                               for note in figure_notes(figure, frame, spec))
+                     + "</figcaption></figure>")
         parts.append(_table(summarize(frame, figure), figure.y))
     if failed:
         parts.append("<h2>Failed points</h2><table><tr><th>policy</th><th>system</th>"
@@ -135,7 +138,7 @@ def _runs(runs: list[dict[str, object]]) -> str:
 def _reproduce(spec: ExperimentSpec, command: str | None) -> str:
     from dispatchlab.experiments.catalog import experiment_names
 
-    lines = [f"pip install dispatchlab=={_version()}"]
+    lines = _install_lines()
     if command:
         lines.append(command)
     elif spec.name in experiment_names():
@@ -146,10 +149,33 @@ def _reproduce(spec: ExperimentSpec, command: str | None) -> str:
     return "\n".join(lines)
 
 
-def _version() -> str:
-    from dispatchlab import __version__
+def _install_lines() -> list[str]:
+    """An install that works: dispatchlab is not on PyPI, so clone the repository at the
+    code version that made the report (``git describe`` of the source tree)."""
+    version = code_version()
+    _, _, described = version.partition("+")
+    repository = _git("remote", "get-url", "origin") or _git("rev-parse", "--show-toplevel")
+    if not described or not repository:
+        return [f"# dispatchlab {version} is not published on PyPI: install it from a copy",
+                "# of its source tree:  pip install -e PATH/TO/dispatchlab"]
+    commit = described.removesuffix("-dirty").rsplit("-g", 1)[-1]
+    lines = [f"git clone {repository} dispatchlab && cd dispatchlab",
+             f"git checkout {commit}   # the code version of this report ({version})"]
+    if described.endswith("-dirty"):
+        lines.append("# (the report was made from a tree with uncommitted changes on top)")
+    lines.append("make venv && . .venv/bin/activate   # python -m venv .venv; pip install -e .")
+    return lines
 
-    return __version__
+
+def _git(*args: str) -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", *args], cwd=Path(__file__).resolve().parent,
+                              capture_output=True, text=True, timeout=5,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def _versions(frame: pd.DataFrame) -> str:

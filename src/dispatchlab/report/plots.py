@@ -11,12 +11,14 @@ says ``unstable``.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")  # before pyplot: figures are files, never windows
+if "ipykernel" not in sys.modules:  # a notebook keeps its inline backend (dispatchlab.plot)
+    matplotlib.use("Agg")  # before pyplot: figures are files, never windows
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -117,6 +119,7 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
     color_of = {policy: colors[i % len(colors)]
                 for i, policy in enumerate(dict.fromkeys(summary["policy"]))}
     legend: dict[str, object] = {}
+    notes: dict[str, str] = {}
     for ax, system in zip(axes[0], systems, strict=True):
         for policy, curve in summary[summary["system"] == system].groupby("policy", sort=False):
             curve = curve.sort_values("x")
@@ -134,7 +137,16 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
                 legend.setdefault(f"{policy}: unstable", marks)
         for reference in figure.references:
             xs, ys = reference_curve(reference, frame, spec, system)
-            (line,) = ax.plot(xs, ys, linestyle=reference.style, color="0.25", linewidth=1.2)
+            drawable = drawable_mask(ys, figure.log_y)
+            if not drawable.any():  # nothing to draw: say so instead of an empty legend entry
+                notes.setdefault(reference.label, reference_note(reference.label, xs, ys,
+                                                                 drawable, figure.log_y))
+                continue
+            if not drawable.all():
+                notes.setdefault(reference.label, reference_note(reference.label, xs, ys,
+                                                                 drawable, figure.log_y))
+            (line,) = ax.plot(xs[drawable], ys[drawable], linestyle=reference.style,
+                              color="0.25", linewidth=1.2)
             legend.setdefault(reference.label, line)
         if figure.log_x:  # ticks at the grid's values, not crowded minor labels
             ax.set_xscale("log")
@@ -152,7 +164,43 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
         fig.legend(list(legend.values()), list(legend), fontsize=8, loc="center left",
                    bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout()
+    if notes:
+        fig.text(0.01, 0.005, "\n".join(notes.values()), fontsize=7, color="0.3",
+                 ha="left", va="bottom")
+        fig.subplots_adjust(bottom=0.14 + 0.04 * len(notes))
+    fig.dispatchlab_notes = list(notes.values())  # the HTML report repeats them in text
     return fig
+
+
+def drawable_mask(ys: np.ndarray, log_y: bool) -> np.ndarray:
+    """Points of a curve that can be drawn: finite, and > 0 on a log axis."""
+    ys = np.asarray(ys, dtype=float)
+    return np.isfinite(ys) & (ys > 0) if log_y else np.isfinite(ys)
+
+
+def reference_note(label: str, xs: np.ndarray, ys: np.ndarray, drawable: np.ndarray,
+                   log_y: bool) -> str:
+    """Why (part of) a reference line is missing from a figure, with its values."""
+    missing = ~drawable
+    values = ", ".join(f"{y:g}" for y in np.unique(np.asarray(ys)[missing])[:3])
+    reason = "≤ 0 on a log axis" if log_y else "not a finite number"
+    where = ("at every x" if missing.all() else
+             "at x = " + ", ".join(f"{x:g}" for x in np.asarray(xs)[missing]))
+    return f"{label} = {values} {where}: {reason}, not drawn"
+
+
+def figure_notes(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -> list[str]:
+    """The notes :func:`draw_figure` writes under ``figure`` (reference lines not drawn)."""
+    systems = [s.name for s in spec.systems if not figure.systems or s.name in figure.systems]
+    notes: dict[str, str] = {}
+    for system in systems:
+        for reference in figure.references:
+            xs, ys = reference_curve(reference, frame, spec, system)
+            drawable = drawable_mask(ys, figure.log_y)
+            if not drawable.all():
+                notes.setdefault(reference.label, reference_note(
+                    reference.label, xs, ys, drawable, figure.log_y))
+    return list(notes.values())
 
 
 def write_figures(spec: ExperimentSpec, frame: pd.DataFrame, directory: str | Path,

@@ -171,6 +171,12 @@ class LEDPolicy(Policy):
             super().__init__(**params)
             self.params["strategy"] = self._custom.name
 
+    def constructor_params(self) -> dict[str, Any]:
+        params = super().constructor_params()
+        if self._custom is not None:  # rebuild with the compiled rule, not its display name
+            params.update(strategy=self._custom, strategy_params=self._custom.params)
+        return params
+
     def validate_params(self) -> None:
         require(not (self.params["update"] == "pull" and self.params["trigger"] != "slot"),
                 f"{self.name}.trigger", "the arrival trigger applies to push updates only "

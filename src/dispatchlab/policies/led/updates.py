@@ -43,12 +43,21 @@ from dispatchlab.policies.led.layout import (
 DIAG_ESTIMATION_ERROR = 0
 
 
+#: a gap this long means "no further success in any run"; capping it keeps the trial
+#: positions (t·N + gap) inside int64 for a tiny p̂ (p̂ = 1e-300 gives gaps ≈ 1e300, whose
+#: conversion to int64 wrapped negative and made the hooks write outside the estimates)
+MAX_GAP = 2**62
+
+
 @njit(inline="always", cache=True)
 def failures_before_success(rng, p, log_miss):
-    """Geometric number of failed Bernoulli(p) trials before the next success."""
+    """Geometric number of failed Bernoulli(p) trials before the next success (≤ MAX_GAP)."""
     if p >= 1.0:
         return np.int64(0)
-    return np.int64(math.floor(math.log(1.0 - uniform(rng)) / log_miss))
+    gap = math.log(1.0 - uniform(rng)) / log_miss  # compared as a float: floor() → int64
+    if gap >= MAX_GAP:
+        return np.int64(MAX_GAP)
+    return np.int64(math.floor(gap))
 
 
 @njit(inline="always", cache=True)

@@ -1,0 +1,358 @@
+"""The "Reproductions" page: each claim of the three papers, judged from the results store.
+
+Every claim names the catalog experiment that tests it and a rule that reads that
+experiment's stored points — nothing is hard-coded but the claim, the rule and its
+tolerance. A claim whose experiment is not in the store reads "not run yet" with the
+command that runs it. Verdicts:
+
+``held``        the stored numbers support the claim, CIs included
+``trend``       the numbers move the way the claim says but do not reach it at the ε run
+``not held``    the stored numbers contradict it
+``undecided``   CIs overlap (or the runs were judged undetermined)
+``not run yet`` / ``incomplete``   the experiment (or a curve of it) is not in the store
+
+    python -m dispatchlab.report.reproductions --store dispatchlab-results.sqlite \
+        --out docs/reproductions.md          # what ``make reproductions`` runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.experiments.store import Store
+from dispatchlab.report.plots import FigureSpec, reference_curve, summarize, write_figures
+
+#: |ε·E[ΣQ] / limit − 1| within this counts as reaching a limit at the smallest ε run
+LIMIT_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    numbers: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    paper: str
+    statement: str
+    experiment: str
+    figure: str  # the figure of the experiment that shows it
+    judge: Callable[[ExperimentSpec, pd.DataFrame], Verdict]
+
+
+def _fmt(value: float) -> str:
+    return "—" if not math.isfinite(value) else f"{value:.4g}"
+
+
+def _ci(row: pd.Series) -> str:
+    if not row["stable"]:
+        return "unstable"
+    text = _fmt(row["y"])
+    if math.isfinite(row["ci_low"]) and math.isfinite(row["ci_high"]):
+        text += f" [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
+    return text
+
+
+def _summary(spec: ExperimentSpec, frame: pd.DataFrame, y: str) -> pd.DataFrame:
+    return summarize(frame, FigureSpec("claim", x=spec.axis, y=y))
+
+
+def _missing(summary: pd.DataFrame, labels: list[str]) -> Verdict | None:
+    absent = [label for label in labels if label not in set(summary["policy"])]
+    if absent:
+        return Verdict("incomplete", "no stored points for " + ", ".join(absent))
+    return None
+
+
+def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
+            worse: str) -> Verdict:
+    """Each policy of ``better`` has a smaller E[ΣQ] than ``worse`` at the highest load
+    where they were all run (an unstable ``worse`` against stable ``better`` counts)."""
+    summary = _summary(spec, frame, "mean_total_queue")
+    missing = _missing(summary, [*better, worse])
+    if missing:
+        return missing
+    x = max(set.intersection(*(set(summary[summary["policy"] == p]["x"])
+                               for p in [*better, worse])))
+    at = summary[summary["x"] == x].set_index("policy")
+    texts, outcomes = [], []
+    for label in better:
+        a, b = at.loc[label], at.loc[worse]
+        texts.append(f"{label} {_ci(a)}")
+        if a["stable"] and not b["stable"]:
+            outcomes.append("held")
+        elif b["stable"] and not a["stable"]:
+            outcomes.append("not held")
+        elif a["ci_high"] < b["ci_low"]:
+            outcomes.append("held")
+        elif b["ci_high"] < a["ci_low"]:
+            outcomes.append("not held")
+        else:
+            outcomes.append("undecided")
+    status = ("held" if set(outcomes) == {"held"} else
+              "not held" if "not held" in outcomes else "undecided")
+    return Verdict(status, f"{spec.axis} = {x:g}: " + "; ".join(texts)
+                   + f" vs {worse} {_ci(at.loc[worse])}")
+
+
+def _stability_threshold(spec: ExperimentSpec, frame: pd.DataFrame, label: str,
+                         threshold: float, margin: float = 0.03) -> Verdict:
+    """``label`` is stable below ``threshold`` − margin and unstable above + margin."""
+    summary = _summary(spec, frame, "mean_total_queue")
+    missing = _missing(summary, [label])
+    if missing:
+        return missing
+    curve = summary[summary["policy"] == label]
+    below = curve[curve["x"] < threshold - margin]
+    above = curve[curve["x"] > threshold + margin]
+    wrong = [f"{x:g}" for x in below[~below["stable"]]["x"]] + \
+            [f"{x:g}" for x in above[above["stable"]]["x"]]
+    first = curve[~curve["stable"]]["x"].min() if (~curve["stable"]).any() else math.nan
+    numbers = (f"predicted ρ̄ = {threshold:.3g}; first unstable load {_fmt(first)} "
+               f"({len(below)} loads below, {len(above)} above)")
+    if above.empty:
+        return Verdict("undecided", numbers + "; no load above ρ̄ was run")
+    return Verdict("not held" if wrong else "held",
+                   numbers + (f"; disagree at ρ = {', '.join(wrong)}" if wrong else ""))
+
+
+def _approach(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str], figure: str,
+              reference: int) -> Verdict:
+    """ε·E[ΣQ] of ``labels`` tends to the figure's ``reference`` line as ε decreases:
+    held when within LIMIT_TOLERANCE (or its CI covers the line) at the smallest ε, a trend
+    when the relative distance shrinks from the largest to the smallest ε."""
+    chosen = next(f for f in spec.figures if f.name == figure)
+    line = chosen.references[reference]
+    summary = _summary(spec, frame, chosen.y)
+    missing = _missing(summary, labels)
+    if missing:
+        return missing
+    statuses, texts = [], []
+    for system in sorted(set(summary["system"])):
+        xs, ys = reference_curve(line, frame, spec, system)
+        limit = dict(zip(xs.tolist(), ys.tolist(), strict=True))
+        for label in labels:
+            curve = summary[(summary["system"] == system) & (summary["policy"] == label)
+                            & summary["stable"]].sort_values("x")
+            if len(curve) < 2:
+                statuses.append("undecided")
+                continue
+            small, large = curve.iloc[0], curve.iloc[-1]
+            target = limit.get(small["x"], math.nan)
+            gap_small = small["y"] / target - 1
+            gap_large = large["y"] / limit.get(large["x"], math.nan) - 1
+            covers = small["ci_low"] <= target <= small["ci_high"]
+            if abs(gap_small) <= LIMIT_TOLERANCE or covers:
+                statuses.append("held")
+            elif abs(gap_small) < abs(gap_large) and \
+                    abs(small["ci_high"] / target - 1) < abs(gap_large):  # beyond the noise
+                statuses.append("trend")
+            elif abs(gap_small) < abs(gap_large):
+                statuses.append("undecided")
+            else:
+                statuses.append("not held")
+            where = f"{system}: " if len(set(summary["system"])) > 1 else ""
+            texts.append(f"{where}{label} {_ci(small)} at ε = {small['x']:g} vs "
+                         f"{line.label} {_fmt(target)} ({gap_small:+.1%}; {gap_large:+.1%} "
+                         f"at ε = {large['x']:g})")
+    order = ("not held", "undecided", "trend", "held")
+    status = min(statuses, key=order.index) if statuses else "undecided"
+    return Verdict(status, "; ".join(texts))
+
+
+def _between(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
+    """JBT Theorem 1(1): at the smallest ε, ζ/2 < ε·E[ΣQ] < the random-routing constant."""
+    chosen = next(f for f in spec.figures if f.name == "eps-queue")
+    summary = _summary(spec, frame, chosen.y)
+    missing = _missing(summary, labels)
+    if missing:
+        return missing
+    statuses, texts = [], []
+    for system in sorted(set(summary["system"])):
+        low = dict(zip(*[a.tolist() for a in reference_curve(chosen.references[0], frame,
+                                                             spec, system)], strict=True))
+        high = dict(zip(*[a.tolist() for a in reference_curve(chosen.references[1], frame,
+                                                              spec, system)], strict=True))
+        for label in labels:
+            curve = summary[(summary["system"] == system) & (summary["policy"] == label)
+                            & summary["stable"]].sort_values("x")
+            if curve.empty:
+                statuses.append("undecided")
+                continue
+            row = curve.iloc[0]
+            lo, hi = low[row["x"]], high[row["x"]]
+            if row["ci_low"] > lo and row["ci_high"] < hi:
+                statuses.append("held")
+            elif row["y"] <= lo or row["y"] >= hi:
+                statuses.append("not held")
+            else:
+                statuses.append("undecided")
+            texts.append(f"{system}: {label} {_ci(row)} at ε = {row['x']:g}, between "
+                         f"{_fmt(lo)} and {_fmt(hi)}")
+    status = ("held" if set(statuses) == {"held"} else
+              "not held" if "not held" in statuses else "undecided")
+    return Verdict(status, "; ".join(texts))
+
+
+def _pi_thresholds(spec: ExperimentSpec, frame: pd.DataFrame) -> Verdict:
+    from dispatchlab.experiments.catalog.pi import predicted_thresholds
+
+    predicted = predicted_thresholds()
+    verdicts = []
+    for (servers, label), threshold in predicted.items():
+        part = frame[frame["system"].str.startswith(servers)]
+        if threshold >= 0.999 or part.empty:
+            continue  # throughput optimal (ρ̄ = 1): nothing to cross in the sweep
+        verdicts.append((f"{label} on {servers}",
+                         _stability_threshold(spec, part, label, threshold)))
+    if not verdicts:
+        return Verdict("incomplete", "no stored points")
+    statuses = [v.status for _, v in verdicts]
+    status = ("held" if set(statuses) == {"held"} else
+              "not held" if "not held" in statuses else "undecided")
+    return Verdict(status, "; ".join(f"{name}: {v.status} ({v.numbers})"
+                                     for name, v in verdicts))
+
+
+LED_LIMIT = ["L-JSQ-Pull", "L-JBA-Pull", "L-JBA-Push", "LSQ"]
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("led-fig1-herding", "[LED] Fig. 1",
+          "At Po-2's message overhead the LED policies beat JSQ, which herds with M = 10 "
+          "dispatchers (50×0.1 + 50×0.5 servers).", "led-fig1", "queue",
+          lambda s, f: _better(s, f, ["L-JBA-Pull", "L-JSQ-Pull"], "JSQ")),
+    Claim("led-fig1-po2", "[LED] Fig. 1, [HLM]",
+          "Po-2 is unstable above ρ ≈ 0.67 on 50×0.1 + 50×0.5 servers (and stable below).",
+          "led-fig1", "queue",
+          lambda s, f: _stability_threshold(s, f, "Po-2", (1 / 6) / (1225 / 4950))),
+    Claim("led-fig2", "[LED] Fig. 2",
+          "With rare updates (p̂ = 0.01, d = 2) L-JBA-Push and L-Pod-Push beat L-JSQ-Push.",
+          "led-fig2", "queue",
+          lambda s, f: _better(s, f, ["L-JBA-Push", "L-Pod-Push"], "L-JSQ-Push")),
+    Claim("led-theorem-2", "[LED] Theorem 2",
+          "δ-tilted LED policies with p independent of ε are heavy-traffic delay optimal: "
+          "ε·E[ΣQ] → ζ/2.", "led-heavy-traffic", "eps-queue",
+          lambda s, f: _approach(s, f, LED_LIMIT, "eps-queue", 0)),
+    Claim("jbt-constant", "[JBT] Theorem 1(1)",
+          "A constant threshold (r = 1, JIQ; r = 3) is not heavy-traffic optimal but beats "
+          "random routing: ζ/2 < ε·E[ΣQ] < the random-routing constant.", "jbt-thresholds",
+          "eps-queue", lambda s, f: _between(s, f, ["r = 1 (JIQ)", "r = 3"])),
+    Claim("jbt-log", "[JBT] Theorem 2",
+          "A logarithmic threshold r = K·log(1/ε) is heavy-traffic optimal: ε·E[ΣQ] → ζ/2.",
+          "jbt-thresholds", "eps-queue",
+          lambda s, f: _approach(s, f, ["r = ⌈2 log(1/ε)⌉"], "eps-queue", 0)),
+    Claim("jbt-poly", "[JBT] Theorem 1(2)",
+          "A polynomial threshold r = (1/ε)^1.5 degenerates to random routing: ε·E[ΣQ] → "
+          "the random-routing constant.", "jbt-thresholds", "eps-queue",
+          lambda s, f: _approach(s, f, ["r = ⌈(1/ε)^1.5⌉"], "eps-queue", 1)),
+    Claim("pi-threshold", "[Π] Eq. (3) and the transience theorem",
+          "A Π policy is stable below its induced threshold ρ̄ and unstable above it.",
+          "pi-stability", "queue", _pi_thresholds),
+    Claim("pi-collapse", "[Π] Theorem 4.4",
+          "Strictly majorising Π policies (JSQ, JSED, Po2) are heavy-traffic optimal: "
+          "ε·E[ΣQ] → ζ/2.", "pi-collapse", "eps-queue",
+          lambda s, f: _approach(s, f, ["JSQ (γ = 1)", "JSED (γ = μ)", "Po2 (γ = 1)"],
+                                 "eps-queue", 0)),
+)
+
+
+def judge_all(store: Store) -> list[tuple[Claim, Verdict, ExperimentSpec | None]]:
+    out = []
+    stored = set(store.experiment_names())
+    for claim in CLAIMS:
+        if claim.experiment not in stored or not store.count(claim.experiment):
+            out.append((claim, Verdict("not run yet", ""), None))
+            continue
+        spec = ExperimentSpec.from_json(store.experiment_spec(claim.experiment) or "")
+        frame = store.frame(claim.experiment)
+        try:
+            verdict = claim.judge(spec, frame)
+        except (KeyError, StopIteration, ValueError) as error:
+            verdict = Verdict("incomplete", f"{type(error).__name__}: {error}")
+        out.append((claim, verdict, spec))
+    return out
+
+
+def _slots_text(frame: pd.DataFrame) -> str:
+    slots = sorted(set(frame["slots"].astype(int)))
+    return f"{slots[0]:,}" if len(slots) == 1 else f"{slots[0]:,}–{slots[-1]:,}"
+
+
+def render(store: Store, out: Path, store_label: str | None = None) -> str:
+    """Write the Markdown page (and its figures next to it); return the text."""
+    figure_dir = out.parent / "reproductions"
+    rows = judge_all(store)
+    lines = [
+        "# Reproductions",
+        "",
+        "Each claim of the three papers, judged from the results store "
+        f"`{store_label or store.path.name}` by `make reproductions` "
+        "(`python -m dispatchlab.report.reproductions`). Nothing on this page is typed by "
+        "hand: the verdicts come from the stored points and the rules in "
+        "`dispatchlab/report/reproductions.py` (CIs are 95 %; a limit counts as reached "
+        f"within {LIMIT_TOLERANCE:.0%}).",
+        "",
+        "| claim | source | experiment (command) | verdict | numbers |",
+        "|---|---|---|---|---|",
+    ]
+    drawn: set[str] = set()
+    for claim, verdict, spec in rows:
+        command = f"`dispatchlab experiment {claim.experiment}`"
+        numbers = verdict.numbers.replace("|", "\\|") or "—"
+        if spec is not None:
+            frame = store.frame(claim.experiment)
+            undetermined = int((frame["stability"] == "undetermined").sum())
+            numbers += f" (slots per point: {_slots_text(frame)}"
+            numbers += (f"; {undetermined} of {len(frame)} stored runs judged undetermined: "
+                        "run longer)" if undetermined else ")")
+            if claim.experiment not in drawn:
+                write_figures(spec, frame, figure_dir / claim.experiment, formats=("png",))
+                drawn.add(claim.experiment)
+            command += (f"<br>[figure](reproductions/{claim.experiment}/{claim.figure}.png)")
+        lines.append(f"| {claim.statement} | {claim.paper} | {command} | "
+                     f"**{verdict.status}** | {numbers} |")
+    lines += ["", "Figures of the experiments in the store:", ""]
+    for name in sorted(drawn):
+        spec = next(s for _, _, s in rows if s is not None and s.name == name)
+        for figure in spec.figures:
+            lines.append(f"![{name}: {figure.name}](reproductions/{name}/{figure.name}.png)")
+    if not drawn:
+        lines.append("None yet: run the commands above, then `make reproductions`.")
+    text = "\n".join(lines) + "\n"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--store", default="dispatchlab-results.sqlite")
+    parser.add_argument("--out", default="docs/reproductions.md")
+    args = parser.parse_args(argv)
+    path = Path(args.store)
+    store = Store(path) if path.exists() else None
+    if store is None:  # an empty page that says what to run
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            empty = Store(Path(tmp) / "empty.sqlite")
+            render(empty, Path(args.out), store_label=args.store)
+            empty.close()
+    else:
+        render(store, Path(args.out))
+        store.close()
+    print(Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
+

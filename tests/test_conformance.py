@@ -66,8 +66,8 @@ def test_led_updates_write_q_of_the_next_slot(name: str) -> None:
 
 
 @choose_function
-def _cycle_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    return ip[randint(rng, ip.size)]
+def _cycle_choose(m, jobs, slot, memory, ctx):
+    return memory.ip[randint(ctx.rng, memory.ip.size)]
 
 
 class _UnseededPolicy(Policy):

@@ -124,22 +124,6 @@ class Result:
         """
         return flat_row(self.to_dict())
 
-
-#: the nested dicts of a Result and the prefix of their keys in a flat row
-ROW_PREFIXES = {"params": "params.", "system": "system.", "messages_by_kind": "messages.",
-                "diagnostics": "diag."}
-
-
-def flat_row(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A Result dict (``Result.to_dict()``, or one read back from the store) as one flat
-    row: the scalar fields as they are, ``params.K``, ``system.K``, ``messages.KIND`` (per
-    arrival) and ``diag.NAME`` for the nested dicts; the per-server vectors (E[Q_n], the
-    ΣQ distribution) are left out."""
-    row = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
-    for key, prefix in ROW_PREFIXES.items():
-        row.update({f"{prefix}{k}": v for k, v in (data.get(key) or {}).items()})
-    return row
-
     def to_records(self) -> list[dict[str, Any]]:
         """``[self.to_row()]``: records for ``pandas.DataFrame.from_records``."""
         return [self.to_row()]
@@ -159,6 +143,22 @@ def flat_row(data: Mapping[str, Any]) -> dict[str, Any]:
         from dispatchlab.display import result_html
 
         return result_html(self)
+
+
+#: the nested dicts of a Result and the prefix of their keys in a flat row
+ROW_PREFIXES = {"params": "params.", "system": "system.", "messages_by_kind": "messages.",
+                "diagnostics": "diag."}
+
+
+def flat_row(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A Result dict (``Result.to_dict()``, or one read back from the store) as one flat
+    row: the scalar fields as they are, ``params.K``, ``system.K``, ``messages.KIND`` (per
+    arrival) and ``diag.NAME`` for the nested dicts; the per-server vectors (E[Q_n], the
+    ΣQ distribution) are left out."""
+    row = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
+    for key, prefix in ROW_PREFIXES.items():
+        row.update({f"{prefix}{k}": v for k, v in (data.get(key) or {}).items()})
+    return row
 
 
 def _json_ready(value: Any) -> Any:

@@ -61,3 +61,19 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert "check_policy" in api and "with_params" in api
     assert (tmp_path / "site" / "reproductions" / "index.html").exists()
+
+
+def test_reproductions_page_says_not_run_yet_for_an_empty_store(tmp_path: Path) -> None:
+    from dispatchlab.experiments import build_experiment, experiment_names
+    from dispatchlab.experiments.store import Store
+    from dispatchlab.report.reproductions import CLAIMS, render
+
+    for claim in CLAIMS:  # every claim points at a catalog experiment and one of its figures
+        assert claim.experiment in experiment_names(), claim.key
+        figures = {f.name for f in build_experiment(claim.experiment, quick=True).figures}
+        assert claim.figure in figures, claim.key
+    with Store(tmp_path / "empty.sqlite") as store:
+        text = render(store, tmp_path / "docs" / "reproductions.md")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "**" in line]
+    assert len(rows) == len(CLAIMS)
+    assert all("**not run yet**" in row and "`dispatchlab experiment " in row for row in rows)

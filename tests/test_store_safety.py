@@ -76,7 +76,11 @@ def test_a_store_on_readonly_media_can_be_read(tmp_path, capsys):
         assert main(["results", "--store", str(mounted / "s.sqlite")]) == 0
         assert "no stored points match" in capsys.readouterr().out
     finally:
-        subprocess.run(["umount", str(mounted)], check=True)
+        import gc
+
+        gc.collect()  # close any connection still referenced
+        if subprocess.run(["umount", str(mounted)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mounted)], check=True)  # detach when busy
 
 
 def _children(pid: int) -> list[psutil.Process]:

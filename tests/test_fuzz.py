@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dispatchlab import System, ValidationError, simulate
+from dispatchlab.budget import WORK_LIMIT
+from dispatchlab.cli.experiment import sweep_work
 from dispatchlab.experiments.spec import ExperimentSpec
 from test_fuzz_cases import run_clean
 
@@ -182,7 +184,9 @@ def test_any_sweep_spec_validates_cleanly(values: dict[str, Any]) -> None:
     try:
         spec = ExperimentSpec.from_dict(data)
         spec.validate()
-        spec.points()
+        work = sweep_work(spec)  # what the CLI checks before listing any point
+        if work <= WORK_LIMIT:
+            spec.points()
     except ValidationError:
         pass
 

@@ -57,8 +57,7 @@ def require_writable_file(path: str | Path, field: str) -> Path:
         problem = "is not a directory" if parent.exists() else "does not exist"
         raise ValidationError(field, f"cannot write {str(path)!r}: directory {str(parent)!r} "
                               f"{problem}")
-    if path.exists() and not os.access(path, os.W_OK) or not path.exists() and not os.access(
-            parent, os.W_OK):
+    if not os.access(path if path.exists() else parent, os.W_OK):
         raise ValidationError(field, f"cannot write {str(path)!r}: permission denied")
     return path
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
+import sqlite3
 import threading
 import time
 import traceback
@@ -117,9 +118,17 @@ class _Heartbeat:
         self._thread.start()
 
     def _beat(self) -> None:
-        with Store(self._path) as db:
+        db: Store | None = None
+        try:
             while not self._stop.wait(HEARTBEAT_SECONDS):
-                db.heartbeat(self._run_id)
+                try:
+                    db = db or Store(self._path)
+                    db.heartbeat(self._run_id)
+                except (sqlite3.Error, ValidationError):
+                    continue  # a busy or vanished store: the next beat tries again
+        finally:
+            if db is not None:
+                db.close()
 
     def stop(self) -> None:
         self._stop.set()

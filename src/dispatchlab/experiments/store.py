@@ -202,6 +202,7 @@ class Store:
         uri = self.path.resolve().as_uri()
         last: sqlite3.DatabaseError | None = None
         for options in ("mode=ro", "mode=ro&immutable=1"):
+            db: sqlite3.Connection | None = None
             try:
                 db = sqlite3.connect(f"{uri}?{options}", uri=True,
                                      timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -209,6 +210,8 @@ class Store:
                 tables = {r[0] for r in db.execute(
                     "SELECT name FROM sqlite_master WHERE type = 'table'")}
             except sqlite3.DatabaseError as error:
+                if db is not None:
+                    db.close()  # a failed attempt must not keep the file open
                 last = error
                 continue
             if not {"meta", "experiments", "runs", "points"} <= tables:

@@ -71,7 +71,8 @@ class System:
         require(self.dispatch in DISPATCH_MODES, "dispatch",
                 f"allowed: batch, per-job (got {self.dispatch!r})")
         as_flag(self.allow_unstable, "allow_unstable")
-        if len(self.dispatcher_weights):
+        if not (isinstance(self.dispatcher_weights, tuple | list)
+                and len(self.dispatcher_weights) == 0):
             weights = as_numbers(self.dispatcher_weights, "dispatcher_weights")
             require(weights.size == self.dispatchers, "dispatcher_weights",
                     f"need one weight per dispatcher ({self.dispatchers})")

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 from numba import njit, types
 
-MESSAGE_KINDS = ("probe", "reply", "report", "broadcast")
-PROBE, REPLY, REPORT, BROADCAST = range(4)
+#: ``answer``: a server's reply to a dispatch (LSQ learn-on-send: the destination answers
+#: with its queue length)
+MESSAGE_KINDS = ("probe", "reply", "report", "broadcast", "answer")
+PROBE, REPLY, REPORT, BROADCAST, ANSWER = range(5)
 
 _i64 = types.int64
 _q = types.int64[::1]

@@ -238,12 +238,12 @@ class _HerdingOptions(Policy):
 
     def herding_kernel(self, system: System) -> Kernel:
         """The kernel of the options (used for every setting but the plain one)."""
-        ip, fp, ist = herding_layout(system.n_servers, system.dispatchers,
+        ip, fp, ist, fst = herding_layout(system.n_servers, system.dispatchers,
                                      lag=self.params["lag"], ties=self.params["ties"],
                                      fill=self.params["fill"], scaled=self.scaled,
                                      offset=self.offset())
         return Kernel(herding_choose, herding_begin, herding_end, int_params=ip,
-                      float_params=fp, int_state=ist)
+                      float_params=fp, int_state=ist, float_state=fst)
 
 
 @register

@@ -22,6 +22,7 @@ Memory ``ist`` (width ≥ max(N + 2, M)), rows:
   ROW_RANK         the shared random rank of each server this slot (ties = shared, fill)
   ROW_STAMP        per dispatcher: the last slot in which it dispatched (fill)
   then k + 1 ring rows (lag k ≥ 1), then M rows of jobs sent this slot (fill).
+Memory ``fst`` (fill): row m holds dispatcher m's scores this slot.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ SHARED_SLOT, SHARED_PICK, SHARED_READY = range(3)
 
 
 def herding_layout(n_servers: int, dispatchers: int, *, lag: int, ties: str, fill: bool,
-                   scaled: bool, offset: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ip, fp, ist) of a JSQ/JSED herding variant on N servers and M dispatchers."""
+                   scaled: bool, offset: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(ip, fp, ist, fst) of a JSQ/JSED herding variant on N servers and M dispatchers."""
     ring = FIXED_ROWS
     sent = ring + (lag + 1 if lag > 0 else 0)
     rows = sent + (dispatchers if fill else 0)
@@ -61,7 +63,8 @@ def herding_layout(n_servers: int, dispatchers: int, *, lag: int, ties: str, fil
     ip[IP_SCALED] = int(scaled)
     ip[IP_RING] = ring
     ip[IP_SENT] = sent
-    return ip, np.array([offset]), ist
+    fst = np.zeros((dispatchers if fill else 1, n_servers))
+    return ip, np.array([offset]), ist, fst
 
 
 @njit(inline="always", cache=True)
@@ -98,28 +101,26 @@ def _draw_shared_order(t, N, ist, rng):
 
 
 @njit(inline="always", cache=True)
-def _pick(t, m, Q, mu, ip, fp, ist, rng):
-    """argmin of the dispatcher's scores with the tie rule (one scan; one draw for random
+def _pick_filled(t, m, N, ip, fst, ist, rng):
+    """argmin of dispatcher m's scores ``fst[m]`` with the tie rule (one draw for random
     ties, as :func:`dispatchlab.engine.kernels.argmin_random_ties` does)."""
-    N = Q.size
-    ties_rule = ip[IP_TIES]
-    best = _score(0, t, m, Q, mu, ip, fp, ist)
+    best = fst[m, 0]
     for n in range(1, N):
-        best = min(best, _score(n, t, m, Q, mu, ip, fp, ist))
+        best = min(best, fst[m, n])
+    ties_rule = ip[IP_TIES]
     if ties_rule == TIE_SHARED:
         _draw_shared_order(t, N, ist, rng)
         arg = -1
         for n in range(N):
-            if _score(n, t, m, Q, mu, ip, fp, ist) == best and (
-                    arg < 0 or ist[ROW_RANK, n] < ist[ROW_RANK, arg]):
+            if fst[m, n] == best and (arg < 0 or ist[ROW_RANK, n] < ist[ROW_RANK, arg]):
                 arg = n
         return arg
     ties = 0
     for n in range(N):
-        ties += _score(n, t, m, Q, mu, ip, fp, ist) == best
+        ties += fst[m, n] == best
     skip = randint(rng, ties) if ties > 1 and ties_rule == TIE_RANDOM else 0
     for n in range(N):
-        if _score(n, t, m, Q, mu, ip, fp, ist) == best:
+        if fst[m, n] == best:
             if skip == 0:
                 return n
             skip -= 1
@@ -161,15 +162,19 @@ def herding_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
         msg[PROBE] += N
         msg[REPLY] += N
         return _pick_per_slot(t, m, Q, mu, ip, fp, ist, rng)
+    # water-filling: fst[m] holds the dispatcher's scores, updated after each job
     sent = ip[IP_SENT] + m
     if ist[ROW_STAMP, m] != t:  # the dispatcher's first job this slot: one full read
         ist[ROW_STAMP, m] = t
         for n in range(N):
             ist[sent, n] = 0
+        for n in range(N):
+            fst[m, n] = _score(n, t, m, Q, mu, ip, fp, ist)
         msg[PROBE] += N
         msg[REPLY] += N
-    target = _pick(t, m, Q, mu, ip, fp, ist, rng)
+    target = _pick_filled(t, m, N, ip, fst, ist, rng)
     ist[sent, target] += jobs
+    fst[m, target] = _score(target, t, m, Q, mu, ip, fp, ist)
     return target
 
 

@@ -7,6 +7,7 @@
     row  M + 2    [0]: position of the next pull report in the stream of (slot, server) trials
     row  M + 3    [0]: position of the next push event (per slot), or failures left before it
                   (arrival-triggered)
+    rows M + 4..2M + 3  (learn_on_send) slot in which dispatcher m last learnt Q_n at a dispatch
 ``ip`` (int64): see the *_ constants below.
 ``fp`` (float64): [p̂, log(1 − p̂)].
 ``fst`` (float64, shape (1, ·)): row 0 holds the strategy's parameters.
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 # ip entries
 IP_DISPATCHERS, IP_SERVERS, IP_INCREMENT, IP_UPDATE, IP_TRIGGER = range(5)
-IP_PUSH_D, IP_MEASURE_ERROR, IP_STRATEGY = 5, 6, 7
-IP_SIZE = 8
+IP_PUSH_D, IP_MEASURE_ERROR, IP_STRATEGY, IP_LEARN = 5, 6, 7, 8
+IP_SIZE = 9
 
 # fp entries
 FP_P, FP_LOG_MISS = 0, 1

@@ -49,10 +49,9 @@ def failures_before_success(rng, p, log_miss):
 
 
 @njit(inline="always", cache=True)
-def _push_sample(m, Q, ist, d, rng, msg):
+def _push_sample(m, M, Q, ist, d, rng, msg):
     """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them."""
     N = Q.size
-    M = ist.shape[0] - 4
     estimates = ist[m]
     if d >= N:  # every server: no randomness needed
         for n in range(N):
@@ -95,7 +94,7 @@ def push_end_slot(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, re
             if A_m[m] == 0:
                 continue
             if position[0] == 0:
-                _push_sample(m, Q, ist, d, rng, msg)
+                _push_sample(m, M, Q, ist, d, rng, msg)
                 position[0] = failures_before_success(rng, p, log_miss)
             else:
                 position[0] -= 1
@@ -105,7 +104,7 @@ def push_end_slot(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, re
             position[0] = t * M + failures_before_success(rng, p, log_miss)
         end = (t + 1) * M
         while position[0] < end:
-            _push_sample(position[0] - t * M, Q, ist, d, rng, msg)
+            _push_sample(position[0] - t * M, M, Q, ist, d, rng, msg)
             position[0] += 1 + failures_before_success(rng, p, log_miss)
     _record_error(Q, ist, ip, diag, record)
 

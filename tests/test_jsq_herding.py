@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, simulate
-from dispatchlab.engine.interface import MESSAGE_KINDS
+from dispatchlab.engine.interface import MESSAGE_KINDS, Context, Slot
 from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies import make_policy
@@ -21,15 +21,13 @@ def picks_per_slot(ties: str, dispatchers: int = 10, slots: int = 300, seed: int
     with many ties; return, per slot, the server each dispatcher picked."""
     system = System.build("12x0.5", load=0.5, dispatchers=dispatchers)
     kernel = make_policy("jsq", ties=ties).kernel(system)
-    ip, fp, ist, fst = kernel.arrays()
-    rng = make_rng_state(seed)
+    memory = kernel.memory()
+    ctx = Context(make_rng_state(seed), np.zeros(len(MESSAGE_KINDS), np.int64))
     draws = np.random.default_rng(seed)
-    msg = np.zeros(len(MESSAGE_KINDS), np.int64)
     trajectory = []
     for t in range(slots):
-        Q = draws.integers(0, 3, system.n_servers).astype(np.int64)
-        trajectory.append([kernel.choose(m, 1, t, Q, system.mu, ip, fp, ist, fst, rng, msg)
-                           for m in range(dispatchers)])
+        slot = Slot(t, draws.integers(0, 3, system.n_servers).astype(np.int64), system.mu)
+        trajectory.append([kernel.choose(m, 1, slot, memory, ctx) for m in range(dispatchers)])
     return trajectory
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, simulate
-from dispatchlab.engine.interface import ANSWER, MESSAGE_KINDS
+from dispatchlab.engine.interface import ANSWER, MESSAGE_KINDS, Context, Slot
 from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.led.policy import po2_budget_per_slot
@@ -15,44 +15,41 @@ FIG1 = "50x0.1,50x0.5"
 SLOTS = 20_000
 
 
-def led_arrays(**params):
+def led_kernel(**params):
     system = System.build([1.0] * 5, load=0.5, dispatchers=2)
     kernel = make_policy("lsq", **params).kernel(system)
-    ip, fp, ist, fst = kernel.arrays()
-    return system, kernel, ip, fp, ist, fst
+    ctx = Context(make_rng_state(1), np.zeros(len(MESSAGE_KINDS), np.int64))
+    return system, kernel, kernel.memory(), ctx
 
 
 def test_learn_on_send_writes_the_true_queue_plus_the_jobs_sent():
-    system, kernel, ip, fp, ist, fst = led_arrays(learn_on_send=True)
-    rng = make_rng_state(1)
-    msg = np.zeros(len(MESSAGE_KINDS), np.int64)
+    system, kernel, memory, ctx = led_kernel(learn_on_send=True)
+    ist = memory.ist
     Q = np.array([4, 7, 2, 9, 5], np.int64)
     ist[0, :] = [3, 3, 3, 3, 0]  # stale: server 4 looks empty
-    target = kernel.choose(0, 3, 0, Q, system.mu, ip, fp, ist, fst, rng, msg)
+    target = kernel.choose(0, 3, Slot(0, Q, system.mu), memory, ctx)
     assert target == 4
     assert ist[0, 4] == Q[4] + 3  # the destination answered Q_4(t) = 5
-    assert msg[ANSWER] == 1
+    assert ctx.msg[ANSWER] == 1
     # the same slot again: the jobs sent there so far are added, no second answer
     ist[0, :4] = 100
-    assert kernel.choose(0, 2, 0, Q, system.mu, ip, fp, ist, fst, rng, msg) == 4
+    assert kernel.choose(0, 2, Slot(0, Q, system.mu), memory, ctx) == 4
     assert ist[0, 4] == Q[4] + 3 + 2
-    assert msg[ANSWER] == 1
+    assert ctx.msg[ANSWER] == 1
     # a later slot: a fresh answer
     Q[4] = 1
-    assert kernel.choose(0, 1, 1, Q, system.mu, ip, fp, ist, fst, rng, msg) == 4
-    assert ist[0, 4] == 2 and msg[ANSWER] == 2
+    assert kernel.choose(0, 1, Slot(1, Q, system.mu), memory, ctx) == 4
+    assert ist[0, 4] == 2 and ctx.msg[ANSWER] == 2
     # the other dispatcher's estimates are untouched
     assert (ist[1, :5] == 0).all()
 
 
 def test_increment_only_lsq_adds_the_jobs_to_the_stale_estimate():
-    system, kernel, ip, fp, ist, fst = led_arrays()
-    rng = make_rng_state(1)
-    msg = np.zeros(len(MESSAGE_KINDS), np.int64)
+    system, kernel, memory, ctx = led_kernel()
     Q = np.array([4, 7, 2, 9, 5], np.int64)
-    ist[0, :5] = [3, 3, 3, 3, 0]
-    assert kernel.choose(0, 3, 0, Q, system.mu, ip, fp, ist, fst, rng, msg) == 4
-    assert ist[0, 4] == 3 and msg[ANSWER] == 0
+    memory.ist[0, :5] = [3, 3, 3, 3, 0]
+    assert kernel.choose(0, 3, Slot(0, Q, system.mu), memory, ctx) == 4
+    assert memory.ist[0, 4] == 3 and ctx.msg[ANSWER] == 0
 
 
 def test_learn_on_send_costs_one_answer_per_dispatch_event_in_batch_mode():

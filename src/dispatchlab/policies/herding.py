@@ -67,32 +67,68 @@ def herding_layout(n_servers: int, dispatchers: int, *, lag: int, ties: str, fil
     return ip, np.array([offset]), ist, fst
 
 
-@njit(inline="always", cache=True)
-def _view_row(t, ip):
-    """Row of ``ist`` holding Q(t − k) (k = lag ≥ 1): ring slot (t − k) mod (k + 1)."""
-    k = ip[IP_LAG]
-    return ip[IP_RING] + (t + 1) % (k + 1)
+# -- the layout, named ------------------------------------------------------------------------
 
 
 @njit(inline="always", cache=True)
-def _score(n, t, m, Q, mu, ip, fp, ist):
+def lag(memory):
+    """k: the view is Q(t − k)."""
+    return memory.ip[IP_LAG]
+
+
+@njit(inline="always", cache=True)
+def tie_rule(memory):
+    """TIE_RANDOM, TIE_LOWEST or TIE_SHARED."""
+    return memory.ip[IP_TIES]
+
+
+@njit(inline="always", cache=True)
+def fills(memory):
+    """Water-filling: each job sees the jobs the dispatcher already sent this slot."""
+    return memory.ip[IP_FILL] != 0
+
+
+@njit(inline="always", cache=True)
+def ring_row(memory, s):
+    """The ``ist`` row holding Q(s) (lag k ≥ 1): ring slot s mod (k + 1)."""
+    return memory.ip[IP_RING] + s % (memory.ip[IP_LAG] + 1)
+
+
+@njit(inline="always", cache=True)
+def sent_row(memory, m):
+    """The ``ist`` row of the jobs dispatcher m has sent to each server this slot (fill)."""
+    return memory.ip[IP_SENT] + m
+
+
+@njit(inline="always", cache=True)
+def scores(memory, m):
+    """Dispatcher m's scores this slot (fill): a writable row of ``fst``."""
+    return memory.fst[m]
+
+
+@njit(inline="always", cache=True)
+def _score(n, m, slot, memory):
     """(V_n + sent^m_n + offset) / scale_n, the dispatcher's view of server n."""
-    v = Q[n] if ip[IP_LAG] == 0 else ist[_view_row(t, ip), n]
-    if ip[IP_FILL] != 0:
-        v += ist[ip[IP_SENT] + m, n]
-    value = v + fp[0]
-    if ip[IP_SCALED] != 0:
-        value /= mu[n]
+    t = slot.t
+    k = lag(memory)
+    # Q(t − k) sits in ring slot (t − k) mod (k + 1) = (t + 1) mod (k + 1)
+    v = slot.Q[n] if k == 0 else memory.ist[ring_row(memory, t + 1), n]
+    if fills(memory):
+        v += memory.ist[sent_row(memory, m), n]
+    value = v + memory.fp[0]
+    if memory.ip[IP_SCALED] != 0:
+        value /= slot.mu[n]
     return value
 
 
 @njit(inline="always", cache=True)
-def _draw_shared_order(t, N, ist, rng):
+def _draw_shared_order(t, N, memory, rng):
     """Once per slot: a uniform random rank of each server, shared by all dispatchers."""
-    if ist[ROW_SHARED, SHARED_SLOT] == t:
+    shared = memory.ist[ROW_SHARED]
+    if shared[SHARED_SLOT] == t:
         return
-    ist[ROW_SHARED, SHARED_SLOT] = t
-    rank = ist[ROW_RANK]
+    shared[SHARED_SLOT] = t
+    rank = memory.ist[ROW_RANK]
     for n in range(N):
         rank[n] = n
     for i in range(N - 1, 0, -1):  # Fisher–Yates
@@ -101,26 +137,29 @@ def _draw_shared_order(t, N, ist, rng):
 
 
 @njit(inline="always", cache=True)
-def _pick_filled(t, m, N, ip, fst, ist, rng):
-    """argmin of dispatcher m's scores ``fst[m]`` with the tie rule (one draw for random
-    ties, as :func:`dispatchlab.engine.kernels.argmin_random_ties` does)."""
-    best = fst[m, 0]
+def _pick_filled(m, slot, memory, rng):
+    """argmin of dispatcher m's scores with the tie rule (one draw for random ties, as
+    :func:`dispatchlab.engine.kernels.argmin_random_ties` does)."""
+    own = scores(memory, m)
+    N = slot.Q.size
+    best = own[0]
     for n in range(1, N):
-        best = min(best, fst[m, n])
-    ties_rule = ip[IP_TIES]
-    if ties_rule == TIE_SHARED:
-        _draw_shared_order(t, N, ist, rng)
+        best = min(best, own[n])
+    rule = tie_rule(memory)
+    if rule == TIE_SHARED:
+        _draw_shared_order(slot.t, N, memory, rng)
+        rank = memory.ist[ROW_RANK]
         arg = -1
         for n in range(N):
-            if fst[m, n] == best and (arg < 0 or ist[ROW_RANK, n] < ist[ROW_RANK, arg]):
+            if own[n] == best and (arg < 0 or rank[n] < rank[arg]):
                 arg = n
         return arg
     ties = 0
     for n in range(N):
-        ties += fst[m, n] == best
-    skip = randint(rng, ties) if ties > 1 and ties_rule == TIE_RANDOM else 0
+        ties += own[n] == best
+    skip = randint(rng, ties) if ties > 1 and rule == TIE_RANDOM else 0
     for n in range(N):
-        if fst[m, n] == best:
+        if own[n] == best:
             if skip == 0:
                 return n
             skip -= 1
@@ -128,75 +167,82 @@ def _pick_filled(t, m, N, ip, fst, ist, rng):
 
 
 @njit(inline="always", cache=True)
-def _pick_per_slot(t, m, Q, mu, ip, fp, ist, rng):
+def _pick_per_slot(m, slot, memory, rng):
     """Without water-filling the view is the same for every call of slot t: its minimisers
     are listed once per slot (ascending), then each call draws one by the tie rule."""
-    cache = ist[ROW_MINIMISERS]
+    t = slot.t
+    cache = memory.ist[ROW_MINIMISERS]
+    shared = memory.ist[ROW_SHARED]
     if cache[0] != t:
-        N = Q.size
-        best = _score(0, t, m, Q, mu, ip, fp, ist)
+        N = slot.Q.size
+        best = _score(0, m, slot, memory)
         for n in range(1, N):
-            best = min(best, _score(n, t, m, Q, mu, ip, fp, ist))
+            best = min(best, _score(n, m, slot, memory))
         ties = 0
         for n in range(N):
-            if _score(n, t, m, Q, mu, ip, fp, ist) == best:
+            if _score(n, m, slot, memory) == best:
                 cache[2 + ties] = n
                 ties += 1
         cache[0] = t
         cache[1] = ties
-        if ip[IP_TIES] == TIE_SHARED:  # one uniform draw for all dispatchers this slot
-            ist[ROW_SHARED, SHARED_PICK] = cache[2 + (randint(rng, ties) if ties > 1 else 0)]
-    ties_rule = ip[IP_TIES]
-    if ties_rule == TIE_SHARED:
-        return ist[ROW_SHARED, SHARED_PICK]
-    if ties_rule == TIE_LOWEST:
+        if tie_rule(memory) == TIE_SHARED:  # one uniform draw for all dispatchers this slot
+            shared[SHARED_PICK] = cache[2 + (randint(rng, ties) if ties > 1 else 0)]
+    rule = tie_rule(memory)
+    if rule == TIE_SHARED:
+        return shared[SHARED_PICK]
+    if rule == TIE_LOWEST:
         return cache[2]
     ties = cache[1]
     return cache[2 + (randint(rng, ties) if ties > 1 else 0)]
 
 
 @choose_function
-def herding_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    N = Q.size
-    if ip[IP_FILL] == 0:
-        msg[PROBE] += N
-        msg[REPLY] += N
-        return _pick_per_slot(t, m, Q, mu, ip, fp, ist, rng)
-    # water-filling: fst[m] holds the dispatcher's scores, updated after each job
-    sent = ip[IP_SENT] + m
-    if ist[ROW_STAMP, m] != t:  # the dispatcher's first job this slot: one full read
-        ist[ROW_STAMP, m] = t
+def herding_choose(m, jobs, slot, memory, ctx):
+    N = slot.Q.size
+    if not fills(memory):
+        ctx.msg[PROBE] += N
+        ctx.msg[REPLY] += N
+        return _pick_per_slot(m, slot, memory, ctx.rng)
+    # water-filling: scores(memory, m) holds the dispatcher's view, updated after each job
+    sent = memory.ist[sent_row(memory, m)]
+    own = scores(memory, m)
+    stamps = memory.ist[ROW_STAMP]
+    if stamps[m] != slot.t:  # the dispatcher's first job this slot: one full read
+        stamps[m] = slot.t
         for n in range(N):
-            ist[sent, n] = 0
+            sent[n] = 0
         for n in range(N):
-            fst[m, n] = _score(n, t, m, Q, mu, ip, fp, ist)
-        msg[PROBE] += N
-        msg[REPLY] += N
-    target = _pick_filled(t, m, N, ip, fst, ist, rng)
-    ist[sent, target] += jobs
-    fst[m, target] = _score(target, t, m, Q, mu, ip, fp, ist)
+            own[n] = _score(n, m, slot, memory)
+        ctx.msg[PROBE] += N
+        ctx.msg[REPLY] += N
+    target = _pick_filled(m, slot, memory, ctx.rng)
+    sent[target] += jobs
+    own[target] = _score(target, m, slot, memory)
     return target
 
 
 @hook_function
-def herding_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+def herding_begin(slot, step, memory, ctx):
     # lag: before the first slot every ring row holds Q(0) (Q(s) = Q(0) for s < 0)
-    if ip[IP_LAG] == 0 or ist[ROW_SHARED, SHARED_READY] == 1:
+    shared = memory.ist[ROW_SHARED]
+    if lag(memory) == 0 or shared[SHARED_READY] == 1:
         return None
-    for r in range(ip[IP_LAG] + 1):
+    Q = slot.Q
+    for r in range(lag(memory) + 1):
+        row = memory.ist[memory.ip[IP_RING] + r]
         for n in range(Q.size):
-            ist[ip[IP_RING] + r, n] = Q[n]
-    ist[ROW_SHARED, SHARED_READY] = 1
+            row[n] = Q[n]
+    shared[SHARED_READY] = 1
     return None
 
 
 @hook_function
-def herding_end(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    # store Q(t+1) in ring slot (t + 1) mod (k + 1); slot t+1 reads (t + 1 − k) mod (k + 1)
-    k = ip[IP_LAG]
-    if k == 0:
+def herding_end(slot, step, memory, ctx):
+    # store Q(t+1) in its ring slot; slot t + 1 then reads Q(t + 1 − k)
+    if lag(memory) == 0:
         return None
-    row = ip[IP_RING] + (t + 1) % (k + 1)
+    Q = slot.Q
+    row = memory.ist[ring_row(memory, slot.t + 1)]
     for n in range(Q.size):
-        ist[row, n] = Q[n]
+        row[n] = Q[n]
     return None

@@ -24,13 +24,11 @@ initial target is uniform.
   gives ``choose`` one target per call, so PI-Split runs in per-job dispatch, where the
   dispatcher's calls of one slot are its batch (``dispatch = per_job`` is required).
 
-Memory ``ist`` (int64, width ≥ max(N, M, 3)):
-  rows 0..M−1   report slot of each member of I^m (−1: empty at t = 0), NOT_MEMBER otherwise
-  row  M        target of each dispatcher
-  row  M + 1    |I^m|
-  row  M + 2    counters: dispatch calls, calls whose target was busy, initialised
-  rows M + 3..5 PI-Split per dispatcher: slot of its batch, members in the batch, jobs placed
-  rows M + 6..  PI-Split: the batch's members of dispatcher m, most recent first (M rows)
+Memory ``ist`` (int64, width ≥ max(N, M, 3)), named by the accessors below:
+  rows 0..M−1   :func:`idle_set` — the report slot of each member of I^m
+  row  M        :func:`targets`; row M + 1 :func:`set_sizes`; row M + 2 :func:`counters`
+  rows M + 3..5 :func:`batch_field` — PI-Split: slot of the batch, its size, jobs placed
+  rows M + 6..  :func:`batch_members` — PI-Split: the batch's members, most recent first
 """
 
 from __future__ import annotations
@@ -51,19 +49,74 @@ SPLIT_SLOT, SPLIT_SIZE, SPLIT_PLACED = range(3)
 DIAGNOSTICS = ("dispatch_calls", "busy_target_calls", "reports")
 D_CALLS, D_BUSY, D_REPORTS = range(3)
 
+# -- the layout, named ------------------------------------------------------------------------
+
 
 @njit(inline="always", cache=True)
-def _most_recent(m, N, ist, rng):
-    """The member of I^m with the latest report (ties uniform)."""
+def dispatchers(memory):
+    """M."""
+    return memory.ip[IP_DISPATCHERS]
+
+
+@njit(inline="always", cache=True)
+def splits(memory):
+    """PI-Split (True) or PI."""
+    return memory.ip[IP_SPLIT] != 0
+
+
+@njit(inline="always", cache=True)
+def idle_set(memory, m):
+    """idle_set(memory, m)[n]: the report slot of n if n ∈ I^m (−1: idle at t = 0), else
+    NOT_MEMBER."""
+    return memory.ist[m]
+
+
+@njit(inline="always", cache=True)
+def targets(memory):
+    """targets[m]: dispatcher m's persistent target."""
+    return memory.ist[dispatchers(memory)]
+
+
+@njit(inline="always", cache=True)
+def set_sizes(memory):
+    """set_sizes[m] = |I^m|."""
+    return memory.ist[dispatchers(memory) + 1]
+
+
+@njit(inline="always", cache=True)
+def counters(memory):
+    """[dispatch calls this slot, calls whose target was busy, initialised flag]."""
+    return memory.ist[dispatchers(memory) + 2]
+
+
+@njit(inline="always", cache=True)
+def batch_field(memory, field):
+    """PI-Split, per dispatcher: SPLIT_SLOT (slot of its batch), SPLIT_SIZE (members in the
+    batch) or SPLIT_PLACED (jobs placed)."""
+    return memory.ist[dispatchers(memory) + 3 + field]
+
+
+@njit(inline="always", cache=True)
+def batch_members(memory, m):
+    """PI-Split: the members of dispatcher m's batch, most recent first."""
+    return memory.ist[dispatchers(memory) + 6 + m]
+
+
+# -- the rules --------------------------------------------------------------------------------
+
+
+@njit(inline="always", cache=True)
+def _most_recent(members, N, rng):
+    """The member with the latest report (ties uniform)."""
     best = NOT_MEMBER
     for n in range(N):
-        best = max(best, ist[m, n])
+        best = max(best, members[n])
     ties = 0
     for n in range(N):
-        ties += ist[m, n] == best
+        ties += members[n] == best
     skip = randint(rng, ties) if ties > 1 else 0
     for n in range(N):
-        if ist[m, n] == best:
+        if members[n] == best:
             if skip == 0:
                 return n
             skip -= 1
@@ -71,105 +124,113 @@ def _most_recent(m, N, ist, rng):
 
 
 @njit(inline="always", cache=True)
-def _take(m, n, M, ist):
+def _take(m, n, memory):
     """Remove n from I^m and make it dispatcher m's target."""
-    ist[m, n] = NOT_MEMBER
-    ist[M + 1, m] -= 1
-    ist[M, m] = n
+    idle_set(memory, m)[n] = NOT_MEMBER
+    set_sizes(memory)[m] -= 1
+    targets(memory)[m] = n
 
 
 @njit(inline="always", cache=True)
-def _split_target(m, t, M, N, ist, rng):
+def _split_target(m, t, N, memory, rng):
     """PI-Split: the server of the dispatcher's next job this slot."""
-    if ist[M + 3 + SPLIT_SLOT, m] != t:
+    members = idle_set(memory, m)
+    batch = batch_members(memory, m)
+    if batch_field(memory, SPLIT_SLOT)[m] != t:
         # first job of the batch: list I^m's members, most recent first, ties in a uniform
         # order (a shuffle, then a stable insertion sort on the report slot)
-        ist[M + 3 + SPLIT_SLOT, m] = t
-        ist[M + 3 + SPLIT_PLACED, m] = 0
-        row = M + 6 + m
+        batch_field(memory, SPLIT_SLOT)[m] = t
+        batch_field(memory, SPLIT_PLACED)[m] = 0
         size = 0
         for n in range(N):
-            if ist[m, n] != NOT_MEMBER:
-                ist[row, size] = n
+            if members[n] != NOT_MEMBER:
+                batch[size] = n
                 size += 1
         for i in range(size - 1, 0, -1):
             j = randint(rng, i + 1)
-            ist[row, i], ist[row, j] = ist[row, j], ist[row, i]
+            batch[i], batch[j] = batch[j], batch[i]
         for i in range(1, size):
-            n = ist[row, i]
+            n = batch[i]
             k = i
-            while k > 0 and ist[m, ist[row, k - 1]] < ist[m, n]:
-                ist[row, k] = ist[row, k - 1]
+            while k > 0 and members[batch[k - 1]] < members[n]:
+                batch[k] = batch[k - 1]
                 k -= 1
-            ist[row, k] = n
-        ist[M + 3 + SPLIT_SIZE, m] = size
-    size = ist[M + 3 + SPLIT_SIZE, m]
+            batch[k] = n
+        batch_field(memory, SPLIT_SIZE)[m] = size
+    size = batch_field(memory, SPLIT_SIZE)[m]
     if size == 0:
-        return ist[M, m]
-    placed = ist[M + 3 + SPLIT_PLACED, m]
-    ist[M + 3 + SPLIT_PLACED, m] = placed + 1
-    n = ist[M + 6 + m, placed % size]
+        return targets(memory)[m]
+    placed = batch_field(memory, SPLIT_PLACED)[m]
+    batch_field(memory, SPLIT_PLACED)[m] = placed + 1
+    n = batch[placed % size]
     if placed < size:  # the member's first job: it leaves I^m
-        _take(m, n, M, ist)
+        _take(m, n, memory)
         if placed > 0:
-            ist[M, m] = ist[M + 6 + m, 0]  # the target is the most recent member
+            targets(memory)[m] = batch[0]  # the target is the most recent member
     return n
 
 
 @choose_function
-def _persistent_idle_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    M = ip[IP_DISPATCHERS]
-    N = Q.size
-    if ip[IP_SPLIT] != 0:
-        target = _split_target(m, t, M, N, ist, rng)
+def _persistent_idle_choose(m, jobs, slot, memory, ctx):
+    N = slot.Q.size
+    if splits(memory):
+        target = _split_target(m, slot.t, N, memory, ctx.rng)
     else:
-        if ist[M + 1, m] > 0:
-            _take(m, _most_recent(m, N, ist, rng), M, ist)
-        target = ist[M, m]
-    ist[M + 2, CALLS] += 1
-    if Q[target] > 0:
-        ist[M + 2, BUSY] += 1
+        if set_sizes(memory)[m] > 0:
+            _take(m, _most_recent(idle_set(memory, m), N, ctx.rng), memory)
+        target = targets(memory)[m]
+    count = counters(memory)
+    count[CALLS] += 1
+    if slot.Q[target] > 0:
+        count[BUSY] += 1
     return target
 
 
 @njit(inline="always", cache=True)
-def _join(n, slot, M, ist, rng):
+def _join(n, report_slot, memory, rng):
     """Server n joins the idle set of one uniform dispatcher (the only one when M = 1)."""
+    M = dispatchers(memory)
     dest = 0 if M == 1 else randint(rng, M)
-    if ist[dest, n] == NOT_MEMBER:
-        ist[M + 1, dest] += 1
-    ist[dest, n] = slot
+    members = idle_set(memory, dest)
+    if members[n] == NOT_MEMBER:
+        set_sizes(memory)[dest] += 1
+    members[n] = report_slot
 
 
 @hook_function
-def _persistent_idle_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    M = ip[IP_DISPATCHERS]
-    if ist[M + 2, READY] == 1:
+def _persistent_idle_begin(slot, step, memory, ctx):
+    count = counters(memory)
+    if count[READY] == 1:
         return None
-    for m in range(M):
-        ist[M, m] = randint(rng, Q.size)
+    Q = slot.Q
+    for m in range(dispatchers(memory)):
+        targets(memory)[m] = randint(ctx.rng, Q.size)
     for n in range(Q.size):
         if Q[n] == 0:  # idle from the start: a member without a message
-            _join(n, -1, M, ist, rng)
-    ist[M + 2, READY] = 1
+            _join(n, -1, memory, ctx.rng)
+    count[READY] = 1
     return None
 
 
 @hook_function
-def _persistent_idle_end(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    M = ip[IP_DISPATCHERS]
+def _persistent_idle_end(slot, step, memory, ctx):
+    Q = slot.Q
+    Q_prev = step.Q_prev
+    A = step.A
     reports = 0
     for n in range(Q.size):
         if Q[n] == 0 and Q_prev[n] + A[n] > 0:  # n became idle in slot t
-            _join(n, t, M, ist, rng)
+            _join(n, slot.t, memory, ctx.rng)
             reports += 1
-    msg[REPORT] += reports
-    if record:
-        diag[D_CALLS] += ist[M + 2, CALLS]
-        diag[D_BUSY] += ist[M + 2, BUSY]
+    ctx.msg[REPORT] += reports
+    count = counters(memory)
+    if step.record:
+        diag = step.diag
+        diag[D_CALLS] += count[CALLS]
+        diag[D_BUSY] += count[BUSY]
         diag[D_REPORTS] += reports
-    ist[M + 2, CALLS] = 0
-    ist[M + 2, BUSY] = 0
+    count[CALLS] = 0
+    count[BUSY] = 0
     return None
 
 

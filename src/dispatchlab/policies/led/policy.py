@@ -35,6 +35,13 @@ from dispatchlab.policies.led.layout import (
     TRIGGER_SLOT,
     UPDATE_PULL,
     UPDATE_PUSH,
+    estimates,
+    increments,
+    learns_on_send,
+    learnt_slots,
+    strategy_code,
+    strategy_params,
+    strategy_scratch_row,
 )
 from dispatchlab.policies.led.strategies import (
     BUILTIN_STRATEGIES,
@@ -94,7 +101,7 @@ def po2_matched_p(update: str, d: int, trigger: str, system: System,
 
 
 @njit(inline="always", cache=True)
-def after_send(m, target, jobs, t, Q, ip, ist, msg):
+def after_send(m, target, jobs, slot, memory, ctx):
     """Update Q̃^m_target for the ``jobs`` just sent to ``target``.
 
     learn_on_send (the LSQ of the group's simulator): the destination answers with its
@@ -102,31 +109,32 @@ def after_send(m, target, jobs, t, Q, ip, ist, msg):
     and slot) and the estimate becomes Q_target(t) + the jobs m has sent there this slot.
     increment (LSQ of [LSQ]): Q̃^m_target += jobs. Otherwise the estimate is left alone.
     """
-    if ip[IP_LEARN] != 0:
-        learnt = ip[IP_DISPATCHERS] + EXTRA_ROWS + m
-        if ist[learnt, target] != t:
-            ist[learnt, target] = t
-            ist[m, target] = Q[target] + jobs
-            msg[ANSWER] += 1
+    own = estimates(memory, m)
+    if learns_on_send(memory):
+        learnt = learnt_slots(memory, m)
+        if learnt[target] != slot.t:
+            learnt[target] = slot.t
+            own[target] = slot.Q[target] + jobs
+            ctx.msg[ANSWER] += 1
         else:
-            ist[m, target] += jobs
-    elif ip[IP_INCREMENT] != 0:
+            own[target] += jobs
+    elif increments(memory):
         # count the jobs just sent (per-job mode: water-filling one job at a time)
-        ist[m, target] += jobs
+        own[target] += jobs
 
 
 @choose_function
-def _builtin_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    M = ip[IP_DISPATCHERS]
-    estimates = ist[m]
-    code = ip[IP_STRATEGY]
+def _builtin_choose(m, jobs, slot, memory, ctx):
+    own = estimates(memory, m)
+    code = strategy_code(memory)
     if code == CODE_JSQ:
-        target = l_jsq_pick(estimates, rng)
+        target = l_jsq_pick(own, ctx.rng)
     elif code == CODE_JBA:
-        target = l_jba_pick(estimates, mu, rng, fst[0, 0] == JBA_WEIGHTED)
+        target = l_jba_pick(own, slot.mu, ctx.rng, strategy_params(memory)[0] == JBA_WEIGHTED)
     else:
-        target = l_pod_pick(estimates, rng, np.int64(fst[0, 0]), ist, M)
-    after_send(m, target, jobs, t, Q, ip, ist, msg)
+        target = l_pod_pick(own, ctx.rng, np.int64(strategy_params(memory)[0]), memory.ist,
+                            strategy_scratch_row(memory))
+    after_send(m, target, jobs, slot, memory, ctx)
     return target
 
 
@@ -138,16 +146,14 @@ def custom_choose(strategy_fn: Any) -> Any:
     if strategy_fn in _CUSTOM_CHOOSE_CACHE:
         return _CUSTOM_CHOOSE_CACHE[strategy_fn]
 
-    def choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-        M = ip[IP_DISPATCHERS]
-        estimates = ist[m]
-        target = strategy_fn(estimates, mu, rng, fst[0], ist[M])
-        after_send(m, target, jobs, t, Q, ip, ist, msg)
+    def choose(m, jobs, slot, memory, ctx):
+        own = estimates(memory, m)
+        target = strategy_fn(own, slot.mu, ctx.rng, strategy_params(memory),
+                             memory.ist[strategy_scratch_row(memory)])
+        after_send(m, target, jobs, slot, memory, ctx)
         return target
 
     # a closure over a user function: numba cannot reuse an on-disk cache for it
-    from numba import njit
-
     from dispatchlab.engine.interface import CHOOSE_SIGNATURE
 
     compiled = njit(CHOOSE_SIGNATURE, cache=False)(choose)

@@ -167,7 +167,8 @@ def test_compare_explicit_policies(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "compare", "--policy", "jsq", "-p", "pod:d=3", *SMALL,
                     "--slots", "2000", "--seed", "4")
     assert data["system"]["servers"] == "4x0.3,2x0.8" and data["slots"] == 2000
-    assert [(r["label"], r["params"]) for r in data["results"]] == [("jsq", {}),
+    jsq_defaults = {"ties": "random", "lag": 0, "fill": False}
+    assert [(r["label"], r["params"]) for r in data["results"]] == [("jsq", jsq_defaults),
                                                                     ("pod", {"d": 3})]
     assert all(r["seed"] == 4 for r in data["results"])
     code, out, _ = run_cli(capsys, "compare", "-p", "jsq", "-p", "pod:d=3", *SMALL,

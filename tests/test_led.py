@@ -8,11 +8,18 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, simulate
-from dispatchlab.engine.interface import Context, Memory, Slot
+from dispatchlab.engine.interface import MESSAGE_KINDS, Context, Memory, Slot
 from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.led import LEDPolicy
+from dispatchlab.policies.led.layout import (
+    IP_DISPATCHERS,
+    IP_INCREMENT,
+    IP_PUSH_D,
+    IP_SERVERS,
+    IP_SIZE,
+)
 from dispatchlab.policies.led.policy import _builtin_choose
 from dispatchlab.policies.led.strategies import l_jsq, l_pod
 
@@ -96,12 +103,13 @@ def test_arrival_triggered_push_flips_the_coin_per_dispatch_event():
 
 def test_increment_water_fills_in_per_job_mode():
     m_count, n = 1, 4
-    ip = np.array([m_count, n, 1, 0, 0, 2, 0, 0], np.int64)  # increment on, L-JSQ
+    ip = np.zeros(IP_SIZE, np.int64)  # increment on, L-JSQ, no learn-on-send
+    ip[IP_DISPATCHERS], ip[IP_SERVERS], ip[IP_INCREMENT], ip[IP_PUSH_D] = m_count, n, 1, 2
     state = np.zeros((m_count + 4, n), np.int64)
     rng = make_rng_state(1)
     slot = Slot(0, np.zeros(n, np.int64), np.ones(n))
     memory = Memory(ip, np.zeros(2), state, np.zeros((1, 1)))
-    ctx = Context(rng, np.zeros(4, np.int64))
+    ctx = Context(rng, np.zeros(len(MESSAGE_KINDS), np.int64))
     targets = [_builtin_choose(0, 1, slot, memory, ctx) for _ in range(8)]
     assert sorted(targets) == [0, 0, 1, 1, 2, 2, 3, 3]
     assert state[0].tolist() == [2, 2, 2, 2]

@@ -70,6 +70,9 @@ class Result:
     jobs_arrived: int = 0
     jobs_departed: int = 0
     jobs_in_system: int = 0
+    # job completion time as the LED/LSQ group's simulator reports it: departure slot −
+    # arrival slot + 1 = mean_delay_measured + 1 (a job served in its arrival slot takes 1)
+    mean_completion_time: float = math.nan
     total_queue_distribution: list[float] = field(default_factory=list)  # P(ΣQ = k), last: ≥ k
     diagnostics: dict[str, float] = field(default_factory=dict)
     # performance

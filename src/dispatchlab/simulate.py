@@ -455,6 +455,8 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         jobs_arrived=int(counters[loop.ARRIVALS]),
         jobs_departed=int(counters[loop.DEPARTURES]),
         jobs_in_system=int(sum(run.final_queues.sum() for run in runs)),
+        mean_completion_time=stable_only(moments[loop.SUM_DELAY] / delayed + 1 if delayed
+                                         else nan),
         total_queue_distribution=[] if unstable else _distribution(
             sum(run.queue_hist for run in runs)),
         diagnostics=policy.summarize(diag, measured, system),

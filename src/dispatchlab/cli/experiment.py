@@ -198,7 +198,7 @@ def experiment_command(
     yes: options.Yes = False,
 ) -> None:
     """Run a catalog experiment of the papers; resumes if interrupted."""
-    from dispatchlab.experiments.catalog import build_experiment, entries
+    from dispatchlab.experiments.catalog import build_experiment, catalog_entry, entries
 
     if list_ or name is None:
         table = Table("experiment", "what", "paper", title="Catalog experiments")
@@ -209,6 +209,11 @@ def experiment_command(
     spec = _adjust(build_experiment(name, quick=quick), quick=quick, slots=slots, scale=scale)
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
                    progress=progress, yes=yes)
+    summary = catalog_entry(name).summary
+    if summary is not None:  # the experiment's closing note, from the stored points
+        with Store(store) as db:
+            note = summary(db.frame(spec.name), out or RESULTS_DIR / spec.name)
+        stdout_console().print(escape(note))
 
 
 @app.command("sweep")

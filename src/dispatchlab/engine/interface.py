@@ -62,8 +62,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, types
 
-MESSAGE_KINDS = ("probe", "reply", "report", "broadcast")
-PROBE, REPLY, REPORT, BROADCAST = range(4)
+#: ``answer``: a server's reply to a dispatch (LSQ learn-on-send: the destination answers
+#: with its queue length)
+MESSAGE_KINDS = ("probe", "reply", "report", "broadcast", "answer")
+PROBE, REPLY, REPORT, BROADCAST, ANSWER = range(5)
 
 
 class Slot(NamedTuple):

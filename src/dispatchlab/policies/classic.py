@@ -1,8 +1,10 @@
 """Classical dispatching policies on true queue lengths (THEORY.md §7.1–7.7).
 
 Every dispatcher acts on the slot-start state Q(t) with its own randomness; ties
-are broken uniformly. Messages: 2N per dispatch event for JSQ/JSED (N probes, N
-replies), 2d for Po-d, none for the random and round-robin rules (§2.6).
+are broken uniformly (JSQ and JSED also offer the herding options of
+:mod:`dispatchlab.policies.herding`: tie rule, information lag, water-filling).
+Messages: 2N per dispatch event for JSQ/JSED (N probes, N replies), 2d for
+Po-d, none for the random and round-robin rules (§2.6).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
-from dispatchlab.engine.interface import PROBE, REPLY, choose_function
+from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
 from dispatchlab.engine.kernels import (
     argmin_random_ties_per_slot,
     argmin_scaled_random_ties,
@@ -24,6 +26,13 @@ from dispatchlab.engine.rng import randint, sample_distinct_row, uniform, weight
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
+from dispatchlab.policies.herding import (
+    TIES,
+    herding_begin,
+    herding_choose,
+    herding_end,
+    herding_layout,
+)
 
 # -- memory layouts: each rule's arrays, named -----------------------------------------------
 
@@ -257,29 +266,86 @@ def _cycle_weights(mu: np.ndarray, resolution: int) -> np.ndarray:
     return np.maximum(1, np.round(resolution * mu / mu.max()))
 
 
+def _herding_params() -> tuple[Param, ...]:
+    return (
+        Param("ties", str, "random", "tie rule among the minimisers: random (uniform per "
+              "dispatcher), lowest (lowest index) or shared (one random order per slot, the "
+              "same for every dispatcher: all pick the same server)", choices=TIES),
+        Param("lag", int, 0, "k: decide on Q(t − k), queue lengths k slots old", low=0,
+              high=10_000),
+        Param("fill", bool, False, "water-filling (per-job dispatch): each job to the minimum "
+              "of the slot-start view plus the jobs this dispatcher already sent this slot; "
+              "2N messages per dispatch event"),
+    )
+
+
+class _HerdingOptions(Policy):
+    """JSQ-type rules with the herding options of :mod:`dispatchlab.policies.herding`."""
+
+    scaled: bool = False
+
+    def offset(self) -> float:
+        return 0.0
+
+    @property
+    def plain(self) -> bool:
+        """No herding option set: the plain compiled rule runs."""
+        return (self.params["ties"], self.params["lag"], self.params["fill"]) == ("random", 0,
+                                                                                  False)
+
+    def check_system(self, system: System) -> None:
+        require(not self.params["fill"] or system.dispatch == "per_job", f"{self.name}.fill",
+                "water-filling places jobs one by one: it needs per-job dispatch "
+                "(dispatch = per_job)")
+
+    def herding_kernel(self, system: System) -> Kernel:
+        """The kernel of the options (used for every setting but the plain one)."""
+        ip, fp, ist, fst = herding_layout(system.n_servers, system.dispatchers,
+                                     lag=self.params["lag"], ties=self.params["ties"],
+                                     fill=self.params["fill"], scaled=self.scaled,
+                                     offset=self.offset())
+        lagged = self.params["lag"] > 0  # only a lag needs the hooks (the ring of past Q)
+        return Kernel(herding_choose, herding_begin if lagged else no_hook,
+                      herding_end if lagged else no_hook, int_params=ip, float_params=fp,
+                      int_state=ist, float_state=fst)
+
+
 @register
-class JoinShortestQueue(Policy):
+class JoinShortestQueue(_HerdingOptions):
     name = "jsq"
-    summary = "JSQ: argmin_n Q_n(t) over all servers, ties uniform; 2N messages per dispatch."
+    summary = ("JSQ: argmin_n Q_n(t) over all servers, ties uniform; 2N messages per dispatch. "
+               "Herding options: ties, lag, fill (water-filling).")
     theory = ("Throughput and heavy-traffic delay optimal with one dispatcher (ε·E[ΣQ] → ζ/2, "
-              "[ES12]); herds with several dispatchers.")
+              "[ES12]); herds with several dispatchers, hard with shared ties or lag ≥ 1 "
+              "(THEORY.md §2.7).")
+    parameters = _herding_params()
 
     def kernel(self, system: System) -> Kernel:
+        self.check_system(system)
+        if not self.plain:
+            return self.herding_kernel(system)
         return Kernel(_jsq_choose, int_state=slot_argmin_cache(system.n_servers))
 
 
 @register
-class JoinShortestExpectedDelay(Policy):
+class JoinShortestExpectedDelay(_HerdingOptions):
     name = "jsed"
     summary = ("JSED: argmin_n (Q_n + 1)/μ_n (plus_one=true, classical SED) or Q_n/μ_n "
-               "(the Π member, γ = μ); 2N messages per dispatch.")
+               "(the Π member, γ = μ); 2N messages per dispatch. Herding options as jsq.")
     theory = ("Throughput optimal; the Q/μ form is a strictly majorising Π policy, heavy-traffic "
               "optimal with Q_l ∝ μ_l in the limit (§4.7).")
-    parameters = (Param("plus_one", bool, True, "use (Q+1)/μ instead of Q/μ"),)
+    parameters = (Param("plus_one", bool, True, "use (Q+1)/μ instead of Q/μ"),
+                  *_herding_params())
+    scaled = True
+
+    def offset(self) -> float:
+        return 1.0 if self.params["plus_one"] else 0.0
 
     def kernel(self, system: System) -> Kernel:
-        offset = 1.0 if self.params["plus_one"] else 0.0
-        return Kernel(_jsed_choose, float_params=np.array([offset]))
+        self.check_system(system)
+        if not self.plain:
+            return self.herding_kernel(system)
+        return Kernel(_jsed_choose, float_params=np.array([self.offset()]))
 
 
 @register

@@ -1,15 +1,12 @@
-"""One-ID pull policies: Persistent-Idle (PI, THEORY.md §7.9) and JID (§7.10).
+"""JID, "join the ID" (THEORY.md §7.10): a pull policy with one stored server ID.
 
 Each dispatcher stores a single server ID and sends every job to it until a report
-replaces it. Reports (1 message each) go to one dispatcher: the only one when
-M = 1, a uniform one otherwise (§7.9 [D]); when several servers report to the same
-dispatcher in one slot, it keeps one of them uniformly (reservoir sampling).
-
-* PI: a server reports when it **becomes idle**: Q_n(t+1) = 0 and Q_n(t) + A_n(t) > 0.
-  At t = 0 every empty server counts as having just become idle (so a server that
-  starts empty and is never fed has reported once). Initial target: uniform.
-* JID: at the end of each slot every idle server (Q_n(t+1) = 0) reports with
-  probability α (alpha). Initial ID: uniform. The mechanism is reconstructed ([D]).
+replaces it. At the end of each slot every idle server (Q_n(t+1) = 0) reports with
+probability α (alpha), 1 message, to one dispatcher: the only one when M = 1, a uniform
+one otherwise; when several servers report to the same dispatcher in one slot, it keeps
+one of them uniformly (reservoir sampling). Initial ID: uniform. The mechanism is
+reconstructed ([D]). Persistent-Idle, which remembers every idle server it has not fed
+since, is in :mod:`dispatchlab.policies.persistent_idle`.
 
 Memory (``ist``): row 0 the stored ID per dispatcher; row 1 the number of reports
 each dispatcher received this slot; row 2 counters (dispatch calls, calls whose
@@ -51,12 +48,6 @@ def slot_counters(memory):
 
 
 @njit(inline="always", cache=True)
-def is_persistent_idle(memory):
-    """ip[0]: 1 for PI (report on becoming idle), 0 for JID (idle, with probability α)."""
-    return memory.ip[0] == 1
-
-
-@njit(inline="always", cache=True)
 def report_probability(memory):
     """fp[0]: α of JID."""
     return memory.fp[0]
@@ -95,13 +86,6 @@ def _stored_id_begin(slot, step, memory, ctx):
     targets = stored_ids(memory)
     for m in range(dispatchers):
         targets[m] = randint(ctx.rng, Q.size)
-    if is_persistent_idle(memory):  # PI: an empty server at t = 0 has just become idle
-        for n in range(Q.size):
-            if Q[n] == 0:
-                _receive(n, dispatchers, memory, ctx)
-        reports = reports_this_slot(memory)
-        for m in range(dispatchers):
-            reports[m] = 0
     counters[SCRATCH_READY] = 1
     return None
 
@@ -109,20 +93,12 @@ def _stored_id_begin(slot, step, memory, ctx):
 @hook_function
 def _stored_id_end(slot, step, memory, ctx):
     Q = slot.Q
-    Q_prev = step.Q_prev
-    A = step.A
     dispatchers = step.A_m.size
-    persistent_idle = is_persistent_idle(memory)
     alpha = report_probability(memory)
     msg = ctx.msg
     reports = msg[REPORT]
     for n in range(Q.size):
-        if Q[n] != 0:
-            continue
-        if persistent_idle:
-            if Q_prev[n] + A[n] > 0:
-                _receive(n, dispatchers, memory, ctx)
-        elif uniform(ctx.rng) < alpha:
+        if Q[n] == 0 and uniform(ctx.rng) < alpha:
             _receive(n, dispatchers, memory, ctx)
     received = reports_this_slot(memory)
     for m in range(dispatchers):
@@ -138,18 +114,21 @@ def _stored_id_end(slot, step, memory, ctx):
     return None
 
 
-class _StoredIdPolicy(Policy):
+@register
+class JoinTheId(Policy):
+    name = "jid"
+    summary = ("JID: each dispatcher stores one ID and sends all jobs to it; every idle server "
+               "reports with probability α per slot and replaces it (1 message per report).")
+    theory = ("Always stable with one stored ID (log₂N bits) and an arbitrarily small message "
+              "rate ([GTZ]); the slot-level mechanism here is reconstructed.")
+    parameters = (Param("alpha", float, 0.1, "α, probability that an idle server reports in a "
+                        "slot", low=0.0, high=1.0, low_open=True),)
     diagnostics = DIAGNOSTICS
-    persistent_idle = 1
-
-    def _alpha(self) -> float:
-        return 0.0
 
     def kernel(self, system: System) -> Kernel:
         width = max(system.dispatchers, 3)
         return Kernel(_stored_id_choose, _stored_id_begin, _stored_id_end,
-                      int_params=np.array([self.persistent_idle], np.int64),
-                      float_params=np.array([self._alpha()]),
+                      float_params=np.array([float(self.params["alpha"])]),
                       int_state=np.zeros((3, width), np.int64), n_diagnostics=len(DIAGNOSTICS))
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
@@ -158,29 +137,3 @@ class _StoredIdPolicy(Policy):
             "busy_target_fraction": float(diag[D_BUSY] / calls) if calls else float("nan"),
             "reports_per_slot": float(diag[D_REPORTS] / max(measured_slots, 1)),
         }
-
-
-@register
-class PersistentIdle(_StoredIdPolicy):
-    name = "persistent-idle"
-    summary = ("PI: servers report when they become idle (1 message); each dispatcher sends "
-               "every job to the last server that reported to it.")
-    theory = ("[PI] proves the full stability region in its model; in this literal §7.9 reading "
-              "an idle server superseded by a later report is never fed again, so it is stable "
-              "when λ_Σ < μ_min and stuck (unstable) once λ_Σ exceeds the target's μ_n.")
-    persistent_idle = 1
-
-
-@register
-class JoinTheId(_StoredIdPolicy):
-    name = "jid"
-    summary = ("JID: each dispatcher stores one ID and sends all jobs to it; every idle server "
-               "reports with probability α per slot and replaces it (1 message per report).")
-    theory = ("Always stable with one stored ID (log₂N bits) and an arbitrarily small message "
-              "rate ([GTZ]); the slot-level mechanism here is reconstructed.")
-    persistent_idle = 0
-    parameters = (Param("alpha", float, 0.1, "α, probability that an idle server reports in a "
-                        "slot", low=0.0, high=1.0, low_open=True),)
-
-    def _alpha(self) -> float:
-        return float(self.params["alpha"])

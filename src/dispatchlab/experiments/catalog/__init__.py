@@ -79,6 +79,8 @@ class CatalogEntry:
     title: str
     paper: str
     builder: Builder
+    #: optional closing note: ``summary(frame, directory) -> str`` from the stored points
+    summary: Callable[..., str] | None = None
 
     def build(self, quick: bool = False) -> ExperimentSpec:
         """Call the builder (passing ``quick`` if it accepts it) and validate the spec."""
@@ -93,15 +95,17 @@ class CatalogEntry:
 _REGISTRY: dict[str, CatalogEntry] = {}
 
 
-def register_experiment(name: str, *, title: str = "",
-                        paper: str = "") -> Callable[[Builder], Builder]:
-    """Decorator: register ``builder`` as the catalog experiment ``name``."""
+def register_experiment(name: str, *, title: str = "", paper: str = "",
+                        summary: Callable[..., str] | None = None
+                        ) -> Callable[[Builder], Builder]:
+    """Decorator: register ``builder`` as the catalog experiment ``name`` (``summary``: the
+    closing note the CLI prints after a run, from the stored points)."""
 
     def decorate(builder: Builder) -> Builder:
         require(name not in _REGISTRY, "experiment", f"{name!r} is registered twice")
         doc_lines = (builder.__doc__ or "").strip().splitlines()
-        summary = title or (doc_lines[0] if doc_lines else name)
-        _REGISTRY[name] = CatalogEntry(name, summary, paper, builder)
+        _REGISTRY[name] = CatalogEntry(name, title or (doc_lines[0] if doc_lines else name),
+                                       paper, builder, summary)
         return builder
 
     return decorate

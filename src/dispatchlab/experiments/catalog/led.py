@@ -1,4 +1,5 @@
-"""[LED] §6 experiments (THEORY.md §2.7) and a heavy-traffic check of Theorem 2."""
+"""[LED] §6 Fig. 2 (THEORY.md §2.7) and a heavy-traffic check of Theorem 2 (Fig. 1, in two
+models, is in :mod:`.led_fig1`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from dispatchlab.experiments.spec import (
     ExperimentSpec,
     SlotsRule,
 )
-from dispatchlab.model.system import System
 from dispatchlab.report.figures import (
     FigureSpec,
     ReferenceLine,
@@ -16,45 +16,12 @@ from dispatchlab.runspec import (
     PolicySpec,
     SystemSpec,
 )
-from dispatchlab.simulate import simulate
 from dispatchlab.theory.heavy_traffic import random_routing_limit
 
 LOADS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
 QUICK_LOADS = (0.5, 0.7, 0.9)
-FIG1_SERVERS = "50x0.1,50x0.5"
 FIG2_SERVERS = "100x0.3"
-CALIBRATION_SLOTS = 20_000
-CALIBRATION_TOLERANCE = 0.05  # relative gap of measured messages/arrival to Po-2's
-
-LED_VARIANTS = (("l-jsq-push", "L-JSQ-Push"), ("l-jsq-pull", "L-JSQ-Pull"),
-                ("l-jba-push", "L-JBA-Push"), ("l-jba-pull", "L-JBA-Pull"))
 COMMON = {"measure_error": False}
-
-
-def calibrate_to_po2(servers: str, dispatchers: int, loads: tuple[float, ...],
-                     slots: int = CALIBRATION_SLOTS, seed: int = 99) -> list[dict[str, float]]:
-    """Pilot runs: Po-2's measured messages per arrival at each load, and the measured value
-    of each LED variant with ``budget=po2`` (p̂ = Po-2's expected rate; push d = 2).
-
-    Raises if a variant misses Po-2's measured value by more than 5 %: the closed-form p̂
-    then does not calibrate and the comparison would not be at equal overhead.
-    """
-    table = []
-    for load in loads:
-        system = System.build(servers, load=load, dispatchers=dispatchers)
-        po2 = simulate(system, "pod", policy_params={"d": 2}, slots=slots, seed=seed,
-                       track_delay=False, detail=False)
-        row = {"load": load, "po2": po2.messages_per_arrival}
-        for name, _ in LED_VARIANTS:
-            result = simulate(system, name, policy_params={"budget": "po2", "d": 2, **COMMON},
-                              slots=slots, seed=seed, track_delay=False, detail=False)
-            row[name] = result.messages_per_arrival
-            gap = abs(result.messages_per_arrival / po2.messages_per_arrival - 1)
-            if gap > CALIBRATION_TOLERANCE:
-                raise RuntimeError(f"{name} at ρ = {load}: {result.messages_per_arrival:.3f} "
-                                   f"messages/arrival vs Po-2 {po2.messages_per_arrival:.3f}")
-        table.append(row)
-    return table
 
 
 def _queue_figures(title: str) -> tuple[FigureSpec, ...]:
@@ -66,49 +33,6 @@ def _queue_figures(title: str) -> tuple[FigureSpec, ...]:
         FigureSpec("herding", x="load", y="herding_fraction", ci=False,
                    title="Slots in which ≥ 2 dispatchers chose one server",
                    ylabel="herding fraction"),
-    )
-
-
-@register_experiment("led-fig1", title="LED at Po-2's message overhead vs JSQ, Po-2, JIQ, "
-                     "weighted random (50×0.1 + 50×0.5 servers, M = 10)",
-                     paper="[LED] §6, Fig. 1 (proposal of THEORY.md §2.7)")
-def led_fig1(quick: bool = False) -> ExperimentSpec:
-    """Fig. 1, "inaccurate information can improve performance": N = 100 heterogeneous
-    servers (50 at μ = 0.1, 50 at μ = 0.5, Bernoulli service), M = 10 dispatchers,
-    Poisson arrivals, batch dispatch. L-JSQ/L-JBA with push (d = 2) and pull updates use
-    ``budget=po2``: p̂ is set at every load so that the expected messages per arrival equal
-    Po-2's 4·E[#dispatch events]/λ_Σ; a calibration step (pilot runs, before the grid)
-    checks that the *measured* values agree with Po-2's measured value within 5 %.
-    Expected (paper): LED stable and much better than JSQ (herding); Po-2 unstable above
-    ρ ≈ 0.67; JIQ unstable at high load.
-    """
-    loads = QUICK_LOADS if quick else LOADS
-    calibration = calibrate_to_po2(FIG1_SERVERS, 10, loads,
-                                   slots=5_000 if quick else CALIBRATION_SLOTS)
-    lines = "; ".join(f"ρ={row['load']:g}: Po-2 {row['po2']:.3f}, "
-                      + ", ".join(f"{label} {row[name]:.3f}" for name, label in LED_VARIANTS)
-                      for row in calibration)
-    policies = tuple(PolicySpec(name, {"budget": "po2", "d": 2, **COMMON}, label=label)
-                     for name, label in LED_VARIANTS) + (
-        PolicySpec("jsq", label="JSQ"),
-        PolicySpec("pod", {"d": 2}, label="Po-2"),
-        PolicySpec("jiq", label="JIQ"),
-        PolicySpec("wrand", label="weighted random"),
-    )
-    return ExperimentSpec(
-        name="led-fig1",
-        title="LED policies at Po-2's message overhead (heterogeneous servers, M = 10)",
-        description=(led_fig1.__doc__ or "") + "\nCalibration (measured messages per "
-        f"arrival): {lines}",
-        paper="[LED] Zhou, Shroff, Wierman 2020, Fig. 1",
-        systems=(SystemSpec(FIG1_SERVERS, dispatchers=10, label="50×0.1 + 50×0.5, M = 10"),),
-        policies=policies,
-        loads=loads,
-        replications=2,
-        slots=200_000,
-        seed=2002,
-        options={"detail": False},
-        figures=_queue_figures("E[ΣQ] at equal message overhead"),
     )
 
 

@@ -8,6 +8,8 @@
                   trials                                        :func:`pull_position`
     row  M + 3    [0]: position of the next push event (per slot), or failures left before
                   it (arrival-triggered)                        :func:`push_position`
+    rows M + 4..2M + 3  (learn_on_send only) the slot in which dispatcher m last learnt
+                  Q_n at a dispatch                             :func:`learnt_slots`
 ``ip`` (int64): see the IP_ constants and their accessors below.
 ``fp`` (float64): [p̂, log(1 − p̂)]              :func:`update_p`, :func:`log_miss`
 ``fst`` (float64, shape (1, ·)): row 0 holds the strategy's parameters
@@ -20,8 +22,8 @@ from numba import njit
 
 # ip entries
 IP_DISPATCHERS, IP_SERVERS, IP_INCREMENT, IP_UPDATE, IP_TRIGGER = range(5)
-IP_PUSH_D, IP_MEASURE_ERROR, IP_STRATEGY = 5, 6, 7
-IP_SIZE = 8
+IP_PUSH_D, IP_MEASURE_ERROR, IP_STRATEGY, IP_LEARN = 5, 6, 7, 8
+IP_SIZE = 9
 
 # fp entries
 FP_P, FP_LOG_MISS = 0, 1
@@ -49,6 +51,19 @@ def estimates(memory, m):
 def increments(memory):
     """The LSQ option: Q̃^m_n += jobs sent at dispatch."""
     return memory.ip[IP_INCREMENT] != 0
+
+
+@njit(inline="always", cache=True)
+def learns_on_send(memory):
+    """The LSQ option of the group's simulator: the destination answers with its queue."""
+    return memory.ip[IP_LEARN] != 0
+
+
+@njit(inline="always", cache=True)
+def learnt_slots(memory, m):
+    """learnt_slots(memory, m)[n]: the slot in which dispatcher m last learnt Q_n by sending
+    there (−1: never); only with learn_on_send."""
+    return memory.ist[memory.ip[IP_DISPATCHERS] + EXTRA_ROWS + m]
 
 
 @njit(inline="always", cache=True)

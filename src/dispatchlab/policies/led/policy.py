@@ -12,8 +12,9 @@ import math
 from typing import Any
 
 import numpy as np
+from numba import njit
 
-from dispatchlab.engine.interface import choose_function
+from dispatchlab.engine.interface import ANSWER, choose_function
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
@@ -22,6 +23,7 @@ from dispatchlab.policies.led.layout import (
     FP_SIZE,
     IP_DISPATCHERS,
     IP_INCREMENT,
+    IP_LEARN,
     IP_MEASURE_ERROR,
     IP_PUSH_D,
     IP_SERVERS,
@@ -35,6 +37,8 @@ from dispatchlab.policies.led.layout import (
     UPDATE_PUSH,
     estimates,
     increments,
+    learns_on_send,
+    learnt_slots,
     strategy_code,
     strategy_params,
     strategy_scratch_row,
@@ -57,20 +61,36 @@ from dispatchlab.policies.led.updates import pull_end_slot, push_end_slot
 UPDATES = ("push", "pull")
 TRIGGERS = ("slot", "arrival")
 BUDGETS = ("none", "po2")
+BUDGET_UNITS = ("dispatch", "arrival")
 
 
-def po2_matched_p(update: str, d: int, trigger: str, system: System) -> float:
-    """p̂ whose expected messages per slot equal Po-2's (§2.6, §2.7 calibration).
+def po2_budget_per_slot(system: System, unit: str = "dispatch") -> float:
+    """Po-2's expected messages per slot, the budget of ``budget=po2`` (§2.6, §2.7).
 
-    Po-2 spends 4 messages per ``choose`` call: 4·E[#dispatch events] per slot in batch
-    mode, 4·λ_Σ in per-job mode. LED spends 2d·p̂·M per slot (push), 2d·p̂·E[#events]
-    (arrival-triggered push) or N·p̂ (pull). The result is capped at 1 (the budget is
-    then not reached).
+    ``unit = dispatch``: what Po-2 spends here, 4 per ``choose`` call: 4·E[#dispatch events]
+    per slot in batch mode (≈ 1.3 per job in the Fig. 1 system), 4·λ_Σ in per-job mode.
+    ``unit = arrival``: "Power-of-d needs at least 4 messages per arrival" ([LED] §5), i.e.
+    4·λ_Σ in either mode.
+    """
+    from dispatchlab.theory.tilt import expected_dispatch_events
+
+    if unit == "arrival" or system.dispatch == "per_job":
+        return 4.0 * system.arrival_rate
+    return 4.0 * expected_dispatch_events(system)
+
+
+def po2_matched_p(update: str, d: int, trigger: str, system: System,
+                  unit: str = "dispatch") -> float:
+    """p̂ whose expected messages per slot equal Po-2's budget (:func:`po2_budget_per_slot`).
+
+    LED spends 2d·p̂·M per slot (push), 2d·p̂·E[#events] (arrival-triggered push) or N·p̂
+    (pull). The result is capped at 1 (the budget is then not reached: pull cannot spend
+    more than N messages per slot, push more than 2d per dispatcher and slot).
     """
     from dispatchlab.theory.tilt import expected_dispatch_events
 
     events = expected_dispatch_events(system)
-    budget = 4.0 * (system.arrival_rate if system.dispatch == "per_job" else events)
+    budget = po2_budget_per_slot(system, unit)
     if update == "pull":
         p = budget / system.n_servers
     elif trigger == "arrival":
@@ -78,6 +98,29 @@ def po2_matched_p(update: str, d: int, trigger: str, system: System) -> float:
     else:
         p = budget / (2.0 * d * system.dispatchers)
     return float(min(1.0, p))
+
+
+@njit(inline="always", cache=True)
+def after_send(m, target, jobs, slot, memory, ctx):
+    """Update Q̃^m_target for the ``jobs`` just sent to ``target``.
+
+    learn_on_send (the LSQ of the group's simulator): the destination answers with its
+    queue length Q_target(t) (1 message, kind ``answer``, once per dispatcher, destination
+    and slot) and the estimate becomes Q_target(t) + the jobs m has sent there this slot.
+    increment (LSQ of [LSQ]): Q̃^m_target += jobs. Otherwise the estimate is left alone.
+    """
+    own = estimates(memory, m)
+    if learns_on_send(memory):
+        learnt = learnt_slots(memory, m)
+        if learnt[target] != slot.t:
+            learnt[target] = slot.t
+            own[target] = slot.Q[target] + jobs
+            ctx.msg[ANSWER] += 1
+        else:
+            own[target] += jobs
+    elif increments(memory):
+        # count the jobs just sent (per-job mode: water-filling one job at a time)
+        own[target] += jobs
 
 
 @choose_function
@@ -91,9 +134,7 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
     else:
         target = l_pod_pick(own, ctx.rng, np.int64(strategy_params(memory)[0]), memory.ist,
                             strategy_scratch_row(memory))
-    if increments(memory):
-        # LSQ: count the jobs just sent (per-job mode: water-filling one job at a time)
-        own[target] += jobs
+    after_send(m, target, jobs, slot, memory, ctx)
     return target
 
 
@@ -109,13 +150,10 @@ def custom_choose(strategy_fn: Any) -> Any:
         own = estimates(memory, m)
         target = strategy_fn(own, slot.mu, ctx.rng, strategy_params(memory),
                              memory.ist[strategy_scratch_row(memory)])
-        if increments(memory):
-            own[target] += jobs
+        after_send(m, target, jobs, slot, memory, ctx)
         return target
 
     # a closure over a user function: numba cannot reuse an on-disk cache for it
-    from numba import njit
-
     from dispatchlab.engine.interface import CHOOSE_SIGNATURE
 
     compiled = njit(CHOOSE_SIGNATURE, cache=False)(choose)
@@ -153,12 +191,17 @@ class LEDPolicy(Policy):
         Param("jba_average", str, "plain", "L-JBA threshold: plain mean or μ-weighted mean",
               choices=JBA_AVERAGES),
         Param("increment", bool, False, "LSQ option: Q̃^m_n += jobs sent at dispatch"),
+        Param("learn_on_send", bool, False, "LSQ of the group's simulator: the destination "
+              "answers with Q_n(t) (1 message per dispatcher, destination and slot) and "
+              "Q̃^m_n = Q_n(t) + the jobs sent there this slot (overrides increment)"),
         Param("trigger", str, "slot", "push: flip the p̂-coin every slot or only in slots "
               "with arrivals at the dispatcher", choices=TRIGGERS),
         Param("measure_error", bool, True, "accumulate E|Q_n − Q̃^m_n| (O(MN) per slot)"),
         Param("budget", str, "none", "po2: ignore p and set p̂ so that the expected messages "
-              "per arrival equal Po-2's, 4·E[#dispatch events]/λ_Σ (capped at p̂ = 1)",
-              choices=BUDGETS),
+              "per slot equal Po-2's (budget_unit), capped at p̂ = 1", choices=BUDGETS),
+        Param("budget_unit", str, "dispatch", "Po-2's budget: dispatch = 4 per dispatch event "
+              "(what Po-2 spends in batch mode, ≈ 1.3 per job in Fig. 1), arrival = 4 per "
+              "job, as [LED] §5 states", choices=BUDGET_UNITS),
     )
     diagnostics = ("estimation_error",)
 
@@ -211,7 +254,7 @@ class LEDPolicy(Policy):
         """p̂ used on ``system``: the parameter ``p``, or the Po-2-matched value."""
         if self.params["budget"] == "po2":
             return po2_matched_p(self.params["update"], self.params["d"],
-                                 self.params["trigger"], system)
+                                 self.params["trigger"], system, self.params["budget_unit"])
         return float(self.params["p"])
 
     def kernel(self, system: System) -> Kernel:
@@ -227,11 +270,14 @@ class LEDPolicy(Policy):
         ip[IP_PUSH_D] = self.params["d"]
         ip[IP_MEASURE_ERROR] = int(self.params["measure_error"])
         ip[IP_STRATEGY] = strategy.code
+        ip[IP_LEARN] = int(self.params["learn_on_send"])
         p = self.effective_p(system)
         fp = np.zeros(FP_SIZE)
         fp[0] = p
         fp[1] = math.log1p(-p) if p < 1.0 else -math.inf
-        state = np.zeros((m + EXTRA_ROWS, n), np.int64)  # Q̃^m(0) = 0 = Q(0)
+        learn_rows = m if self.params["learn_on_send"] else 0
+        state = np.zeros((m + EXTRA_ROWS + learn_rows, n), np.int64)  # Q̃^m(0) = 0 = Q(0)
+        state[m + EXTRA_ROWS:, :] = -1  # learn_on_send: no slot learnt yet
         state[m + 2, 0] = -1  # pull / push positions: drawn at the first update
         state[m + 3, 0] = -1
         choose = _builtin_choose if strategy.builtin else custom_choose(strategy.function)
@@ -266,6 +312,7 @@ for (_strategy, _update), _summary in _COMBINATIONS.items():
                     update=_update)
 register_preset(
     "lsq", LEDPolicy,
-    "LSQ [LSQ]: L-JSQ with the estimate incremented by the jobs sent; push updates by default.",
+    "LSQ [LSQ]: L-JSQ with the estimate incremented by the jobs sent; push updates by default; "
+    "learn_on_send=true: the destination answers with its queue (the group's simulator).",
     "Heavy-traffic delay optimal as an LED policy ([LED] corollary); stable when the "
     "estimation error stays bounded [LSQ].", strategy="jsq", increment=True)

@@ -1,0 +1,83 @@
+"""Persistent-Idle as published and PI-Split (THEORY.md §7.9, corrected reading)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dispatchlab import System, simulate
+from dispatchlab.errors import ValidationError
+
+HETEROGENEOUS = "5x0.1,5x0.9"
+
+
+@pytest.mark.parametrize("dispatchers", [1, 3])
+@pytest.mark.parametrize(("name", "dispatch"), [("persistent-idle", "batch"),
+                                                ("persistent-idle", "per_job"),
+                                                ("persistent-idle-split", "per_job")])
+def test_stable_on_heterogeneous_servers_at_high_load(name, dispatch, dispatchers):
+    # the first reading (one stored ID) grew without bound here: a slow server's report
+    # superseded a fast idle one, which was never fed again
+    system = System.build(HETEROGENEOUS, load=0.95, dispatchers=dispatchers, dispatch=dispatch)
+    result = simulate(system, name, slots=100_000, seed=7, track_delay=False)
+    assert result.stability == "stable", result.stability_evidence
+    assert result.mean_total_queue < 100  # 54.6 (M = 1), 60.0 (M = 3) in batch mode
+    # no quarter of the run drifts away from the others
+    result_long = simulate(system, name, slots=100_000, seed=8, track_delay=False)
+    assert result_long.mean_total_queue == pytest.approx(result.mean_total_queue, rel=0.25)
+
+
+@pytest.fixture
+def burst(tmp_path):
+    """Two unit-rate deterministic servers fed 3 jobs every 4th slot (trace 3,0,0,0)."""
+
+    def build(dispatch: str = "batch") -> System:
+        trace = tmp_path / "burst.csv"
+        trace.write_text("3\n0\n0\n0\n")
+        return System.build([1, 1], arrivals=f"trace:{trace}", service="deterministic",
+                            dispatch=dispatch)
+
+    return build
+
+
+SLOTS = 400
+CYCLES = SLOTS // 4
+
+
+def test_one_message_per_idle_transition_batch(burst):
+    # the burst goes to the most recent idle server: 3 → 2 → 1 → 0, one idle transition
+    # (one report) per cycle; the other server starts idle (no message) and stays in I
+    result = simulate(burst(), "persistent-idle", slots=SLOTS, warmup=0, seed=1)
+    assert result.messages_by_kind["report"] * result.jobs_arrived == pytest.approx(CYCLES)
+    assert result.mean_total_queue == pytest.approx(0.75)
+
+
+def test_one_message_per_idle_transition_per_job(burst):
+    # PI per job: job 1 to the most recent member, job 2 to the other, job 3 to the target
+    # (the last taken): loads 1 and 2, so two idle transitions per cycle (slots 0 and 1)
+    pi = simulate(burst("per_job"), "persistent-idle", slots=SLOTS, warmup=0, seed=1)
+    assert pi.messages_by_kind["report"] * pi.jobs_arrived == pytest.approx(2 * CYCLES)
+    assert pi.mean_total_queue == pytest.approx((1 + 0 + 0 + 0) / 4)
+    # PI-Split: 3 jobs over both idle servers as evenly as possible (2 and 1)
+    split = simulate(burst("per_job"), "persistent-idle-split", slots=SLOTS, warmup=0, seed=1)
+    assert split.messages_by_kind["report"] * split.jobs_arrived == pytest.approx(2 * CYCLES)
+    assert split.mean_total_queue == pytest.approx(0.25)
+    assert split.diagnostics["busy_target_fraction"] == 0
+
+
+@pytest.mark.parametrize("name", ["persistent-idle", "persistent-idle-split"])
+def test_reports_equal_idle_transitions_on_a_random_run(name):
+    # with M = 1 every report is an idle transition and vice versa: count the transitions of
+    # one server from its own trajectory (one server, Bernoulli service, Poisson arrivals)
+    system = System.build([0.7], load=0.8, dispatch="per_job")
+    result = simulate(system, name, slots=50_000, warmup=0, seed=3)
+    # P(a slot ends an idle period) = P(Q(t+1) = 0) − P(Q(t) = 0, A(t) = 0); the second term
+    # is P(Q(t) = 0)·e^{−λ}, and P(Q = 0) is the measured idle fraction
+    idle = result.total_queue_distribution[0]
+    expected = idle * (1 - np.exp(-system.arrival_rate))
+    assert result.diagnostics["reports_per_slot"] == pytest.approx(expected, rel=0.03)
+
+
+def test_split_needs_per_job_dispatch():
+    with pytest.raises(ValidationError, match="persistent-idle-split"):
+        simulate(System.build("4x0.5", load=0.5), "persistent-idle-split", slots=10)

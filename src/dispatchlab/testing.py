@@ -245,9 +245,9 @@ def _on_systems(subject: Subject, *, seed: int, examples: int,
 
 
 def check_little(subject: Subject) -> CheckResult:
-    """λ·W = L per job (§1.8) at ρ = 0.5 on a heterogeneous system (per-job dispatch for a
-    policy that needs it); a policy judged
-    unstable there must report no mean, and be stable at λ_Σ < μ_min."""
+    """λ·W = L per job (§1.8) at ρ = 0.5 on a heterogeneous system (in per-job dispatch for
+    a policy that needs it); a policy judged unstable there must report no mean, and be
+    stable at λ_Σ < μ_min."""
     policy = subject.make()
     for dispatch in ("batch", "per_job"):  # e.g. PI-Split runs in per-job dispatch only
         system = System.build([0.4, 0.5, 0.6, 0.7], load=0.5, dispatchers=2, dispatch=dispatch)

@@ -198,7 +198,7 @@ def _id_memory_choose(m, jobs, slot, memory, ctx):
     return server
 
 
-@hook_function
+@hook_function(allocates=True)  # _audit's work array
 def _id_memory_begin(slot, step, memory, ctx):
     Q = slot.Q
     dispatchers = step.A_m.size

@@ -113,12 +113,9 @@ def custom_choose(strategy_fn: Any) -> Any:
             own[target] += jobs
         return target
 
-    # a closure over a user function: numba cannot reuse an on-disk cache for it
-    from numba import njit
-
-    from dispatchlab.engine.interface import CHOOSE_SIGNATURE
-
-    compiled = njit(CHOOSE_SIGNATURE, cache=False)(choose)
+    # a closure over a user function: numba cannot reuse an on-disk cache for it; the
+    # user's rule may allocate
+    compiled = choose_function(choose, cache=False, allocates=True)
     _CUSTOM_CHOOSE_CACHE[strategy_fn] = compiled
     return compiled
 

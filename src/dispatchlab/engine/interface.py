@@ -35,7 +35,7 @@ accessors (e.g. ``estimates(memory, m)`` in :mod:`dispatchlab.policies.led.layou
 so its rules never index these arrays with bare constants.
 
 :class:`Context` — the run's shared services:
-    ``rng``   the run's xoshiro256++ state (draw with :mod:`dispatchlab.engine.rng`)
+    ``rng``   the run's xoshiro256++ state (draw with :mod:`dispatchlab.compiled.rng`)
     ``msg``   message counters by kind (:data:`MESSAGE_KINDS`: ``ctx.msg[PROBE] += d``)
 
 ``begin_slot`` runs before the slot's arrivals, ``choose`` once per dispatcher with

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numba import njit, types
 
-from dispatchlab.engine.rng import make_rng_state
+from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
 from dispatchlab.policies.led.strategies import (

@@ -24,8 +24,8 @@ from functools import cache
 import numpy as np
 from numba import njit, types
 
+from dispatchlab.compiled.rng import randint
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
-from dispatchlab.engine.rng import randint
 from dispatchlab.policies.framework.decisions import (
     DECISION_TYPE,
     cycle_decision,

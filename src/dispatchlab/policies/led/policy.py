@@ -53,6 +53,7 @@ from dispatchlab.policies.led.strategies import (
     l_pod_pick,
 )
 from dispatchlab.policies.led.updates import pull_end_slot, push_end_slot
+from dispatchlab.theory.updates import expected_dispatch_events, update_probability
 
 UPDATES = ("push", "pull")
 TRIGGERS = ("slot", "arrival")
@@ -67,8 +68,6 @@ def po2_matched_p(update: str, d: int, trigger: str, system: System) -> float:
     (arrival-triggered push) or N·p̂ (pull). The result is capped at 1 (the budget is
     then not reached).
     """
-    from dispatchlab.theory.tilt import expected_dispatch_events
-
     events = expected_dispatch_events(system)
     budget = 4.0 * (system.arrival_rate if system.dispatch == "per_job" else events)
     if update == "pull":
@@ -191,9 +190,7 @@ class LEDPolicy(Policy):
                     f"pod_d must be between 1 and N = {n} (got {self.params['pod_d']})")
 
     def update_probability(self, system: System) -> float:
-        """p of Eq. (5): a lower bound of P(I^m_n(t) = 1 | Z(t)) (see theory.tilt)."""
-        from dispatchlab.theory.tilt import update_probability
-
+        """p of Eq. (5): a lower bound of P(I^m_n(t) = 1 | Z(t)) (see theory.updates)."""
         return update_probability(self.params["update"], self.effective_p(system),
                                   d=self.params["d"], system=system,
                                   trigger=self.params["trigger"])

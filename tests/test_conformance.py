@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, ValidationError, policy_names, simulate
+from dispatchlab.compiled.rng import randint
 from dispatchlab.engine.interface import choose_function
-from dispatchlab.engine.rng import randint
 from dispatchlab.policies.base import Kernel, Param, Policy, policy_entry
 from dispatchlab.policies.led import LEDPolicy
 from dispatchlab.testing import CHECKS, ConformanceError, check_policy, run_check
@@ -121,7 +121,7 @@ def test_a_vanishing_update_probability_stays_in_bounds() -> None:
     the ``parameters`` check); the gap is now capped, and such a run is an ordinary one."""
     import math
 
-    from dispatchlab.engine.rng import make_rng_state
+    from dispatchlab.compiled.rng import make_rng_state
     from dispatchlab.policies.led.updates import MAX_GAP, failures_before_success
 
     rng = make_rng_state(1)

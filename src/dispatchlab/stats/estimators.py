@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats as scipy_stats
 
-from dispatchlab.engine.loop import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
+from dispatchlab.compiled.histogram import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
 from dispatchlab.stats.autocorrelation import integrated_autocorrelation_time
 
 # The default CI (batch means sized by the integrated autocorrelation time τ̂), chosen by

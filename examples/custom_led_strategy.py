@@ -20,8 +20,8 @@ Run: ``.venv/bin/python examples/custom_led_strategy.py``
 from __future__ import annotations
 
 from dispatchlab import System, simulate
-from dispatchlab.engine.kernels import argmin_random_ties
-from dispatchlab.engine.rng import randint
+from dispatchlab.compiled.kernels import argmin_random_ties
+from dispatchlab.compiled.rng import randint
 from dispatchlab.policies.led import LEDPolicy, strategy_function
 from dispatchlab.theory.tilt import check_tilt
 

@@ -17,12 +17,13 @@ from dispatchlab.bench import (
     reference_agreement,
 )
 from dispatchlab.cli import main
-from dispatchlab.engine.kernels import (
+from dispatchlab.compiled.kernels import (
     argmin_random_ties,
     argmin_random_ties_per_slot,
     shortest_of_row,
     slot_argmin_cache,
 )
+from dispatchlab.compiled.rng import bernoulli_threshold, make_rng_state, uniform, weighted_index
 from dispatchlab.engine.loop import (
     DELAY_BINS,
     EXACT_DELAY_BINS,
@@ -33,7 +34,6 @@ from dispatchlab.engine.loop import (
     _serve_bernoulli,
     _serve_bernoulli_fifo,
 )
-from dispatchlab.engine.rng import bernoulli_threshold, make_rng_state, uniform, weighted_index
 
 REQUIRED = ("name", "slots_per_second", "jobs_per_second", "slots_per_second_full",
             "mean_total_queue", "ci_low", "ci_high", "messages_per_arrival",

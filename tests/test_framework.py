@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, ValidationError, simulate
+from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine.interface import REPORT, Context, Slot, Step
-from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.framework import PiPolicy
 from dispatchlab.policies.framework.fractions import dispatch_fractions, monte_carlo_fractions

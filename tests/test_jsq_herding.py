@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, simulate
+from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine.interface import MESSAGE_KINDS, Context, Slot
-from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.base import Kernel

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, simulate
+from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine.interface import ANSWER, MESSAGE_KINDS, Context, Slot
-from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.led.policy import po2_budget_per_slot
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, ValidationError, simulate
-from dispatchlab.engine import rng as samplers
+from dispatchlab.compiled import rng as samplers
 from dispatchlab.model.arrivals import ArrivalProcess, arrival_process, load_trace
 from dispatchlab.model.service import ServiceLaw, format_rates, parse_rates
 

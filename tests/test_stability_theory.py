@@ -167,3 +167,38 @@ def test_cli_check_stability_human_and_errors(capsys):
     assert main(["check", "stability", "--policy", "pod", "--set", "d=9", "--servers",
                  "0.5,0.5"]) == 2
     assert "d" in capsys.readouterr().err
+
+
+def test_eq3_objective_changes_sign_at_the_threshold():
+    """h* of Eq. (3) by enumeration: ≥ 0 below λ̄, < 0 above, for RAND on unequal rates."""
+    from dispatchlab.theory.stability import DispatchFractions, eq3_objective, induced_threshold
+
+    mu = np.array([0.1, 0.1, 0.5, 1.0])
+    fractions = DispatchFractions("rank", np.full(4, 0.25))
+    threshold = induced_threshold(fractions, mu).threshold_rate
+    assert threshold == pytest.approx(0.4)  # N·μ_min
+    below, orders, table = eq3_objective(fractions, mu, 0.99 * threshold)
+    above, _, _ = eq3_objective(fractions, mu, 1.01 * threshold)
+    assert below >= 0 > above
+    assert orders.shape == (24, 4) and table.shape == (24, 4)
+
+
+def test_majorisation_holds_exactly_for_throughput_optimal_fractions():
+    from dispatchlab.theory.stability import DispatchFractions, majorisation_holds
+
+    unequal, equal = np.array([0.1, 0.1, 0.5, 1.0]), np.full(4, 0.5)
+    jsq = DispatchFractions("rank", np.eye(4)[3])
+    rand = DispatchFractions("rank", np.full(4, 0.25))
+    assert majorisation_holds(jsq, unequal) and majorisation_holds(rand, equal)
+    assert not majorisation_holds(rand, unequal)
+
+
+def test_heavy_traffic_exponential_mean_is_half_zeta():
+    from dispatchlab.model.system import System
+    from dispatchlab.theory.bounds import heavy_traffic_limit, limit_arrival_variance
+    from dispatchlab.theory.closed_forms import heavy_traffic_exponential_mean
+
+    system = System.build([0.5], load=0.9)
+    assert heavy_traffic_exponential_mean(
+        limit_arrival_variance(system), float(system.service_variances.sum())
+    ) == pytest.approx(heavy_traffic_limit(system))

@@ -16,7 +16,8 @@ from dispatchlab.cli import main
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies.led import builtin_strategy, custom_strategy
 from dispatchlab.policies.led.strategies import l_jsq
-from dispatchlab.theory.tilt import check_tilt, preference, update_probability
+from dispatchlab.theory.tilt import check_tilt, preference
+from dispatchlab.theory.updates import update_probability
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_led_strategy.py"
 HETERO = np.r_[np.full(50, 0.1), np.full(50, 0.5)]

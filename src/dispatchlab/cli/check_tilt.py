@@ -18,7 +18,8 @@ from dispatchlab.policies.led.strategies import (
     builtin_strategy,
     custom_strategy,
 )
-from dispatchlab.theory.tilt import MONTE_CARLO_SAMPLES, check_tilt, update_probability
+from dispatchlab.theory.tilt import MONTE_CARLO_SAMPLES, check_tilt
+from dispatchlab.theory.updates import update_probability
 
 SHOWN_RANKS = 5
 

@@ -25,8 +25,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE, Context, Memory, Slot, Step
-from dispatchlab.engine.rng import (
+from dispatchlab.compiled.histogram import DELAY_BINS, EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
+from dispatchlab.compiled.rng import (
     INV_2_53,
     POISSON_INVERSION_LIMIT,
     bernoulli_threshold,
@@ -37,6 +37,7 @@ from dispatchlab.engine.rng import (
     weighted_index,
     xoshiro_step,
 )
+from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE, Context, Memory, Slot, Step
 
 # counters[...] layout
 ARRIVALS, ARRIVALS_MEASURED, DEPARTURES, DISPATCH_EVENTS, DISPATCH_EVENTS_MEASURED = range(5)
@@ -48,10 +49,6 @@ SUM_TOTAL_QUEUE, SUM_TOTAL_QUEUE_SQ, SUM_POOLED, SUM_QU, SUM_DQI1, SUM_DQI2 = ra
 SUM_DELAY, SUM_UNUSED = 6, 7
 N_MOMENTS = 8
 
-# delay histogram: exact below EXACT_DELAY_BINS, then LOG_BINS_PER_OCTAVE bins per doubling
-EXACT_DELAY_BINS = 1024
-LOG_BINS_PER_OCTAVE = 128
-DELAY_BINS = EXACT_DELAY_BINS + LOG_BINS_PER_OCTAVE * 44
 
 
 @intrinsic

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine import loop
 from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, no_hook
-from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.model.system import System
 
 BLOCKS = 1000

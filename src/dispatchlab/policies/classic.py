@@ -15,14 +15,14 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
-from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
-from dispatchlab.engine.kernels import (
+from dispatchlab.compiled.kernels import (
     argmin_random_ties_per_slot,
     argmin_scaled_random_ties,
     shortest_of_row,
     slot_argmin_cache,
 )
-from dispatchlab.engine.rng import randint, sample_distinct_row, uniform, weighted_index
+from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform, weighted_index
+from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register

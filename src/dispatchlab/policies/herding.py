@@ -30,8 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.rng import randint
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function, hook_function
-from dispatchlab.engine.rng import randint
 
 TIES = ("random", "lowest", "shared")
 TIE_RANDOM, TIE_LOWEST, TIE_SHARED = range(3)
@@ -139,7 +139,7 @@ def _draw_shared_order(t, N, memory, rng):
 @njit(inline="always", cache=True)
 def _pick_filled(m, slot, memory, rng):
     """argmin of dispatcher m's scores with the tie rule (one draw for random ties, as
-    :func:`dispatchlab.engine.kernels.argmin_random_ties` does)."""
+    :func:`dispatchlab.compiled.kernels.argmin_random_ties` does)."""
     own = scores(memory, m)
     N = slot.Q.size
     best = own[0]

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.rng import randint, uniform
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
-from dispatchlab.engine.rng import randint, uniform
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
 

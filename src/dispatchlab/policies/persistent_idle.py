@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.rng import randint
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
-from dispatchlab.engine.rng import randint
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Policy, register

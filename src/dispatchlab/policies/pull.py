@@ -32,6 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.kernels import shortest_of_row
+from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform, weighted_index
 from dispatchlab.engine.interface import (
     PROBE,
     REPLY,
@@ -39,8 +41,6 @@ from dispatchlab.engine.interface import (
     choose_function,
     hook_function,
 )
-from dispatchlab.engine.kernels import shortest_of_row
-from dispatchlab.engine.rng import randint, sample_distinct_row, uniform, weighted_index
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
@@ -198,7 +198,7 @@ def _id_memory_choose(m, jobs, slot, memory, ctx):
     return server
 
 
-@hook_function
+@hook_function(allocates=True)  # _audit's work array
 def _id_memory_begin(slot, step, memory, ctx):
     Q = slot.Q
     dispatchers = step.A_m.size

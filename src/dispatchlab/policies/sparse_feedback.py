@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.kernels import argmin_random_ties
+from dispatchlab.compiled.rng import uniform
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
-from dispatchlab.engine.kernels import argmin_random_ties
-from dispatchlab.engine.rng import uniform
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
 

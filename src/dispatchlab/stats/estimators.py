@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats as scipy_stats
 
-from dispatchlab.engine.loop import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
+from dispatchlab.compiled.histogram import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
 
 MAX_BATCHES = 40
 MIN_BATCHES = 10

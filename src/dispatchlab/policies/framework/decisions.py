@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numba import njit, types
 
-from dispatchlab.engine.rng import randint, sample_distinct_row, weighted_index
+from dispatchlab.compiled.rng import randint, sample_distinct_row, weighted_index
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.theory.stability import DispatchFractions
 

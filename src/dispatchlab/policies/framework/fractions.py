@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dispatchlab.engine.rng import make_rng_state
+from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.policies.base import Policy
 from dispatchlab.policies.framework import PiPolicy

@@ -24,8 +24,8 @@ from functools import cache
 import numpy as np
 from numba import njit, types
 
-from dispatchlab.engine.interface import HOOK_SIGNATURE, REPORT, choose_function, hook_function
-from dispatchlab.engine.rng import randint
+from dispatchlab.compiled.rng import randint
+from dispatchlab.engine.interface import REPORT, choose_function, hook_function
 from dispatchlab.policies.framework.decisions import (
     DECISION_TYPE,
     cycle_decision,
@@ -222,7 +222,7 @@ def read_queues(m, slot, memory, ctx):
 # module-level function so that numba caches it on disk (a factory's closures, or functions
 # made by exec, have no cacheable source and would recompile in every process).
 
-@hook_function
+@hook_function(allocates=True)  # np.argsort in sample_order
 def _rand_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
         for m in range(dispatchers(memory)):
@@ -230,7 +230,7 @@ def _rand_begin(slot, step, memory, ctx):
             uniform_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
-@hook_function
+@hook_function(allocates=True)  # np.argsort in sample_order
 def _weighted_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
         for m in range(dispatchers(memory)):
@@ -238,7 +238,7 @@ def _weighted_begin(slot, step, memory, ctx):
             weighted_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
-@hook_function
+@hook_function(allocates=True)  # np.argsort in sample_order
 def _cycle_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
         for m in range(dispatchers(memory)):
@@ -246,7 +246,7 @@ def _cycle_begin(slot, step, memory, ctx):
             cycle_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
-@hook_function
+@hook_function(allocates=True)  # np.argsort in sample_order
 def _shortest_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
         for m in range(dispatchers(memory)):
@@ -254,7 +254,7 @@ def _shortest_begin(slot, step, memory, ctx):
             shortest_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
-@hook_function
+@hook_function(allocates=True)  # np.argsort in sample_order
 def _pod_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
         for m in range(dispatchers(memory)):
@@ -262,7 +262,7 @@ def _pod_begin(slot, step, memory, ctx):
             pod_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
-@hook_function
+@hook_function(allocates=True)  # np.argsort in sample_order
 def _skip_longest_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
         for m in range(dispatchers(memory)):
@@ -296,7 +296,7 @@ def make_begin_slot(decide):
                 eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
                 decide(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
-    return njit(HOOK_SIGNATURE)(user_begin)
+    return hook_function(user_begin, cache=False, allocates=True)
 
 
 @njit(types.int64[::1](DECISION_TYPE, types.int64[::1], types.float64[::1], types.int64[::1],

@@ -57,6 +57,7 @@ from dispatchlab.policies.led.strategies import (
     l_pod_pick,
 )
 from dispatchlab.policies.led.updates import pull_end_slot, push_end_slot
+from dispatchlab.theory.updates import expected_dispatch_events, update_probability
 
 UPDATES = ("push", "pull")
 TRIGGERS = ("slot", "arrival")
@@ -72,8 +73,6 @@ def po2_budget_per_slot(system: System, unit: str = "dispatch") -> float:
     ``unit = arrival``: "Power-of-d needs at least 4 messages per arrival" ([LED] §5), i.e.
     4·λ_Σ in either mode.
     """
-    from dispatchlab.theory.tilt import expected_dispatch_events
-
     if unit == "arrival" or system.dispatch == "per_job":
         return 4.0 * system.arrival_rate
     return 4.0 * expected_dispatch_events(system)
@@ -87,8 +86,6 @@ def po2_matched_p(update: str, d: int, trigger: str, system: System,
     (pull). The result is capped at 1 (the budget is then not reached: pull cannot spend
     more than N messages per slot, push more than 2d per dispatcher and slot).
     """
-    from dispatchlab.theory.tilt import expected_dispatch_events
-
     events = expected_dispatch_events(system)
     budget = po2_budget_per_slot(system, unit)
     if update == "pull":
@@ -153,10 +150,9 @@ def custom_choose(strategy_fn: Any) -> Any:
         after_send(m, target, jobs, slot, memory, ctx)
         return target
 
-    # a closure over a user function: numba cannot reuse an on-disk cache for it
-    from dispatchlab.engine.interface import CHOOSE_SIGNATURE
-
-    compiled = njit(CHOOSE_SIGNATURE, cache=False)(choose)
+    # a closure over a user function: numba cannot reuse an on-disk cache for it; the
+    # user's rule may allocate
+    compiled = choose_function(choose, cache=False, allocates=True)
     _CUSTOM_CHOOSE_CACHE[strategy_fn] = compiled
     return compiled
 
@@ -237,9 +233,7 @@ class LEDPolicy(Policy):
                     f"pod_d must be between 1 and N = {n} (got {self.params['pod_d']})")
 
     def update_probability(self, system: System) -> float:
-        """p of Eq. (5): a lower bound of P(I^m_n(t) = 1 | Z(t)) (see theory.tilt)."""
-        from dispatchlab.theory.tilt import update_probability
-
+        """p of Eq. (5): a lower bound of P(I^m_n(t) = 1 | Z(t)) (see theory.updates)."""
         return update_probability(self.params["update"], self.effective_p(system),
                                   d=self.params["d"], system=system,
                                   trigger=self.params["trigger"])

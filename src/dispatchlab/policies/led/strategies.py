@@ -7,7 +7,7 @@ A dispatching strategy is a compiled function with the fixed signature
 
 ``estimates``  Q̃^m, the dispatcher's own local estimates (int64, length N; read only)
 ``mu``         service rates μ_n (float64, length N)
-``rng``        the run's random state (draw with :mod:`dispatchlab.engine.rng`)
+``rng``        the run's random state (draw with :mod:`dispatchlab.compiled.rng`)
 ``params``     the strategy's float parameters (float64; its own layout)
 ``scratch``    an int64 work buffer of length N (e.g. for a sample of servers)
 
@@ -32,8 +32,8 @@ import numpy as np
 from numba import njit, types
 from numba.core.registry import CPUDispatcher
 
-from dispatchlab.engine.kernels import argmin_random_ties, shortest_of_row
-from dispatchlab.engine.rng import sample_distinct_row, uniform
+from dispatchlab.compiled.kernels import argmin_random_ties, shortest_of_row
+from dispatchlab.compiled.rng import sample_distinct_row, uniform
 from dispatchlab.errors import ValidationError
 
 STRATEGY_SIGNATURE = types.int64(

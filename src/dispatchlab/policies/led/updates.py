@@ -25,8 +25,8 @@ import math
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
 from dispatchlab.engine.interface import PROBE, REPLY, REPORT, hook_function
-from dispatchlab.engine.rng import randint, sample_distinct_row, uniform
 from dispatchlab.policies.led.layout import (
     arrival_triggered,
     dispatchers,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dispatchlab.engine.rng import randint, select_unpredictable
+from dispatchlab.compiled.rng import randint, select_unpredictable
 
 
 @njit(inline="always", cache=True)

@@ -1,0 +1,7 @@
+"""Compiled building blocks, the bottom layer under engine, policies, theory and stats.
+
+:mod:`.rng`: the xoshiro256++ stream and its samplers; :mod:`.kernels`: small compiled
+helpers shared by policies (argmin with random ties, …); :mod:`.histogram`: the layout of
+the delay histogram the loop fills and the statistics read. Nothing here imports another
+dispatchlab package.
+"""

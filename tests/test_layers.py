@@ -7,8 +7,6 @@ not the policies, whose Kernel it runs)."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -50,13 +48,3 @@ def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("def f():\n    from dispatchlab.policies.base import Policy\n")
     assert imported_packages(source) == {"policies"}
-
-
-def test_importing_the_package_loads_nothing_heavy() -> None:
-    """``import dispatchlab`` defers numba and the policies to first use (PEP 562)."""
-    code = ("import sys, dispatchlab; "
-            "print(sorted(m for m in ('numba', 'dispatchlab.policies', 'dispatchlab.simulate') "
-            "if m in sys.modules)); dispatchlab.System")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.strip() == "[]"

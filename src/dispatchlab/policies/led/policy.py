@@ -73,8 +73,6 @@ def po2_budget_per_slot(system: System, unit: str = "dispatch") -> float:
     ``unit = arrival``: "Power-of-d needs at least 4 messages per arrival" ([LED] §5), i.e.
     4·λ_Σ in either mode.
     """
-    from dispatchlab.theory.tilt import expected_dispatch_events
-
     if unit == "arrival" or system.dispatch == "per_job":
         return 4.0 * system.arrival_rate
     return 4.0 * expected_dispatch_events(system)

@@ -113,6 +113,22 @@ def batch_means(block_means: np.ndarray, batches: int | None = None,
                    method=estimate.method[:-1] + f" of {length} blocks, τ̂ = {tau:.3g})")
 
 
+def with_standard_error_floor(estimate: Estimate, floor: float, why: str,
+                              confidence: float = 0.95) -> Estimate:
+    """``estimate`` with its standard error raised to ``floor`` when that is larger (same
+    Student-t degrees of freedom); unchanged without an interval or with a ``nan`` floor.
+
+    The default CI floors the batch-means SE by the heavy-traffic model SE of
+    :mod:`dispatchlab.stats.heavy_traffic`; ``why`` names the floor in ``method``.
+    """
+    if estimate.too_short or not math.isfinite(floor) or not floor > estimate.standard_error:
+        return estimate
+    half = t_quantile(estimate.dof, confidence) * floor
+    return replace(estimate, ci_low=estimate.mean - half, ci_high=estimate.mean + half,
+                   standard_error=floor,
+                   method=f"{estimate.method}; SE raised to the {why} {floor:.4g}")
+
+
 def _batch_estimate(blocks: np.ndarray, batches: int, confidence: float) -> Estimate:
     batches = max(2, min(batches, blocks.size))
     per_batch = blocks.size // batches

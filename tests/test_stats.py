@@ -11,6 +11,8 @@ from scipy import stats as scipy_stats
 
 from dispatchlab import System, simulate
 from dispatchlab.engine import loop
+from dispatchlab.policies import make_policy
+from dispatchlab.simulate import server_arrival_rates
 from dispatchlab.stats import (
     batch_means,
     delay_quantiles,
@@ -18,8 +20,6 @@ from dispatchlab.stats import (
     replication_estimate,
     stability_verdict,
 )
-from dispatchlab.policies import make_policy
-from dispatchlab.simulate import server_arrival_rates
 from dispatchlab.stats.estimators import Estimate, delay_bin_value, with_standard_error_floor
 from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
 
@@ -121,6 +121,7 @@ def test_default_ci_of_a_saturated_weighted_rand_run_is_floored():
     floor = heavy_traffic_standard_error(np.array(result.mean_queues), system.mu, rates,
                                          200_000 - result.warmup)
     assert result.ci_dof >= 1 and math.isfinite(floor)
+    assert "SE raised to the heavy-traffic model SE" in result.ci_method  # binds on this run
     t = scipy_stats.t.ppf(0.975, result.ci_dof)
     assert (result.ci_high - result.ci_low) / 2 >= t * floor * (1 - 1e-9)
 

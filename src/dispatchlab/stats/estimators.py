@@ -108,9 +108,11 @@ def batch_means(block_means: np.ndarray, batches: int | None = None,
                         "integrated autocorrelation time): run longer or use replications",
                         int(blocks.size), autocorrelation_time=tau)
     length = max(math.ceil(BATCH_TAUS * tau), math.ceil(blocks.size / MAX_TAU_BATCHES))
-    estimate = _batch_estimate(blocks, blocks.size // length, confidence)
-    return replace(estimate, autocorrelation_time=tau,
-                   method=estimate.method[:-1] + f" of {length} blocks, τ̂ = {tau:.3g})")
+    batches = blocks.size // length
+    estimate = _batch_estimate(blocks, batches, confidence)
+    return replace(estimate, autocorrelation_time=tau,  # batches of n // batches ≥ length
+                   method=estimate.method[:-1] + f" of {blocks.size // batches} blocks, "
+                   f"τ̂ = {tau:.3g})")
 
 
 def with_standard_error_floor(estimate: Estimate, floor: float, why: str,

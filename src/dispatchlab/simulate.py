@@ -27,7 +27,9 @@ from dispatchlab.stats.estimators import (
     delay_quantiles,
     mser5_truncation,
     pooled_estimate,
+    with_standard_error_floor,
 )
+from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
 from dispatchlab.stats.stability import StabilityVerdict, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
 from dispatchlab.theory.stability import induced_threshold
@@ -308,8 +310,15 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
-def _total_queue_estimate(run: RawRun, warmup_method: str) -> tuple[Estimate, int]:
-    """Mean ΣQ of one run after warm-up, with its batch-means CI and the warm-up used."""
+def _total_queue_estimate(run: RawRun, warmup_method: str,
+                          rates: tuple[np.ndarray, np.ndarray] | None = None
+                          ) -> tuple[Estimate, int]:
+    """Mean ΣQ of one run after warm-up, with its CI and the warm-up used.
+
+    The CI is batch means sized by τ̂ (:func:`batch_means`), its SE floored by the
+    heavy-traffic model SE from the run's per-server mean queues when the per-server
+    service and arrival rates (μ_n, λ_n) are known (``rates``; docs/statistics.md).
+    """
     blocks = run.block_means()
     first = -(-run.warmup // run.block_length)
     if warmup_method == "mser5":  # MSER-5 on top of the fixed warm-up (≥ 10 %, §1.8)
@@ -317,8 +326,37 @@ def _total_queue_estimate(run: RawRun, warmup_method: str) -> tuple[Estimate, in
     measured = blocks[first:]
     if warmup_method == "fraction":
         mean = run.moments[loop.SUM_TOTAL_QUEUE] / max(run.measured_slots, 1)
-        return batch_means(measured).shifted(float(mean)), run.warmup
-    return batch_means(measured), first * run.block_length
+        estimate, warmup = batch_means(measured).shifted(float(mean)), run.warmup
+    else:
+        estimate, warmup = batch_means(measured), first * run.block_length
+    if rates is not None and run.measured_slots > 0:
+        floor = heavy_traffic_standard_error(
+            run.queue_sum / run.measured_slots, rates[0], rates[1],
+            measured.size * run.block_length)
+        estimate = with_standard_error_floor(estimate, floor, "heavy-traffic model SE")
+    return estimate, warmup
+
+
+def server_arrival_rates(system: System, policy: Policy) -> np.ndarray | None:
+    """λ_n, each server's long-run arrival rate, where the policy fixes it whatever the
+    state: λ_Σ·w_n for a per-server split (weighted RAND), λ_Σ/N for an equal split by
+    rank (RAND, round robin), λ_Σ on one server; ``None`` otherwise (state-dependent
+    policies such as JSQ, whose split depends on the queues)."""
+    if system.n_servers == 1:
+        return np.array([system.arrival_rate])
+    try:
+        fractions = dispatch_fractions(policy, system.mu)
+    except ValidationError:
+        return None
+    values = fractions.values
+    if values is None:
+        return None
+    values = np.asarray(values, dtype=float)
+    if fractions.kind == "rank" and np.allclose(values, values[0]):
+        return np.full(system.n_servers, system.arrival_rate / system.n_servers)
+    if fractions.kind == "server" and values.shape == (system.n_servers,):
+        return system.arrival_rate * values
+    return None
 
 
 RELAXATION_FACTOR = 10
@@ -391,7 +429,9 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     ]
     order = {"unstable": 2, "undetermined": 1, "stable": 0}
     worst = max(verdicts, key=lambda v: order[v.verdict])
-    per_run = [_total_queue_estimate(run, warmup_method) for run in runs]
+    arrivals = server_arrival_rates(system, policy)
+    rates = None if arrivals is None else (np.asarray(system.mu, dtype=float), arrivals)
+    per_run = [_total_queue_estimate(run, warmup_method, rates) for run in runs]
     estimates = [e for e, _ in per_run]
     estimate = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
     warmup_used = per_run[0][1]

@@ -1,4 +1,5 @@
-"""Statistics: warm-up, batch means, confidence intervals, stability verdicts, delay quantiles."""
+"""Statistics: warm-up, batch means, confidence intervals (with the heavy-traffic floor on
+their standard error), stability verdicts, delay quantiles."""
 
 from dispatchlab.stats.estimators import (
     Estimate,
@@ -6,7 +7,9 @@ from dispatchlab.stats.estimators import (
     delay_quantiles,
     mser5_truncation,
     replication_estimate,
+    with_standard_error_floor,
 )
+from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
 from dispatchlab.stats.stability import StabilityVerdict, stability_verdict
 
 __all__ = [
@@ -14,7 +17,9 @@ __all__ = [
     "StabilityVerdict",
     "batch_means",
     "delay_quantiles",
+    "heavy_traffic_standard_error",
     "mser5_truncation",
     "replication_estimate",
     "stability_verdict",
+    "with_standard_error_floor",
 ]

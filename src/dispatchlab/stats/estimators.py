@@ -108,9 +108,27 @@ def batch_means(block_means: np.ndarray, batches: int | None = None,
                         "integrated autocorrelation time): run longer or use replications",
                         int(blocks.size), autocorrelation_time=tau)
     length = max(math.ceil(BATCH_TAUS * tau), math.ceil(blocks.size / MAX_TAU_BATCHES))
-    estimate = _batch_estimate(blocks, blocks.size // length, confidence)
-    return replace(estimate, autocorrelation_time=tau,
-                   method=estimate.method[:-1] + f" of {length} blocks, τ̂ = {tau:.3g})")
+    batches = blocks.size // length
+    estimate = _batch_estimate(blocks, batches, confidence)
+    return replace(estimate, autocorrelation_time=tau,  # batches of n // batches ≥ length
+                   method=estimate.method[:-1] + f" of {blocks.size // batches} blocks, "
+                   f"τ̂ = {tau:.3g})")
+
+
+def with_standard_error_floor(estimate: Estimate, floor: float, why: str,
+                              confidence: float = 0.95) -> Estimate:
+    """``estimate`` with its standard error raised to ``floor`` when that is larger (same
+    Student-t degrees of freedom); unchanged without an interval or with a ``nan`` floor.
+
+    The default CI floors the batch-means SE by the heavy-traffic model SE of
+    :mod:`dispatchlab.stats.heavy_traffic`; ``why`` names the floor in ``method``.
+    """
+    if estimate.too_short or not math.isfinite(floor) or not floor > estimate.standard_error:
+        return estimate
+    half = t_quantile(estimate.dof, confidence) * floor
+    return replace(estimate, ci_low=estimate.mean - half, ci_high=estimate.mean + half,
+                   standard_error=floor,
+                   method=f"{estimate.method}; SE raised to the {why} {floor:.4g}")
 
 
 def _batch_estimate(blocks: np.ndarray, batches: int, confidence: float) -> Estimate:

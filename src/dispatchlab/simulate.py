@@ -11,7 +11,7 @@ import numpy as np
 from dispatchlab.engine import loop
 from dispatchlab.engine.interface import MESSAGE_KINDS
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
-from dispatchlab.errors import require
+from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
 from dispatchlab.result import Result
@@ -76,11 +76,17 @@ def simulate(
             f"allowed: {', '.join(WARMUP_METHODS)}")
     policy.check_system(system)
     bound = default_bound(system) if bound is None else bound
-    kernel = policy.kernel(system)
     seeds = ([np.random.SeedSequence(seed)] if replications == 1
              else np.random.SeedSequence(seed).spawn(replications))
-    runs = [run_once(system, kernel, slots=int(slots), warmup=warmup, seed=s, bound=bound,
-                     track_delay=track_delay, detail=detail) for s in seeds]
+    try:  # policies check their memory first (dispatchlab.memory); this is the backstop
+        kernel = policy.kernel(system)
+        runs = [run_once(system, kernel, slots=int(slots), warmup=warmup, seed=s, bound=bound,
+                         track_delay=track_delay, detail=detail, policy=policy.name)
+                for s in seeds]
+    except MemoryError:
+        raise ValidationError("memory", f"out of memory running {policy.name} on N = "
+                              f"{system.n_servers} servers, M = {system.dispatchers} "
+                              "dispatchers") from None
     return _summarize(system, policy, runs, seed=seed, warmup_method=warmup_method)
 
 

@@ -3,7 +3,11 @@
 Every module in this package attaches its commands to :data:`app` (or a sub-app
 such as :data:`check_app`) when imported; :func:`main` imports them all, runs the
 app, and turns bad input (:class:`~dispatchlab.errors.ValidationError`) into one
-line on stderr and exit status 2.
+line on stderr and exit status 2. A run that breaks an invariant or a policy that breaks
+the compiled interface (:class:`~dispatchlab.errors.SimulationError`, e.g.
+:class:`~dispatchlab.errors.PolicyError`) is a bug, not bad input: one ``error:`` line,
+exit status 1. Ctrl-C: one line ("interrupted at slot t of T" when a run was under way),
+exit status 130.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import sys
 import typer
 
 from dispatchlab.cli.app import app, check_app
-from dispatchlab.errors import ValidationError
+from dispatchlab.errors import SimulationError, ValidationError
 
 EXIT_BAD_INPUT = 2
+EXIT_BUG = 1
+EXIT_INTERRUPTED = 130
 
 
 def _load_commands() -> None:
@@ -47,9 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except SimulationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BUG
+    except KeyboardInterrupt as interrupt:  # RunInterrupted says where the run stopped
+        print(str(interrupt) or "interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except _usage_error_types() as error:  # usage errors: Click's message, exit status 2
         error.show()  # type: ignore[attr-defined]
         return int(error.exit_code)  # type: ignore[attr-defined]

@@ -24,6 +24,7 @@ from dispatchlab.cli.output import (
     stderr_console,
     stdout_console,
 )
+from dispatchlab.cli.run import run_status
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
 from dispatchlab.policies import Policy, make_policy, policy_names
@@ -157,11 +158,8 @@ def compare_command(
                             seed=spec.seed, replications=spec.replications,
                             track_delay=spec.track_delay)
 
-        if json_:
+        with run_status(f"[{index}/{len(chosen)}] {escape(item.label)} …", spec.replications):
             results.append(run())
-        else:
-            with errors.status(f"[{index}/{len(chosen)}] {escape(item.label)} …"):
-                results.append(run())
     if json_:
         print_json(comparison_record(system, spec, chosen, results))
         return

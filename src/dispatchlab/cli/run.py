@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +22,7 @@ from dispatchlab.cli.output import (
     stderr_console,
     stdout_console,
 )
+from dispatchlab.engine.control import Progress, progress_to
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
 
@@ -75,14 +78,27 @@ def run_command(
         warmup_method=warmup_method, replications=replications, seed=seed,
         track_delay=False if no_delay else None,
     )
-    if json_:
+    with run_status(f"simulating {escape(str(run_spec.policy))} …", run_spec.replications):
         result = run_spec.simulate()
+    if json_:
         # ``label`` is the name asked for: a preset (l-jsq-push) runs as its base policy (led)
         print_json({"label": run_spec.policy, **result.to_dict()})
         return
-    with stderr_console().status(f"simulating {escape(str(run_spec.policy))} …"):
-        result = run_spec.simulate()
     stdout_console().print(result_table(result, label=str(run_spec.policy)))
+
+
+@contextmanager
+def run_status(text: str, runs: int) -> Iterator[None]:
+    """A spinner on stderr, with "slot t of T, ETA …" once the work takes over 2 s.
+
+    Shown on a terminal only (Rich draws no spinner when stderr is not one), so piped or
+    logged stderr gets nothing; stdout (the table or the JSON) is never touched."""
+    with stderr_console().status(text) as status:
+        def show(line: str) -> None:
+            status.update(f"{text} {escape(line)}")
+
+        with progress_to(Progress(show, runs=runs)):
+            yield
 
 
 def result_table(result: Result, label: str | None = None) -> Table:

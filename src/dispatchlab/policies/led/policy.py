@@ -15,6 +15,7 @@ import numpy as np
 
 from dispatchlab.engine.interface import choose_function
 from dispatchlab.errors import require
+from dispatchlab.memory import require_memory
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 from dispatchlab.policies.led.layout import (
@@ -221,6 +222,8 @@ class LEDPolicy(Policy):
         ip[IP_PUSH_D] = self.params["d"]
         ip[IP_MEASURE_ERROR] = int(self.params["measure_error"])
         ip[IP_STRATEGY] = strategy.code
+        require_memory("dispatchers", 8 * (m + EXTRA_ROWS) * n,
+                       f"LED's estimates Q̃^m_n for M = {m} dispatchers × N = {n} servers")
         p = self.effective_p(system)
         fp = np.zeros(FP_SIZE)
         fp[0] = p

@@ -19,7 +19,7 @@ import resource
 from dispatchlab.errors import ValidationError
 
 #: the share of the available memory one run may ask for
-USABLE_FRACTION = 0.8
+USABLE_FRACTION = 0.5
 LIMIT_VARIABLE = "DISPATCHLAB_MEMORY_LIMIT"
 _SUFFIXES = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 

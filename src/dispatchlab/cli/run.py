@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from dispatchlab.cli.output import (
     stderr_console,
     stdout_console,
 )
-from dispatchlab.engine.control import Progress, progress_to
+from dispatchlab.engine.control import Progress, RunInterrupted, progress_to
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
 
@@ -93,12 +94,17 @@ def run_status(text: str, runs: int) -> Iterator[None]:
 
     Shown on a terminal only (Rich draws no spinner when stderr is not one), so piped or
     logged stderr gets nothing; stdout (the table or the JSON) is never touched."""
-    with stderr_console().status(text) as status:
-        def show(line: str) -> None:
-            status.update(f"{text} {escape(line)}")
+    console = stderr_console()
+    try:
+        with console.status(text) as status:
+            def show(line: str) -> None:
+                status.update(f"{text} {escape(line)}")
 
-        with progress_to(Progress(show, runs=runs)):
-            yield
+            with progress_to(Progress(show, runs=runs)):
+                yield
+    except RunInterrupted as interrupted:  # Typer turns it into exit status 130, silently
+        print(interrupted, file=sys.stderr)
+        raise
 
 
 def result_table(result: Result, label: str | None = None) -> Table:

@@ -287,3 +287,53 @@ def test_huge_policy_memory_is_one_error_line(args: list[str], field: str,
     assert status == 2 and out == ""
     assert err.startswith(f"error: {field}: ") and "needs about" in err, err
     assert err.count("\n") == 1
+
+
+# -- verdicts of short runs -------------------------------------------------------------------
+
+
+def _verdict(series: np.ndarray, relaxation: float = 0.0):
+    from dispatchlab.stats.stability import stability_verdict
+
+    return stability_verdict(series, 10, hit_bound=False, bound=10**6, slots_run=10 * series.size,
+                             overloaded=False, relaxation_slots=relaxation)
+
+
+def test_a_stable_system_still_filling_up_is_undetermined_not_unstable() -> None:
+    t = np.arange(200) * 10.0
+    rng = np.random.default_rng(0)
+    filling = 2000 * (1 - np.exp(-t / 600)) + rng.normal(0, 5, t.size)
+    verdict = _verdict(filling)
+    assert verdict.verdict == "undetermined" and "run longer" in verdict.evidence
+    assert "still relaxing" in verdict.evidence
+
+
+@pytest.mark.parametrize("growth", [lambda t: 3.0 * t, lambda t: 40 * np.sqrt(t)])
+def test_linear_and_square_root_growth_stay_unstable(growth) -> None:
+    t = np.arange(200) * 10.0 + 10
+    assert _verdict(growth(t)).verdict == "unstable"
+
+
+def test_a_window_shorter_than_the_relaxation_time_is_undetermined() -> None:
+    t = np.arange(200) * 10.0
+    verdict = _verdict(3.0 * t, relaxation=10**5)
+    assert verdict.verdict == "undetermined" and "relaxation time" in verdict.evidence
+
+
+def test_short_led_run_reads_undetermined_and_a_really_unstable_one_unstable() -> None:
+    system = System.build("50x0.1,50x0.5", load=0.9, dispatchers=10)
+    led = simulate(system, "l-jsq-push", policy_params={"p": 1}, slots=2000, seed=0)
+    assert led.stability == "undetermined" and "run longer" in led.stability_evidence
+    rr = simulate(system, "rr", slots=2000, seed=0)  # unweighted: the slow servers overflow
+    assert rr.stability == "unstable"
+
+
+def test_mean_far_below_the_lower_bound_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["run", "--policy", "jsq", "--load", "0.99999999", "--slots", "2000",
+                   "--no-delay"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert status == 0
+    assert "warning" in out and "lies below the lower bound 7.833e+07" in out
+    result = simulate(System.build("50x0.1,50x0.5", load=0.99999999, dispatchers=10), "jsq",
+                      slots=2000, seed=0, track_delay=False)
+    assert result.stability != "stable" and "below the lower bound" in result.stability_evidence

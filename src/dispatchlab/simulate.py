@@ -22,7 +22,7 @@ from dispatchlab.stats.estimators import (
     mser5_truncation,
     replication_estimate,
 )
-from dispatchlab.stats.stability import StabilityVerdict, stability_verdict
+from dispatchlab.stats.stability import StabilityVerdict, below_lower_bound, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
 
 WARMUP_FRACTION = 0.1
@@ -135,12 +135,20 @@ def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: Sys
     return verdict
 
 
+def _pooled_relaxation(system: System) -> float:
+    """RELAXATION_FACTOR × ζ/ε² (see _check_run_length); infinite when ε ≤ 0."""
+    if system.epsilon <= 0:
+        return math.inf
+    return RELAXATION_FACTOR * 2 * heavy_traffic_limit(system) / system.epsilon**2
+
+
 def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
                warmup_method: str) -> Result:
     verdicts = [
         stability_verdict(run.block_means()[-(-run.warmup // run.block_length):],
                           run.block_length, hit_bound=run.hit_bound, bound=run.bound,
-                          slots_run=run.slots_run, overloaded=system.epsilon <= 0)
+                          slots_run=run.slots_run, overloaded=system.epsilon <= 0,
+                          relaxation_slots=_pooled_relaxation(system))
         for run in runs
     ]
     order = {"unstable": 2, "undetermined": 1, "stable": 0}
@@ -151,6 +159,9 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     else:
         estimate = replication_estimate(np.array([e.mean for e, _ in per_run]))
         warmup_used = per_run[0][1]
+    if worst.verdict == "undetermined" and (note := below_lower_bound(
+            estimate.ci_high, lower_bound_total_queue(system))):
+        worst = replace(worst, evidence=f"{worst.evidence}; but {note}")
     if worst.verdict == "stable":
         worst = _check_run_length(worst, estimate, system, min(r.measured_slots for r in runs))
 

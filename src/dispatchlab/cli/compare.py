@@ -32,6 +32,7 @@ from dispatchlab.policies.base import policy_entry
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
 from dispatchlab.simulate import simulate
+from dispatchlab.stats.stability import below_lower_bound
 
 RUN = "Run"
 CLASSICAL = ("wrand", "jsq", "jsed", "pod:d=2", "balanced-pod", "rr")
@@ -164,6 +165,9 @@ def compare_command(
         print_json(comparison_record(system, spec, chosen, results))
         return
     stdout_console().print(comparison_table(system, spec, chosen, results))
+    for entry, result in zip(chosen, results, strict=True):
+        if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue):
+            stdout_console().print(f"[yellow]warning: {escape(entry.label)}: {escape(warning)}[/]")
 
 
 def comparison_record(system: System, spec: RunSpec, entries: list[Entry],

@@ -26,6 +26,7 @@ from dispatchlab.cli.output import (
 from dispatchlab.engine.control import Progress, RunInterrupted, progress_to
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
+from dispatchlab.stats.stability import below_lower_bound
 
 RUN = "Run"
 
@@ -125,6 +126,8 @@ def result_table(result: Result, label: str | None = None) -> Table:
     table.add_row("run", f"{integer(result.slots)} slots × {result.replications} "
                   f"(warm-up {integer(result.warmup)}), seed {result.seed}")
     table.add_row("mean ΣQ \\[95% CI]", escape(f"{interval(result)} ({result.ci_method})"))
+    if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue):
+        table.add_row("[yellow]warning[/]", f"[yellow]{escape(warning)}[/]")
     table.add_row("mean delay (slots)", f"{number(result.mean_delay)} by Little's law, "
                   f"{number(result.mean_delay_measured)} measured per job")
     table.add_row("delay p50 / p90 / p99 / p99.9",

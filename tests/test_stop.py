@@ -337,3 +337,14 @@ def test_mean_far_below_the_lower_bound_is_said(capsys: pytest.CaptureFixture[st
     result = simulate(System.build("50x0.1,50x0.5", load=0.99999999, dispatchers=10), "jsq",
                       slots=2000, seed=0, track_delay=False)
     assert result.stability != "stable" and "below the lower bound" in result.stability_evidence
+
+
+def test_errors_survive_a_worker_process() -> None:
+    import pickle
+
+    from dispatchlab.engine.control import RunInterrupted
+
+    error = pickle.loads(pickle.dumps(PolicyError("p", "choose returned server 5")))
+    assert str(error) == "policy p: choose returned server 5" and error.policy == "p"
+    stop = pickle.loads(pickle.dumps(RunInterrupted(3, 10, "jsq")))
+    assert str(stop) == "interrupted at slot 3 of 10 (jsq)" and stop.slot == 3

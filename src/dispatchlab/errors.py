@@ -35,3 +35,6 @@ class PolicyError(SimulationError):
         super().__init__(f"policy {policy}: {message}")
         self.policy = policy
         self.message = message
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # survives a worker process
+        return type(self), (self.policy, self.message)

@@ -45,6 +45,9 @@ class RunInterrupted(KeyboardInterrupt):
     def __str__(self) -> str:
         return str(self.args[0])
 
+    def __reduce__(self) -> tuple[type, tuple[int, int, str]]:  # survives a worker process
+        return type(self), (self.slot, self.slots, self.policy)
+
 
 @contextmanager
 def sigint_caught() -> Iterator[Callable[[], bool]]:

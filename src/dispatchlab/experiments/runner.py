@@ -179,10 +179,10 @@ def run_experiment(
         pool = _Executor(executor, workers, cluster, len(todo))
         run_id = db.start_run(spec.name, pool.kind, len(todo))
         outcome.run_id = run_id
-        if warm and pool.local:
-            warm_compiled_code(todo)
         status = "interrupted"
-        try:
+        try:  # Ctrl-C in the warm-up too marks the run interrupted (the loop stops in chunks)
+            if warm and pool.local:
+                warm_compiled_code(todo)
             _coordinate(todo, pool, db, run_id, snapshot, outcome, progress)
             status = "finished"
         finally:

@@ -281,7 +281,7 @@ def test_memory_guard_refuses_with_the_estimate(monkeypatch: pytest.MonkeyPatch)
 def test_huge_policy_memory_is_one_error_line(args: list[str], field: str,
                                               capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DISPATCHLAB_MEMORY_LIMIT", "2G")  # LED needs 8 GB, π 8 TB
+    monkeypatch.setenv("DISPATCHLAB_MEMORY_LIMIT", "2G")  # LED needs 15 GB, π 16 TB
     status = main(["run", *args, "--slots", "1000"])
     out, err = capsys.readouterr()
     assert status == 2 and out == ""

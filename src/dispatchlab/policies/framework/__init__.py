@@ -124,7 +124,8 @@ class PiPolicy(Policy):
         ip = np.concatenate([header, np.asarray(entry.int_params(self.params, mu), np.int64)])
         fp = np.concatenate([gamma, np.asarray(entry.float_params(self.params, mu), float)])
         width = max(T, n, 2)  # row M+3 holds two control entries, even when T = N = 1
-        require_memory("pi-framework.T", 8 * (m + 4) * width,
+        # the kernel's int64 state and the copy each run makes of it (Kernel.memory)
+        require_memory("pi-framework.T", 2 * 8 * (m + 4) * width,
                        f"a cycle of T = {T} slots for M = {m} dispatchers")
         ist = np.zeros((m + 4, width), np.int64)
         ist[m, :n] = np.arange(n)  # η before any read (decisions that ignore η)

@@ -222,7 +222,8 @@ class LEDPolicy(Policy):
         ip[IP_PUSH_D] = self.params["d"]
         ip[IP_MEASURE_ERROR] = int(self.params["measure_error"])
         ip[IP_STRATEGY] = strategy.code
-        require_memory("dispatchers", 8 * (m + EXTRA_ROWS) * n,
+        # the kernel's int64 state and the copy each run makes of it (Kernel.memory)
+        require_memory("dispatchers", 2 * 8 * (m + EXTRA_ROWS) * n,
                        f"LED's estimates Q̃^m_n for M = {m} dispatchers × N = {n} servers")
         p = self.effective_p(system)
         fp = np.zeros(FP_SIZE)

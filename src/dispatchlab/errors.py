@@ -19,3 +19,22 @@ def require(condition: bool, field: str, message: str) -> None:
     """Raise :class:`ValidationError` for ``field`` unless ``condition`` holds."""
     if not condition:
         raise ValidationError(field, message)
+
+
+class SimulationError(RuntimeError):
+    """A run reached an impossible state: jobs not conserved, ΣQ below the pooled queue q,
+    a negative queue. Never the user's input but a bug (in a policy or the engine), so the
+    CLI prints it as one line and exits with status 1, not 2."""
+
+
+class PolicyError(SimulationError):
+    """A policy broke the contract of the compiled interface, e.g. its ``choose`` returned
+    a server index outside 0 … N − 1. Names the policy; CLI exit status 1."""
+
+    def __init__(self, policy: str, message: str) -> None:
+        super().__init__(f"policy {policy}: {message}")
+        self.policy = policy
+        self.message = message
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # survives a worker process
+        return type(self), (self.policy, self.message)

@@ -30,7 +30,7 @@ from dispatchlab.stats.estimators import (
     with_standard_error_floor,
 )
 from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
-from dispatchlab.stats.stability import StabilityVerdict, stability_verdict
+from dispatchlab.stats.stability import StabilityVerdict, below_lower_bound, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
 from dispatchlab.theory.stability import induced_threshold
 
@@ -177,7 +177,10 @@ def _plan(system: System, policy: Policy | str, *, slots: int = 1_000_000,
     require(max_slots is None or (_is_int(max_slots) and max_slots >= slots), "max_slots",
             f"must be an integer ≥ slots = {slots} (got {max_slots!r})")
     policy.check_system(system)
-    policy.kernel(system)  # validates the policy's parameters against the system here
+    try:  # policies check their memory first (dispatchlab.memory); this is the backstop
+        policy.kernel(system)  # validates the policy's parameters against the system here
+    except MemoryError:
+        raise _out_of_memory(system, policy) from None
     task = Replication(system, policy, int(slots), int(warmup), int(seed),
                        default_bound(system) if bound is None else int(bound),
                        bool(track_delay), bool(detail))
@@ -222,9 +225,18 @@ class Replication:
         return np.random.SeedSequence(self.seed, spawn_key=(index,))
 
     def run(self, index: int | None) -> RawRun:
-        return run_once(self.system, self.policy.kernel(self.system), slots=self.slots,
-                        warmup=self.warmup, seed=self.seed_sequence(index), bound=self.bound,
-                        track_delay=self.track_delay, detail=self.detail)
+        try:
+            return run_once(self.system, self.policy.kernel(self.system), slots=self.slots,
+                            warmup=self.warmup, seed=self.seed_sequence(index),
+                            bound=self.bound, track_delay=self.track_delay,
+                            detail=self.detail, policy=self.policy.name)
+        except MemoryError:
+            raise _out_of_memory(self.system, self.policy) from None
+
+
+def _out_of_memory(system: System, policy: Policy) -> ValidationError:
+    return ValidationError("memory", f"out of memory running {policy.name} on N = "
+                           f"{system.n_servers} servers, M = {system.dispatchers} dispatchers")
 
 
 def _run_indexed(item: tuple[Replication, int | None]) -> RawRun:
@@ -419,12 +431,20 @@ def _cross_check(verdict: StabilityVerdict, theory: str, why: str) -> StabilityV
     return verdict
 
 
+def _pooled_relaxation(system: System) -> float:
+    """RELAXATION_FACTOR × ζ/ε² (see _check_run_length); infinite when ε ≤ 0."""
+    if system.epsilon <= 0:
+        return math.inf
+    return RELAXATION_FACTOR * 2 * heavy_traffic_limit(system) / system.epsilon**2
+
+
 def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
                warmup_method: str) -> Result:
     verdicts = [
         stability_verdict(run.block_means()[-(-run.warmup // run.block_length):],
                           run.block_length, hit_bound=run.hit_bound, bound=run.bound,
-                          slots_run=run.slots_run, overloaded=system.epsilon <= 0)
+                          slots_run=run.slots_run, overloaded=system.epsilon <= 0,
+                          relaxation_slots=_pooled_relaxation(system))
         for run in runs
     ]
     order = {"unstable": 2, "undetermined": 1, "stable": 0}
@@ -435,6 +455,9 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     estimates = [e for e, _ in per_run]
     estimate = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
     warmup_used = per_run[0][1]
+    if worst.verdict == "undetermined" and (note := below_lower_bound(
+            estimate.ci_high, lower_bound_total_queue(system))):
+        worst = replace(worst, evidence=f"{worst.evidence}; but {note}")
     if worst.verdict == "stable":
         worst = _check_run_length(worst, estimate, system, min(r.measured_slots for r in runs),
                                   estimates, runs[0].block_length)

@@ -25,6 +25,7 @@ from dispatchlab.cli.output import (
     stderr_console,
     stdout_console,
 )
+from dispatchlab.cli.run import run_status
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
 from dispatchlab.parallel import resolve_workers
@@ -33,6 +34,7 @@ from dispatchlab.policies.base import policy_entry
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
 from dispatchlab.simulate import simulate_each
+from dispatchlab.stats.stability import below_lower_bound
 
 RUN = "Run"
 CLASSICAL = ("wrand", "jsq", "jsed", "pod:d=2", "balanced-pod", "rr")
@@ -166,12 +168,10 @@ def compare_command(
                              precision=precision, precision_abs=precision_abs,
                              max_slots=max_slots)
 
-    if json_:
+    workers_used = resolve_workers(workers, len(chosen))
+    with run_status(f"{len(chosen)} policies on {workers_used} worker(s) …",
+                    len(chosen) * spec.replications):
         results = run()
-    else:
-        with errors.status(f"{len(chosen)} policies on {resolve_workers(workers, len(chosen))}"
-                           " worker(s) …"):
-            results = run()
     for entry, result in zip(chosen, results, strict=True):
         if "DISAGREES with theory" in result.stability_evidence:
             errors.print(f"note: {escape(entry.label)}: simulated {result.stability}, but "
@@ -180,6 +180,9 @@ def compare_command(
         print_json(comparison_record(system, spec, chosen, results))
         return
     stdout_console().print(comparison_table(system, spec, chosen, results))
+    for entry, result in zip(chosen, results, strict=True):
+        if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue):
+            stdout_console().print(f"[yellow]warning: {escape(entry.label)}: {escape(warning)}[/]")
 
 
 def comparison_record(system: System, spec: RunSpec, entries: list[Entry],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -21,8 +24,10 @@ from dispatchlab.cli.output import (
     stderr_console,
     stdout_console,
 )
+from dispatchlab.engine.control import Progress, RunInterrupted, progress_to
 from dispatchlab.result import Result
 from dispatchlab.runspec import RunSpec, parse_assignments
+from dispatchlab.stats.stability import below_lower_bound
 
 RUN = "Run"
 
@@ -91,14 +96,32 @@ def run_command(
         return run_spec.simulate(workers=workers, precision=precision,
                                  precision_abs=precision_abs, max_slots=max_slots)
 
-    if json_:
+    with run_status(f"simulating {escape(label)} …", run_spec.replications):
         result = run()
+    if json_:
         # ``label`` is the name asked for: a preset (l-jsq-push) runs as its base policy (led)
         print_json({"label": label, **result.to_dict()})
         return
-    with stderr_console().status(f"simulating {escape(label)} …"):
-        result = run()
     stdout_console().print(result_table(result, label=label))
+
+
+@contextmanager
+def run_status(text: str, runs: int) -> Iterator[None]:
+    """A spinner on stderr, with "slot t of T, ETA …" once the work takes over 2 s.
+
+    Shown on a terminal only (Rich draws no spinner when stderr is not one), so piped or
+    logged stderr gets nothing; stdout (the table or the JSON) is never touched."""
+    console = stderr_console()
+    try:
+        with console.status(text) as status:
+            def show(line: str) -> None:
+                status.update(f"{text} {escape(line)}")
+
+            with progress_to(Progress(show, runs=runs)):
+                yield
+    except RunInterrupted as interrupted:  # Typer turns it into exit status 130, silently
+        print(interrupted, file=sys.stderr)
+        raise
 
 
 def result_table(result: Result, label: str | None = None) -> Table:
@@ -123,6 +146,8 @@ def result_table(result: Result, label: str | None = None) -> Table:
         f"± {number(result.relative_half_width * 100, 3)} % (half-width "
         f"{number(result.half_width)}), τ̂ = {number(result.autocorrelation_time)} slots; "
         f"{result.stop_reason}"))
+    if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue):
+        table.add_row("[yellow]warning[/]", f"[yellow]{escape(warning)}[/]")
     table.add_row("mean delay (slots)", f"{number(result.mean_delay)} by Little's law, "
                   f"{number(result.mean_delay_measured)} measured per job")
     table.add_row("delay p50 / p90 / p99 / p99.9",

@@ -14,6 +14,13 @@ Statistics accumulate from slot ``warmup`` on (including the distribution of ΣQ
 whose last histogram bin collects everything beyond it); ΣQ is also summed in blocks over the
 whole run (batch means and the stability trend). The run stops early, reporting the
 slot reached, when ΣQ exceeds ``bound``.
+
+:func:`run_slots` runs one *chunk* of slots [t_start, t_stop) on state that persists
+between chunks (:func:`init_loop_state`), so the Python driver (:mod:`dispatchlab.engine.raw`)
+can check for Ctrl-C and report progress between chunks; a run cut into chunks is
+bit-identical to the same run in one chunk. Every server index a policy's ``choose``
+returns is checked (0 ≤ target < N): a bad one stops the chunk before it is used, with
+``STATUS_BAD_TARGET`` and the offending value, slot and dispatcher in ``carry``.
 """
 
 from __future__ import annotations
@@ -48,6 +55,14 @@ N_COUNTERS = 9
 SUM_TOTAL_QUEUE, SUM_TOTAL_QUEUE_SQ, SUM_POOLED, SUM_QU, SUM_DQI1, SUM_DQI2 = range(6)
 SUM_DELAY, SUM_UNUSED = 6, 7
 N_MOMENTS = 8
+
+# carry[...] layout: what a chunk hands to the next one, and why it stopped
+CARRY_POOLED, CARRY_FIFO_FULL, CARRY_STATUS, CARRY_BAD_TARGET, CARRY_BAD_DISPATCHER = range(5)
+CARRY_BAD_SLOT = 5
+N_CARRY = 6
+# carry[CARRY_STATUS]: the chunk ran to t_stop (or stopped early for a FIFO about to fill
+# up, with CARRY_FIFO_FULL set), ΣQ passed the bound, or ``choose`` returned a bad server
+STATUS_RUNNING, STATUS_HIT_BOUND, STATUS_BAD_TARGET = range(3)
 
 
 
@@ -195,10 +210,12 @@ LOOP_SIGNATURE = _i64(
     _fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b,
     # policy
     CHOOSE_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b, _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
-    # run control
-    _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
+    # run control: t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng
+    _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
     # state and accumulators
     _iv, _iv, _iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv,
+    # loop state carried between chunks (init_loop_state)
+    types.int64[:, ::1], _iv, types.int64[:, ::1], types.int64[:, ::1], types.uint64[::1],
 )
 
 
@@ -369,16 +386,17 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
 
 @njit(cache=True)
 def _run_segment(
-    t_start, mu, service_code, service_trials,
+    t_start, t_stop, mu, service_code, service_trials,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
-    slots, warmup, block_length, bound, track_delay, detail, rng,
+    warmup, block_length, bound, track_delay, detail, rng,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
     counters, moments, work, carry, fifo, fifo_ends, thresholds,
 ):
-    """Slots from ``t_start`` until the end, a full FIFO (returns the next slot) or the
-    bound (returns −slots run)."""
+    """Slots from ``t_start`` until ``t_stop``, a full FIFO, the bound or a bad target;
+    returns the next slot to run (the slot of a bad target itself: it is left half done)
+    and sets ``carry[CARRY_STATUS]``."""
     N = Q.size
     M = A_m.size
     cumulative = np.cumsum(dispatcher_p)
@@ -389,10 +407,10 @@ def _run_segment(
     last_chooser = work[3]
     arrived_at = work[4]
     departed_at = work[5]
-    pooled = carry[0]
+    pooled = carry[CARRY_POOLED]
     memory = Memory(ip, fp, ist, fst)
     ctx = Context(rng, msg)
-    for t in range(t_start, slots):
+    for t in range(t_start, t_stop):
         record = t >= warmup
         if t == warmup:
             for k in range(msg.size):
@@ -415,6 +433,13 @@ def _run_segment(
             placed = 1 if per_job else jobs
             for _ in range(calls):
                 target = choose(m, placed, slot, memory, ctx)
+                if target < 0 or target >= N:  # a policy bug: stop before indexing with it
+                    carry[CARRY_POOLED] = pooled
+                    carry[CARRY_STATUS] = STATUS_BAD_TARGET
+                    carry[CARRY_BAD_TARGET] = target
+                    carry[CARRY_BAD_DISPATCHER] = m
+                    carry[CARRY_BAD_SLOT] = t
+                    return t
                 A[target] += placed
                 if last_slot_chosen[target] == t and last_chooser[target] != m:
                     herded = True
@@ -474,39 +499,32 @@ def _run_segment(
                 moments[SUM_DQI1] += absolute
                 moments[SUM_DQI2] += math.sqrt(square)
         if total_queue > bound:
-            carry[0] = pooled
-            return -(t + 1)
-        if fifo_full:
-            carry[0] = pooled
-            carry[1] = 1
+            carry[CARRY_POOLED] = pooled
+            carry[CARRY_STATUS] = STATUS_HIT_BOUND
             return t + 1
-    carry[0] = pooled
-    return slots
+        if fifo_full:
+            carry[CARRY_POOLED] = pooled
+            carry[CARRY_FIFO_FULL] = 1
+            return t + 1
+    carry[CARRY_POOLED] = pooled
+    return t_stop
 
 
-@njit(LOOP_SIGNATURE, cache=True)
-def run_slots(
-    mu, service_code, service_trials,
-    arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
-    choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
-    slots, warmup, block_length, bound, track_delay, detail, rng,
-    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
-    diag,
-    counters, moments,
-):
-    """Run ``slots`` slots from state ``Q``. Returns the number of slots run, negated when
-    the run stopped because ΣQ passed ``bound`` (in its last slot too)."""
+@njit(cache=True)
+def init_loop_state(Q, mu, track_delay):
+    """The loop state that :func:`run_slots` carries from chunk to chunk, for a run that
+    starts from queues ``Q``: (work, carry, fifo, fifo_ends, thresholds)."""
     N = Q.size
     # A, Q_prev, last slot chosen, last chooser, servers with an arrival / a departure
     work = np.zeros((6, N), np.int64)
     work[2, :] = -1
-    carry = np.zeros(2, np.int64)  # pooled queue q(t), FIFO-full flag
+    carry = np.zeros(N_CARRY, np.int64)
     for n in range(N):
-        carry[0] += Q[n]
+        carry[CARRY_POOLED] += Q[n]  # the pooled queue q(0) = ΣQ(0)
     # FIFO of (arrival slot, job count) batches per server, as ring buffers with the two
     # fields of an entry side by side (fifo[n, 2i], fifo[n, 2i + 1]: one cache line); a
-    # server gains at most one batch per slot, so the segment stops when one is about to
-    # fill up and the buffers grow here, outside the hot loop.
+    # server gains at most one batch per slot, so a chunk stops when one is about to
+    # fill up and the driver grows the buffers (grow_fifo), outside the hot loop.
     capacity = 16
     fifo = np.zeros((N, 2 * capacity), np.int64)
     fifo_ends = np.zeros((N, 2), np.int64)  # head, length
@@ -520,24 +538,43 @@ def run_slots(
     thresholds = np.zeros(N, np.uint64)
     for n in range(N):
         thresholds[n] = bernoulli_threshold(mu[n])
-    t = 0
-    while t < slots:
-        # every array goes in borrowed (see _borrowed): the originals live in this frame
-        t = _run_segment(
-            t, _borrowed(mu), service_code, service_trials,
-            arrival_code, arrival_rate, arrival_trials, _borrowed(trace),
-            _borrowed(dispatcher_p), batch_split, per_job, choose, begin_slot, end_slot,
-            has_begin, has_end, _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst),
-            slots, warmup, block_length, bound, track_delay, detail, _borrowed(rng),
-            _borrowed(Q), _borrowed(A_m), _borrowed(queue_sum), _borrowed(block_sum),
-            _borrowed(block_pooled), _borrowed(delay_hist), _borrowed(queue_hist),
-            _borrowed(msg), _borrowed(msg_at_warmup), _borrowed(diag),
-            _borrowed(counters), _borrowed(moments), _borrowed(work), _borrowed(carry),
-            _borrowed(fifo), _borrowed(fifo_ends), _borrowed(thresholds),
-        )
-        if t < 0:
-            return t
-        if carry[1]:
-            fifo = _grow_fifo(fifo, fifo_ends)
-            carry[1] = 0
-    return slots
+    return work, carry, fifo, fifo_ends, thresholds
+
+
+def grow_fifo(fifo: np.ndarray, fifo_ends: np.ndarray) -> np.ndarray:
+    """The FIFO buffers at twice the capacity (after a chunk stopped with CARRY_FIFO_FULL)."""
+    return _grow_fifo(fifo, fifo_ends)
+
+
+@njit(LOOP_SIGNATURE, cache=True)
+def run_slots(
+    mu, service_code, service_trials,
+    arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
+    choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
+    t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng,
+    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
+    diag,
+    counters, moments,
+    work, carry, fifo, fifo_ends, thresholds,
+):
+    """Run slots [``t_start``, ``t_stop``) of a ``slots``-slot run from the state left by the
+    previous chunk (or :func:`init_loop_state`). Returns the next slot to run; it is below
+    ``t_stop`` when the chunk stopped early: ``carry[CARRY_STATUS]`` says why (the bound or
+    a bad target), or ``carry[CARRY_FIFO_FULL]`` is set and the caller grows the FIFOs
+    (:func:`grow_fifo`) before the next call."""
+    carry[CARRY_STATUS] = STATUS_RUNNING
+    if not (0 <= t_start <= t_stop <= slots):
+        return t_start
+    # every array goes in borrowed (see _borrowed): the originals live in the caller
+    return _run_segment(
+        t_start, t_stop, _borrowed(mu), service_code, service_trials,
+        arrival_code, arrival_rate, arrival_trials, _borrowed(trace),
+        _borrowed(dispatcher_p), batch_split, per_job, choose, begin_slot, end_slot,
+        has_begin, has_end, _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst),
+        warmup, block_length, bound, track_delay, detail, _borrowed(rng),
+        _borrowed(Q), _borrowed(A_m), _borrowed(queue_sum), _borrowed(block_sum),
+        _borrowed(block_pooled), _borrowed(delay_hist), _borrowed(queue_hist),
+        _borrowed(msg), _borrowed(msg_at_warmup), _borrowed(diag),
+        _borrowed(counters), _borrowed(moments), _borrowed(work), _borrowed(carry),
+        _borrowed(fifo), _borrowed(fifo_ends), _borrowed(thresholds),
+    )

@@ -9,7 +9,14 @@ import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine import loop
+from dispatchlab.engine.control import (
+    ChunkSizer,
+    RunInterrupted,
+    current_progress,
+    sigint_caught,
+)
 from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, no_hook
+from dispatchlab.errors import PolicyError, SimulationError
 from dispatchlab.model.system import System
 
 BLOCKS = 1000
@@ -55,13 +62,23 @@ def default_bound(system: System) -> int:
 
 def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
              seed: int | np.random.SeedSequence, bound: int, track_delay: bool = True,
-             detail: bool = True, initial_queues: np.ndarray | None = None) -> RawRun:
-    """Run the slot loop once and return its raw accumulators."""
+             detail: bool = True, initial_queues: np.ndarray | None = None,
+             policy: str = "policy", chunk: int | None = None) -> RawRun:
+    """Run the slot loop once, in chunks (see :mod:`dispatchlab.engine.control`), and
+    return its raw accumulators.
+
+    Raises :class:`~dispatchlab.errors.PolicyError` when ``choose`` returns no valid
+    server, :class:`~dispatchlab.errors.SimulationError` when the final state breaks an
+    invariant (:func:`check_invariants`), and
+    :class:`~dispatchlab.engine.control.RunInterrupted` on Ctrl-C (between two chunks).
+    ``policy`` names the policy in these messages. ``chunk`` fixes the slots per chunk
+    (default: sized to about CHUNK_SECONDS each); the results never depend on it."""
     n, m = system.n_servers, system.dispatchers
     block_length = max(1, -(-slots // BLOCKS))
     blocks = -(-slots // block_length)
     queues = (np.zeros(n, np.int64) if initial_queues is None
               else np.ascontiguousarray(initial_queues, dtype=np.int64).copy())
+    initial_total = int(queues.sum())
     trace = (system.arrivals.trace if system.arrivals.trace is not None
              else np.zeros(1, np.int64)).astype(np.int64)
     ip, fp, ist, fst = kernel.memory()
@@ -76,19 +93,81 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         moments=np.zeros(loop.N_MOMENTS), final_queues=queues, seconds=0.0,
     )
     messages_at_warmup = np.zeros_like(out.messages)
+    rng = make_rng_state(seed)
+    dispatcher_arrivals = np.zeros(m, np.int64)
+    work, carry, fifo, fifo_ends, thresholds = loop.init_loop_state(queues, system.mu,
+                                                                    track_delay)
+    per_job = system.dispatch == "per_job"
+    sizer = ChunkSizer(n + m + (float(system.arrival_rate) if per_job else 0.0))
+    progress = current_progress()
+    if progress is not None:
+        progress.start_run()
     start = time.perf_counter()
-    slots_run = int(loop.run_slots(
-        system.mu, system.service.code, system.service.trials,
-        system.arrivals.code, float(system.arrival_rate), system.arrivals.trials, trace,
-        system.weights, system.split == "batch", system.dispatch == "per_job",
-        kernel.choose, kernel.begin_slot, kernel.end_slot,
-        kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook, ip, fp, ist, fst,
-        slots, warmup, block_length, bound, track_delay, detail, make_rng_state(seed),
-        queues, np.zeros(m, np.int64), out.queue_sum, out.block_sum, out.block_pooled,
-        out.delay_hist, out.queue_hist, out.messages, messages_at_warmup, out.diag,
-        out.counters, out.moments,
-    ))
+    t = 0
+    with sigint_caught() as interrupted:
+        while t < slots:
+            chunk_start = time.perf_counter()
+            t_before = t
+            t = int(loop.run_slots(
+                system.mu, system.service.code, system.service.trials,
+                system.arrivals.code, float(system.arrival_rate), system.arrivals.trials,
+                trace, system.weights, system.split == "batch", per_job,
+                kernel.choose, kernel.begin_slot, kernel.end_slot,
+                kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
+                ip, fp, ist, fst,
+                t, min(slots, t + (chunk or sizer.size)), slots, warmup,
+                block_length, bound, track_delay, detail, rng,
+                queues, dispatcher_arrivals, out.queue_sum, out.block_sum, out.block_pooled,
+                out.delay_hist, out.queue_hist, out.messages, messages_at_warmup, out.diag,
+                out.counters, out.moments,
+                work, carry, fifo, fifo_ends, thresholds,
+            ))
+            sizer.record(t - t_before, time.perf_counter() - chunk_start)
+            status = carry[loop.CARRY_STATUS]
+            if status == loop.STATUS_BAD_TARGET:
+                raise PolicyError(policy, (
+                    f"choose returned server {int(carry[loop.CARRY_BAD_TARGET])}, not in "
+                    f"0 … N − 1 = {n - 1} (dispatcher {int(carry[loop.CARRY_BAD_DISPATCHER])}"
+                    f", slot {int(carry[loop.CARRY_BAD_SLOT])})"))
+            if status == loop.STATUS_HIT_BOUND:
+                out.hit_bound = True
+                break
+            if carry[loop.CARRY_FIFO_FULL]:
+                fifo = loop.grow_fifo(fifo, fifo_ends)
+                carry[loop.CARRY_FIFO_FULL] = 0
+            if interrupted():
+                raise RunInterrupted(t, slots, policy)
+            if progress is not None:
+                progress.update(t, slots)
     out.seconds = time.perf_counter() - start
-    out.slots_run, out.hit_bound = abs(slots_run), slots_run < 0
+    out.slots_run = t
+    if progress is not None:
+        progress.finish_run(slots)
     out.messages -= messages_at_warmup
+    check_invariants(out, initial_total, policy)
     return out
+
+
+def check_invariants(run: RawRun, initial_total: int, policy: str) -> None:
+    """Raise :class:`SimulationError` unless the run's final state is possible.
+
+    Jobs are conserved (arrived = departed + in system − initially there), no queue is
+    negative, and ΣQ(t) ≥ q(t), the pooled queue on the same draws, held in every slot
+    (THEORY.md §1.3). A policy that writes into ``slot.Q`` can break them."""
+    arrived = int(run.counters[loop.ARRIVALS])
+    departed = int(run.counters[loop.DEPARTURES])
+    in_system = int(run.final_queues.sum())
+    problems = []
+    if arrived != departed + in_system - initial_total:
+        problems.append(f"jobs not conserved: {arrived} arrived, {departed} departed, "
+                        f"{in_system - initial_total} more in the system than at the start")
+    if run.final_queues.size and run.final_queues.min() < 0:
+        problems.append(f"negative queue Q_{int(run.final_queues.argmin())} = "
+                        f"{int(run.final_queues.min())}")
+    violations = int(run.counters[loop.INVARIANT_VIOLATIONS])
+    if violations:
+        problems.append(f"ΣQ < q (the pooled queue) in {violations} slots")
+    if problems:
+        raise SimulationError(f"the run of policy {policy} broke an invariant: "
+                              f"{'; '.join(problems)} (a policy that writes into slot.Q, "
+                              "or a bug in the engine)")

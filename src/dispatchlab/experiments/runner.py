@@ -241,7 +241,7 @@ def run_experiment(
         outcome.run_id = run_id
         heartbeat = _Heartbeat(db.path, run_id)
         status = "interrupted"
-        try:
+        try:  # Ctrl-C in the warm-up too marks the run interrupted (the loop stops in chunks)
             mine = db.claim(spec.name, run_id, [p.key for p in todo])
             claimed = [p for p in todo if p.key in mine]
             if warm and pool.local and claimed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,15 +16,21 @@ class StabilityVerdict:
     slope_t: float = float("nan")
 
 
+#: growth "slows down" when the last quarter's increment is below this share of the first
+RELAXING_RATIO = 0.5
+
+
 def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: bool,
-                      bound: int, slots_run: int, overloaded: bool) -> StabilityVerdict:
+                      bound: int, slots_run: int, overloaded: bool,
+                      relaxation_slots: float = 0.0) -> StabilityVerdict:
     """Judge stability from the trend of ΣQ over the measured blocks.
 
     Unstable: ΣQ passed ``bound``; λ_Σ ≥ μ_Σ (``overloaded``: null recurrent at best,
     §1.7); or ΣQ grows steadily (regression slope t > 4 over 8 batches, each quarter
-    above the one before, and growth over the window at least half of the final level).
-    Stable: no significant trend (t < 2) or growth below 20 % of the level. Anything in
-    between is undetermined.
+    above the one before, and growth over the window at least half of the final level),
+    unless the run is shorter than its relaxation time (:func:`still_relaxing`): then
+    undetermined, "run longer". Stable: no significant trend (t < 2) or growth below 20 %
+    of the level. Anything in between is undetermined.
     """
     if hit_bound:
         return StabilityVerdict("unstable", f"ΣQ passed the bound {bound} in slot {slots_run - 1}")
@@ -45,7 +52,48 @@ def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: 
                 f"{slope:.3g}/slot (t = {t_stat:.2g}), growth {growth:.4g} over the window")
     rising = bool(np.all(np.diff(quarters) > 0))
     if t_stat > 4 and rising and growth > 0.5 * level:
+        window = y.size * block_length
+        relaxing = still_relaxing(quarters, window, relaxation_slots)
+        if relaxing:
+            return StabilityVerdict("undetermined", f"{evidence}; but {relaxing}",
+                                    float(slope), t_stat)
         return StabilityVerdict("unstable", evidence, float(slope), t_stat)
     if t_stat < 2 or growth < 0.2 * level:
         return StabilityVerdict("stable", evidence, float(slope), t_stat)
     return StabilityVerdict("undetermined", evidence, float(slope), t_stat)
+
+
+def still_relaxing(quarters: np.ndarray, window: int, relaxation_slots: float) -> str:
+    """Why a rising ΣQ may be a stable system still filling up ("" when it is not).
+
+    A trend alone cannot tell "unstable" from "stable but not yet at its level": a run
+    shorter than its relaxation time rises either way. Two signs of the second: the
+    measured window is shorter than ``relaxation_slots`` (a known relaxation time, e.g.
+    that of the pooled queue), or the growth slows down — the last quarter's increment is
+    below RELAXING_RATIO × the first, as when ΣQ approaches a level L like
+    L − c·e^(−t/τ); τ is estimated from that deceleration. (An unstable system grows
+    linearly, and a null-recurrent one like √t, whose increments fall only to 0.65×.)"""
+    if window < relaxation_slots:
+        return (f"the {window}-slot window is shorter than the relaxation time "
+                f"{relaxation_slots:.3g} slots: undetermined — run longer")
+    increments = np.diff(quarters)
+    first, last = float(increments[0]), float(increments[-1])
+    if first > 0 and 0 < last < RELAXING_RATIO * first:
+        ratio = math.sqrt(last / first)  # per quarter, from two quarters apart
+        tau = window / 4 / math.log(1 / ratio)
+        return (f"the growth slows down (quarter increments "
+                f"{', '.join(f'{d:.4g}' for d in increments)}): ΣQ is still relaxing toward "
+                f"its level (time constant ≈ {tau:.3g} slots, longer than a tenth of the "
+                f"window): undetermined — run longer")
+    return ""
+
+
+def below_lower_bound(ci_high: float, lower_bound: float) -> str:
+    """The warning when the measured ΣQ cannot be a steady state ("" otherwise): its CI
+    lies entirely below the proven lower bound on E[ΣQ] (§5), so the run is far shorter
+    than the time the system needs to fill up."""
+    if math.isfinite(lower_bound) and math.isfinite(ci_high) and ci_high < lower_bound:
+        return (f"mean ΣQ (CI up to {ci_high:.4g}) lies below the lower bound "
+                f"{lower_bound:.4g} on E[ΣQ]: the run is far too short to reach steady "
+                "state; run longer")
+    return ""

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.errors import ValidationError, require
+from dispatchlab.memory import require_memory
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 from dispatchlab.policies.framework.decisions import (
@@ -123,6 +124,9 @@ class PiPolicy(Policy):
         ip = np.concatenate([header, np.asarray(entry.int_params(self.params, mu), np.int64)])
         fp = np.concatenate([gamma, np.asarray(entry.float_params(self.params, mu), float)])
         width = max(T, n, 2)  # row M+3 holds two control entries, even when T = N = 1
+        # the kernel's int64 state and the copy each run makes of it (Kernel.memory)
+        require_memory("pi-framework.T", 2 * 8 * (m + 4) * width,
+                       f"a cycle of T = {T} slots for M = {m} dispatchers")
         ist = np.zeros((m + 4, width), np.int64)
         ist[m, :n] = np.arange(n)  # η before any read (decisions that ignore η)
         return Kernel(pi_choose, begin_slot=make_begin_slot(entry.function),

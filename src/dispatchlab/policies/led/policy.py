@@ -16,6 +16,7 @@ from numba import njit
 
 from dispatchlab.engine.interface import ANSWER, choose_function
 from dispatchlab.errors import require
+from dispatchlab.memory import require_memory
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 from dispatchlab.policies.led.layout import (
@@ -265,6 +266,9 @@ class LEDPolicy(Policy):
         ip[IP_MEASURE_ERROR] = int(self.params["measure_error"])
         ip[IP_STRATEGY] = strategy.code
         ip[IP_LEARN] = int(self.params["learn_on_send"])
+        # the kernel's int64 state and the copy each run makes of it (Kernel.memory)
+        require_memory("dispatchers", 2 * 8 * (m + EXTRA_ROWS) * n,
+                       f"LED's estimates Q̃^m_n for M = {m} dispatchers × N = {n} servers")
         p = self.effective_p(system)
         fp = np.zeros(FP_SIZE)
         fp[0] = p

@@ -44,11 +44,11 @@ from dispatchlab.policies.led.layout import (
     strategy_scratch_row,
 )
 from dispatchlab.policies.led.strategies import (
-    BUILTIN_STRATEGIES,
     CODE_JBA,
     CODE_JSQ,
     JBA_AVERAGES,
     JBA_WEIGHTED,
+    STRATEGY_NAMES,
     Strategy,
     builtin_strategy,
     custom_strategy,
@@ -73,8 +73,6 @@ def po2_budget_per_slot(system: System, unit: str = "dispatch") -> float:
     ``unit = arrival``: "Power-of-d needs at least 4 messages per arrival" ([LED] §5), i.e.
     4·λ_Σ in either mode.
     """
-    from dispatchlab.theory.tilt import expected_dispatch_events
-
     if unit == "arrival" or system.dispatch == "per_job":
         return 4.0 * system.arrival_rate
     return 4.0 * expected_dispatch_events(system)
@@ -179,7 +177,7 @@ class LEDPolicy(Policy):
               "p = p̂·d/N (push), p̂/M (pull). `dispatchlab check tilt` computes Δ and δ.")
     parameters = (
         Param("strategy", str, "jsq", "dispatching strategy on the local estimates",
-              choices=BUILTIN_STRATEGIES),
+              choices=STRATEGY_NAMES),
         Param("update", str, "push", "update strategy: push (dispatcher samples d servers) "
               "or pull (a server reports to a uniform dispatcher)", choices=UPDATES),
         Param("p", float, 0.1, "p̂, the update probability per trial", low=0.0, low_open=True,

@@ -299,8 +299,6 @@ def _pod(*, pod_d: int = 2, **options: Any) -> Strategy:
                        {"pod_d": int(pod_d)})
 
 
-BUILTIN_STRATEGIES = strategy_names()  # jsq, jba, pod: the rules of the compiled dispatch
-
 
 def builtin_strategy(name: str, *, pod_d: int = 2, jba_average: str = "plain",
                      **options: Any) -> Strategy:

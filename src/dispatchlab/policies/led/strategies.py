@@ -299,7 +299,6 @@ def _pod(*, pod_d: int = 2, **options: Any) -> Strategy:
                        {"pod_d": int(pod_d)})
 
 
-
 def builtin_strategy(name: str, *, pod_d: int = 2, jba_average: str = "plain",
                      **options: Any) -> Strategy:
     """The registered strategy ``name`` (jsq | jba | pod | a registered name) with its options."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dispatchlab import System, simulate
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.framework import decision_function, register_decision
-from dispatchlab.policies.framework.fractions import dispatch_fractions
 from dispatchlab.theory.stability import induced_threshold
 
 
@@ -34,7 +33,7 @@ def main(slots: int = 200_000) -> dict[str, float]:
     servers = "0.2,0.3,0.5,0.6"
     policy = make_policy("pi-framework", decision="two-shortest", T=2)
     system = System.build(servers, load=0.9)
-    region = induced_threshold(dispatch_fractions(policy, system.mu), system.mu)
+    region = induced_threshold(policy.dispatch_fractions(system.mu), system.mu)
     result = simulate(system, policy, slots=slots, seed=1)
     print(f"λ̄ = {region.threshold_rate:.4g} (ρ̄ = {region.threshold_load:.3g}), "
           f"throughput optimal: {region.throughput_optimal}")

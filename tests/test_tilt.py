@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conftest import load_example as load_example_module
 from dispatchlab.cli import main
 from dispatchlab.errors import ValidationError
-from dispatchlab.policies.led import builtin_strategy, custom_strategy
+from dispatchlab.policies.led import as_strategy, builtin_strategy, custom_strategy
 from dispatchlab.policies.led.strategies import l_jsq
 from dispatchlab.theory.tilt import check_tilt, preference
 from dispatchlab.theory.updates import update_probability
@@ -44,11 +44,11 @@ def test_delta_sums_to_zero_and_is_a_probability_shift(values, name, d, weighted
 
 def test_l_jsq_exact_values_and_delta():
     mu = np.array([0.5, 0.1, 0.3, 0.1])
-    delta, order = preference("jsq", [3, 1, 2, 5], mu)
+    delta, order = preference(as_strategy("jsq"), [3, 1, 2, 5], mu)
     assert order.tolist() == [1, 2, 0, 3]
     assert delta[0] == pytest.approx(1 - 0.1 / 1.0)
     assert delta[1:] == pytest.approx(-mu[order[1:]] / 1.0)
-    report = check_tilt("jsq", HETERO)
+    report = check_tilt(as_strategy("jsq"), HETERO)
     assert report.tilted and report.delta_tilted and report.partial_sums_hold
     assert report.delta == pytest.approx(HETERO.min() / HETERO.sum())
     assert report.min_delta_1 == pytest.approx(1 - HETERO.max() / HETERO.sum())
@@ -66,15 +66,15 @@ def test_l_pod_homogeneous_exact_values(n, d):
 
 
 def test_l_pod_heterogeneous_is_not_tilted():
-    report = check_tilt("pod", HETERO)
+    report = check_tilt(as_strategy("pod"), HETERO)
     assert not report.tilted and not report.delta_tilted and report.failing_case is not None
 
 
 def test_l_jba_is_delta_tilted_with_the_derived_bound():
-    homogeneous = check_tilt("jba", np.full(10, 1.0))
+    homogeneous = check_tilt(as_strategy("jba"), np.full(10, 1.0))
     assert homogeneous.delta_tilted
     assert homogeneous.delta == pytest.approx(1 / (10 * 9))
-    report = check_tilt("jba", HETERO)
+    report = check_tilt(as_strategy("jba"), HETERO)
     assert report.tilted and report.delta_tilted
     assert report.delta >= report.delta_theory == pytest.approx((0.1 / 30) ** 2)
     weighted = check_tilt(builtin_strategy("jba", jba_average="weighted"), [8, 1, 1])
@@ -82,7 +82,7 @@ def test_l_jba_is_delta_tilted_with_the_derived_bound():
 
 
 def test_uniform_below_average_counter_example():
-    rule = load_example().uniform_below_average
+    rule = custom_strategy(load_example().uniform_below_average)
     assert not check_tilt(rule, [8.0, 1.0, 1.0], samples=5000).tilted
     assert check_tilt(rule, [1.0, 1.0, 1.0], samples=5000).tilted
     # the state of §2.3: B = {fast, slow₁} (fast first); a uniform choice gives the fast
@@ -92,12 +92,27 @@ def test_uniform_below_average_counter_example():
     assert delta[0] == pytest.approx(-0.3, abs=0.02) and delta[1] == pytest.approx(0.4, abs=0.02)
 
 
+def test_registered_strategy_declares_exact_probabilities():
+    """The example's one module registers a strategy whose exact P_n the tilt check uses,
+    and the LED policy runs it by name; Monte Carlo with its rule agrees on tie-free states."""
+    module = load_example()
+    registered = as_strategy("below-average")
+    assert check_tilt(registered, [1.0, 1.0, 1.0]).method == "exact"
+    report = check_tilt(registered, [8.0, 1.0, 1.0])
+    assert not report.tilted and report.delta_theory is None
+    exact, _ = preference(registered, [0, 1, 5], [8.0, 1.0, 1.0])
+    approx, _ = preference(custom_strategy(module.uniform_below_average), [0, 1, 5],
+                           [8.0, 1.0, 1.0], samples=20_000)
+    assert approx == pytest.approx(exact, abs=0.02)
+    assert module.main(slots=5_000)["mean_total_queue"] > 0
+
+
 def test_monte_carlo_matches_exact_on_tie_free_states():
     rule = custom_strategy(l_jsq, name="jsq-as-user")
     mu = np.array([0.2, 0.4, 0.1, 0.3])
     for estimates in ([3, 0, 2, 7], [1, 2, 3, 4]):
         approx, _ = preference(rule, estimates, mu, samples=4000)
-        exact, _ = preference("jsq", estimates, mu)
+        exact, _ = preference(as_strategy("jsq"), estimates, mu)
         assert approx == pytest.approx(exact, abs=1e-12)  # a deterministic rule
 
 

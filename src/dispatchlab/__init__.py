@@ -33,8 +33,12 @@ __all__ = [
 
 
 def __getattr__(name: str):  # sweeps pull in pandas, matplotlib and the store: load lazily
-    if name in ("sweep", "plot"):
-        from dispatchlab.experiments import notebook
+    if name == "sweep":
+        from dispatchlab.experiments.notebook import sweep
 
-        return getattr(notebook, name)
+        return sweep
+    if name == "plot":
+        from dispatchlab.report.notebook import plot
+
+        return plot
     raise AttributeError(f"module 'dispatchlab' has no attribute {name!r}")

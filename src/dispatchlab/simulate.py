@@ -18,7 +18,6 @@ from dispatchlab.model.limits import check_run_jobs
 from dispatchlab.model.system import System
 from dispatchlab.parallel import map_tasks, process_pool, resolve_workers
 from dispatchlab.policies.base import Policy, make_policy
-from dispatchlab.policies.framework.fractions import dispatch_fractions
 from dispatchlab.result import Result
 from dispatchlab.stats.estimators import (
     MIN_TAU_BATCHES,
@@ -415,8 +414,11 @@ def theory_stability(system: System, policy: Policy) -> tuple[str, str]:
     if system.epsilon <= 0:
         return "unstable", "λ_Σ ≥ μ_Σ"
     try:
-        region = induced_threshold(dispatch_fractions(policy, system.mu), system.mu)
-    except ValidationError:
+        fractions = policy.dispatch_fractions(system.mu)
+        if fractions is None:  # not a member of framework Π
+            return "unknown", "no stability theory for this policy"
+        region = induced_threshold(fractions, system.mu)
+    except ValidationError:  # e.g. Monte Carlo fractions of a user decision need N ≤ 6
         return "unknown", "no stability theory for this policy"
     verdict = region.verdict(system.arrival_rate)
     why = f"induced threshold λ̄ = {region.threshold_rate:.6g} (ρ̄ = {region.threshold_load:.4g})"

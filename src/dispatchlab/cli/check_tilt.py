@@ -13,10 +13,10 @@ from dispatchlab.cli.output import number, print_json, stdout_console
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.service import parse_rates
 from dispatchlab.policies.led.strategies import (
-    BUILTIN_STRATEGIES,
     Strategy,
     builtin_strategy,
     custom_strategy,
+    strategy_names,
 )
 from dispatchlab.theory.tilt import MONTE_CARLO_SAMPLES, check_tilt
 from dispatchlab.theory.updates import update_probability
@@ -25,10 +25,10 @@ SHOWN_RANKS = 5
 
 
 def load_strategy(spec: str, *, pod_d: int, jba_average: str) -> Strategy:
-    """A built-in name, or ``package.module:attribute`` naming a user strategy."""
+    """A registered name, or ``package.module:attribute`` naming a user strategy."""
     if ":" not in spec:
-        require(spec.strip().lower().removeprefix("l-") in BUILTIN_STRATEGIES, "strategy",
-                f"allowed: {', '.join(BUILTIN_STRATEGIES)}, or module:function for a user "
+        require(spec.strip().lower().removeprefix("l-") in strategy_names(), "strategy",
+                f"allowed: {', '.join(strategy_names())}, or module:function for a user "
                 f"strategy (got {spec!r})")
         return builtin_strategy(spec, pod_d=pod_d, jba_average=jba_average)
     module_name, _, attribute = spec.partition(":")

@@ -14,13 +14,16 @@ import inspect
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from dispatchlab.engine.interface import Kernel
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
+
+if TYPE_CHECKING:
+    from dispatchlab.theory.stability import DispatchFractions
 
 
 def _is_integral(value: Any) -> bool:
@@ -128,6 +131,8 @@ class Policy(metaclass=_FrozenAfterInit):
     diagnostics: ClassVar[tuple[str, ...]] = ()
     #: the class's name in ``dispatchlab.policies`` (``LEDPolicy`` → ``LED``)
     public_name: ClassVar[str] = "Policy"
+    #: a member of framework Π (§4.8) whose :meth:`dispatch_fractions` are not implemented
+    pi_member_without_fractions: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -155,6 +160,11 @@ class Policy(metaclass=_FrozenAfterInit):
 
     def kernel(self, system: System) -> Kernel:
         raise NotImplementedError
+
+    def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions | None:
+        """a_l(η), the induced dispatch fractions of THEORY.md §4.3 on rates μ, for a member
+        of framework Π; None (the default) when the Π stability theory does not apply."""
+        return None
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
         """Turn the accumulated ``diag`` array into named metrics (default: per-slot means)."""

@@ -33,6 +33,7 @@ from dispatchlab.policies.herding import (
     herding_end,
     herding_layout,
 )
+from dispatchlab.theory.stability import DispatchFractions, rank_fractions_pod
 
 # -- memory layouts: each rule's arrays, named -----------------------------------------------
 
@@ -198,6 +199,10 @@ class RandomRouting(Policy):
     def kernel(self, system: System) -> Kernel:
         return Kernel(_rand_choose)
 
+    def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
+        """Π member with a_l = 1/N (§4.8)."""
+        return DispatchFractions("rank", np.full(mu.size, 1.0 / mu.size))
+
 
 @register
 class WeightedRandomRouting(Policy):
@@ -208,6 +213,10 @@ class WeightedRandomRouting(Policy):
 
     def kernel(self, system: System) -> Kernel:
         return Kernel(_weighted_choose, float_params=np.cumsum(system.mu))
+
+    def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
+        """Π member with a_l(η) = μ_η(l)/μ_Σ (§4.8)."""
+        return DispatchFractions("server", mu / mu.sum())
 
 
 @register
@@ -230,6 +239,13 @@ class RoundRobin(Policy):
         start = (np.arange(system.dispatchers, dtype=np.int64) * cycle.size
                  // system.dispatchers).reshape(1, -1)
         return Kernel(_cycle_choose, int_params=cycle, int_state=start)
+
+    def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
+        """Π member with T = N: a_l = 1/N, or the weighted cycle's counts per server (§4.8)."""
+        if not self.params["weighted"]:
+            return DispatchFractions("rank", np.full(mu.size, 1.0 / mu.size))
+        counts = np.bincount(self.cycle(mu), minlength=mu.size)
+        return DispatchFractions("server", counts / counts.sum())
 
     def cycle(self, mu: np.ndarray) -> np.ndarray:
         """The fixed dispatch cycle: 0..N−1, or a smooth weighted interleaving."""
@@ -292,6 +308,11 @@ class _HerdingOptions(Policy):
         """No herding option set: the plain compiled rule runs."""
         return (self.params["ties"], self.params["lag"], self.params["fill"]) == ("random", 0,
                                                                                   False)
+
+    def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
+        """Π member with a = e_N: γ = 1 (JSQ) or γ = μ (JSED; the classical +1 of SED is
+        outside Π, §4.8)."""
+        return DispatchFractions("rank", np.eye(mu.size)[mu.size - 1])
 
     def check_system(self, system: System) -> None:
         require(not self.params["fill"] or system.dispatch == "per_job", f"{self.name}.fill",
@@ -360,6 +381,10 @@ class PowerOfD(Policy):
     def check_system(self, system: System) -> None:
         _check_d(self, system)
 
+    def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
+        """Π member with a_l = C(l−1, d−1)/C(N, d) (§4.8)."""
+        return DispatchFractions("rank", rank_fractions_pod(mu.size, self.params["d"]))
+
     def kernel(self, system: System) -> Kernel:
         d = self.params["d"]
         return Kernel(_pod_choose, int_params=np.array([d]),
@@ -372,6 +397,7 @@ class BalancedPowerOfD(Policy):
     summary = ("Balanced Po-d [CY12]: sample d distinct servers with probability ∝ μ, join the "
                "shortest Q (or Q/μ with by_delay=true); 2d messages per dispatch.")
     theory = "Asymptotically optimal balanced routing of [CY12]; throughput optimal (§7.6)."
+    pi_member_without_fractions = True
     parameters = (_d_param(), Param("by_delay", bool, False, "compare Q/μ instead of Q"))
 
     def check_system(self, system: System) -> None:

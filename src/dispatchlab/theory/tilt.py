@@ -11,8 +11,11 @@ some prefix of ranks has Δ ≥ 0 and the rest Δ ≤ 0 (the proof of [LED] Thm 
 weaker partial-sum condition Σ_{n≤j} Δ_n ≥ 0, also checked), and *δ-tilted* when,
 moreover, Δ₁ ≥ δ and Δ_N ≤ −δ in every state.
 
-Δ is exact for the built-in rules (L-JSQ, L-JBA, L-Pod; ties broken by σ as in the
-theory) and estimated by Monte Carlo for a user strategy (ties within the estimates
+The strategy is any object with the capabilities of :class:`TiltStrategy` (the LED
+policy's :class:`~dispatchlab.policies.led.strategies.Strategy` has them; this module
+never imports the policies). Δ is exact when the strategy declares its dispatch
+probabilities (L-JSQ, L-JBA, L-Pod; ties broken by σ as in the theory) and estimated by
+Monte Carlo with its compiled rule otherwise (ties within the estimates
 are then ordered most favourably: by decreasing estimated β_n). :func:`check_tilt`
 searches estimate vectors — the all-equal state with every choice of σ(1), two-level
 vectors over adversarial orderings (slow servers first, fast first, each server first)
@@ -23,36 +26,42 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numba import njit, types
 
 from dispatchlab.compiled.rng import make_rng_state
-from dispatchlab.errors import ValidationError, require
-from dispatchlab.policies.led.strategies import (
-    CODE_JBA,
-    CODE_JSQ,
-    CODE_POD,
-    JBA_WEIGHTED,
-    STRATEGY_TYPE,
-    Strategy,
-    builtin_strategy,
-    custom_strategy,
-)
+from dispatchlab.compiled.signatures import STRATEGY_TYPE
+from dispatchlab.errors import require
 
 EXACT_TOLERANCE = 1e-12
 MONTE_CARLO_SAMPLES = 20_000
 MONTE_CARLO_SIGMAS = 4.0
 
 
-def as_strategy(strategy: Any) -> Strategy:
-    """A built-in name, a :class:`Strategy`, or a compiled user rule, as a Strategy."""
-    if isinstance(strategy, Strategy):
-        return strategy
-    if isinstance(strategy, str):
-        return builtin_strategy(strategy)
-    return custom_strategy(strategy)
+class TiltStrategy(Protocol):
+    """What the tilt check needs of a dispatching strategy.
+
+    ``function`` is its rule (compiled with
+    :data:`~dispatchlab.compiled.signatures.STRATEGY_SIGNATURE`), ``param_array``
+    the rule's ``params``; ``exact_probabilities`` gives P_n for estimates Q̃, rates μ and
+    tie order σ, or None (then P_n is estimated by Monte Carlo with ``function``);
+    ``delta`` the δ quoted by the theory (or None); ``tilt_notes`` remarks to print.
+    """
+
+    name: str
+    function: Any
+
+    @property
+    def param_array(self) -> np.ndarray: ...
+
+    def exact_probabilities(self, estimates: np.ndarray, mu: np.ndarray,
+                            order: np.ndarray) -> np.ndarray | None: ...
+
+    def delta(self, mu: np.ndarray) -> float | None: ...
+
+    def tilt_notes(self, mu: np.ndarray) -> list[str]: ...
 
 
 # -- Δ for one state ---------------------------------------------------------------------------
@@ -63,33 +72,6 @@ def sorting_order(estimates: np.ndarray, tie_break: np.ndarray | None = None) ->
     estimates = np.asarray(estimates)
     ties = np.arange(estimates.size) if tie_break is None else np.asarray(tie_break)
     return np.lexsort((ties, estimates))
-
-
-def exact_dispatch_probabilities(strategy: Strategy, estimates: np.ndarray, mu: np.ndarray,
-                                 order: np.ndarray) -> np.ndarray:
-    """P_n, the probability that a built-in strategy picks server n, ties broken by ``order``."""
-    n_servers = mu.size
-    probabilities = np.zeros(n_servers)
-    if strategy.code == CODE_JSQ:
-        probabilities[order[0]] = 1.0
-    elif strategy.code == CODE_JBA:
-        weights = mu if strategy.params[0] == JBA_WEIGHTED else np.ones(n_servers)
-        average = float(np.dot(weights, estimates) / weights.sum())
-        below = estimates < average
-        if below.any():
-            probabilities[below] = mu[below] / mu[below].sum()
-        else:
-            probabilities[order[0]] = 1.0
-    elif strategy.code == CODE_POD:
-        d = min(int(strategy.params[0]), n_servers)
-        # the server of rank r (0-based) wins iff it is sampled and the other d−1 samples
-        # all rank after it: C(N−1−r, d−1)/C(N, d)
-        ranks = np.arange(n_servers)
-        winning = np.array([math.comb(n_servers - 1 - r, d - 1) for r in ranks], dtype=float)
-        probabilities[order] = winning / math.comb(n_servers, d)
-    else:
-        raise ValidationError("strategy", f"no exact preference for {strategy.name!r}")
-    return probabilities
 
 
 @njit(types.void(STRATEGY_TYPE, types.int64[::1], types.float64[::1], types.uint64[::1],
@@ -103,8 +85,8 @@ def _count_choices(strategy, estimates, mu, rng, params, scratch, samples, count
         counts[strategy(work, mu, rng, params, scratch)] += 1
 
 
-def monte_carlo_dispatch_probabilities(strategy: Strategy, estimates: np.ndarray, mu: np.ndarray,
-                                       *, samples: int = MONTE_CARLO_SAMPLES,
+def monte_carlo_dispatch_probabilities(strategy: TiltStrategy, estimates: np.ndarray,
+                                       mu: np.ndarray, *, samples: int = MONTE_CARLO_SAMPLES,
                                        seed: int = 0) -> np.ndarray:
     """P_n estimated by running the compiled rule ``samples`` times on ``estimates``."""
     counts = np.zeros(mu.size, np.int64)
@@ -116,21 +98,21 @@ def monte_carlo_dispatch_probabilities(strategy: Strategy, estimates: np.ndarray
     return counts / samples
 
 
-def preference(strategy: Strategy | str | Any, estimates: Any, mu: Any,
+def preference(strategy: TiltStrategy, estimates: Any, mu: Any,
                order: np.ndarray | None = None, *, samples: int = MONTE_CARLO_SAMPLES,
                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Δ (by rank) of ``strategy`` in the state ``estimates``, and the order σ used.
 
-    Built-in strategies: exact, ties broken by ``order`` (default: by server index).
-    A user strategy: Monte Carlo over ``samples`` calls; ties ordered most favourably.
+    A strategy with exact probabilities: ties broken by ``order`` (default: by server
+    index). Otherwise Monte Carlo over ``samples`` calls; ties ordered most favourably.
     """
-    strategy = as_strategy(strategy)
     estimates = np.asarray(estimates, dtype=np.int64)
     mu = np.asarray(mu, dtype=float)
     require(estimates.shape == mu.shape, "estimates", "need one estimate per server")
-    if strategy.builtin:
-        order = sorting_order(estimates) if order is None else np.asarray(order)
-        probabilities = exact_dispatch_probabilities(strategy, estimates, mu, order)
+    tie_order = sorting_order(estimates) if order is None else np.asarray(order)
+    probabilities = strategy.exact_probabilities(estimates, mu, tie_order)
+    if probabilities is not None:
+        order = tie_order
     else:
         probabilities = monte_carlo_dispatch_probabilities(strategy, estimates, mu,
                                                            samples=samples, seed=seed)
@@ -238,28 +220,16 @@ def _states(mu: np.ndarray, *, random_orders: int, random_vectors: int, max_leve
         yield f"random vector {i}", estimates, sorting_order(estimates, rng.permutation(n))
 
 
-def delta_theory(strategy: Strategy, mu: np.ndarray) -> float | None:
-    """δ quoted in THEORY.md §2.3 for a built-in rule (None when it does not apply)."""
-    share = float(mu.min() / mu.sum())
-    if strategy.code == CODE_JSQ:
-        return share
-    if strategy.code == CODE_JBA:
-        return share**2
-    if strategy.code == CODE_POD and np.allclose(mu, mu[0]):
-        return 1.0 / mu.size
-    return None
-
-
-def check_tilt(strategy: Strategy | str | Any, mu: Any, *, random_orders: int = 8,
+def check_tilt(strategy: TiltStrategy, mu: Any, *, random_orders: int = 8,
                random_vectors: int = 200, max_levels: int = 60,
                samples: int = MONTE_CARLO_SAMPLES, seed: int = 0) -> TiltReport:
     """Search estimate vectors for the worst Δ₁, the worst −Δ_N and any tilt violation."""
     require(isinstance(seed, int) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
-    strategy = as_strategy(strategy)
     mu = np.asarray(mu, dtype=float)
     require(mu.ndim == 1 and mu.size >= 1 and bool(np.all(mu > 0)), "servers",
             "need N ≥ 1 positive service rates")
-    exact = strategy.builtin
+    exact = strategy.exact_probabilities(np.zeros(mu.size, np.int64), mu,
+                                         np.arange(mu.size)) is not None
     if not exact:  # Monte Carlo: fewer states, each costs `samples` calls
         random_orders, random_vectors, max_levels = min(random_orders, 2), min(
             random_vectors, 30), min(max_levels, 12)
@@ -306,13 +276,12 @@ def check_tilt(strategy: Strategy | str | Any, mu: Any, *, random_orders: int = 
                      f"{MONTE_CARLO_SIGMAS:g} standard errors; tied servers are ranked most "
                      "favourably, and a rule that randomises among ties is credited with the "
                      "tie-averaged probability (so δ is conservative in tied states)")
-    if strategy.code == CODE_POD and not np.allclose(mu, mu[0]):
-        notes.append("L-Pod is tilted only for homogeneous servers (§2.3)")
+    notes.extend(strategy.tilt_notes(mu))
     assert worst is not None
     return TiltReport(
         strategy=strategy.name, servers=mu.tolist(), method="exact" if exact else "monte-carlo",
         cases=cases, tilted=tilted, partial_sums_hold=sums_ok, delta_tilted=delta_tilted,
         delta=bound if delta_tilted else 0.0, min_delta_1=min_d1, min_minus_delta_n=min_dn,
-        delta_theory=delta_theory(strategy, mu) if exact else None, max_abs_delta_sum=max_sum,
+        delta_theory=strategy.delta(mu) if exact else None, max_abs_delta_sum=max_sum,
         worst_case=worst if failing is None else failing, failing_case=failing, notes=notes,
     )

@@ -14,7 +14,7 @@ the members of §4.8. New decision functions are registered with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from dispatchlab.policies.framework.decisions import (
     decision_names,
     register_decision,
 )
+from dispatchlab.policies.framework.fractions import pi_fractions
 from dispatchlab.policies.framework.kernel import (
     DIAG_HEADER,
     DIAG_PERP_SQ,
@@ -41,6 +42,9 @@ from dispatchlab.policies.framework.kernel import (
     make_begin_slot,
     pi_choose,
 )
+
+if TYPE_CHECKING:
+    from dispatchlab.theory.stability import DispatchFractions
 
 
 def parse_gamma(value: str, mu: np.ndarray) -> np.ndarray:
@@ -113,6 +117,10 @@ class PiPolicy(Policy):
                     f"decision {entry.name!r} has its own cycle T = {natural} (got {T})")
             return natural
         return max(T, 1)
+
+    def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
+        """a_l(η) of the decision: exact when it declares them, else Monte Carlo (§4.3)."""
+        return pi_fractions(self, mu)
 
     def kernel(self, system: System) -> Kernel:
         mu = system.mu

@@ -10,31 +10,24 @@ theory does not apply to it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.errors import ValidationError, require
-from dispatchlab.policies.base import Policy
-from dispatchlab.policies.framework import PiPolicy
+from dispatchlab.policies.base import Policy, Preset, policy_entry, policy_names
 from dispatchlab.policies.framework.kernel import count_destinations
 from dispatchlab.theory.stability import (
     MAX_ENUMERATION,
     DispatchFractions,
-    rank_fractions_pod,
 )
+
+if TYPE_CHECKING:
+    from dispatchlab.policies.framework import PiPolicy
 
 MONTE_CARLO_CYCLES = 20_000
 MAX_MONTE_CARLO_ENUMERATION = 6
-
-# classical policy name -> the equivalent Π parameters (§4.8)
-CLASSICAL_MEMBERS: dict[str, str] = {
-    "rand": "RAND: a_l = 1/N",
-    "wrand": "weighted RAND: a_l(η) = μ_η(l)/μ_Σ",
-    "rr": "RR: a_l = 1/N (balanced: the cycle's counts)",
-    "jsq": "JSQ: a = e_N (γ = 1)",
-    "jsed": "JSED: a = e_N (γ = μ; the classical +1 of SED is outside Π, §4.8)",
-    "pod": "Po-d: a_l = C(l−1,d−1)/C(N,d)",
-}
 
 
 def monte_carlo_fractions(policy: PiPolicy, mu: np.ndarray, eta: np.ndarray, *,
@@ -77,30 +70,29 @@ def pi_fractions(policy: PiPolicy, mu: np.ndarray) -> DispatchFractions:
     return DispatchFractions("order", of_order=of_order, method=method)
 
 
+def pi_members() -> str:
+    """The registered policies that declare their Π fractions (their presets included)."""
+    entries = {name: policy_entry(name) for name in policy_names()}
+    with_presets = {entry.base for entry in entries.values() if isinstance(entry, Preset)}
+    return ", ".join(
+        name + (" and its presets" if entry in with_presets else "")
+        for name, entry in entries.items()
+        if not isinstance(entry, Preset)
+        and entry.dispatch_fractions is not Policy.dispatch_fractions)
+
+
 def dispatch_fractions(policy: Policy, mu: np.ndarray) -> DispatchFractions:
-    """a_l(η) of ``policy`` on rates μ, or a ValidationError when it is not a Π member."""
-    mu = np.asarray(mu, dtype=float)
-    n = mu.size
-    if isinstance(policy, PiPolicy):
-        return pi_fractions(policy, mu)
-    name = policy.name
-    if name in ("rand", "jsq", "jsed", "pod", "rr", "wrand"):
-        if name == "rand" or (name == "rr" and not policy.params.get("weighted", False)):
-            return DispatchFractions("rank", np.full(n, 1.0 / n))
-        if name == "wrand":
-            return DispatchFractions("server", mu / mu.sum())
-        if name == "rr":
-            counts = np.bincount(policy.cycle(mu), minlength=n)
-            return DispatchFractions("server", counts / counts.sum())
-        if name in ("jsq", "jsed"):
-            return DispatchFractions("rank", np.eye(n)[n - 1])
-        return DispatchFractions("rank", rank_fractions_pod(n, policy.params["d"]))
-    members = "pi-framework and its presets (pi-jsq, pi-pod, …), " + ", ".join(CLASSICAL_MEMBERS)
-    if name == "balanced-pod":
+    """a_l(η) of ``policy`` on rates μ (its ``dispatch_fractions`` capability), or a
+    ValidationError when it is not a Π member with known fractions."""
+    fractions = policy.dispatch_fractions(np.asarray(mu, dtype=float))
+    if fractions is not None:
+        return fractions
+    members = pi_members()
+    if policy.pi_member_without_fractions:
         raise ValidationError(
-            "policy", "balanced-pod is a Π member (§4.8) but its dispatch fractions a_l(η) are "
-            "not implemented, so the check does not apply to it; it applies to " + members)
+            "policy", f"{policy.name} is a Π member (§4.8) but its dispatch fractions a_l(η) "
+            "are not implemented, so the check does not apply to it; it applies to " + members)
     raise ValidationError(
-        "policy", f"{name!r} is not a member of framework Π (its decisions are not a fixed "
-        "function of a periodically sampled queue order), so the Π stability check does not "
-        "apply to it; it applies to " + members)
+        "policy", f"{policy.name!r} is not a member of framework Π (its decisions are not a "
+        "fixed function of a periodically sampled queue order), so the Π stability check "
+        "does not apply to it; it applies to " + members)

@@ -1,18 +1,20 @@
 """LED — local-estimation-driven load balancing with multiple dispatchers (THEORY.md §2).
 
-:mod:`.strategies`: dispatching strategies (L-JSQ, L-JBA, L-Pod, and the signature of
-a user strategy); :mod:`.updates`: push/pull refresh of the estimates; :mod:`.policy`:
-the registered ``led`` policy and its presets.
+:mod:`.strategies`: dispatching strategies (L-JSQ, L-JBA, L-Pod, the registry of named
+strategies and the wrapping of a user rule); :mod:`.updates`: push/pull refresh of the
+estimates; :mod:`.policy`: the registered ``led`` policy and its presets.
 """
 
+from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE, STRATEGY_TYPE
 from dispatchlab.policies.led.policy import LEDPolicy
 from dispatchlab.policies.led.strategies import (
-    STRATEGY_SIGNATURE,
-    STRATEGY_TYPE,
     Strategy,
+    as_strategy,
     builtin_strategy,
     custom_strategy,
+    register_strategy,
     strategy_function,
+    strategy_names,
 )
 
 __all__ = [
@@ -20,7 +22,10 @@ __all__ = [
     "STRATEGY_TYPE",
     "LEDPolicy",
     "Strategy",
+    "as_strategy",
     "builtin_strategy",
     "custom_strategy",
+    "register_strategy",
     "strategy_function",
+    "strategy_names",
 ]

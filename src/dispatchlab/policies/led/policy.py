@@ -45,11 +45,11 @@ from dispatchlab.policies.led.layout import (
     strategy_scratch_row,
 )
 from dispatchlab.policies.led.strategies import (
-    BUILTIN_STRATEGIES,
     CODE_JBA,
     CODE_JSQ,
     JBA_AVERAGES,
     JBA_WEIGHTED,
+    STRATEGY_NAMES,
     Strategy,
     builtin_strategy,
     custom_strategy,
@@ -178,7 +178,7 @@ class LEDPolicy(Policy):
               "p = p̂·d/N (push), p̂/M (pull). `dispatchlab check tilt` computes Δ and δ.")
     parameters = (
         Param("strategy", str, "jsq", "dispatching strategy on the local estimates",
-              choices=BUILTIN_STRATEGIES),
+              choices=STRATEGY_NAMES),
         Param("update", str, "push", "update strategy: push (dispatcher samples d servers) "
               "or pull (a server reports to a uniform dispatcher)", choices=UPDATES),
         Param("p", float, 0.1, "p̂, the update probability per trial", low=0.0, low_open=True,

@@ -25,23 +25,20 @@ is a uniform order).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 from numba.core.registry import CPUDispatcher
 
 from dispatchlab.compiled.kernels import argmin_random_ties, shortest_of_row
 from dispatchlab.compiled.rng import sample_distinct_row, uniform
+from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies.base import cache_allowed
-
-STRATEGY_SIGNATURE = types.int64(
-    types.int64[::1], types.float64[::1], types.uint64[::1], types.float64[::1],
-    types.int64[::1],
-)
-STRATEGY_TYPE = types.FunctionType(STRATEGY_SIGNATURE)
 
 
 def strategy_function(func=None, *, cache: bool = True):
@@ -135,11 +132,14 @@ def l_pod(estimates, mu, rng, params, scratch):
 
 @dataclass(frozen=True)
 class Strategy:
-    """An LED dispatching strategy: a name, its compiled rule and its float parameters.
+    """An LED dispatching strategy: a name, its compiled rule, its float parameters and
+    what the theory knows of it (the capabilities :mod:`dispatchlab.theory.tilt` asks for).
 
-    ``code`` identifies the built-in rules (which the ``led`` policy runs through its
-    cached compiled dispatch); a user strategy has ``code = -1`` and ``function`` set to
-    a rule compiled with :func:`strategy_function`.
+    ``code`` identifies the three rules that the ``led`` policy runs through its cached
+    compiled dispatch (L-JSQ, L-JBA, L-Pod); any other strategy — a registered one or a
+    user rule — has ``code = -1`` and runs ``function``, compiled with
+    :func:`strategy_function`. The defaults of the capability methods say "nothing
+    exact is known": the tilt check then estimates P_n by Monte Carlo.
     """
 
     name: str
@@ -156,35 +156,157 @@ class Strategy:
 
     @property
     def builtin(self) -> bool:
+        """Whether the ``led`` policy runs this rule through its compiled built-in dispatch."""
         return self.code >= 0
 
+    def exact_probabilities(self, estimates: np.ndarray, mu: np.ndarray,
+                            order: np.ndarray) -> np.ndarray | None:
+        """P_n, the probability that the rule picks server n given the estimates Q̃, the
+        rates μ and the tie order σ (``order``); None when only Monte Carlo knows it."""
+        return None
+
+    def delta(self, mu: np.ndarray) -> float | None:
+        """δ of THEORY.md §2.3 on rates μ (None when the theory quotes none)."""
+        return None
+
+    def tilt_notes(self, mu: np.ndarray) -> list[str]:
+        """Remarks the tilt check should print for rates μ."""
+        return []
+
+
+class JSQStrategy(Strategy):
+    """L-JSQ: all probability on σ(1); δ = μ_min/μ_Σ."""
+
+    def exact_probabilities(self, estimates: np.ndarray, mu: np.ndarray,
+                            order: np.ndarray) -> np.ndarray:
+        probabilities = np.zeros(mu.size)
+        probabilities[order[0]] = 1.0
+        return probabilities
+
+    def delta(self, mu: np.ndarray) -> float:
+        return float(mu.min() / mu.sum())
+
+
+class JBAStrategy(Strategy):
+    """L-JBA: μ-proportional below the (plain or μ-weighted) average, else σ(1);
+    δ = (μ_min/μ_Σ)²."""
+
+    def exact_probabilities(self, estimates: np.ndarray, mu: np.ndarray,
+                            order: np.ndarray) -> np.ndarray:
+        probabilities = np.zeros(mu.size)
+        weights = mu if self.params[0] == JBA_WEIGHTED else np.ones(mu.size)
+        average = float(np.dot(weights, estimates) / weights.sum())
+        below = estimates < average
+        if below.any():
+            probabilities[below] = mu[below] / mu[below].sum()
+        else:
+            probabilities[order[0]] = 1.0
+        return probabilities
+
+    def delta(self, mu: np.ndarray) -> float:
+        return float(mu.min() / mu.sum()) ** 2
+
+
+class PodStrategy(Strategy):
+    """L-Pod: the rank-r server wins with C(N−1−r, d−1)/C(N, d); δ = 1/N when homogeneous."""
+
+    def exact_probabilities(self, estimates: np.ndarray, mu: np.ndarray,
+                            order: np.ndarray) -> np.ndarray:
+        n_servers = mu.size
+        d = min(int(self.params[0]), n_servers)
+        # the server of rank r (0-based) wins iff it is sampled and the other d−1 samples
+        # all rank after it: C(N−1−r, d−1)/C(N, d)
+        winning = np.array([math.comb(n_servers - 1 - r, d - 1) for r in range(n_servers)],
+                           dtype=float)
+        probabilities = np.zeros(n_servers)
+        probabilities[order] = winning / math.comb(n_servers, d)
+        return probabilities
+
+    def delta(self, mu: np.ndarray) -> float | None:
+        return 1.0 / mu.size if np.allclose(mu, mu[0]) else None
+
+    def tilt_notes(self, mu: np.ndarray) -> list[str]:
+        if np.allclose(mu, mu[0]):
+            return []
+        return ["L-Pod is tilted only for homogeneous servers (§2.3)"]
+
+
+# -- the registry of named strategies ----------------------------------------------------------
 
 CODE_JSQ, CODE_JBA, CODE_POD = 0, 1, 2
-BUILTIN_STRATEGIES = ("jsq", "jba", "pod")
 JBA_AVERAGES = ("plain", "weighted")
 
+StrategyFactory = Callable[..., Strategy]
+_REGISTRY: dict[str, StrategyFactory] = {}
 
-def builtin_strategy(name: str, *, pod_d: int = 2, jba_average: str = "plain") -> Strategy:
-    """The built-in strategy ``name`` (jsq | jba | pod) with its parameters."""
+
+def register_strategy(name: str) -> Callable[[StrategyFactory], StrategyFactory]:
+    """Register a factory ``(**options) -> Strategy`` under ``name`` (``strategy=name`` of
+    the ``led`` policy and ``dispatchlab check tilt --strategy name``).
+
+    The factory receives the ``led`` policy's options (``pod_d``, ``jba_average``, …) as
+    keywords and ignores those it does not use. Re-registering a name replaces it (a
+    re-run module).
+    """
+
+    def add(factory: StrategyFactory) -> StrategyFactory:
+        _REGISTRY[name.strip().lower()] = factory
+        return factory
+
+    return add
+
+
+def strategy_names() -> tuple[str, ...]:
+    """The registered strategy names, in registration order (built-ins first)."""
+    return tuple(_REGISTRY)
+
+
+class RegisteredStrategyNames(Sequence[str]):
+    """The registered names, read at each use: the ``choices`` of the ``led`` policy's
+    ``strategy`` parameter, which a module imported later may extend."""
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return strategy_names()[index]
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+
+STRATEGY_NAMES = RegisteredStrategyNames()
+
+
+@register_strategy("jsq")
+def _jsq(**options: Any) -> Strategy:
+    return JSQStrategy("jsq", l_jsq, (), CODE_JSQ, "L-JSQ: smallest local estimate")
+
+
+@register_strategy("jba")
+def _jba(*, jba_average: str = "plain", **options: Any) -> Strategy:
+    if jba_average not in JBA_AVERAGES:
+        raise ValidationError("jba_average", f"allowed: {', '.join(JBA_AVERAGES)} "
+                              f"(got {jba_average!r})")
+    weighted = JBA_AVERAGES.index(jba_average)
+    return JBAStrategy("jba", l_jba, (float(weighted),), CODE_JBA,
+                       "L-JBA: μ-weighted choice below the average", {"jba_average": jba_average})
+
+
+@register_strategy("pod")
+def _pod(*, pod_d: int = 2, **options: Any) -> Strategy:
+    if int(pod_d) < 1:
+        raise ValidationError("pod_d", f"must be ≥ 1 (got {pod_d})")
+    return PodStrategy("pod", l_pod, (float(pod_d),), CODE_POD,
+                       f"L-Pod: shortest local estimate among {pod_d} sampled",
+                       {"pod_d": int(pod_d)})
+
+
+def builtin_strategy(name: str, *, pod_d: int = 2, jba_average: str = "plain",
+                     **options: Any) -> Strategy:
+    """The registered strategy ``name`` (jsq | jba | pod | a registered name) with its options."""
     key = name.strip().lower().removeprefix("l-")
-    if key == "jsq":
-        return Strategy("jsq", l_jsq, (), CODE_JSQ, "L-JSQ: smallest local estimate")
-    if key == "jba":
-        if jba_average not in JBA_AVERAGES:
-            raise ValidationError("jba_average", f"allowed: {', '.join(JBA_AVERAGES)} "
-                                  f"(got {jba_average!r})")
-        weighted = JBA_AVERAGES.index(jba_average)
-        return Strategy("jba", l_jba, (float(weighted),), CODE_JBA,
-                        "L-JBA: μ-weighted choice below the average",
-                        {"jba_average": jba_average})
-    if key == "pod":
-        if int(pod_d) < 1:
-            raise ValidationError("pod_d", f"must be ≥ 1 (got {pod_d})")
-        return Strategy("pod", l_pod, (float(pod_d),), CODE_POD,
-                        f"L-Pod: shortest local estimate among {pod_d} sampled",
-                        {"pod_d": int(pod_d)})
-    raise ValidationError("strategy", f"allowed: {', '.join(BUILTIN_STRATEGIES)}, or a "
-                          f"compiled strategy function (got {name!r})")
+    if key not in _REGISTRY:
+        raise ValidationError("strategy", f"allowed: {', '.join(strategy_names())}, or a "
+                              f"compiled strategy function (got {name!r})")
+    return _REGISTRY[key](pod_d=pod_d, jba_average=jba_average, **options)
 
 
 def custom_strategy(function: Any, params: Any = (), name: str | None = None) -> Strategy:
@@ -202,3 +324,12 @@ def custom_strategy(function: Any, params: Any = (), name: str | None = None) ->
     values = tuple(float(x) for x in np.atleast_1d(np.asarray(params, dtype=float)))
     label = name or getattr(function, "__name__", "custom")
     return Strategy(f"custom:{label}", function, values, -1, f"user strategy {label}")
+
+
+def as_strategy(strategy: Any, **options: Any) -> Strategy:
+    """A registered name, a :class:`Strategy`, or a compiled user rule, as a Strategy."""
+    if isinstance(strategy, Strategy):
+        return strategy
+    if isinstance(strategy, str):
+        return builtin_strategy(strategy, **options)
+    return custom_strategy(strategy)

@@ -1,0 +1,50 @@
+"""``dispatchlab.plot``: the standard figure of a notebook sweep (a ``sweep`` DataFrame).
+
+It sits in the report layer, above :mod:`dispatchlab.experiments.notebook` whose frames it
+draws, and reuses the report's summaries (Student-t intervals over replications).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from dispatchlab.errors import require
+from dispatchlab.report.plots import AXIS_LABELS, Y_LABELS, FigureSpec, summarize
+
+
+def plot(frame, x: str = "load", y: str = "mean_total_queue", *, log_y: bool = False,
+         title: str = ""):
+    """E[ΣQ] (or any Result column ``y``) against ``x`` per policy, one panel per system,
+    the 95 % CI as a band (the report's figure; CIs as in ``report.plots.summarize``)."""
+    require(x in ("load", "epsilon"), "x", f"allowed: load, epsilon (got {x!r})")
+    require(not frame.empty, "frame", "the frame has no rows")
+    data = frame.copy()
+    data["x"] = data[x]
+    summary = summarize(data, FigureSpec("notebook", x=x, y=y))
+    systems = list(dict.fromkeys(summary["system"]))
+    fig, axes = plt.subplots(1, len(systems), figsize=(1.0 + 5.0 * len(systems), 4.2),
+                             sharey=True, squeeze=False)
+    for ax, system in zip(axes[0], systems, strict=True):
+        for policy, curve in summary[summary["system"] == system].groupby("policy", sort=False):
+            curve = curve.sort_values("x")
+            (line,) = ax.plot(curve["x"], curve["y"], marker="o", markersize=4, label=policy)
+            if np.isfinite(curve["ci_low"]).any():
+                ax.fill_between(curve["x"], curve["ci_low"], curve["ci_high"],
+                                color=line.get_color(), alpha=0.2, linewidth=0)
+            unstable = curve[~curve["stable"]]
+            if not unstable.empty:
+                ax.plot(unstable["x"], np.zeros(len(unstable)), linestyle="none", marker="x",
+                        color=line.get_color(), transform=ax.get_xaxis_transform(),
+                        clip_on=False, label=f"{policy}: unstable")
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_xlabel(AXIS_LABELS.get(x, x))
+        ax.set_title(system, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel(Y_LABELS.get(y, y))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).parent.parent / "src" / "dispatchlab"
 # bottom to top; the index is the layer's rank
 LAYERS: list[set[str]] = [
     {"errors"},  # ValidationError: every layer raises it
-    {"convert", "paths", "parallel", "display"},  # converters, file places, pools, formatting
+    {"convert", "paths", "parallel", "display", "memory"},  # converters, files, pools, …
     {"model", "compiled", "result"},  # the model, compiled building blocks, the Result record
     {"engine", "theory", "stats", "budget", "report.figures"},  # side by side
     {"policies"},  # run by the engine, described by the theory

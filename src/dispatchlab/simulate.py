@@ -356,8 +356,10 @@ def server_arrival_rates(system: System, policy: Policy) -> np.ndarray | None:
     if system.n_servers == 1:
         return np.array([system.arrival_rate])
     try:
-        fractions = dispatch_fractions(policy, system.mu)
-    except ValidationError:
+        fractions = policy.dispatch_fractions(system.mu)
+    except ValidationError:  # a member whose fractions are not implemented
+        return None
+    if fractions is None:
         return None
     values = fractions.values
     if values is None:

@@ -28,7 +28,10 @@ from dispatchlab.engine.loop import (
     EXACT_DELAY_BINS,
     SUM_DELAY,
     _draw_arrivals,
-    _grow_fifo,
+    FREE_COUNT,
+    _fifo_append,
+    _grow_pool,
+    _new_pool,
     _poisson_cdf_table,
     _serve_bernoulli,
     _serve_bernoulli_fifo,
@@ -236,21 +239,33 @@ def test_repeats_use_successive_seeds_and_a_replication_ci(
     assert single["mean_total_queue"] != row["mean_total_queue"]  # the mean of seeds 7, 8, 9
 
 
+def _list_lengths(pool: np.ndarray, N: int) -> list[int]:
+    """Batches in each server's linked list (walked from its sentinel)."""
+    lengths = []
+    for n in range(N):
+        count, node = 0, int(pool[n, 1] >> 32)
+        while node >= 0:
+            count += 1
+            node = int(pool[node, 1] >> 32)
+        lengths.append(count)
+    return lengths
+
+
 def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
     """The listed (branch-free) FIFO pass: same queues and draws as the service without delay
     tracking, and every job's delay t − arrival slot as a per-job FIFO computes it, through
-    several growths of the ring buffers (a slow server gains a batch almost every slot)."""
+    several growths of the shared node pool (a slow server gains a batch almost every slot);
+    the pool holds exactly the pending batches (one per arrival slot with jobs left)."""
     N, slots, warmup = 8, 600, 40
     mu = np.linspace(0.15, 0.9, N)
     thresholds = np.array([bernoulli_threshold(m) for m in mu], np.uint64)
     Q = np.array([3, 0, 1, 0, 0, 2, 0, 0], np.int64)
     Q_plain = Q.copy()
-    fifo = np.zeros((N, 2 * 16), np.int64)
-    ends = np.zeros((N, 2), np.int64)
+    pool, tails, pool_free = _new_pool(N, 2 * N + 1)
     jobs: list[list[int]] = [[-1] * int(q) for q in Q]  # arrival slot of each job waiting
     for n in range(N):
         if Q[n] > 0:
-            fifo[n, 0], fifo[n, 1], ends[n, 1] = -1, Q[n], 1
+            _fifo_append(n, -1, Q[n], pool, tails, pool_free)
     rng, rng_plain = make_rng_state(5), make_rng_state(5)
     hist = np.zeros(DELAY_BINS, np.int64)
     moments = np.zeros(8)
@@ -260,13 +275,16 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
     expected: list[int] = []
     grown = 0
     for t in range(slots):
+        if pool_free[FREE_COUNT] < N:
+            pool = _grow_pool(pool, pool_free)
+            grown += 1
         A = arrivals.binomial(3, 0.25, N).astype(np.int64)
         before = Q + A
         for n in range(N):
             jobs[n].extend([t] * int(A[n]))
-        total, _, departures, full = _serve_bernoulli_fifo(
-            Q, A, scratch[0], thresholds, rng, True, queue_sum, t, warmup, fifo, ends, hist,
-            moments, scratch[1], scratch[2])
+        total, _, departures = _serve_bernoulli_fifo(
+            Q, A, scratch[0], thresholds, rng, True, queue_sum, t, warmup, pool, tails,
+            pool_free, hist, moments, scratch[1], scratch[2])
         plain_total, _, plain_departures = _serve_bernoulli(
             Q_plain, A, scratch[0], thresholds, rng_plain, True, queue_sum)
         assert (Q == Q_plain).all() and total == plain_total and departures == plain_departures
@@ -275,11 +293,10 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
                 arrived = jobs[n].pop(0)
                 if arrived >= warmup:
                     expected.append(t - arrived)
-        assert (ends[:, 1] == [len({*j}) for j in jobs]).all()  # one batch per arrival slot
-        if full:
-            fifo = _grow_fifo(fifo, ends)
-            grown += 1
-    assert grown >= 3
+        pending = [len({*j}) for j in jobs]  # one batch per arrival slot
+        assert _list_lengths(pool, N) == pending
+        assert pool_free[FREE_COUNT] == pool.shape[0] - N - sum(pending)
+    assert grown >= 2
     assert len(expected) > 1000 and max(expected) < EXACT_DELAY_BINS
     assert (hist == np.bincount(expected, minlength=DELAY_BINS)).all()
     assert moments[SUM_DELAY] == sum(expected)

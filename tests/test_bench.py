@@ -23,6 +23,7 @@ from dispatchlab.engine.kernels import (
     shortest_of_row,
     slot_argmin_cache,
 )
+from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.loop import (
     DELAY_BINS,
     EXACT_DELAY_BINS,
@@ -184,6 +185,44 @@ def test_weighted_index_is_first_cumulative_above_u(weights: list[float]) -> Non
     picked, u = _weighted_vs_uniform(cumulative, 20_000, make_rng_state(3), make_rng_state(3))
     expected = np.minimum(np.searchsorted(cumulative, u, side="right"), cumulative.size - 1)
     assert np.array_equal(picked, expected)
+
+
+@njit(cache=True)
+def _alias_draws(table, draws, rng):
+    picked = np.empty(draws, np.int64)
+    for i in range(draws):
+        picked[i] = alias_draw(rng, table)
+    return picked
+
+
+ALIAS_WEIGHTS = [[1.0], [0.1] * 50 + [0.5] * 50, [0.0, 1.0, 0.0, 2.0, 0.5], [1e-9, 1.0, 3.0]]
+
+
+@pytest.mark.parametrize("weights", ALIAS_WEIGHTS)
+def test_alias_table_encodes_the_law_exactly(weights: list[float]) -> None:
+    """Column i keeps prob_i/N for i and gives (1 − prob_i)/N to its alias: the sums per
+    index are the normalised weights (to rounding)."""
+    w = np.array(weights)
+    table = alias_table(w)
+    n = w.size
+    implied = table[0::2] / n
+    np.add.at(implied, table[1::2].astype(int), (1.0 - table[0::2]) / n)
+    assert np.allclose(implied, w / w.sum(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("weights", ALIAS_WEIGHTS)
+def test_alias_draws_follow_the_weights(weights: list[float]) -> None:
+    w = np.array(weights)
+    draws = 200_000
+    counts = np.bincount(_alias_draws(alias_table(w), draws, make_rng_state(9)), minlength=w.size)
+    expected = draws * w / w.sum()
+    assert counts[expected == 0].sum() == 0
+    live = expected > 5
+    if live.sum() > 1:
+        from scipy import stats
+
+        chi2 = float((((counts - expected) ** 2)[live] / expected[live]).sum())
+        assert stats.chi2.sf(chi2, df=live.sum() - 1) > 1e-4
 
 
 @pytest.mark.parametrize("p", [0.0, 1e-300, 0.1, 0.3, 0.5, 1 / 3, 1 - 2**-53, 1.0, 1.5])

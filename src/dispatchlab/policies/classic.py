@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function
 from dispatchlab.engine.kernels import (
     argmin_random_ties_per_slot,
@@ -19,7 +20,7 @@ from dispatchlab.engine.kernels import (
     shortest_of_row,
     slot_argmin_cache,
 )
-from dispatchlab.engine.rng import randint, sample_distinct_row, uniform, weighted_index
+from dispatchlab.engine.rng import randint, sample_distinct_row, uniform
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
@@ -32,8 +33,8 @@ def _rand_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
 
 @choose_function
 def _weighted_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    # fp holds the running sum of the routing weights
-    return weighted_index(rng, fp)
+    # fp holds the alias table of the routing weights μ
+    return alias_draw(rng, fp)
 
 
 @choose_function
@@ -136,7 +137,7 @@ class WeightedRandomRouting(Policy):
               "constant, above ζ/2 (the reference Δ ≡ 0 of LED).")
 
     def kernel(self, system: System) -> Kernel:
-        return Kernel(_weighted_choose, float_params=np.cumsum(system.mu))
+        return Kernel(_weighted_choose, float_params=alias_table(system.mu))
 
 
 @register

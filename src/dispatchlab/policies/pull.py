@@ -40,7 +40,8 @@ from dispatchlab.engine.interface import (
     hook_function,
 )
 from dispatchlab.engine.kernels import shortest_of_row
-from dispatchlab.engine.rng import randint, sample_distinct_row, uniform, weighted_index
+from dispatchlab.engine.alias import alias_draw, alias_table
+from dispatchlab.engine.rng import randint, sample_distinct_row, uniform
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
@@ -114,7 +115,7 @@ def _id_memory_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
     if length == 0:
         ist[ROW_SCRATCH, SCRATCH_EMPTY] += 1
         if ip[IP_FALLBACK] == FALLBACK_WEIGHTED:
-            return weighted_index(rng, fp)
+            return alias_draw(rng, fp)
         return randint(rng, Q.size)
     mask = ip[IP_MASK]
     head = ist[ROW_HEAD, m]
@@ -222,7 +223,7 @@ class _IdMemoryPolicy(Policy):
         int_params = np.array([self.threshold(system), pick, fallback, destination, d,
                                int(self.params["audit"]), capacity - 1], np.int64)
         return Kernel(_id_memory_choose, _id_memory_begin, _id_memory_end,
-                      int_params=int_params, float_params=np.cumsum(system.mu),
+                      int_params=int_params, float_params=alias_table(system.mu),
                       int_state=state, n_diagnostics=len(DIAGNOSTICS))
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:

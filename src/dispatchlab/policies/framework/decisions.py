@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 from numba import njit, types
 
-from dispatchlab.engine.rng import randint, sample_distinct_row, weighted_index
+from dispatchlab.engine.alias import alias_draw, alias_table
+from dispatchlab.engine.rng import randint, sample_distinct_row
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.theory.stability import DispatchFractions
 
@@ -50,9 +51,9 @@ def uniform_decision(eta, mu, ip, fp, rng, dest, scratch):
 
 @decision_function
 def weighted_decision(eta, mu, ip, fp, rng, dest, scratch):
-    """Weighted RAND: server j with probability μ_j/μ_Σ (fp is the running sum of μ)."""
+    """Weighted RAND: server j with probability μ_j/μ_Σ (fp is the alias table of μ)."""
     for i in range(dest.size):
-        dest[i] = weighted_index(rng, fp)
+        dest[i] = alias_draw(rng, fp)
 
 
 @decision_function
@@ -200,7 +201,7 @@ register_decision(
     fractions=lambda p, mu: DispatchFractions("rank", np.full(mu.size, 1.0 / mu.size)))
 register_decision(
     "wrand", weighted_decision, "weighted RAND: server j with probability μ_j/μ_Σ",
-    reads_queues=False, float_params=lambda p, mu: np.cumsum(mu),
+    reads_queues=False, float_params=lambda p, mu: alias_table(mu),
     fractions=lambda p, mu: DispatchFractions("server", mu / mu.sum()))
 register_decision(
     "rr", cycle_decision, "RR: the fixed cycle 1..N (T = N)", reads_queues=False,

@@ -17,19 +17,19 @@ from dispatchlab.bench import (
     reference_agreement,
 )
 from dispatchlab.cli import main
+from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.kernels import (
     argmin_random_ties,
     argmin_random_ties_per_slot,
     shortest_of_row,
     slot_argmin_cache,
 )
-from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.loop import (
     DELAY_BINS,
     EXACT_DELAY_BINS,
+    FREE_COUNT,
     SUM_DELAY,
     _draw_arrivals,
-    FREE_COUNT,
     _fifo_append,
     _grow_pool,
     _new_pool,

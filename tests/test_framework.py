@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, ValidationError, simulate
-from dispatchlab.engine.interface import REPORT
+from dispatchlab.engine.interface import REPORT, Context, Slot, Step
 from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.framework import PiPolicy
@@ -74,20 +74,19 @@ def test_destinations_change_only_at_cycle_starts():
     system = System.build("0.5,0.5,0.5,0.5", load=0.5)
     T = 4
     kernel = make_policy("periodic-jsq", T=T).kernel(system)
-    ip, fp, ist, fst = kernel.arrays()
-    rng = make_rng_state(0)
-    msg = np.zeros(4, np.int64)
+    memory = kernel.memory()
+    ctx = Context(make_rng_state(0), np.zeros(4, np.int64))
     diag = np.zeros(max(1, kernel.n_diagnostics))
     zeros = np.zeros(4, np.int64)
     chosen = []
     for t in range(3 * T):
         Q = np.full(4, 10, np.int64)
         Q[t % 4] = 0  # a different shortest queue in every slot
-        kernel.begin_slot(t, Q, Q, zeros, np.ones(1, np.int64), system.mu, ip, fp, ist, fst,
-                          rng, msg, diag, True)
-        chosen.append(kernel.choose(0, 1, t, Q, system.mu, ip, fp, ist, fst, rng, msg))
+        slot = Slot(t, Q, system.mu)
+        kernel.begin_slot(slot, Step(Q, zeros, np.ones(1, np.int64), diag, True), memory, ctx)
+        chosen.append(kernel.choose(0, 1, slot, memory, ctx))
     assert chosen == [0] * T + [0] * T + [0] * T  # the shortest at t = 0, 4, 8 is server 0
-    assert msg[REPORT] == 4 * 3
+    assert ctx.msg[REPORT] == 4 * 3
 
 
 def test_ties_are_broken_uniformly():
@@ -95,15 +94,15 @@ def test_ties_are_broken_uniformly():
     about equally often."""
     system = System.build("0.5,0.5,0.5,0.5", load=0.5)
     kernel = make_policy("pi-jsq").kernel(system)
-    ip, fp, ist, fst = kernel.arrays()
-    rng = make_rng_state(5)
-    msg = np.zeros(4, np.int64)
+    memory = kernel.memory()
+    ctx = Context(make_rng_state(5), np.zeros(4, np.int64))
     Q = np.zeros(4, np.int64)
+    step = Step(Q, Q, np.ones(1, np.int64), np.zeros(kernel.n_diagnostics), False)
     counts = np.zeros(4)
     for t in range(4000):
-        kernel.begin_slot(t, Q, Q, Q, np.ones(1, np.int64), system.mu, ip, fp, ist, fst, rng,
-                          msg, np.zeros(kernel.n_diagnostics), False)
-        counts[kernel.choose(0, 1, t, Q, system.mu, ip, fp, ist, fst, rng, msg)] += 1
+        slot = Slot(t, Q, system.mu)
+        kernel.begin_slot(slot, step, memory, ctx)
+        counts[kernel.choose(0, 1, slot, memory, ctx)] += 1
     assert np.all(np.abs(counts / 4000 - 0.25) < 0.035)
 
 

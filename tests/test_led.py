@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, simulate
+from dispatchlab.engine.interface import Context, Memory, Slot
 from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies import make_policy
@@ -98,9 +99,10 @@ def test_increment_water_fills_in_per_job_mode():
     ip = np.array([m_count, n, 1, 0, 0, 2, 0, 0], np.int64)  # increment on, L-JSQ
     state = np.zeros((m_count + 4, n), np.int64)
     rng = make_rng_state(1)
-    targets = [_builtin_choose(0, 1, 0, np.zeros(n, np.int64), np.ones(n), ip, np.zeros(2),
-                               state, np.zeros((1, 1)), rng, np.zeros(4, np.int64))
-               for _ in range(8)]
+    slot = Slot(0, np.zeros(n, np.int64), np.ones(n))
+    memory = Memory(ip, np.zeros(2), state, np.zeros((1, 1)))
+    ctx = Context(rng, np.zeros(4, np.int64))
+    targets = [_builtin_choose(0, 1, slot, memory, ctx) for _ in range(8)]
     assert sorted(targets) == [0, 0, 1, 1, 2, 2, 3, 3]
     assert state[0].tolist() == [2, 2, 2, 2]
     system = System.build("10x0.3", load=0.9, dispatchers=3, dispatch="per_job")

@@ -3,61 +3,167 @@
 The slot loop (:mod:`dispatchlab.engine.loop`) is compiled once and receives a
 policy's functions as first-class compiled functions with the fixed signatures
 below, so adding a policy never edits or recompiles the loop, and every compiled
-piece is cached on disk.
+piece is cached on disk::
 
-Arguments, in order (the same names in every policy):
+    choose(m, jobs, slot, memory, ctx) -> server       # @choose_function
+    begin_slot(slot, step, memory, ctx) -> None        # @hook_function
+    end_slot(slot, step, memory, ctx) -> None          # @hook_function
 
-``m``       dispatcher index (``choose`` only)
-``jobs``    jobs to place in this call: A^m(t) in batch mode, 1 in per-job mode
-``t``       slot index
-``Q``       queue lengths: Q(t) at slot start (``begin_slot``/``choose``), Q(t+1) in ``end_slot``
-``Q_prev``  Q(t) (hooks only; equals ``Q`` in ``begin_slot``)
-``A``       A_n(t), jobs sent to each server this slot (hooks only)
-``A_m``     A^m(t), jobs that reached each dispatcher this slot (hooks only)
-``mu``      service rates μ_n
-``ip, fp``  the policy's integer and float parameters
-``ist, fst`` the policy's integer and float memory (2-D, policy-defined layout)
-``rng``     the run's xoshiro256++ state (draw with :mod:`dispatchlab.engine.rng`)
-``msg``     message counters by kind (:data:`MESSAGE_KINDS`)
-``diag``    policy diagnostics, accumulated only when ``record`` (after warm-up)
+``m`` is the dispatcher index and ``jobs`` the number of jobs this call places:
+A^m(t) in batch mode, 1 in per-job mode. The other arguments are named tuples
+(numba compiles a field access to a plain load):
 
-``choose`` returns the target server of the call. ``begin_slot`` runs before the
-slot's arrivals, ``end_slot`` in the end-of-slot update phase (THEORY.md §1.2).
+:class:`Slot` — slot t (read only):
+    ``t``       slot index
+    ``Q``       queue lengths: Q(t) in ``begin_slot`` and ``choose``, Q(t+1) in ``end_slot``
+    ``mu``      service rates μ_n
+
+:class:`Step` — what moved in slot t, and where the policy measures it (hooks only):
+    ``Q_prev``  Q(t) (in ``begin_slot`` the same array as ``Q``)
+    ``A``       A_n(t), jobs sent to each server (in ``begin_slot`` still slot t − 1's)
+    ``A_m``     A^m(t), jobs that reached each dispatcher (in ``begin_slot`` slot t − 1's);
+                its size is M
+    ``diag``    the policy's diagnostics (named by its ``diagnostics``); add to them only
+                when ``record``
+    ``record``  True when slot t is measured (t ≥ warm-up)
+
+:class:`Memory` — the policy's own arrays (built by its :class:`Kernel`, copied per run):
+    ``ip, fp``   integer and float parameters (1-D)
+    ``ist, fst`` integer and float memory (2-D)
+Their layout is the policy's: each policy module names its entries with small inline
+accessors (e.g. ``estimates(memory, m)`` in :mod:`dispatchlab.policies.led.layout`),
+so its rules never index these arrays with bare constants.
+
+:class:`Context` — the run's shared services:
+    ``rng``   the run's xoshiro256++ state (draw with :mod:`dispatchlab.engine.rng`)
+    ``msg``   message counters by kind (:data:`MESSAGE_KINDS`: ``ctx.msg[PROBE] += d``)
+
+``begin_slot`` runs before the slot's arrivals, ``choose`` once per dispatcher with
+arrivals (per job in per-job mode), ``end_slot`` in the end-of-slot update phase
+(THEORY.md §1.2). A policy without a hook leaves it :func:`no_hook`: the loop then skips
+the call.
+
+Why ``choose`` gets no :class:`Step`: the fields of the tuples are passed one by one (7
+machine words for a vector), and ``choose`` runs up to M times a slot, so it gets only
+what deciding needs (a policy that counts something per call keeps the count in its
+memory and moves it to ``diag`` in ``end_slot``).
+
+Every array the loop hands over is *borrowed* (no owner, see ``engine.loop._borrowed``):
+a policy may read, write and take row views of them, but must not keep them beyond the
+call; new arrays it allocates itself are ordinary.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
 from numba import njit, types
 
 MESSAGE_KINDS = ("probe", "reply", "report", "broadcast")
 PROBE, REPLY, REPORT, BROADCAST = range(4)
 
-_i64 = types.int64
-_q = types.int64[::1]
-_f = types.float64[::1]
-_ist = types.int64[:, ::1]
-_fst = types.float64[:, ::1]
-_rng = types.uint64[::1]
 
-CHOOSE_SIGNATURE = _i64(_i64, _i64, _i64, _q, _f, _q, _f, _ist, _fst, _rng, _q)
-HOOK_SIGNATURE = types.none(
-    _i64, _q, _q, _q, _q, _f, _q, _f, _ist, _fst, _rng, _q, _f, types.boolean
-)
+class Slot(NamedTuple):
+    """Slot t as every compiled function sees it (see the module docstring)."""
+
+    t: int
+    Q: np.ndarray
+    mu: np.ndarray
+
+
+class Step(NamedTuple):
+    """What moved in slot t and where to measure it, for the hooks (see the module docstring)."""
+
+    Q_prev: np.ndarray
+    A: np.ndarray
+    A_m: np.ndarray
+    diag: np.ndarray
+    record: bool
+
+
+class Memory(NamedTuple):
+    """A policy's parameters (``ip``, ``fp``) and memory (``ist``, ``fst``)."""
+
+    ip: np.ndarray
+    fp: np.ndarray
+    ist: np.ndarray
+    fst: np.ndarray
+
+
+class Context(NamedTuple):
+    """The run's random state and message counters."""
+
+    rng: np.ndarray
+    msg: np.ndarray
+
+
+_i64 = types.int64
+_iv = types.int64[::1]
+_fv = types.float64[::1]
+
+SLOT_TYPE = types.NamedTuple((_i64, _iv, _fv), Slot)
+STEP_TYPE = types.NamedTuple((_iv, _iv, _iv, _fv, types.boolean), Step)
+MEMORY_TYPE = types.NamedTuple((_iv, _fv, types.int64[:, ::1], types.float64[:, ::1]), Memory)
+CONTEXT_TYPE = types.NamedTuple((types.uint64[::1], _iv), Context)
+
+CHOOSE_SIGNATURE = _i64(_i64, _i64, SLOT_TYPE, MEMORY_TYPE, CONTEXT_TYPE)
+HOOK_SIGNATURE = types.none(SLOT_TYPE, STEP_TYPE, MEMORY_TYPE, CONTEXT_TYPE)
 CHOOSE_TYPE = types.FunctionType(CHOOSE_SIGNATURE)
 HOOK_TYPE = types.FunctionType(HOOK_SIGNATURE)
 
 
 def choose_function(func):
-    """Compile ``func`` as a policy's ``choose`` (cached)."""
+    """Compile ``func(m, jobs, slot, memory, ctx) -> server`` as a policy's ``choose``
+    (cached on disk)."""
     return njit(CHOOSE_SIGNATURE, cache=True)(func)
 
 
 def hook_function(func):
-    """Compile ``func`` as a policy's ``begin_slot`` or ``end_slot`` hook (cached)."""
+    """Compile ``func(slot, step, memory, ctx)`` as a policy's ``begin_slot`` or ``end_slot``
+    hook (cached on disk)."""
     return njit(HOOK_SIGNATURE, cache=True)(func)
 
 
 @hook_function
-def no_hook(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+def no_hook(slot, step, memory, ctx):
     """The hook of a policy with nothing to do at that point of the slot."""
     return None
+
+
+def _ints(*shape: int) -> Callable[[], np.ndarray]:
+    return lambda: np.zeros(shape, np.int64)
+
+
+def _floats(*shape: int) -> Callable[[], np.ndarray]:
+    return lambda: np.zeros(shape, np.float64)
+
+
+@dataclass
+class Kernel:
+    """What the slot loop runs for one policy on one system.
+
+    ``choose``/``begin_slot``/``end_slot`` are compiled with :func:`choose_function` and
+    :func:`hook_function`; the arrays are the policy's parameters and initial memory,
+    the fields of :class:`Memory` (copied per run, so a kernel may be reused).
+    """
+
+    choose: Callable[..., int]
+    begin_slot: Callable[..., None] = no_hook
+    end_slot: Callable[..., None] = no_hook
+    int_params: np.ndarray = field(default_factory=_ints(1))
+    float_params: np.ndarray = field(default_factory=_floats(1))
+    int_state: np.ndarray = field(default_factory=_ints(1, 1))
+    float_state: np.ndarray = field(default_factory=_floats(1, 1))
+    n_diagnostics: int = 0
+
+    def memory(self) -> Memory:
+        """Fresh copies of the parameter and memory arrays, in the loop's layout."""
+        return Memory(
+            np.ascontiguousarray(self.int_params, dtype=np.int64),
+            np.ascontiguousarray(self.float_params, dtype=np.float64),
+            np.ascontiguousarray(np.atleast_2d(self.int_state), dtype=np.int64).copy(),
+            np.ascontiguousarray(np.atleast_2d(self.float_state), dtype=np.float64).copy(),
+        )

@@ -25,7 +25,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE
+from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE, Context, Memory, Slot, Step
 from dispatchlab.engine.rng import (
     INV_2_53,
     POISSON_INVERSION_LIMIT,
@@ -197,7 +197,7 @@ LOOP_SIGNATURE = _i64(
     # model
     _fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b,
     # policy
-    CHOOSE_TYPE, HOOK_TYPE, HOOK_TYPE, _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
+    CHOOSE_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b, _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
     # run control
     _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
     # state and accumulators
@@ -419,7 +419,7 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
 def _run_segment(
     t_start, mu, service_code, service_trials,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
-    choose, begin_slot, end_slot, ip, fp, ist, fst,
+    choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
     slots, warmup, block_length, bound, track_delay, detail, rng,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
@@ -438,12 +438,16 @@ def _run_segment(
     arrived_at = work[4]
     departed_at = work[5]
     pooled = carry[0]
+    memory = Memory(ip, fp, ist, fst)
+    ctx = Context(rng, msg)
     for t in range(t_start, slots):
         record = t >= warmup
         if t == warmup:
             for k in range(msg.size):
                 msg_at_warmup[k] = msg[k]
-        begin_slot(t, Q, Q, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record)
+        slot = Slot(t, Q, mu)
+        if has_begin:  # at the slot start Q_prev is Q(t) itself
+            begin_slot(slot, Step(Q, A, A_m, diag, record), memory, ctx)
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
         total = _draw_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
@@ -458,7 +462,7 @@ def _run_segment(
             calls = jobs if per_job else 1
             placed = 1 if per_job else jobs
             for _ in range(calls):
-                target = choose(m, placed, t, Q, mu, ip, fp, ist, fst, rng, msg)
+                target = choose(m, placed, slot, memory, ctx)
                 A[target] += placed
                 if last_slot_chosen[target] == t and last_chooser[target] != m:
                     herded = True
@@ -493,7 +497,8 @@ def _run_segment(
         if total_queue > counters[MAX_TOTAL_QUEUE]:
             counters[MAX_TOTAL_QUEUE] = total_queue
 
-        end_slot(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record)
+        if has_end:
+            end_slot(slot, Step(Q_prev, A, A_m, diag, record), memory, ctx)  # Q is Q(t+1)
 
         block_sum[t // block_length] += total_queue
         block_pooled[t // block_length] += pooled
@@ -530,7 +535,7 @@ def _run_segment(
 def run_slots(
     mu, service_code, service_trials,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
-    choose, begin_slot, end_slot, ip, fp, ist, fst,
+    choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
     slots, warmup, block_length, bound, track_delay, detail, rng,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
@@ -563,7 +568,7 @@ def run_slots(
             t, _borrowed(mu), service_code, service_trials,
             arrival_code, arrival_rate, arrival_trials, _borrowed(trace),
             _borrowed(dispatcher_p), batch_split, per_job, choose, begin_slot, end_slot,
-            _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst),
+            has_begin, has_end, _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst),
             slots, warmup, block_length, bound, track_delay, detail, _borrowed(rng),
             _borrowed(Q), _borrowed(A_m), _borrowed(queue_sum), _borrowed(block_sum),
             _borrowed(block_pooled), _borrowed(delay_hist), _borrowed(queue_hist),

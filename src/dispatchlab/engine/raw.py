@@ -8,10 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dispatchlab.engine import loop
-from dispatchlab.engine.interface import MESSAGE_KINDS
+from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, no_hook
 from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.model.system import System
-from dispatchlab.policies.base import Kernel
 
 BLOCKS = 1000
 QUEUE_HISTOGRAM_BINS = 4096
@@ -65,7 +64,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
               else np.ascontiguousarray(initial_queues, dtype=np.int64).copy())
     trace = (system.arrivals.trace if system.arrivals.trace is not None
              else np.zeros(1, np.int64)).astype(np.int64)
-    ip, fp, ist, fst = kernel.arrays()
+    ip, fp, ist, fst = kernel.memory()
     out = RawRun(
         slots=slots, slots_run=0, warmup=warmup, block_length=block_length, bound=bound,
         block_sum=np.zeros(blocks), block_pooled=np.zeros(blocks),
@@ -82,7 +81,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         system.mu, system.service.code, system.service.trials,
         system.arrivals.code, float(system.arrival_rate), system.arrivals.trials, trace,
         system.weights, system.split == "batch", system.dispatch == "per_job",
-        kernel.choose, kernel.begin_slot, kernel.end_slot, ip, fp, ist, fst,
+        kernel.choose, kernel.begin_slot, kernel.end_slot,
+        kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook, ip, fp, ist, fst,
         slots, warmup, block_length, bound, track_delay, detail, make_rng_state(seed),
         queues, np.zeros(m, np.int64), out.queue_sum, out.block_sum, out.block_pooled,
         out.delay_hist, out.queue_hist, out.messages, messages_at_warmup, out.diag,

@@ -1,21 +1,22 @@
 """The policy interface, parameter declarations and the registry.
 
 A policy is one class: it declares its parameters once (validated here, in one
-place), says what theory proves about it, and builds a :class:`Kernel` — the
-compiled functions and initial memory the slot loop runs. Registering it
+place), says what theory proves about it, and builds a
+:class:`~dispatchlab.engine.interface.Kernel` — the compiled functions and initial
+memory the slot loop runs. Registering it
 (``@register``) makes it appear in the CLI, in ``dispatchlab policies`` and in the
 conformance test suite that every policy must pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dispatchlab.engine.interface import no_hook
+from dispatchlab.engine.interface import Kernel
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
 
@@ -71,34 +72,6 @@ class Param:
     def describe(self) -> str:
         allowed = f" in {{{', '.join(map(str, self.choices))}}}" if self.choices else ""
         return f"{self.name}={self.default!r}{allowed}: {self.doc}"
-
-
-@dataclass
-class Kernel:
-    """What the slot loop runs for one policy on one system.
-
-    ``choose``/``begin_slot``/``end_slot`` are compiled with the signatures of
-    :mod:`dispatchlab.engine.interface`; the arrays are the policy's parameters and
-    initial memory (copied per run, so a kernel may be reused).
-    """
-
-    choose: Callable[..., int]
-    begin_slot: Callable[..., None] = no_hook
-    end_slot: Callable[..., None] = no_hook
-    int_params: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
-    float_params: np.ndarray = field(default_factory=lambda: np.zeros(1, np.float64))
-    int_state: np.ndarray = field(default_factory=lambda: np.zeros((1, 1), np.int64))
-    float_state: np.ndarray = field(default_factory=lambda: np.zeros((1, 1), np.float64))
-    n_diagnostics: int = 0
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Fresh copies of the parameter and memory arrays, in the loop's layout."""
-        return (
-            np.ascontiguousarray(self.int_params, dtype=np.int64),
-            np.ascontiguousarray(self.float_params, dtype=np.float64),
-            np.ascontiguousarray(np.atleast_2d(self.int_state), dtype=np.int64).copy(),
-            np.ascontiguousarray(np.atleast_2d(self.float_state), dtype=np.float64).copy(),
-        )
 
 
 class Policy:

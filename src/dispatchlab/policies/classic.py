@@ -11,6 +11,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from numba import njit
 
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function
@@ -25,58 +26,119 @@ from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
 
+# -- memory layouts: each rule's arrays, named -----------------------------------------------
+
+
+@njit(inline="always", cache=True)
+def rate_alias_table(memory):
+    """fp of the weighted rule: the alias table of μ (for :func:`alias_draw`)."""
+    return memory.fp
+
+
+@njit(inline="always", cache=True)
+def rr_cycle(memory):
+    """ip of RR: the fixed dispatch cycle of servers."""
+    return memory.ip
+
+
+@njit(inline="always", cache=True)
+def rr_positions(memory):
+    """ist row 0 of RR: entry m is dispatcher m's position in the cycle."""
+    return memory.ist[0]
+
+
+@njit(inline="always", cache=True)
+def sample_size(memory):
+    """ip[0] of Po-d and balanced Po-d: d, the number of servers sampled."""
+    return memory.ip[0]
+
+
+@njit(inline="always", cache=True)
+def compares_delays(memory):
+    """ip[1] of balanced Po-d: compare Q/μ (True) or Q (False)."""
+    return memory.ip[1] == 1
+
+
+@njit(inline="always", cache=True)
+def total_rate(memory):
+    """fp[0] of balanced Po-d: μ_Σ."""
+    return memory.fp[0]
+
+
+@njit(inline="always", cache=True)
+def sed_offset(memory):
+    """fp[0] of JSED: the offset c of argmin (Q_n + c)/μ_n (1 for SED, 0 for the Π member)."""
+    return memory.fp[0]
+
+
+@njit(inline="always", cache=True)
+def probe_all(slot, ctx):
+    """Count the 2N messages of a full probe (N probes, N replies)."""
+    ctx.msg[PROBE] += slot.Q.size
+    ctx.msg[REPLY] += slot.Q.size
+
+
+# -- the rules --------------------------------------------------------------------------------
+
+# rows of the int memory
+SAMPLE_ROW = 0  # Po-d, balanced Po-d: the sampled servers
+TAKEN_ROW = 1  # balanced Po-d: taken[n] = 1 while n is in the sample
+ARGMIN_ROW = 0  # JSQ: the per-slot cache of argmin_random_ties_per_slot
+
 
 @choose_function
-def _rand_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    return randint(rng, Q.size)
+def _rand_choose(m, jobs, slot, memory, ctx):
+    return randint(ctx.rng, slot.Q.size)
 
 
 @choose_function
-def _weighted_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    # fp holds the alias table of the routing weights μ
-    return alias_draw(rng, fp)
+def _weighted_choose(m, jobs, slot, memory, ctx):
+    return alias_draw(ctx.rng, rate_alias_table(memory))
 
 
 @choose_function
-def _cycle_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    # ist[0, m] is dispatcher m's pointer into the cycle ip
-    position = ist[0, m]
-    ist[0, m] = position + 1 if position + 1 < ip.size else 0
-    return ip[position]
+def _cycle_choose(m, jobs, slot, memory, ctx):
+    cycle = rr_cycle(memory)
+    positions = rr_positions(memory)
+    position = positions[m]
+    positions[m] = position + 1 if position + 1 < cycle.size else 0
+    return cycle[position]
 
 
 @choose_function
-def _jsq_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    msg[PROBE] += Q.size
-    msg[REPLY] += Q.size
+def _jsq_choose(m, jobs, slot, memory, ctx):
+    probe_all(slot, ctx)
     # every dispatcher of slot t sees the same Q(t): the minimisers are found once per slot
-    return argmin_random_ties_per_slot(Q, t, ist, 0, rng)
+    return argmin_random_ties_per_slot(slot.Q, slot.t, memory.ist, ARGMIN_ROW, ctx.rng)
 
 
 @choose_function
-def _jsed_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    msg[PROBE] += Q.size
-    msg[REPLY] += Q.size
-    return argmin_scaled_random_ties(Q, fp[0], mu, rng)
+def _jsed_choose(m, jobs, slot, memory, ctx):
+    probe_all(slot, ctx)
+    return argmin_scaled_random_ties(slot.Q, sed_offset(memory), slot.mu, ctx.rng)
 
 
 @choose_function
-def _pod_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    d = ip[0]
-    sample_distinct_row(rng, Q.size, d, ist, 0)
-    msg[PROBE] += d
-    msg[REPLY] += d
-    return shortest_of_row(Q, ist, 0, d, rng)
+def _pod_choose(m, jobs, slot, memory, ctx):
+    d = sample_size(memory)
+    Q = slot.Q
+    sample_distinct_row(ctx.rng, Q.size, d, memory.ist, SAMPLE_ROW)
+    ctx.msg[PROBE] += d
+    ctx.msg[REPLY] += d
+    return shortest_of_row(Q, memory.ist, SAMPLE_ROW, d, ctx.rng)
 
 
 @choose_function
-def _balanced_pod_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+def _balanced_pod_choose(m, jobs, slot, memory, ctx):
     # d distinct servers drawn one after another with probability ∝ μ among those left
-    d = ip[0]
-    by_delay = ip[1] == 1
-    sample = ist[0]
-    taken = ist[1]
-    remaining = fp[0]
+    d = sample_size(memory)
+    by_delay = compares_delays(memory)
+    Q = slot.Q
+    mu = slot.mu
+    rng = ctx.rng
+    sample = memory.ist[SAMPLE_ROW]
+    taken = memory.ist[TAKEN_ROW]
+    remaining = total_rate(memory)
     for i in range(d):
         u = uniform(rng) * remaining
         chosen = -1
@@ -89,8 +151,8 @@ def _balanced_pod_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
         sample[i] = chosen
         taken[chosen] = 1
         remaining -= mu[chosen]
-    msg[PROBE] += d
-    msg[REPLY] += d
+    ctx.msg[PROBE] += d
+    ctx.msg[REPLY] += d
     best = sample[0]
     count = 1
     for i in range(d):

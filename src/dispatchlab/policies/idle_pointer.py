@@ -32,65 +32,109 @@ DIAGNOSTICS = ("dispatch_calls", "busy_target_calls", "reports")
 D_CALLS, D_BUSY, D_REPORTS = range(3)
 
 
+@njit(inline="always", cache=True)
+def stored_ids(memory):
+    """stored_ids[m]: the server dispatcher m sends every job to."""
+    return memory.ist[ROW_TARGET]
+
+
+@njit(inline="always", cache=True)
+def reports_this_slot(memory):
+    """reports_this_slot[m]: reports dispatcher m received in the current slot."""
+    return memory.ist[ROW_REPORTS]
+
+
+@njit(inline="always", cache=True)
+def slot_counters(memory):
+    """[dispatch calls this slot, calls whose target was busy, initialised flag]."""
+    return memory.ist[ROW_SCRATCH]
+
+
+@njit(inline="always", cache=True)
+def is_persistent_idle(memory):
+    """ip[0]: 1 for PI (report on becoming idle), 0 for JID (idle, with probability α)."""
+    return memory.ip[0] == 1
+
+
+@njit(inline="always", cache=True)
+def report_probability(memory):
+    """fp[0]: α of JID."""
+    return memory.fp[0]
+
+
 @choose_function
-def _stored_id_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    target = ist[ROW_TARGET, m]
-    ist[ROW_SCRATCH, SCRATCH_CALLS] += 1
-    if Q[target] > 0:
-        ist[ROW_SCRATCH, SCRATCH_BUSY] += 1
+def _stored_id_choose(m, jobs, slot, memory, ctx):
+    target = stored_ids(memory)[m]
+    counters = slot_counters(memory)
+    counters[SCRATCH_CALLS] += 1
+    if slot.Q[target] > 0:
+        counters[SCRATCH_BUSY] += 1
     return target
 
 
 @njit(inline="always", cache=True)
-def _receive(n, dispatchers, ist, rng, msg):
+def _receive(n, dispatchers, memory, ctx):
     """Server n's report reaches one dispatcher, which keeps one of its slot's reporters."""
+    rng = ctx.rng
     dest = 0 if dispatchers == 1 else randint(rng, dispatchers)
-    count = ist[ROW_REPORTS, dest] + 1
-    ist[ROW_REPORTS, dest] = count
+    reports = reports_this_slot(memory)
+    count = reports[dest] + 1
+    reports[dest] = count
     if count == 1 or randint(rng, count) == 0:
-        ist[ROW_TARGET, dest] = n
-    msg[REPORT] += 1
+        stored_ids(memory)[dest] = n
+    ctx.msg[REPORT] += 1
 
 
 @hook_function
-def _stored_id_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    if ist[ROW_SCRATCH, SCRATCH_READY] == 1:
+def _stored_id_begin(slot, step, memory, ctx):
+    counters = slot_counters(memory)
+    if counters[SCRATCH_READY] == 1:
         return None
-    dispatchers = A_m.size
+    Q = slot.Q
+    dispatchers = step.A_m.size
+    targets = stored_ids(memory)
     for m in range(dispatchers):
-        ist[ROW_TARGET, m] = randint(rng, Q.size)
-    if ip[0] == 1:  # PI: an empty server at t = 0 has just become idle
+        targets[m] = randint(ctx.rng, Q.size)
+    if is_persistent_idle(memory):  # PI: an empty server at t = 0 has just become idle
         for n in range(Q.size):
             if Q[n] == 0:
-                _receive(n, dispatchers, ist, rng, msg)
+                _receive(n, dispatchers, memory, ctx)
+        reports = reports_this_slot(memory)
         for m in range(dispatchers):
-            ist[ROW_REPORTS, m] = 0
-    ist[ROW_SCRATCH, SCRATCH_READY] = 1
+            reports[m] = 0
+    counters[SCRATCH_READY] = 1
     return None
 
 
 @hook_function
-def _stored_id_end(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    dispatchers = A_m.size
-    persistent_idle = ip[0] == 1
-    alpha = fp[0]
+def _stored_id_end(slot, step, memory, ctx):
+    Q = slot.Q
+    Q_prev = step.Q_prev
+    A = step.A
+    dispatchers = step.A_m.size
+    persistent_idle = is_persistent_idle(memory)
+    alpha = report_probability(memory)
+    msg = ctx.msg
     reports = msg[REPORT]
     for n in range(Q.size):
         if Q[n] != 0:
             continue
         if persistent_idle:
             if Q_prev[n] + A[n] > 0:
-                _receive(n, dispatchers, ist, rng, msg)
-        elif uniform(rng) < alpha:
-            _receive(n, dispatchers, ist, rng, msg)
+                _receive(n, dispatchers, memory, ctx)
+        elif uniform(ctx.rng) < alpha:
+            _receive(n, dispatchers, memory, ctx)
+    received = reports_this_slot(memory)
     for m in range(dispatchers):
-        ist[ROW_REPORTS, m] = 0
-    if record:
-        diag[D_CALLS] += ist[ROW_SCRATCH, SCRATCH_CALLS]
-        diag[D_BUSY] += ist[ROW_SCRATCH, SCRATCH_BUSY]
+        received[m] = 0
+    counters = slot_counters(memory)
+    if step.record:
+        diag = step.diag
+        diag[D_CALLS] += counters[SCRATCH_CALLS]
+        diag[D_BUSY] += counters[SCRATCH_BUSY]
         diag[D_REPORTS] += msg[REPORT] - reports
-    ist[ROW_SCRATCH, SCRATCH_CALLS] = 0
-    ist[ROW_SCRATCH, SCRATCH_BUSY] = 0
+    counters[SCRATCH_CALLS] = 0
+    counters[SCRATCH_BUSY] = 0
     return None
 
 

@@ -32,6 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
+from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import (
     PROBE,
     REPLY,
@@ -40,7 +41,6 @@ from dispatchlab.engine.interface import (
     hook_function,
 )
 from dispatchlab.engine.kernels import shortest_of_row
-from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.rng import randint, sample_distinct_row, uniform
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
@@ -64,38 +64,87 @@ DIAGNOSTICS = ("dispatch_calls", "empty_memory_calls", "distance_sum", "distance
 MAX_THRESHOLD = 2**40
 
 
+# -- named access to the layout above ---------------------------------------------------------
+
+
+@njit(inline="always", cache=True)
+def threshold(memory):
+    """r: a server reports while Q_n < r."""
+    return memory.ip[IP_THRESHOLD]
+
+
+@njit(inline="always", cache=True)
+def ring_mask(memory):
+    """capacity − 1 of each dispatcher's ring buffer of IDs (the capacity is a power of 2)."""
+    return memory.ip[IP_MASK]
+
+
+@njit(inline="always", cache=True)
+def registered(memory):
+    """registered[n]: the dispatcher whose list holds server n, −1 if none."""
+    return memory.ist[ROW_REGISTERED]
+
+
+@njit(inline="always", cache=True)
+def list_heads(memory):
+    """list_heads[m]: ring-buffer index of the oldest ID of dispatcher m's list."""
+    return memory.ist[ROW_HEAD]
+
+
+@njit(inline="always", cache=True)
+def list_lengths(memory):
+    """list_lengths[m]: how many IDs dispatcher m's list holds."""
+    return memory.ist[ROW_LENGTH]
+
+
+@njit(inline="always", cache=True)
+def id_list(memory, m):
+    """Dispatcher m's ring buffer of server IDs."""
+    return memory.ist[ROW_LISTS + m]
+
+
+@njit(inline="always", cache=True)
+def slot_counters(memory):
+    """[dispatch calls this slot, calls that found an empty list, initialised flag]."""
+    return memory.ist[ROW_SCRATCH]
+
+
 @njit(cache=True)
-def _report(n, dispatchers, ip, ist, rng, msg):
+def _report(n, dispatchers, memory, ctx):
     """Server n sends its ID to one dispatcher (uniform, or SQ(d)); it joins that list."""
+    rng = ctx.rng
+    lengths = list_lengths(memory)
     if dispatchers == 1:
         dest = 0
-    elif ip[IP_DESTINATION] == DESTINATION_SQ:
-        d = ip[IP_D]
-        sample_distinct_row(rng, dispatchers, d, ist, ROW_SAMPLE)
-        msg[PROBE] += d
-        msg[REPLY] += d
-        dest = shortest_of_row(ist[ROW_LENGTH], ist, ROW_SAMPLE, d, rng)
+    elif memory.ip[IP_DESTINATION] == DESTINATION_SQ:
+        d = memory.ip[IP_D]
+        sample_distinct_row(rng, dispatchers, d, memory.ist, ROW_SAMPLE)
+        ctx.msg[PROBE] += d
+        ctx.msg[REPLY] += d
+        dest = shortest_of_row(lengths, memory.ist, ROW_SAMPLE, d, rng)
     else:
         dest = randint(rng, dispatchers)
-    length = ist[ROW_LENGTH, dest]
-    ist[ROW_LISTS + dest, (ist[ROW_HEAD, dest] + length) & ip[IP_MASK]] = n
-    ist[ROW_LENGTH, dest] = length + 1
-    ist[ROW_REGISTERED, n] = dest
-    msg[REPORT] += 1
+    length = lengths[dest]
+    id_list(memory, dest)[(list_heads(memory)[dest] + length) & ring_mask(memory)] = n
+    lengths[dest] = length + 1
+    registered(memory)[n] = dest
+    ctx.msg[REPORT] += 1
 
 
 @njit(cache=True)
-def _audit(Q, ip, ist, dispatchers):
+def _audit(Q, memory, dispatchers):
     """True when the lists break the memory invariant (see the module docstring)."""
     N = Q.size
-    r = ip[IP_THRESHOLD]
-    mask = ip[IP_MASK]
+    r = threshold(memory)
+    mask = ring_mask(memory)
+    holder = registered(memory)
     seen = np.zeros(N, np.int64)
     for m in range(dispatchers):
-        head = ist[ROW_HEAD, m]
-        for i in range(ist[ROW_LENGTH, m]):
-            n = ist[ROW_LISTS + m, (head + i) & mask]
-            if n < 0 or n >= N or ist[ROW_REGISTERED, n] != m:
+        head = list_heads(memory)[m]
+        ids = id_list(memory, m)
+        for i in range(list_lengths(memory)[m]):
+            n = ids[(head + i) & mask]
+            if n < 0 or n >= N or holder[n] != m:
                 return True
             seen[n] += 1
     for n in range(N):
@@ -103,77 +152,89 @@ def _audit(Q, ip, ist, dispatchers):
             return True
         if dispatchers == 1 and Q[n] >= r and seen[n] == 1:
             return True
-        if (ist[ROW_REGISTERED, n] >= 0) != (seen[n] == 1):
+        if (holder[n] >= 0) != (seen[n] == 1):
             return True
     return False
 
 
 @choose_function
-def _id_memory_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    ist[ROW_SCRATCH, SCRATCH_CALLS] += 1
-    length = ist[ROW_LENGTH, m]
+def _id_memory_choose(m, jobs, slot, memory, ctx):
+    rng = ctx.rng
+    counters = slot_counters(memory)
+    counters[SCRATCH_CALLS] += 1
+    lengths = list_lengths(memory)
+    length = lengths[m]
     if length == 0:
-        ist[ROW_SCRATCH, SCRATCH_EMPTY] += 1
-        if ip[IP_FALLBACK] == FALLBACK_WEIGHTED:
-            return alias_draw(rng, fp)
-        return randint(rng, Q.size)
-    mask = ip[IP_MASK]
-    head = ist[ROW_HEAD, m]
-    row = ROW_LISTS + m
-    pick = ip[IP_PICK]
+        counters[SCRATCH_EMPTY] += 1
+        if memory.ip[IP_FALLBACK] == FALLBACK_WEIGHTED:
+            return alias_draw(rng, memory.fp)  # fp: the alias table of μ
+        return randint(rng, slot.Q.size)
+    mask = ring_mask(memory)
+    heads = list_heads(memory)
+    head = heads[m]
+    ids = id_list(memory, m)
+    pick = memory.ip[IP_PICK]
+    mu = slot.mu
     i = 0
     if pick == PICK_UNIFORM:
         i = randint(rng, length)
     elif pick == PICK_WEIGHTED and length > 1:
         total = 0.0
         for k in range(length):
-            total += mu[ist[row, (head + k) & mask]]
+            total += mu[ids[(head + k) & mask]]
         u = uniform(rng) * total
         while i < length - 1:
-            u -= mu[ist[row, (head + i) & mask]]
+            u -= mu[ids[(head + i) & mask]]
             if u < 0.0:
                 break
             i += 1
     position = (head + i) & mask
-    server = ist[row, position]
+    server = ids[position]
     if i == 0:
-        ist[ROW_HEAD, m] = (head + 1) & mask
+        heads[m] = (head + 1) & mask
     else:  # order matters only for PICK_OLDEST, which always takes i = 0
-        ist[row, position] = ist[row, (head + length - 1) & mask]
-    ist[ROW_LENGTH, m] = length - 1
-    ist[ROW_REGISTERED, server] = -1
+        ids[position] = ids[(head + length - 1) & mask]
+    lengths[m] = length - 1
+    registered(memory)[server] = -1
     return server
 
 
 @hook_function
-def _id_memory_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    dispatchers = A_m.size
-    if ist[ROW_SCRATCH, SCRATCH_READY] == 0:
+def _id_memory_begin(slot, step, memory, ctx):
+    Q = slot.Q
+    dispatchers = step.A_m.size
+    counters = slot_counters(memory)
+    if counters[SCRATCH_READY] == 0:
         # the servers below the threshold at t = 0 report once, as at any later slot end
+        holder = registered(memory)
         for n in range(Q.size):
-            if Q[n] < ip[IP_THRESHOLD] and ist[ROW_REGISTERED, n] < 0:
-                _report(n, dispatchers, ip, ist, rng, msg)
-        ist[ROW_SCRATCH, SCRATCH_READY] = 1
-    if ip[IP_AUDIT] == 1 and record and _audit(Q, ip, ist, dispatchers):
-        diag[D_VIOLATIONS] += 1.0
+            if Q[n] < threshold(memory) and holder[n] < 0:
+                _report(n, dispatchers, memory, ctx)
+        counters[SCRATCH_READY] = 1
+    if memory.ip[IP_AUDIT] == 1 and step.record and _audit(Q, memory, dispatchers):
+        step.diag[D_VIOLATIONS] += 1.0
 
 
 @hook_function
-def _id_memory_end(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
+def _id_memory_end(slot, step, memory, ctx):
+    Q = slot.Q
     N = Q.size
-    dispatchers = A_m.size
-    r = ip[IP_THRESHOLD]
+    dispatchers = step.A_m.size
+    r = threshold(memory)
+    holder = registered(memory)
     # reports in a random cyclic order, so that FIFO lists do not favour low indices
-    n = randint(rng, N) if ip[IP_PICK] == PICK_OLDEST and N > 1 else 0
+    n = randint(ctx.rng, N) if memory.ip[IP_PICK] == PICK_OLDEST and N > 1 else 0
     for _ in range(N):
-        if Q[n] < r and ist[ROW_REGISTERED, n] < 0:
-            _report(n, dispatchers, ip, ist, rng, msg)
+        if Q[n] < r and holder[n] < 0:
+            _report(n, dispatchers, memory, ctx)
         n += 1
         if n == N:
             n = 0
-    if record:
-        diag[D_CALLS] += ist[ROW_SCRATCH, SCRATCH_CALLS]
-        diag[D_EMPTY] += ist[ROW_SCRATCH, SCRATCH_EMPTY]
+    counters = slot_counters(memory)
+    if step.record:
+        diag = step.diag
+        diag[D_CALLS] += counters[SCRATCH_CALLS]
+        diag[D_EMPTY] += counters[SCRATCH_EMPTY]
         # d_{R^(r)}(Q(t+1)) = min(d to R_l, d to R_u), Euclidean (§3.2, Eq. (8))
         above = 0.0
         below = 0.0
@@ -188,11 +249,12 @@ def _id_memory_end(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, r
         if distance >= r:
             diag[D_TAIL] += 1.0
         size = 0
+        lengths = list_lengths(memory)
         for m in range(dispatchers):
-            size += ist[ROW_LENGTH, m]
+            size += lengths[m]
         diag[D_MEMORY] += size
-    ist[ROW_SCRATCH, SCRATCH_CALLS] = 0
-    ist[ROW_SCRATCH, SCRATCH_EMPTY] = 0
+    counters[SCRATCH_CALLS] = 0
+    counters[SCRATCH_EMPTY] = 0
 
 
 def _capacity(n_servers: int) -> int:

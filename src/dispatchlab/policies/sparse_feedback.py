@@ -20,6 +20,7 @@ synchronous update, initialised flag.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
 from dispatchlab.engine.kernels import argmin_random_ties
@@ -32,51 +33,89 @@ COUNTDOWN, READY = range(2)
 DIAGNOSTICS = ("estimation_error",)
 
 
+@njit(inline="always", cache=True)
+def estimates(memory, m):
+    """Q̃^m, dispatcher m's estimates (the row is at least N long)."""
+    return memory.ist[m]
+
+
+@njit(inline="always", cache=True)
+def control(memory, dispatchers):
+    """[slots left to the next synchronous update, initialised flag] (row M)."""
+    return memory.ist[dispatchers]
+
+
+@njit(inline="always", cache=True)
+def update_period(memory):
+    """T_u, the update period in slots."""
+    return memory.ip[IP_PERIOD]
+
+
+@njit(inline="always", cache=True)
+def is_synchronous(memory):
+    """SUJSQ (True) or AUJSQ (False)."""
+    return memory.ip[IP_SYNCHRONOUS] == 1
+
+
+@njit(inline="always", cache=True)
+def report_probability(memory):
+    """AUJSQ: 1/T_u, the probability that a server reports in a slot."""
+    return memory.fp[0]
+
+
 @choose_function
-def _estimate_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    estimates = ist[m]
-    target = argmin_random_ties(estimates[:Q.size], rng)
-    estimates[target] += jobs
+def _estimate_choose(m, jobs, slot, memory, ctx):
+    own = estimates(memory, m)
+    target = argmin_random_ties(own[:slot.Q.size], ctx.rng)
+    own[target] += jobs
     return target
 
 
 @hook_function
-def _estimate_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    control = A_m.size
-    if ist[control, READY] == 0:
-        for m in range(A_m.size):
+def _estimate_begin(slot, step, memory, ctx):
+    Q = slot.Q
+    dispatchers = step.A_m.size
+    state = control(memory, dispatchers)
+    if state[READY] == 0:
+        for m in range(dispatchers):
+            own = estimates(memory, m)
             for n in range(Q.size):
-                ist[m, n] = Q[n]
-        ist[control, COUNTDOWN] = ip[IP_PERIOD]
-        ist[control, READY] = 1
+                own[n] = Q[n]
+        state[COUNTDOWN] = update_period(memory)
+        state[READY] = 1
     return None
 
 
 @hook_function
-def _estimate_end(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    dispatchers = A_m.size
+def _estimate_end(slot, step, memory, ctx):
+    Q = slot.Q
+    dispatchers = step.A_m.size
     N = Q.size
-    if ip[IP_SYNCHRONOUS] == 1:
-        ist[dispatchers, COUNTDOWN] -= 1
-        if ist[dispatchers, COUNTDOWN] == 0:
+    msg = ctx.msg
+    if is_synchronous(memory):
+        state = control(memory, dispatchers)
+        state[COUNTDOWN] -= 1
+        if state[COUNTDOWN] == 0:
             for m in range(dispatchers):
+                own = estimates(memory, m)
                 for n in range(N):
-                    ist[m, n] = Q[n]
+                    own[n] = Q[n]
             msg[REPORT] += N * dispatchers
-            ist[dispatchers, COUNTDOWN] = ip[IP_PERIOD]
+            state[COUNTDOWN] = update_period(memory)
     else:
-        probability = fp[0]
+        probability = report_probability(memory)
         for n in range(N):
-            if uniform(rng) < probability:
+            if uniform(ctx.rng) < probability:
                 for m in range(dispatchers):
-                    ist[m, n] = Q[n]
+                    estimates(memory, m)[n] = Q[n]
                 msg[REPORT] += dispatchers
-    if record:  # E|Q_n − Q̃^m_n| over dispatchers and servers, as for LED
+    if step.record:  # E|Q_n − Q̃^m_n| over dispatchers and servers, as for LED
         error = 0
         for m in range(dispatchers):
+            own = estimates(memory, m)
             for n in range(N):
-                error += abs(ist[m, n] - Q[n])
-        diag[0] += error / (dispatchers * N)
+                error += abs(own[n] - Q[n])
+        step.diag[0] += error / (dispatchers * N)
     return None
 
 

@@ -45,6 +45,99 @@ DIAG_SAMPLES, DIAG_PERP_SQ, DIAG_PERP_SQ_LITERAL, DIAG_TOTAL, DIAG_TOTAL_SQ = ra
 DIAG_HEADER = 5
 
 
+# -- named access to the layout above ---------------------------------------------------------
+
+
+@njit(inline="always", cache=True)
+def cycle_length(memory):
+    """T, the dispatching cycle."""
+    return memory.ip[T_]
+
+
+@njit(inline="always", cache=True)
+def dispatchers(memory):
+    """M, the number of dispatchers."""
+    return memory.ip[M_]
+
+
+@njit(inline="always", cache=True)
+def servers(memory):
+    """N, the number of servers."""
+    return memory.ip[N_]
+
+
+@njit(inline="always", cache=True)
+def reads_queues(memory):
+    """False when the decision ignores η: no queue read, no message."""
+    return memory.ip[READS] == 1
+
+
+@njit(inline="always", cache=True)
+def measures_collapse(memory):
+    """True when the collapse measures of §4.7 are accumulated at the samples."""
+    return memory.ip[DIAGNOSE] == 1
+
+
+@njit(inline="always", cache=True)
+def gamma(memory):
+    """γ, the scaling vector of the sorting function."""
+    return memory.fp[: memory.ip[N_]]
+
+
+@njit(inline="always", cache=True)
+def decision_ints(memory):
+    """The decision function's own integer parameters."""
+    return memory.ip[HEADER:]
+
+
+@njit(inline="always", cache=True)
+def decision_floats(memory):
+    """The decision function's own float parameters."""
+    return memory.fp[memory.ip[N_]:]
+
+
+@njit(inline="always", cache=True)
+def destinations(memory, m):
+    """Dispatcher m's destinations of the current cycle: entry i for slot kT + i."""
+    return memory.ist[m, : memory.ip[T_]]
+
+
+@njit(inline="always", cache=True)
+def order(memory):
+    """η of the last read: order(memory)[0] is the longest scaled queue."""
+    return memory.ist[memory.ip[M_], : memory.ip[N_]]
+
+
+@njit(inline="always", cache=True)
+def permutation(memory):
+    """Work row for the random tie-breaking permutation."""
+    return memory.ist[memory.ip[M_] + 1]
+
+
+@njit(inline="always", cache=True)
+def decision_scratch(memory):
+    """N entries of free working memory for the decision function."""
+    return memory.ist[memory.ip[M_] + 2, : memory.ip[N_]]
+
+
+@njit(inline="always", cache=True)
+def cycle_clock(memory):
+    """[next sampling slot, first slot of the current cycle]."""
+    return memory.ist[memory.ip[M_] + 3]
+
+
+@njit(inline="always", cache=True)
+def sort_keys(memory):
+    """Work row for the scaled lengths −Q_l/γ_l."""
+    return memory.fst[0]
+
+
+NEXT_SAMPLE, CYCLE_START = 0, 1
+
+
+# -- the compiled machinery ------------------------------------------------------------------
+
+
 @njit(inline="always", cache=True)
 def sample_order(Q, gamma, perm, keys, eta, rng):
     """η: servers by decreasing Q_l/γ_l, ties broken uniformly at random (V_k)."""
@@ -93,37 +186,36 @@ def record_collapse(Q, gamma, diag):
 
 
 @choose_function
-def pi_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+def pi_choose(m, jobs, slot, memory, ctx):
     """φ_{t−kT+1}(k): this dispatcher's destination for the current slot of the cycle."""
-    M = ip[M_]
-    return ist[m, t - ist[M + 3, 1]]
+    return memory.ist[m, slot.t - cycle_clock(memory)[CYCLE_START]]
 
 
 @njit(inline="always", cache=True)
-def start_cycle(t, Q, ip, fp, ist, diag, record):
+def start_cycle(slot, step, memory):
     """True at t = kT (then the cycle clock advances and the collapse measures are taken)."""
-    M = ip[M_]
-    control = ist[M + 3]
-    if t < control[0]:
+    t = slot.t
+    clock = cycle_clock(memory)
+    if t < clock[NEXT_SAMPLE]:
         return False
-    control[0] = t + ip[T_]
-    control[1] = t
-    if record and ip[DIAGNOSE] == 1:
-        record_collapse(Q, fp[: ip[N_]], diag)
+    clock[NEXT_SAMPLE] = t + cycle_length(memory)
+    clock[CYCLE_START] = t
+    if step.record and measures_collapse(memory):
+        record_collapse(slot.Q, gamma(memory), step.diag)
     return True
 
 
 @njit(inline="always", cache=True)
-def read_queues(m, Q, ip, fp, ist, fst, rng, msg):
+def read_queues(m, slot, memory, ctx):
     """Dispatcher m reads Q (N one-way reports) and samples η, unless the decision ignores η;
     returns the decision's arguments (η, its ip, its fp, the destinations, scratch)."""
-    n = ip[N_]
-    M = ip[M_]
-    eta = ist[M, :n]
-    if ip[READS] == 1:
-        msg[REPORT] += n
-        sample_order(Q, fp[:n], ist[M + 1], fst[0], eta, rng)
-    return eta, ip[HEADER:], fp[n:], ist[m, : ip[T_]], ist[M + 2, :n]
+    eta = order(memory)
+    if reads_queues(memory):
+        ctx.msg[REPORT] += servers(memory)
+        sample_order(slot.Q, gamma(memory), permutation(memory), sort_keys(memory), eta,
+                     ctx.rng)
+    return (eta, decision_ints(memory), decision_floats(memory), destinations(memory, m),
+            decision_scratch(memory))
 
 
 # One hook per built-in decision, identical but for the decision it calls: each is a
@@ -131,51 +223,51 @@ def read_queues(m, Q, ip, fp, ist, fst, rng, msg):
 # made by exec, have no cacheable source and would recompile in every process).
 
 @hook_function
-def _rand_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    if start_cycle(t, Q, ip, fp, ist, diag, record):
-        for m in range(ip[M_]):
-            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
-            uniform_decision(eta, mu, dip, dfp, rng, dest, scratch)
+def _rand_begin(slot, step, memory, ctx):
+    if start_cycle(slot, step, memory):
+        for m in range(dispatchers(memory)):
+            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+            uniform_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
 @hook_function
-def _weighted_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    if start_cycle(t, Q, ip, fp, ist, diag, record):
-        for m in range(ip[M_]):
-            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
-            weighted_decision(eta, mu, dip, dfp, rng, dest, scratch)
+def _weighted_begin(slot, step, memory, ctx):
+    if start_cycle(slot, step, memory):
+        for m in range(dispatchers(memory)):
+            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+            weighted_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
 @hook_function
-def _cycle_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    if start_cycle(t, Q, ip, fp, ist, diag, record):
-        for m in range(ip[M_]):
-            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
-            cycle_decision(eta, mu, dip, dfp, rng, dest, scratch)
+def _cycle_begin(slot, step, memory, ctx):
+    if start_cycle(slot, step, memory):
+        for m in range(dispatchers(memory)):
+            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+            cycle_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
 @hook_function
-def _shortest_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    if start_cycle(t, Q, ip, fp, ist, diag, record):
-        for m in range(ip[M_]):
-            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
-            shortest_decision(eta, mu, dip, dfp, rng, dest, scratch)
+def _shortest_begin(slot, step, memory, ctx):
+    if start_cycle(slot, step, memory):
+        for m in range(dispatchers(memory)):
+            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+            shortest_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
 @hook_function
-def _pod_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    if start_cycle(t, Q, ip, fp, ist, diag, record):
-        for m in range(ip[M_]):
-            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
-            pod_decision(eta, mu, dip, dfp, rng, dest, scratch)
+def _pod_begin(slot, step, memory, ctx):
+    if start_cycle(slot, step, memory):
+        for m in range(dispatchers(memory)):
+            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+            pod_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
 @hook_function
-def _skip_longest_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    if start_cycle(t, Q, ip, fp, ist, diag, record):
-        for m in range(ip[M_]):
-            eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
-            skip_longest_decision(eta, mu, dip, dfp, rng, dest, scratch)
+def _skip_longest_begin(slot, step, memory, ctx):
+    if start_cycle(slot, step, memory):
+        for m in range(dispatchers(memory)):
+            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+            skip_longest_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
 _BUILTIN_HOOKS = {
@@ -198,11 +290,11 @@ def make_begin_slot(decide):
     if decide in _BUILTIN_HOOKS:
         return _BUILTIN_HOOKS[decide]
 
-    def user_begin(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-        if start_cycle(t, Q, ip, fp, ist, diag, record):
-            for m in range(ip[M_]):
-                eta, dip, dfp, dest, scratch = read_queues(m, Q, ip, fp, ist, fst, rng, msg)
-                decide(eta, mu, dip, dfp, rng, dest, scratch)
+    def user_begin(slot, step, memory, ctx):
+        if start_cycle(slot, step, memory):
+            for m in range(dispatchers(memory)):
+                eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+                decide(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
     return njit(HOOK_SIGNATURE)(user_begin)
 

@@ -33,6 +33,11 @@ from dispatchlab.policies.led.layout import (
     TRIGGER_SLOT,
     UPDATE_PULL,
     UPDATE_PUSH,
+    estimates,
+    increments,
+    strategy_code,
+    strategy_params,
+    strategy_scratch_row,
 )
 from dispatchlab.policies.led.strategies import (
     BUILTIN_STRATEGIES,
@@ -76,19 +81,19 @@ def po2_matched_p(update: str, d: int, trigger: str, system: System) -> float:
 
 
 @choose_function
-def _builtin_choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    M = ip[IP_DISPATCHERS]
-    estimates = ist[m]
-    code = ip[IP_STRATEGY]
+def _builtin_choose(m, jobs, slot, memory, ctx):
+    own = estimates(memory, m)
+    code = strategy_code(memory)
     if code == CODE_JSQ:
-        target = l_jsq_pick(estimates, rng)
+        target = l_jsq_pick(own, ctx.rng)
     elif code == CODE_JBA:
-        target = l_jba_pick(estimates, mu, rng, fst[0, 0] == JBA_WEIGHTED)
+        target = l_jba_pick(own, slot.mu, ctx.rng, strategy_params(memory)[0] == JBA_WEIGHTED)
     else:
-        target = l_pod_pick(estimates, rng, np.int64(fst[0, 0]), ist, M)
-    if ip[IP_INCREMENT] != 0:
+        target = l_pod_pick(own, ctx.rng, np.int64(strategy_params(memory)[0]), memory.ist,
+                            strategy_scratch_row(memory))
+    if increments(memory):
         # LSQ: count the jobs just sent (per-job mode: water-filling one job at a time)
-        estimates[target] += jobs
+        own[target] += jobs
     return target
 
 
@@ -100,12 +105,12 @@ def custom_choose(strategy_fn: Any) -> Any:
     if strategy_fn in _CUSTOM_CHOOSE_CACHE:
         return _CUSTOM_CHOOSE_CACHE[strategy_fn]
 
-    def choose(m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-        M = ip[IP_DISPATCHERS]
-        estimates = ist[m]
-        target = strategy_fn(estimates, mu, rng, fst[0], ist[M])
-        if ip[IP_INCREMENT] != 0:
-            estimates[target] += jobs
+    def choose(m, jobs, slot, memory, ctx):
+        own = estimates(memory, m)
+        target = strategy_fn(own, slot.mu, ctx.rng, strategy_params(memory),
+                             memory.ist[strategy_scratch_row(memory)])
+        if increments(memory):
+            own[target] += jobs
         return target
 
     # a closure over a user function: numba cannot reuse an on-disk cache for it

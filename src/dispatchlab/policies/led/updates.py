@@ -28,13 +28,16 @@ from numba import njit
 from dispatchlab.engine.interface import PROBE, REPLY, REPORT, hook_function
 from dispatchlab.engine.rng import randint, sample_distinct_row, uniform
 from dispatchlab.policies.led.layout import (
-    FP_LOG_MISS,
-    FP_P,
-    IP_DISPATCHERS,
-    IP_MEASURE_ERROR,
-    IP_PUSH_D,
-    IP_TRIGGER,
-    TRIGGER_ARRIVAL,
+    arrival_triggered,
+    dispatchers,
+    estimates,
+    log_miss,
+    measures_error,
+    pull_position,
+    push_d,
+    push_position,
+    push_sample_row,
+    update_p,
 )
 
 DIAG_ESTIMATION_ERROR = 0
@@ -49,82 +52,92 @@ def failures_before_success(rng, p, log_miss):
 
 
 @njit(inline="always", cache=True)
-def _push_sample(m, Q, ist, d, rng, msg):
+def _push_sample(m, Q, memory, d, ctx):
     """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them."""
     N = Q.size
-    M = ist.shape[0] - 4
-    estimates = ist[m]
+    own = estimates(memory, m)
     if d >= N:  # every server: no randomness needed
         for n in range(N):
-            estimates[n] = Q[n]
+            own[n] = Q[n]
     else:
-        sample_distinct_row(rng, N, d, ist, M + 1)
+        row = push_sample_row(memory)
+        sample_distinct_row(ctx.rng, N, d, memory.ist, row)
+        sample = memory.ist[row]
         for i in range(d):
-            n = ist[M + 1, i]
-            estimates[n] = Q[n]
-    msg[PROBE] += d
-    msg[REPLY] += d
+            n = sample[i]
+            own[n] = Q[n]
+    ctx.msg[PROBE] += d
+    ctx.msg[REPLY] += d
 
 
 @njit(inline="always", cache=True)
-def _record_error(Q, ist, ip, diag, record):
+def _record_error(slot, step, memory):
     """diag[0] += mean over (m, n) of |Q_n(t+1) − Q̃^m_n(t+1)| (when measuring)."""
-    if not record or ip[IP_MEASURE_ERROR] == 0:
+    if not step.record or not measures_error(memory):
         return
-    M = ip[IP_DISPATCHERS]
+    Q = slot.Q
+    M = dispatchers(memory)
     N = Q.size
     total = 0
     for m in range(M):
+        own = estimates(memory, m)
         for n in range(N):
-            total += abs(Q[n] - ist[m, n])
-    diag[DIAG_ESTIMATION_ERROR] += total / (M * N)
+            total += abs(Q[n] - own[n])
+    step.diag[DIAG_ESTIMATION_ERROR] += total / (M * N)
 
 
 @hook_function
-def push_end_slot(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    M = ip[IP_DISPATCHERS]
-    d = ip[IP_PUSH_D]
-    p = fp[FP_P]
-    log_miss = fp[FP_LOG_MISS]
-    position = ist[M + 3]
-    if ip[IP_TRIGGER] == TRIGGER_ARRIVAL:
+def push_end_slot(slot, step, memory, ctx):
+    t = slot.t
+    Q = slot.Q
+    rng = ctx.rng
+    M = dispatchers(memory)
+    d = push_d(memory)
+    p = update_p(memory)
+    miss = log_miss(memory)
+    position = push_position(memory)
+    if arrival_triggered(memory):
         # position[0]: failures left before the next success among dispatch events
         if position[0] < 0:
-            position[0] = failures_before_success(rng, p, log_miss)
+            position[0] = failures_before_success(rng, p, miss)
+        A_m = step.A_m
         for m in range(M):
             if A_m[m] == 0:
                 continue
             if position[0] == 0:
-                _push_sample(m, Q, ist, d, rng, msg)
-                position[0] = failures_before_success(rng, p, log_miss)
+                _push_sample(m, Q, memory, d, ctx)
+                position[0] = failures_before_success(rng, p, miss)
             else:
                 position[0] -= 1
     else:
         # position[0]: index t·M + m of the next successful (slot, dispatcher) trial
         if position[0] < 0:
-            position[0] = t * M + failures_before_success(rng, p, log_miss)
+            position[0] = t * M + failures_before_success(rng, p, miss)
         end = (t + 1) * M
         while position[0] < end:
-            _push_sample(position[0] - t * M, Q, ist, d, rng, msg)
-            position[0] += 1 + failures_before_success(rng, p, log_miss)
-    _record_error(Q, ist, ip, diag, record)
+            _push_sample(position[0] - t * M, Q, memory, d, ctx)
+            position[0] += 1 + failures_before_success(rng, p, miss)
+    _record_error(slot, step, memory)
 
 
 @hook_function
-def pull_end_slot(t, Q, Q_prev, A, A_m, mu, ip, fp, ist, fst, rng, msg, diag, record):
-    M = ip[IP_DISPATCHERS]
+def pull_end_slot(slot, step, memory, ctx):
+    t = slot.t
+    Q = slot.Q
+    rng = ctx.rng
+    M = dispatchers(memory)
     N = Q.size
-    p = fp[FP_P]
-    log_miss = fp[FP_LOG_MISS]
-    position = ist[M + 2]
+    p = update_p(memory)
+    miss = log_miss(memory)
+    position = pull_position(memory)
     # position[0]: index t·N + n of the next successful (slot, server) trial
     if position[0] < 0:
-        position[0] = t * N + failures_before_success(rng, p, log_miss)
+        position[0] = t * N + failures_before_success(rng, p, miss)
     end = (t + 1) * N
     while position[0] < end:
         n = position[0] - t * N
         m = randint(rng, M) if M > 1 else 0
-        ist[m, n] = Q[n]
-        msg[REPORT] += 1
-        position[0] += 1 + failures_before_success(rng, p, log_miss)
-    _record_error(Q, ist, ip, diag, record)
+        estimates(memory, m)[n] = Q[n]
+        ctx.msg[REPORT] += 1
+        position[0] += 1 + failures_before_success(rng, p, miss)
+    _record_error(slot, step, memory)

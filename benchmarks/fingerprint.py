@@ -1,0 +1,137 @@
+"""Fingerprint of simulation results, for refactorings that must not change a single draw.
+
+Runs the five bench workloads (``dispatchlab.bench``) at reduced slots and a list of policy
+configurations that between them exercise every built-in policy family, both dispatch modes,
+both update styles of LED, the Π hooks, a user LED strategy and a user Π decision, and
+delay tracking under two service laws; writes every number of each :class:`Result` (except
+timings) with full precision to a JSON file. Compare two files with ``--compare``.
+
+    .venv/bin/python benchmarks/fingerprint.py out.json
+    .venv/bin/python benchmarks/fingerprint.py --compare before.json after.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from dispatchlab import System, simulate
+from dispatchlab.bench import WORKLOADS
+from dispatchlab.policies import make_policy
+from dispatchlab.policies.framework import decision_function, register_decision
+from dispatchlab.policies.led import LEDPolicy, strategy_function
+
+SLOTS = 20_000
+TIMING_FIELDS = {"seconds", "slots_per_second"}
+
+
+@strategy_function
+def _first_below_average(estimates, mu, rng, params, scratch):
+    """The lowest-index server below the plain average (a deterministic user rule)."""
+    total = 0.0
+    for n in range(estimates.size):
+        total += estimates[n]
+    average = total / estimates.size
+    for n in range(estimates.size):
+        if estimates[n] < average:
+            return n
+    return estimates.size - 1
+
+
+@decision_function
+def _two_shortest(eta, mu, ip, fp, rng, dest, scratch):
+    n = eta.size
+    for i in range(dest.size):
+        dest[i] = eta[n - 1 - (i & 1)] if n > 1 else eta[0]
+
+
+def _systems() -> dict[str, System]:
+    het = "50x0.1,50x0.5"
+    return {
+        "het": System.build(het, load=0.95, dispatchers=10),
+        "het-perjob": System.build(het, load=0.9, dispatchers=10, dispatch="per-job"),
+        "hom": System.build("100x0.3", load=0.95, dispatchers=10),
+        "small-geo": System.build("0.2,0.3,0.5,0.6", load=0.85, dispatchers=3,
+                                  service="geometric"),
+        "small": System.build("0.2,0.3,0.5,0.6", load=0.85, dispatchers=3),
+    }
+
+
+CONFIGS: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("rand", "small", "rand", {}),
+    ("wrand-perjob", "het-perjob", "wrand", {}),
+    ("rr-weighted", "het", "rr", {"weighted": True}),
+    ("jsq", "het", "jsq", {}),
+    ("jsed", "het", "jsed", {}),
+    ("pod2", "hom", "pod", {"d": 2}),
+    ("balanced-pod", "het", "balanced-pod", {"d": 3, "by_delay": True}),
+    ("led-jba-pull", "het", "led", {"strategy": "jba", "update": "pull", "p": 0.1}),
+    ("led-jsq-push-inc", "het", "led",
+     {"strategy": "jsq", "update": "push", "p": 0.05, "d": 3, "increment": True}),
+    ("led-pod-push-arrival", "hom", "led",
+     {"strategy": "pod", "update": "push", "p": 0.2, "trigger": "arrival"}),
+    ("led-jba-weighted-perjob", "het-perjob", "led",
+     {"strategy": "jba", "jba_average": "weighted", "update": "push", "p": 0.1}),
+    ("jbt-r3", "het", "jbt", {"r": 3}),
+    ("jiq-sq", "het", "jiq", {"destination": "sq", "d": 2}),
+    ("persistent-idle", "small", "persistent-idle", {}),
+    ("jid", "het", "jid", {"alpha": 0.2}),
+    ("sujsq", "het", "sujsq", {"T_u": 5}),
+    ("aujsq", "het", "aujsq", {"T_u": 5}),
+    ("pi-pod-T4", "het", "pi-pod", {"T": 4}),
+    ("kslq", "het", "kslq", {"d": 10, "k": 2}),
+    ("pi-jsed", "small-geo", "pi-jsed", {}),
+    ("pi-balanced-rr", "small", "pi-balanced-rr", {}),
+    ("jsq-geometric", "small-geo", "jsq", {}),
+    ("led-custom-strategy", "small", "led-custom", {}),
+    ("pi-custom-decision", "small", "pi-framework", {"decision": "fp-two-shortest", "T": 2}),
+]
+
+
+def _result_numbers(result: Any) -> dict[str, Any]:
+    return {k: v for k, v in asdict(result).items() if k not in TIMING_FIELDS}
+
+
+def fingerprint(slots: int = SLOTS) -> dict[str, Any]:
+    register_decision("fp-two-shortest", _two_shortest, "two shortest, alternately",
+                      rank_symmetric=True)
+    out: dict[str, Any] = {}
+    for workload in WORKLOADS:
+        result = simulate(workload.system(), make_policy(workload.policy, **workload.params),
+                          slots=slots, seed=7)
+        out[f"bench:{workload.name}"] = _result_numbers(result)
+    systems = _systems()
+    for label, system_name, policy_name, params in CONFIGS:
+        if policy_name == "led-custom":
+            policy = LEDPolicy(strategy=_first_below_average, update="pull", p=0.3)
+        else:
+            policy = make_policy(policy_name, **params)
+        result = simulate(systems[system_name], policy, slots=slots, seed=11)
+        out[label] = _result_numbers(result)
+    return out
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _compare(before: dict[str, Any], after: dict[str, Any]) -> int:
+    bad = 0
+    for key in sorted(set(before) | set(after)):
+        b, a = before.get(key) or {}, after.get(key) or {}
+        if _text(b) != _text(a):  # as text: NaN == NaN, and floats digit for digit
+            bad += 1
+            fields = [f for f in sorted(set(b) | set(a)) if _text(b.get(f)) != _text(a.get(f))]
+            print(f"DIFFERS {key}: {', '.join(fields[:8])}")
+    print(f"{len(before)} vs {len(after)} configurations, {bad} differ")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--compare":
+        with open(sys.argv[2]) as f1, open(sys.argv[3]) as f2:
+            sys.exit(_compare(json.load(f1), json.load(f2)))
+    with open(sys.argv[1], "w") as f:
+        json.dump(fingerprint(), f, indent=0, sort_keys=True)

@@ -31,6 +31,7 @@ QUICK_DISPATCHERS = (1, 10)
 SCALING_JOBS = 2_000_000
 QUICK_JOBS = 20_000
 MIN_SLOTS = 20
+CELL_BUDGET_SECONDS = 20.0  # a cell whose probe projects more runs only the probe
 LOAD = 0.9
 SEED = 11
 RATIO_SERVERS = 10_000  # where cost(M = max)/cost(M = 1) is read
@@ -99,12 +100,22 @@ def select_families(labels: Sequence[str] | None) -> list[Family]:
     return [by_label[label] for label in labels]
 
 
-def time_cell(family: Family, servers: int, dispatchers: int, jobs: int) -> dict[str, Any]:
-    """One timed run of ``family`` at (N, M): ns per job, ns per slot, slots, jobs."""
+def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
+              budget: float = CELL_BUDGET_SECONDS) -> dict[str, Any]:
+    """One timed run of ``family`` at (N, M): ns per job, ns per slot, slots, jobs.
+
+    A probe of ``MIN_SLOTS`` slots runs first; when the full run would take more than
+    ``budget`` seconds (an O(N)-per-job rule at large N), the probe is the measurement."""
     system = scaling_system(servers, dispatchers, family.dispatch)
     slots = max(MIN_SLOTS, math.ceil(jobs / system.arrival_rate))
-    result = simulate(system, family.policy, policy_params=dict(family.params), slots=slots,
-                      warmup=0, seed=SEED, track_delay=False, detail=False)
+
+    def run(length: int):
+        return simulate(system, family.policy, policy_params=dict(family.params),
+                        slots=length, warmup=0, seed=SEED, track_delay=False, detail=False)
+
+    result = run(MIN_SLOTS)
+    if slots > MIN_SLOTS and result.seconds * slots / MIN_SLOTS <= budget:
+        result = run(slots)
     arrived = max(result.jobs_arrived, 1)
     return {"family": family.label, "policy": family.policy, "dispatch": family.dispatch,
             "servers": servers, "dispatchers": dispatchers, "slots": result.slots_run,

@@ -115,16 +115,38 @@ CHOOSE_TYPE = types.FunctionType(CHOOSE_SIGNATURE)
 HOOK_TYPE = types.FunctionType(HOOK_SIGNATURE)
 
 
+def lazy_function(func, signature, *, cache: bool = True):
+    """``func`` as a numba dispatcher that compiles nothing now: its declared ``signature``
+    is compiled (or loaded from the disk cache) on first use — by :func:`compiled`, when
+    the slot loop receives it as a first-class function, or when compiled code calls it.
+    So importing dispatchlab compiles nothing, and a run compiles only what it uses."""
+    dispatcher = njit(cache=cache)(func)
+    dispatcher.declared_signature = signature
+    return dispatcher
+
+
+def compiled(function, *, only: bool = False):
+    """``function`` with its declared signature compiled (from the disk cache when there);
+    ``only``: refuse any other signature afterwards (a function with first-class function
+    arguments must not be specialised on each dispatcher it is called with)."""
+    signature = getattr(function, "declared_signature", None)
+    if signature is not None and tuple(signature.args) not in function.overloads:
+        function.compile(signature)
+    if only:
+        function.disable_compile()
+    return function
+
+
 def choose_function(func):
-    """Compile ``func(m, jobs, slot, memory, ctx) -> server`` as a policy's ``choose``
-    (cached on disk)."""
-    return njit(CHOOSE_SIGNATURE, cache=True)(func)
+    """Declare ``func(m, jobs, slot, memory, ctx) -> server`` a policy's ``choose``
+    (compiled with its signature on first use, cached on disk)."""
+    return lazy_function(func, CHOOSE_SIGNATURE)
 
 
 def hook_function(func):
-    """Compile ``func(slot, step, memory, ctx)`` as a policy's ``begin_slot`` or ``end_slot``
-    hook (cached on disk)."""
-    return njit(HOOK_SIGNATURE, cache=True)(func)
+    """Declare ``func(slot, step, memory, ctx)`` a policy's ``begin_slot`` or ``end_slot``
+    hook (compiled with its signature on first use, cached on disk)."""
+    return lazy_function(func, HOOK_SIGNATURE)
 
 
 @hook_function

@@ -25,7 +25,15 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE, Context, Memory, Slot, Step
+from dispatchlab.engine.interface import (
+    CHOOSE_TYPE,
+    HOOK_TYPE,
+    Context,
+    Memory,
+    Slot,
+    Step,
+    lazy_function,
+)
 from dispatchlab.engine.rng import (
     INV_2_53,
     POISSON_INVERSION_LIMIT,
@@ -531,8 +539,7 @@ def _run_segment(
     return slots
 
 
-@njit(LOOP_SIGNATURE, cache=True)
-def run_slots(
+def _run_slots(
     mu, service_code, service_trials,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
@@ -582,3 +589,8 @@ def run_slots(
             pool = _grow_pool(pool, pool_free)
             carry[1] = 0
     return slots
+
+
+#: the slot loop, compiled once for every policy with :data:`LOOP_SIGNATURE` on first use
+#: (``interface.compiled(run_slots, only=True)``)
+run_slots = lazy_function(_run_slots, LOOP_SIGNATURE)

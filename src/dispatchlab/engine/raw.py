@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dispatchlab.engine import loop
-from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, no_hook
+from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, compiled, no_hook
 from dispatchlab.engine.rng import make_rng_state
 from dispatchlab.model.system import System
 
@@ -77,11 +77,12 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     )
     messages_at_warmup = np.zeros_like(out.messages)
     start = time.perf_counter()
-    slots_run = int(loop.run_slots(
+    run_slots = compiled(loop.run_slots, only=True)
+    slots_run = int(run_slots(
         system.mu, system.service.code, system.service.trials,
         system.arrivals.code, float(system.arrival_rate), system.arrivals.trials, trace,
         system.weights, system.split == "batch", system.dispatch == "per_job",
-        kernel.choose, kernel.begin_slot, kernel.end_slot,
+        compiled(kernel.choose), compiled(kernel.begin_slot), compiled(kernel.end_slot),
         kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook, ip, fp, ist, fst,
         slots, warmup, block_length, bound, track_delay, detail, make_rng_state(seed),
         queues, np.zeros(m, np.int64), out.queue_sum, out.block_sum, out.block_pooled,

@@ -17,7 +17,6 @@ from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function
 from dispatchlab.engine.kernels import (
     argmin_random_ties_per_slot,
-    argmin_scaled_random_ties,
     shortest_of_row,
     slot_argmin_cache,
 )
@@ -66,6 +65,12 @@ def total_rate(memory):
 
 
 @njit(inline="always", cache=True)
+def balanced_alias_table(memory):
+    """fp[1:] of balanced Po-d: the alias table of μ."""
+    return memory.fp[1:]
+
+
+@njit(inline="always", cache=True)
 def sed_offset(memory):
     """fp[0] of JSED: the offset c of argmin (Q_n + c)/μ_n (1 for SED, 0 for the Π member)."""
     return memory.fp[0]
@@ -83,7 +88,8 @@ def probe_all(slot, ctx):
 # rows of the int memory
 SAMPLE_ROW = 0  # Po-d, balanced Po-d: the sampled servers
 TAKEN_ROW = 1  # balanced Po-d: taken[n] = 1 while n is in the sample
-ARGMIN_ROW = 0  # JSQ: the per-slot cache of argmin_random_ties_per_slot
+ARGMIN_ROW = 0  # JSQ, JSED: the per-slot cache of the minimisers
+REJECTION_TRIES = 32  # balanced Po-d: alias draws before the scan
 
 
 @choose_function
@@ -112,10 +118,32 @@ def _jsq_choose(m, jobs, slot, memory, ctx):
     return argmin_random_ties_per_slot(slot.Q, slot.t, memory.ist, ARGMIN_ROW, ctx.rng)
 
 
+@njit(inline="always", cache=True)
+def scaled_argmin_per_slot(Q, offset, mu, t, cache, row, rng):
+    """argmin_n (Q_n + offset)/μ_n with uniform ties, on the slot-start Q(t) that every call
+    of slot t sees: the minimisers are listed once per slot in ``cache[row]`` = (slot,
+    number of ties, their indices…) (the layout of
+    :func:`~dispatchlab.engine.kernels.slot_argmin_cache`); each call draws one of them."""
+    if cache[row, 0] != t:
+        best = (Q[0] + offset) / mu[0]
+        for n in range(1, Q.size):
+            best = min(best, (Q[n] + offset) / mu[n])
+        ties = 0
+        for n in range(Q.size):
+            cache[row, 2 + ties] = n  # store always, advance on a tie: no branch
+            ties += (Q[n] + offset) / mu[n] == best
+        cache[row, 0] = t
+        cache[row, 1] = ties
+    ties = cache[row, 1]
+    return cache[row, 2 + (randint(rng, ties) if ties > 1 else 0)]
+
+
 @choose_function
 def _jsed_choose(m, jobs, slot, memory, ctx):
     probe_all(slot, ctx)
-    return argmin_scaled_random_ties(slot.Q, sed_offset(memory), slot.mu, ctx.rng)
+    # the same Q(t) for every call of slot t (per job too): minimisers listed once per slot
+    return scaled_argmin_per_slot(slot.Q, sed_offset(memory), slot.mu, slot.t, memory.ist,
+                                  ARGMIN_ROW, ctx.rng)
 
 
 @choose_function
@@ -138,16 +166,28 @@ def _balanced_pod_choose(m, jobs, slot, memory, ctx):
     rng = ctx.rng
     sample = memory.ist[SAMPLE_ROW]
     taken = memory.ist[TAKEN_ROW]
-    remaining = total_rate(memory)
+    total = total_rate(memory)
+    table = balanced_alias_table(memory)
+    remaining = total
     for i in range(d):
-        u = uniform(rng) * remaining
+        # a draw ∝ μ over all servers, rejected while taken, is a draw ∝ μ among those
+        # left: O(1) expected while they keep a quarter of μ_Σ; else (or after
+        # REJECTION_TRIES misses, which leaves the law exact) the O(N) scan
         chosen = -1
-        for n in range(Q.size):
-            if taken[n] == 0:
-                chosen = n
-                u -= mu[n]
-                if u < 0.0:
+        if remaining >= 0.25 * total:
+            for _ in range(REJECTION_TRIES):
+                candidate = alias_draw(rng, table)
+                if taken[candidate] == 0:
+                    chosen = candidate
                     break
+        if chosen < 0:
+            u = uniform(rng) * remaining
+            for n in range(Q.size):
+                if taken[n] == 0:
+                    chosen = n
+                    u -= mu[n]
+                    if u < 0.0:
+                        break
         sample[i] = chosen
         taken[chosen] = 1
         remaining -= mu[chosen]
@@ -280,7 +320,8 @@ class JoinShortestExpectedDelay(Policy):
 
     def kernel(self, system: System) -> Kernel:
         offset = 1.0 if self.params["plus_one"] else 0.0
-        return Kernel(_jsed_choose, float_params=np.array([offset]))
+        return Kernel(_jsed_choose, float_params=np.array([offset]),
+                      int_state=slot_argmin_cache(system.n_servers))
 
 
 @register
@@ -316,4 +357,5 @@ class BalancedPowerOfD(Policy):
         state = np.zeros((2, system.n_servers), np.int64)
         return Kernel(_balanced_pod_choose,
                       int_params=np.array([self.params["d"], int(self.params["by_delay"])]),
-                      float_params=np.array([system.mu_sum]), int_state=state)
+                      float_params=np.concatenate([[system.mu_sum], alias_table(system.mu)]),
+                      int_state=state)

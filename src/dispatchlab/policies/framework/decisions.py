@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit, types
+from numba import types
 
 from dispatchlab.engine.alias import alias_draw, alias_table
+from dispatchlab.engine.interface import lazy_function
 from dispatchlab.engine.rng import randint, sample_distinct_row
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.theory.stability import DispatchFractions
@@ -38,8 +39,9 @@ DECISION_TYPE = types.FunctionType(DECISION_SIGNATURE)
 
 
 def decision_function(func):
-    """Compile ``func`` as a Π decision function (fixed signature, cached)."""
-    return njit(DECISION_SIGNATURE, cache=True)(func)
+    """Declare ``func`` a Π decision function (its fixed signature compiled on first use,
+    cached on disk)."""
+    return lazy_function(func, DECISION_SIGNATURE)
 
 
 @decision_function

@@ -8,7 +8,11 @@
                   trials                                        :func:`pull_position`
     row  M + 3    [0]: position of the next push event (per slot), or failures left before
                   it (arrival-triggered)                        :func:`push_position`
-``ip`` (int64): see the IP_ constants and their accessors below.
+    rows M + 4 .. 2M + 3  (L-JSQ and LSQ only) dispatcher m's incremental minimum of Q̃^m,
+                  see :mod:`.min_tree`                          :func:`min_tree`
+    (the width is N, or more when a tree row needs it)
+``ip`` (int64): see the IP_ constants and their accessors below; ``ip[IP_MEASURE_ERROR]``
+    is the stride of the error measurement (0: off; k: every k-th slot).
 ``fp`` (float64): [p̂, log(1 − p̂)]              :func:`update_p`, :func:`log_miss`
 ``fst`` (float64, shape (1, ·)): row 0 holds the strategy's parameters
                                                :func:`strategy_params`
@@ -42,6 +46,21 @@ def dispatchers(memory):
 @njit(inline="always", cache=True)
 def estimates(memory, m):
     """Q̃^m, dispatcher m's local estimates (a writable row)."""
+    return memory.ist[m]
+
+
+@njit(inline="always", cache=True)
+def has_min_tree(memory):
+    """True when the dispatchers keep an incremental minimum of their estimates."""
+    return memory.ist.shape[0] > memory.ip[IP_DISPATCHERS] + EXTRA_ROWS
+
+
+@njit(inline="always", cache=True)
+def min_tree(memory, m):
+    """Dispatcher m's incremental minimum (:mod:`.min_tree`) when :func:`has_min_tree`, else
+    a row that must not be written (so that callers need no branch to name it)."""
+    if has_min_tree(memory):
+        return memory.ist[memory.ip[IP_DISPATCHERS] + EXTRA_ROWS + m]
     return memory.ist[m]
 
 
@@ -103,6 +122,12 @@ def arrival_triggered(memory):
 def measures_error(memory):
     """True when the policy accumulates E|Q_n − Q̃^m_n|."""
     return memory.ip[IP_MEASURE_ERROR] != 0
+
+
+@njit(inline="always", cache=True)
+def error_stride(memory):
+    """k: the estimation error is measured in every k-th slot."""
+    return memory.ip[IP_MEASURE_ERROR]
 
 
 @njit(inline="always", cache=True)

@@ -34,11 +34,14 @@ from dispatchlab.policies.led.layout import (
     UPDATE_PULL,
     UPDATE_PUSH,
     estimates,
+    has_min_tree,
     increments,
+    min_tree,
     strategy_code,
     strategy_params,
     strategy_scratch_row,
 )
+from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, tree_width, write_estimate
 from dispatchlab.policies.led.strategies import (
     BUILTIN_STRATEGIES,
     CODE_JBA,
@@ -49,12 +52,18 @@ from dispatchlab.policies.led.strategies import (
     builtin_strategy,
     custom_strategy,
     l_jba_pick,
-    l_jsq_pick,
     l_pod_pick,
 )
-from dispatchlab.policies.led.updates import pull_end_slot, push_end_slot
+from dispatchlab.policies.led.updates import (
+    DIAG_ERROR_SAMPLES,
+    DIAG_ESTIMATION_ERROR,
+    pull_end_slot,
+    push_end_slot,
+)
 
 UPDATES = ("push", "pull")
+#: measure_error samples every (4M)-th slot: O(MN) work each time, ≈ N/4 per slot
+ERROR_STRIDE_PER_DISPATCHER = 4
 TRIGGERS = ("slot", "arrival")
 BUDGETS = ("none", "po2")
 
@@ -85,7 +94,7 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
     own = estimates(memory, m)
     code = strategy_code(memory)
     if code == CODE_JSQ:
-        target = l_jsq_pick(own, ctx.rng)
+        target = tree_argmin(own, min_tree(memory, m), ctx.rng)
     elif code == CODE_JBA:
         target = l_jba_pick(own, slot.mu, ctx.rng, strategy_params(memory)[0] == JBA_WEIGHTED)
     else:
@@ -93,7 +102,8 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
                             strategy_scratch_row(memory))
     if increments(memory):
         # LSQ: count the jobs just sent (per-job mode: water-filling one job at a time)
-        own[target] += jobs
+        write_estimate(own, min_tree(memory, m), has_min_tree(memory), target,
+                       own[target] + jobs)
     return target
 
 
@@ -155,7 +165,8 @@ class LEDPolicy(Policy):
         Param("increment", bool, False, "LSQ option: Q̃^m_n += jobs sent at dispatch"),
         Param("trigger", str, "slot", "push: flip the p̂-coin every slot or only in slots "
               "with arrivals at the dispatcher", choices=TRIGGERS),
-        Param("measure_error", bool, True, "accumulate E|Q_n − Q̃^m_n| (O(MN) per slot)"),
+        Param("measure_error", bool, True, "accumulate E|Q_n − Q̃^m_n|, sampled in every "
+              "(4M)-th slot (about N/4 work per slot, whatever M)"),
         Param("budget", str, "none", "po2: ignore p and set p̂ so that the expected messages "
               "per arrival equal Po-2's, 4·E[#dispatch events]/λ_Σ (capped at p̂ = 1)",
               choices=BUDGETS),
@@ -219,25 +230,32 @@ class LEDPolicy(Policy):
         ip[IP_UPDATE] = UPDATE_PUSH if self.params["update"] == "push" else UPDATE_PULL
         ip[IP_TRIGGER] = TRIGGER_ARRIVAL if self.params["trigger"] == "arrival" else TRIGGER_SLOT
         ip[IP_PUSH_D] = self.params["d"]
-        ip[IP_MEASURE_ERROR] = int(self.params["measure_error"])
+        ip[IP_MEASURE_ERROR] = (ERROR_STRIDE_PER_DISPATCHER * m if self.params["measure_error"]
+                                else 0)
         ip[IP_STRATEGY] = strategy.code
         p = self.effective_p(system)
         fp = np.zeros(FP_SIZE)
         fp[0] = p
         fp[1] = math.log1p(-p) if p < 1.0 else -math.inf
-        state = np.zeros((m + EXTRA_ROWS, n), np.int64)  # Q̃^m(0) = 0 = Q(0)
+        # Q̃^m(0) = 0 = Q(0); L-JSQ / LSQ add one incremental-minimum row per dispatcher
+        tree = strategy.code == CODE_JSQ
+        width = max(n, tree_width(n)) if tree else n
+        state = np.zeros((m + EXTRA_ROWS + (m if tree else 0), width), np.int64)
         state[m + 2, 0] = -1  # pull / push positions: drawn at the first update
         state[m + 3, 0] = -1
+        if tree:
+            state[m + EXTRA_ROWS:] = new_tree_rows(n, m, width)
         choose = _builtin_choose if strategy.builtin else custom_choose(strategy.function)
         end_slot = push_end_slot if self.params["update"] == "push" else pull_end_slot
         return Kernel(choose, end_slot=end_slot, int_params=ip, float_params=fp,
                       int_state=state, float_state=strategy.param_array[None, :].copy(),
-                      n_diagnostics=len(self.diagnostics))
+                      n_diagnostics=len(self.diagnostics) + 1)  # + the error's sample count
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
-        if not self.params["measure_error"]:
+        """``estimation_error``: the mean of (1/MN) Σ |Q_n − Q̃^m_n| over the sampled slots."""
+        if not self.params["measure_error"] or diag[DIAG_ERROR_SAMPLES] == 0:
             return {"estimation_error": math.nan}
-        return super().summarize(diag, measured_slots, system)
+        return {"estimation_error": float(diag[DIAG_ESTIMATION_ERROR] / diag[DIAG_ERROR_SAMPLES])}
 
     def __eq__(self, other: object) -> bool:
         return (super().__eq__(other) and isinstance(other, LEDPolicy)

@@ -339,3 +339,23 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
     assert len(expected) > 1000 and max(expected) < EXACT_DELAY_BINS
     assert (hist == np.bincount(expected, minlength=DELAY_BINS)).all()
     assert moments[SUM_DELAY] == sum(expected)
+
+
+def test_scaling_benchmark_quick_runs_and_prints_well_formed_cells(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Only that the scaling benchmark runs and prints its cells (speed targets live in
+    benchmarks/README.md, never in timed tests)."""
+    rows = _rows(capsys, ["bench", "--scaling", "--quick", "--family", "jsq", "--family",
+                          "pi-jsq", "--json"])
+    assert [(r["family"], r["servers"], r["dispatchers"]) for r in rows] == [
+        (f, n, m) for f in ("jsq", "pi-jsq") for n in (100, 1000) for m in (1, 10)]
+    for row in rows:
+        assert row["jobs"] > 0 and row["slots"] >= 20
+        assert row["ns_per_job"] > 0 and math.isfinite(row["ns_per_slot"])
+    assert main(["bench", "--scaling", "--quick", "--family", "rand"]) == 0
+    err = capsys.readouterr().err
+    assert "ns per job" in err and "cost(M = 10) / cost(M = 1)" in err
+
+
+def test_scaling_benchmark_refuses_an_unknown_family() -> None:
+    assert main(["bench", "--scaling", "--quick", "--family", "no-such"]) == 2

@@ -45,8 +45,8 @@ def dispatchers(memory):
 
 @njit(inline="always", cache=True)
 def estimates(memory, m):
-    """Q̃^m, dispatcher m's local estimates (a writable row)."""
-    return memory.ist[m]
+    """Q̃^m, dispatcher m's local estimates (a writable row of N entries)."""
+    return memory.ist[m, : memory.ip[IP_SERVERS]]
 
 
 @njit(inline="always", cache=True)

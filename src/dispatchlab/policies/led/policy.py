@@ -52,6 +52,7 @@ from dispatchlab.policies.led.strategies import (
     builtin_strategy,
     custom_strategy,
     l_jba_pick,
+    l_jsq_pick,
     l_pod_pick,
 )
 from dispatchlab.policies.led.updates import (
@@ -94,7 +95,11 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
     own = estimates(memory, m)
     code = strategy_code(memory)
     if code == CODE_JSQ:
-        target = tree_argmin(own, min_tree(memory, m), ctx.rng)
+        # the incremental minimum when the kernel built one; the scan otherwise (same draw)
+        if has_min_tree(memory):
+            target = tree_argmin(own, min_tree(memory, m), ctx.rng)
+        else:
+            target = l_jsq_pick(own, ctx.rng)
     elif code == CODE_JBA:
         target = l_jba_pick(own, slot.mu, ctx.rng, strategy_params(memory)[0] == JBA_WEIGHTED)
     else:

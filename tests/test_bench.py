@@ -62,7 +62,12 @@ def test_bench_json_without_refsim(capsys: pytest.CaptureFixture[str]) -> None:
             assert key in row, key
         assert row["slots_per_second"] > 0 and row["slots_per_second_full"] > 0
         assert row["jobs_per_second"] > row["slots_per_second"]  # λ_Σ ≈ 28.5 jobs per slot
-        assert row["ci_low"] <= row["mean_total_queue"] <= row["ci_high"]
+        # at 2·10⁴ slots wrand's slow queues (μ = 0.1, ρ = 0.95) may still be climbing: a run
+        # judged unstable reports no mean (null), any other one a mean inside its CI
+        if row["stability"] == "unstable":
+            assert row["mean_total_queue"] is None
+        else:
+            assert row["ci_low"] <= row["mean_total_queue"] <= row["ci_high"]
         assert row["refsim"] == "off"
         assert not any(key in row for key in REFSIM_KEYS)
     for row in rows:
@@ -354,7 +359,7 @@ def test_scaling_benchmark_quick_runs_and_prints_well_formed_cells(
         assert row["ns_per_job"] > 0 and math.isfinite(row["ns_per_slot"])
     assert main(["bench", "--scaling", "--quick", "--family", "rand"]) == 0
     err = capsys.readouterr().err
-    assert "ns per job" in err and "cost(M = 10) / cost(M = 1)" in err
+    assert "rand N=1000 M=10:" in err and "ratio" in err
 
 
 def test_scaling_benchmark_refuses_an_unknown_family() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -164,9 +165,12 @@ def test_collapse_diagnostics_are_recorded_at_sampling_times():
     assert shares == sorted(shares)  # JSED keeps faster servers' queues longer
 
 
-def test_custom_decision_example_runs():
+def test_custom_decision_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = importlib.util.spec_from_file_location("custom_decision_function", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
+    # registered like an import: numba caches the example's decision function on disk and
+    # can reload it in a later run only from an importable module (else '<dynamic>')
+    monkeypatch.setitem(sys.modules, spec.name, module)
     spec.loader.exec_module(module)
     out = module.main(slots=50_000)
     assert out["threshold_rate"] == pytest.approx(1.6, rel=1e-6)

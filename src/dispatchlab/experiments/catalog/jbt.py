@@ -18,6 +18,7 @@ QUICK_EPSILONS = (0.5, 0.2, 0.1)
 #: the full scale (``jbt-thresholds-full``): down to ε = 0.005, where Theorem 2's regimes
 #: should separate (3·10⁴/ε² = 1.2·10⁹ slots at the last point)
 FULL_EPSILONS = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005)
+FULL_MAX_SLOTS = 2 * 10**9
 #: slots per point = SLOTS_COEFFICIENT/ε²: a batch-means CI of ε·E[ΣQ] within ±5 % (at
 #: 10⁴/ε² the half-widths reached 7.9 %; the width shrinks as 1/√slots)
 SLOTS_COEFFICIENT = 3e4
@@ -49,7 +50,7 @@ def jbt_thresholds(quick: bool = False) -> ExperimentSpec:
     one, so an interrupted run resumes where it stopped).
     """
     return _spec("jbt-thresholds", QUICK_EPSILONS if quick else EPSILONS,
-                 jbt_thresholds.__doc__ or "")
+                 jbt_thresholds.__doc__ or "", 10**9)
 
 
 @register_experiment(
@@ -64,10 +65,11 @@ def jbt_thresholds_full(quick: bool = False) -> ExperimentSpec:
     with all cores (``--workers``) or a cluster; points are stored as they finish, and a
     rerun skips them (resume)."""
     return _spec("jbt-thresholds-full", QUICK_EPSILONS if quick else FULL_EPSILONS,
-                 jbt_thresholds_full.__doc__ or "")
+                 jbt_thresholds_full.__doc__ or "", FULL_MAX_SLOTS)
 
 
-def _spec(name: str, epsilons: tuple[float, ...], description: str) -> ExperimentSpec:
+def _spec(name: str, epsilons: tuple[float, ...], description: str,
+          max_slots: int) -> ExperimentSpec:
     return ExperimentSpec(
         name=name,
         title="JBT-r threshold regimes in heavy traffic",
@@ -79,7 +81,7 @@ def _spec(name: str, epsilons: tuple[float, ...], description: str) -> Experimen
         epsilons=epsilons,
         replications=1,
         slots=SlotsRule(coefficient=SLOTS_COEFFICIENT, power=2, per="epsilon",
-                        minimum=100_000),
+                        minimum=100_000, maximum=max_slots),
         seed=1808,
         options={"track_delay": False},
         quick_scale=0.05,

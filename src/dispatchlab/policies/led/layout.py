@@ -10,7 +10,7 @@
                   it (arrival-triggered)                        :func:`push_position`
     rows M + 4 .. 2M + 3  (L-JSQ and LSQ only) dispatcher m's incremental minimum of Q̃^m,
                   see :mod:`.min_tree`                          :func:`min_tree`
-    (the width is N, or more when a tree row needs it)
+    (trees only where a tree row fits in N entries, i.e. N ≥ 6; smaller N scan)
 ``ip`` (int64): see the IP_ constants and their accessors below; ``ip[IP_MEASURE_ERROR]``
     is the stride of the error measurement (0: off; k: every k-th slot).
 ``fp`` (float64): [p̂, log(1 − p̂)]              :func:`update_p`, :func:`log_miss`
@@ -46,7 +46,7 @@ def dispatchers(memory):
 @njit(inline="always", cache=True)
 def estimates(memory, m):
     """Q̃^m, dispatcher m's local estimates (a writable row of N entries)."""
-    return memory.ist[m, : memory.ip[IP_SERVERS]]
+    return memory.ist[m]
 
 
 @njit(inline="always", cache=True)

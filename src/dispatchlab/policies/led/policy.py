@@ -243,13 +243,12 @@ class LEDPolicy(Policy):
         fp[0] = p
         fp[1] = math.log1p(-p) if p < 1.0 else -math.inf
         # Q̃^m(0) = 0 = Q(0); L-JSQ / LSQ add one incremental-minimum row per dispatcher
-        tree = strategy.code == CODE_JSQ
-        width = max(n, tree_width(n)) if tree else n
-        state = np.zeros((m + EXTRA_ROWS + (m if tree else 0), width), np.int64)
+        tree = strategy.code == CODE_JSQ and tree_width(n) <= n
+        state = np.zeros((m + EXTRA_ROWS + (m if tree else 0), n), np.int64)
         state[m + 2, 0] = -1  # pull / push positions: drawn at the first update
         state[m + 3, 0] = -1
         if tree:
-            state[m + EXTRA_ROWS:] = new_tree_rows(n, m, width)
+            state[m + EXTRA_ROWS:] = new_tree_rows(n, m, n)
         choose = _builtin_choose if strategy.builtin else custom_choose(strategy.function)
         end_slot = push_end_slot if self.params["update"] == "push" else pull_end_slot
         return Kernel(choose, end_slot=end_slot, int_params=ip, float_params=fp,

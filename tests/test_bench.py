@@ -355,7 +355,7 @@ def test_scaling_benchmark_quick_runs_and_prints_well_formed_cells(
     assert [(r["family"], r["servers"], r["dispatchers"]) for r in rows] == [
         (f, n, m) for f in ("jsq", "pi-jsq") for n in (100, 1000) for m in (1, 10)]
     for row in rows:
-        assert row["jobs"] > 0 and row["slots"] >= 20
+        assert row["jobs"] > 0 and row["slots"] >= 1
         assert row["ns_per_job"] > 0 and math.isfinite(row["ns_per_slot"])
     assert main(["bench", "--scaling", "--quick", "--family", "rand"]) == 0
     err = capsys.readouterr().err

@@ -6,7 +6,8 @@ dispatchers M: for each family and each (N, M) of the grid, one run of about
 μ = 0.6), Poisson arrivals at load ρ = 0.9, Bernoulli service, empty start; the time is
 taken inside the compiled loop after a compile run, with delay tracking and the
 imbalance pass off (the policy's own cost, as in the apples-to-apples bench) and every
-policy parameter at its default. The figure is ns per job = loop seconds / jobs arrived.
+policy parameter at its default. The figure is ns per job = CPU seconds / jobs arrived
+(the difference between that run and a 20-slot probe, see :func:`time_cell`).
 
 Two summaries come with the table: cost(M = 100)/cost(M = 1) at N = 10⁴ for every family
 (issue target: ≤ 3), and ``pi-jsq``/``jsq`` at every (N, M) (target: ≤ 2).
@@ -16,6 +17,7 @@ Absolute figures move with the machine's load; compare ratios from one run.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,26 +104,33 @@ def select_families(labels: Sequence[str] | None) -> list[Family]:
 
 def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
               budget: float = CELL_BUDGET_SECONDS) -> dict[str, Any]:
-    """One timed run of ``family`` at (N, M): ns per job, ns per slot, slots, jobs.
+    """One measured cell of ``family`` at (N, M): ns per job, ns per slot, slots, jobs.
 
-    A probe of ``MIN_SLOTS`` slots runs first; when the full run would take more than
-    ``budget`` seconds (an O(N)-per-job rule at large N), the probe is the measurement."""
+    Costs are CPU seconds of this process (robust to other processes sharing the cores).
+    A probe of ``MIN_SLOTS`` slots runs first; the cell's cost is then the difference
+    between a run of about ``jobs`` jobs and the probe (which cancels the fixed cost of a
+    call: building the kernel, the statistics), or the probe alone when the full run would
+    take more than ``budget`` seconds (an O(N)-per-job rule at large N)."""
     system = scaling_system(servers, dispatchers, family.dispatch)
     slots = max(MIN_SLOTS, math.ceil(jobs / system.arrival_rate))
 
-    def run(length: int):
-        return simulate(system, family.policy, policy_params=dict(family.params),
-                        slots=length, warmup=0, seed=SEED, track_delay=False, detail=False)
+    def run(length: int) -> tuple[float, int, int]:
+        start = time.process_time()
+        result = simulate(system, family.policy, policy_params=dict(family.params),
+                          slots=length, warmup=0, seed=SEED, track_delay=False, detail=False)
+        return time.process_time() - start, result.jobs_arrived, result.slots_run
 
-    result = run(MIN_SLOTS)
-    if slots > MIN_SLOTS and result.seconds * slots / MIN_SLOTS <= budget:
-        result = run(slots)
-    arrived = max(result.jobs_arrived, 1)
+    seconds, arrived, slots_run = run(MIN_SLOTS)
+    if slots > MIN_SLOTS and seconds * slots / MIN_SLOTS <= budget:
+        long_seconds, long_arrived, long_slots = run(slots)
+        seconds, arrived, slots_run = (max(long_seconds - seconds, 1e-9),
+                                       long_arrived - arrived, long_slots - slots_run)
+    arrived = max(arrived, 1)
     return {"family": family.label, "policy": family.policy, "dispatch": family.dispatch,
-            "servers": servers, "dispatchers": dispatchers, "slots": result.slots_run,
-            "jobs": result.jobs_arrived, "seconds": result.seconds,
-            "ns_per_job": 1e9 * result.seconds / arrived,
-            "ns_per_slot": 1e9 * result.seconds / max(result.slots_run, 1)}
+            "servers": servers, "dispatchers": dispatchers, "slots": slots_run,
+            "jobs": arrived, "cpu_seconds": seconds,
+            "ns_per_job": 1e9 * seconds / arrived,
+            "ns_per_slot": 1e9 * seconds / max(slots_run, 1)}
 
 
 def warm_family(family: Family) -> None:

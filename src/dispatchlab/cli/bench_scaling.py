@@ -21,7 +21,7 @@ def _grid(cells: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
 def scaling_table(cells: Sequence[dict[str, Any]]) -> Table:
     """ns per job: one row per family, one column per (N, M)."""
     grid = _grid(cells)
-    table = Table(title="dispatchlab bench --scaling: ns per job (loop time / jobs arrived)")
+    table = Table(title="dispatchlab bench --scaling: ns per job (CPU time / jobs arrived)")
     table.add_column("family", no_wrap=True)
     for n, m in grid:
         table.add_column(f"N={n:g} M={m}", justify="right", no_wrap=True)

@@ -171,3 +171,56 @@ def test_custom_decision_example_runs():
     assert isinstance(policy, PiPolicy)
     fractions = dispatch_fractions(policy, np.array([0.2, 0.3, 0.5, 0.6]))
     assert np.allclose(fractions.values, [0, 0, 0.5, 0.5], atol=0.01)
+
+
+def _two_sample_chi2_p(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy import stats
+
+    live = (a + b) > 0
+    table = np.vstack([a[live], b[live]])
+    return float(stats.chi2_contingency(table)[1])
+
+
+@pytest.mark.parametrize("gamma", ["ones", "mu"])
+def test_pod_fast_path_draws_the_law_of_ranks_of_eta(gamma: str) -> None:
+    """periodic Po-2 (T = 2) without η: the joint law of a cycle's two destinations (ties
+    broken consistently within the cycle) equals that of the rank sampling on η."""
+    from numba import njit
+
+    from dispatchlab.policies.framework.decisions import pod_decision
+    from dispatchlab.policies.framework.kernel import sample_order
+
+    @njit
+    def eta_pairs(Q, g, mu, reps, rng):
+        n = Q.size
+        perm = np.zeros(n, np.int64)
+        keys = np.zeros(n)
+        eta = np.zeros(n, np.int64)
+        dest = np.zeros(2, np.int64)
+        scratch = np.zeros(n, np.int64)
+        ip = np.array([2], np.int64)
+        counts = np.zeros(n * n, np.int64)
+        for _ in range(reps):
+            sample_order(Q, g, perm, keys, eta, rng)
+            pod_decision(eta, mu, ip, mu, rng, dest, scratch)
+            counts[dest[0] * n + dest[1]] += 1
+        return counts
+
+    system = System.build("0.2,0.4,0.4,0.8,0.8", load=0.5)
+    kernel = make_policy("periodic-pod", T=2, gamma=gamma).kernel(system)
+    memory = kernel.memory()
+    ctx = Context(make_rng_state(8), np.zeros(4, np.int64))
+    Q = np.array([1, 2, 4, 2, 4], np.int64)  # ties in Q and in Q/μ
+    n, reps = Q.size, 20_000
+    step = Step(Q, Q, np.ones(1, np.int64), np.zeros(kernel.n_diagnostics), False)
+    fast = np.zeros(n * n, np.int64)
+    for k in range(reps):
+        first = kernel.begin_slot(Slot(2 * k, Q, system.mu), step, memory, ctx)
+        assert first is None
+        a = kernel.choose(0, 1, Slot(2 * k, Q, system.mu), memory, ctx)
+        kernel.begin_slot(Slot(2 * k + 1, Q, system.mu), step, memory, ctx)
+        b = kernel.choose(0, 1, Slot(2 * k + 1, Q, system.mu), memory, ctx)
+        fast[a * n + b] += 1
+    g = np.ones(n) if gamma == "ones" else system.mu.copy()
+    reference = eta_pairs(Q, g, system.mu, reps, make_rng_state(9))
+    assert _two_sample_chi2_p(fast, reference) > 1e-4

@@ -10,9 +10,9 @@ The yardstick ``refsim.c`` accumulates only the time-average of ΣQ and the mess
 count. The apples-to-apples speed (``slots_per_second``, ``speed_ratio``) is therefore
 ours with per-job delay tracking and the per-slot imbalance pass off
 (``simulate(..., track_delay=False, detail=False)``) and a policy's own extra measurement
-off (LED's estimation error, O(MN) per slot: ``lean_params``); everything else the engine
-always measures (ΣQ blocks and histogram, per-server means, pooled queue, herding, …) stays
-on.
+off (LED's estimation error, O(MN) per sampled slot: ``lean_params``); everything else the
+engine always measures (ΣQ blocks and histogram, per-server means, pooled queue, herding, …)
+stays on.
 ``slots_per_second_full`` is the speed with every measurement on (the default of
 :func:`dispatchlab.simulate`). Speeds are timed inside the compiled loop, after a short
 warm run has compiled everything; with ``repeat`` > 1 repeat i runs seed + i, and each

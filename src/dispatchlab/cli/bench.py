@@ -13,6 +13,8 @@ from rich.table import Table
 from dispatchlab.bench import DEFAULT_SEED, DEFAULT_SLOTS, WORKLOAD_NAMES, run_bench, to_json
 from dispatchlab.cli.app import app
 
+SCALING_FAMILIES_HELP = "scaling: policy family to run (repeatable; default all; see README)"
+
 TABLE_WIDTH = 132
 
 
@@ -58,12 +60,24 @@ def bench(
     no_refsim: Annotated[bool, typer.Option("--no-refsim", help="do not run refsim")] = False,
     repeat: Annotated[int, typer.Option(
         help="timed runs per workload; speeds and ratios are medians")] = 1,
+    scaling: Annotated[bool, typer.Option(
+        "--scaling", help="run the scaling benchmark instead: ns per job of every policy "
+        "family over N ∈ {10², …, 10⁵} × M ∈ {1, 10, 100}")] = False,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="scaling: a small grid (N ∈ {100, 1000}, M ∈ {1, 10}), seconds")] = False,
+    family: Annotated[list[str] | None, typer.Option(help=SCALING_FAMILIES_HELP)] = None,
 ) -> None:
     """Run the standard benchmark workloads single-threaded (after a compile run) and
     compare speed and mean ΣQ with the C reference simulator refsim in the same run.
 
     slots/s is timed with delay tracking and the imbalance pass off (what refsim
-    measures too); "full" has every measurement on."""
+    measures too); "full" has every measurement on. With --scaling: the scaling
+    benchmark (ns per job against N and M; see benchmarks/README.md)."""
+    if scaling:
+        from dispatchlab.cli.bench_scaling import show_scaling
+
+        show_scaling(family, quick=quick, json_output=json_output)
+        return
     console = Console(stderr=not json_output)
     use: Path | bool = False if no_refsim else (refsim if refsim is not None else True)
 

@@ -2,6 +2,7 @@
 
 :mod:`.rng`: the xoshiro256++ stream and its samplers; :mod:`.kernels`: small compiled
 helpers shared by policies (argmin with random ties, …); :mod:`.histogram`: the layout of
-the delay histogram the loop fills and the statistics read. Nothing here imports another
+the delay histogram the loop fills and the statistics read; :mod:`.lazy`: compilation on
+first use (:func:`.lazy.lazy_function`). Nothing here imports another
 dispatchlab package.
 """

@@ -60,7 +60,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from numba import errors, njit, types
+from numba import types
+
+from dispatchlab.compiled.lazy import compiled as compiled  # re-exported for the policies
+from dispatchlab.compiled.lazy import lazy_function
 
 #: ``answer``: a server's reply to a dispatch (LSQ learn-on-send: the destination answers
 #: with its queue length)
@@ -117,42 +120,25 @@ CHOOSE_TYPE = types.FunctionType(CHOOSE_SIGNATURE)
 HOOK_TYPE = types.FunctionType(HOOK_SIGNATURE)
 
 
-def _compile(func, signature, cache: bool, allocates: bool):
-    """``func`` compiled with ``signature``, without reference counting unless it
-    ``allocates``.
-
-    The loop's arrays are borrowed, so the reference counts numba maintains on them and
-    on their views do nothing; but on the fields of tuple arguments they stay as calls
-    its pruner cannot remove (about twenty per hook call, a few per cent of a run). A
-    function that allocates no array needs none of them (numba's ``_nrt=False``)."""
-    if allocates:
-        return njit(signature, cache=cache)(func)
-    try:
-        return njit(signature, cache=cache, _nrt=False)(func)
-    except errors.TypingError as error:
-        raise errors.TypingError(
-            f"{getattr(func, '__name__', func)}: {error}\n(if it allocates arrays, e.g. "
-            "np.zeros or np.argsort, compile it with allocates=True)") from None
-
-
 def choose_function(func=None, *, cache: bool = True, allocates: bool = False):
-    """Compile ``func(m, jobs, slot, memory, ctx) -> server`` as a policy's ``choose``.
+    """Declare ``func(m, jobs, slot, memory, ctx) -> server`` a policy's ``choose``
+    (compiled with its signature on first use).
 
     Cached on disk unless ``cache=False`` (a closure cannot be); ``allocates=True`` when it
     (or a compiled helper it calls) creates arrays. Usable with or without arguments."""
-    def compile_(f):
-        return _compile(f, CHOOSE_SIGNATURE, cache, allocates)
+    def declare(f):
+        return lazy_function(f, CHOOSE_SIGNATURE, cache=cache, allocates=allocates)
 
-    return compile_ if func is None else compile_(func)
+    return declare if func is None else declare(func)
 
 
 def hook_function(func=None, *, cache: bool = True, allocates: bool = False):
-    """Compile ``func(slot, step, memory, ctx)`` as a policy's ``begin_slot`` or ``end_slot``
+    """Declare ``func(slot, step, memory, ctx)`` a policy's ``begin_slot`` or ``end_slot``
     hook (options as for :func:`choose_function`)."""
-    def compile_(f):
-        return _compile(f, HOOK_SIGNATURE, cache, allocates)
+    def declare(f):
+        return lazy_function(f, HOOK_SIGNATURE, cache=cache, allocates=allocates)
 
-    return compile_ if func is None else compile_(func)
+    return declare if func is None else declare(func)
 
 
 @hook_function

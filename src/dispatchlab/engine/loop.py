@@ -44,7 +44,15 @@ from dispatchlab.compiled.rng import (
     weighted_index,
     xoshiro_step,
 )
-from dispatchlab.engine.interface import CHOOSE_TYPE, HOOK_TYPE, Context, Memory, Slot, Step
+from dispatchlab.engine.interface import (
+    CHOOSE_TYPE,
+    HOOK_TYPE,
+    Context,
+    Memory,
+    Slot,
+    Step,
+    lazy_function,
+)
 
 # counters[...] layout
 ARRIVALS, ARRIVALS_MEASURED, DEPARTURES, DISPATCH_EVENTS, DISPATCH_EVENTS_MEASURED = range(5)
@@ -214,52 +222,98 @@ LOOP_SIGNATURE = _i64(
     _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
     # state and accumulators
     _iv, _iv, _iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv,
-    # loop state carried between chunks (init_loop_state)
-    types.int64[:, ::1], _iv, types.int64[:, ::1], types.int64[:, ::1], types.uint64[::1],
+    # loop state carried between chunks (init_loop_state): work, carry, pool, tails,
+    # pool_free, thresholds
+    types.int64[:, ::1], _iv, types.int64[:, ::1], _iv, _iv, types.uint64[::1],
 )
 
 
+# Delay tracking: the FIFO of each server is a linked list of (arrival slot, job count)
+# batches in one shared pool of nodes, so memory follows the number of pending batches
+# (at most ΣQ), not N × the longest queue. A node is two int64: the arrival slot, and
+# ``link`` = (next node << 32) | jobs left (next = −1: the end of the list). Nodes 0..N−1 are
+# the servers' sentinels (their ``next`` is the head of the list); free nodes form a stack
+# linked the same way, with its head and size in ``pool_free``. A server gains at most one
+# batch per slot, so a segment stops when fewer than N nodes are free and the pool grows
+# (doubles) outside the hot loop; node indices stay valid across growth.
+COUNT_MASK = np.int64(0xFFFFFFFF)
+NIL_LINK = np.int64(-1) << np.int64(32)  # next = −1, count 0
+FREE_HEAD, FREE_COUNT = 0, 1
+
+
 @njit(cache=True)
-def _grow_fifo(fifo, fifo_ends):
-    """The FIFO ring buffers at twice the capacity, each unrolled to start at entry 0."""
-    N, width = fifo.shape
-    mask = (width >> 1) - 1
-    grown = np.zeros((N, 2 * width), np.int64)
+def _new_pool(N, capacity):
+    """A pool of ``capacity`` ≥ N nodes: N empty lists (tails at their sentinels), the rest
+    free. Returns (pool, tails, pool_free)."""
+    pool = np.zeros((capacity, 2), np.int64)
+    tails = np.empty(N, np.int64)
     for n in range(N):
-        head = fifo_ends[n, 0]
-        for i in range(fifo_ends[n, 1]):
-            j = (head + i) & mask
-            grown[n, 2 * i] = fifo[n, 2 * j]
-            grown[n, 2 * i + 1] = fifo[n, 2 * j + 1]
-        fifo_ends[n, 0] = 0
+        pool[n, 1] = NIL_LINK
+        tails[n] = n
+    for i in range(N, capacity):
+        pool[i, 1] = np.int64(i + 1) << np.int64(32)
+    pool[capacity - 1, 1] = NIL_LINK
+    pool_free = np.zeros(2, np.int64)
+    pool_free[FREE_HEAD] = N if capacity > N else -1
+    pool_free[FREE_COUNT] = capacity - N
+    return pool, tails, pool_free
+
+
+@njit(cache=True)
+def _grow_pool(pool, pool_free):
+    """The pool at twice its capacity; the new nodes go on top of the free stack."""
+    capacity = pool.shape[0]
+    grown = np.empty((2 * capacity, 2), np.int64)
+    grown[:capacity] = pool
+    for i in range(capacity, 2 * capacity):
+        grown[i, 0] = 0
+        grown[i, 1] = np.int64(i + 1) << np.int64(32)
+    grown[2 * capacity - 1, 1] = pool_free[FREE_HEAD] << np.int64(32)
+    pool_free[FREE_HEAD] = capacity
+    pool_free[FREE_COUNT] += capacity
     return grown
 
 
 @njit(inline="always", cache=True)
-def _fifo_update(n, arrived_now, served, t, warmup, fifo, fifo_ends, delay_hist, moments):
-    """Append this slot's arrivals to server n's FIFO, then time its ``served`` departures.
+def _fifo_append(n, slot, jobs, pool, tails, pool_free):
+    """Append a batch of ``jobs`` jobs arrived in ``slot`` to server n's list."""
+    node = pool_free[FREE_HEAD]
+    pool_free[FREE_HEAD] = pool[node, 1] >> np.int64(32)
+    pool_free[FREE_COUNT] -= 1
+    pool[node, 0] = slot
+    pool[node, 1] = NIL_LINK | jobs
+    tail = tails[n]
+    pool[tail, 1] = (pool[tail, 1] & COUNT_MASK) | (node << np.int64(32))
+    tails[n] = node
 
-    Returns True when the buffer has one free entry left (the caller then grows it)."""
-    mask = (fifo.shape[1] >> 1) - 1  # the capacity is a power of two
+
+@njit(inline="always", cache=True)
+def _fifo_update(n, arrived_now, served, t, warmup, pool, tails, pool_free, delay_hist,
+                 moments):
+    """Append this slot's arrivals to server n's FIFO, then time its ``served`` departures."""
     if arrived_now > 0:
-        tail = (fifo_ends[n, 0] + fifo_ends[n, 1]) & mask
-        fifo[n, 2 * tail] = t
-        fifo[n, 2 * tail + 1] = arrived_now
-        fifo_ends[n, 1] += 1
+        _fifo_append(n, t, arrived_now, pool, tails, pool_free)
     while served > 0:
-        h = fifo_ends[n, 0]
-        take = min(served, fifo[n, 2 * h + 1])
-        arrived = fifo[n, 2 * h]
+        h = pool[n, 1] >> np.int64(32)
+        link = pool[h, 1]
+        count = link & COUNT_MASK
+        take = min(served, count)
+        arrived = pool[h, 0]
         if arrived >= warmup:
             delay = t - arrived
             delay_hist[_delay_bin(delay)] += take
             moments[SUM_DELAY] += delay * take
-        fifo[n, 2 * h + 1] -= take
         served -= take
-        if fifo[n, 2 * h + 1] == 0:
-            fifo_ends[n, 0] = (h + 1) & mask
-            fifo_ends[n, 1] -= 1
-    return fifo_ends[n, 1] >= mask
+        if take == count:
+            nxt = link >> np.int64(32)
+            pool[n, 1] = nxt << np.int64(32)
+            if nxt < 0:
+                tails[n] = n
+            pool[h, 1] = pool_free[FREE_HEAD] << np.int64(32)
+            pool_free[FREE_HEAD] = h
+            pool_free[FREE_COUNT] += 1
+        else:
+            pool[h, 1] = link - take
 
 
 @njit(cache=True)
@@ -292,9 +346,9 @@ def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum):
 
 @njit(cache=True)
 def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup,
-                          fifo, fifo_ends, delay_hist, moments, arrived_at, departed_at):
+                          pool, tails, pool_free, delay_hist, moments, arrived_at, departed_at):
     """:func:`_serve_bernoulli` with FIFO delay tracking. Returns (ΣQ(t+1), Σ S_n,
-    departures, whether a FIFO buffer is about to fill up).
+    departures).
 
     The service pass only lists the servers with an arrival (``arrived_at``) and those
     with a departure (``departed_at``, at most one each under Bernoulli service), without
@@ -325,46 +379,46 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, t, w
             queue_sum[n] += left
     rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
 
-    mask = (fifo.shape[1] >> 1) - 1  # the capacity is a power of two
     for i in range(arrivals):
         n = arrived_at[i]
-        length = fifo_ends[n, 1]
-        tail = (fifo_ends[n, 0] + length) & mask
-        fifo[n, 2 * tail] = t
-        fifo[n, 2 * tail + 1] = A[n]
-        fifo_ends[n, 1] = length + 1
+        _fifo_append(n, t, A[n], pool, tails, pool_free)
     delay_sum = moments[SUM_DELAY]
+    free_head = pool_free[FREE_HEAD]
+    freed = 0
     for i in range(departures):
+        # one departure (Bernoulli service) from the head batch h of server n
         n = departed_at[i]
-        h = fifo_ends[n, 0]
-        arrived = fifo[n, 2 * h]
+        h = pool[n, 1] >> np.int64(32)
+        arrived = pool[h, 0]
         if arrived >= warmup:
             delay = t - arrived
             delay_hist[_delay_bin(delay)] += 1
             delay_sum += delay
-        remaining = fifo[n, 2 * h + 1] - 1
-        fifo[n, 2 * h + 1] = remaining
-        emptied = np.int64(remaining == 0)
-        fifo_ends[n, 0] = (h + emptied) & mask
-        fifo_ends[n, 1] -= emptied
+        link = pool[h, 1] - 1
+        emptied = (link & COUNT_MASK) == 0
+        nxt = link >> np.int64(32)
+        # without branches (h empties about a third of the time, at random): unlink an
+        # emptied h from the list and push it on the free stack
+        pool[n, 1] = (nxt if emptied else h) << np.int64(32)
+        tails[n] = n if emptied and nxt < 0 else tails[n]
+        pool[h, 1] = free_head << np.int64(32) if emptied else link
+        free_head = h if emptied else free_head
+        freed += np.int64(emptied)
+    pool_free[FREE_HEAD] = free_head
+    pool_free[FREE_COUNT] += freed
     moments[SUM_DELAY] = delay_sum
-    # only a server with an arrival can have grown
-    fifo_full = False
-    for i in range(arrivals):
-        fifo_full |= fifo_ends[arrived_at[i], 1] >= mask
-    return total_queue, total_service, departures, fifo_full
+    return total_queue, total_service, departures
 
 
 @njit(cache=True)
 def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
-                     track_delay, t, warmup, fifo, fifo_ends, delay_hist, moments):
+                     track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments):
     """The service step for the laws other than Bernoulli (the Bernoulli twins are
     :func:`_serve_bernoulli` and :func:`_serve_bernoulli_fifo`). Returns (ΣQ(t+1), Σ S_n,
-    departures, whether a FIFO buffer is about to fill up)."""
+    departures)."""
     total_queue = np.int64(0)
     total_service = np.int64(0)
     departures = np.int64(0)
-    fifo_full = False
     for n in range(Q.size):
         arrived = A[n]
         q = Q[n] + arrived
@@ -379,9 +433,9 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
         if record:
             queue_sum[n] += left
         if track_delay and (arrived > 0 or served > 0):
-            fifo_full |= _fifo_update(n, arrived, served, t, warmup, fifo, fifo_ends,
-                                      delay_hist, moments)
-    return total_queue, total_service, departures, fifo_full
+            _fifo_update(n, arrived, served, t, warmup, pool, tails, pool_free, delay_hist,
+                         moments)
+    return total_queue, total_service, departures
 
 
 @njit(cache=True)
@@ -392,11 +446,11 @@ def _run_segment(
     warmup, block_length, bound, track_delay, detail, rng,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
-    counters, moments, work, carry, fifo, fifo_ends, thresholds,
+    counters, moments, work, carry, pool, tails, pool_free, thresholds,
 ):
-    """Slots from ``t_start`` until ``t_stop``, a full FIFO, the bound or a bad target;
-    returns the next slot to run (the slot of a bad target itself: it is left half done)
-    and sets ``carry[CARRY_STATUS]``."""
+    """Slots from ``t_start`` until ``t_stop``, a FIFO pool short of free nodes, the bound
+    or a bad target; returns the next slot to run (the slot of a bad target itself: it is
+    left half done) and sets ``carry[CARRY_STATUS]``."""
     N = Q.size
     M = A_m.size
     cumulative = np.cumsum(dispatcher_p)
@@ -455,18 +509,17 @@ def _run_segment(
                 counters[HERDING_SLOTS] += 1
 
         # service, unused service and FIFO departures
-        fifo_full = False
         if service_code == 0 and not track_delay:
             total_queue, total_service, departures = _serve_bernoulli(
                 Q, A, Q_prev, thresholds, rng, record, queue_sum)
         elif service_code == 0:
-            total_queue, total_service, departures, fifo_full = _serve_bernoulli_fifo(
-                Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, fifo,
-                fifo_ends, delay_hist, moments, arrived_at, departed_at)
+            total_queue, total_service, departures = _serve_bernoulli_fifo(
+                Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, pool, tails,
+                pool_free, delay_hist, moments, arrived_at, departed_at)
         else:
-            total_queue, total_service, departures, fifo_full = _serve_other_law(
+            total_queue, total_service, departures = _serve_other_law(
                 Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
-                track_delay, t, warmup, fifo, fifo_ends, delay_hist, moments)
+                track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
         pooled = max(pooled + total - total_service, 0)
@@ -502,7 +555,7 @@ def _run_segment(
             carry[CARRY_POOLED] = pooled
             carry[CARRY_STATUS] = STATUS_HIT_BOUND
             return t + 1
-        if fifo_full:
+        if track_delay and pool_free[FREE_COUNT] < N:  # the next slot may need N nodes
             carry[CARRY_POOLED] = pooled
             carry[CARRY_FIFO_FULL] = 1
             return t + 1
@@ -513,7 +566,7 @@ def _run_segment(
 @njit(cache=True)
 def init_loop_state(Q, mu, track_delay):
     """The loop state that :func:`run_slots` carries from chunk to chunk, for a run that
-    starts from queues ``Q``: (work, carry, fifo, fifo_ends, thresholds)."""
+    starts from queues ``Q``: (work, carry, pool, tails, pool_free, thresholds)."""
     N = Q.size
     # A, Q_prev, last slot chosen, last chooser, servers with an arrival / a departure
     work = np.zeros((6, N), np.int64)
@@ -521,33 +574,27 @@ def init_loop_state(Q, mu, track_delay):
     carry = np.zeros(N_CARRY, np.int64)
     for n in range(N):
         carry[CARRY_POOLED] += Q[n]  # the pooled queue q(0) = ΣQ(0)
-    # FIFO of (arrival slot, job count) batches per server, as ring buffers with the two
-    # fields of an entry side by side (fifo[n, 2i], fifo[n, 2i + 1]: one cache line); a
-    # server gains at most one batch per slot, so a chunk stops when one is about to
-    # fill up and the driver grows the buffers (grow_fifo), outside the hot loop.
-    capacity = 16
-    fifo = np.zeros((N, 2 * capacity), np.int64)
-    fifo_ends = np.zeros((N, 2), np.int64)  # head, length
+    # the FIFOs of (arrival slot, job count) batches (see _new_pool): room for the initial
+    # batches and one slot's arrivals; a tiny unused pool without delay tracking
+    pool, tails, pool_free = _new_pool(N, 3 * N + 16) if track_delay else _new_pool(1, 2)
     if track_delay:
         for n in range(N):
             if Q[n] > 0:
-                fifo[n, 0] = -1
-                fifo[n, 1] = Q[n]
-                fifo_ends[n, 1] = 1
+                _fifo_append(n, -1, Q[n], pool, tails, pool_free)
     # Bernoulli(μ_n) service as an integer compare on 53 random bits (bernoulli_threshold)
     thresholds = np.zeros(N, np.uint64)
     for n in range(N):
         thresholds[n] = bernoulli_threshold(mu[n])
-    return work, carry, fifo, fifo_ends, thresholds
+    return work, carry, pool, tails, pool_free, thresholds
 
 
-def grow_fifo(fifo: np.ndarray, fifo_ends: np.ndarray) -> np.ndarray:
-    """The FIFO buffers at twice the capacity (after a chunk stopped with CARRY_FIFO_FULL)."""
-    return _grow_fifo(fifo, fifo_ends)
+def grow_pool(pool: np.ndarray, pool_free: np.ndarray) -> np.ndarray:
+    """The FIFO pool at twice its capacity (after a chunk stopped with CARRY_FIFO_FULL);
+    updates ``pool_free`` in place."""
+    return _grow_pool(pool, pool_free)
 
 
-@njit(LOOP_SIGNATURE, cache=True)
-def run_slots(
+def _run_slots(
     mu, service_code, service_trials,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
@@ -555,13 +602,13 @@ def run_slots(
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
     counters, moments,
-    work, carry, fifo, fifo_ends, thresholds,
+    work, carry, pool, tails, pool_free, thresholds,
 ):
     """Run slots [``t_start``, ``t_stop``) of a ``slots``-slot run from the state left by the
     previous chunk (or :func:`init_loop_state`). Returns the next slot to run; it is below
     ``t_stop`` when the chunk stopped early: ``carry[CARRY_STATUS]`` says why (the bound or
-    a bad target), or ``carry[CARRY_FIFO_FULL]`` is set and the caller grows the FIFOs
-    (:func:`grow_fifo`) before the next call."""
+    a bad target), or ``carry[CARRY_FIFO_FULL]`` is set and the caller grows the FIFO pool
+    (:func:`grow_pool`) before the next call."""
     carry[CARRY_STATUS] = STATUS_RUNNING
     if not (0 <= t_start <= t_stop <= slots):
         return t_start
@@ -576,5 +623,10 @@ def run_slots(
         _borrowed(block_pooled), _borrowed(delay_hist), _borrowed(queue_hist),
         _borrowed(msg), _borrowed(msg_at_warmup), _borrowed(diag),
         _borrowed(counters), _borrowed(moments), _borrowed(work), _borrowed(carry),
-        _borrowed(fifo), _borrowed(fifo_ends), _borrowed(thresholds),
+        _borrowed(pool), _borrowed(tails), _borrowed(pool_free), _borrowed(thresholds),
     )
+
+
+#: one chunk of the slot loop, compiled once for every policy with :data:`LOOP_SIGNATURE`
+#: on first use (``interface.compiled(run_slots, only=True)``)
+run_slots = lazy_function(_run_slots, LOOP_SIGNATURE)

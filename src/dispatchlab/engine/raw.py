@@ -15,7 +15,7 @@ from dispatchlab.engine.control import (
     current_progress,
     sigint_caught,
 )
-from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, no_hook
+from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, compiled, no_hook
 from dispatchlab.errors import PolicyError, SimulationError
 from dispatchlab.model.system import System
 
@@ -95,24 +95,27 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     messages_at_warmup = np.zeros_like(out.messages)
     rng = make_rng_state(seed)
     dispatcher_arrivals = np.zeros(m, np.int64)
-    work, carry, fifo, fifo_ends, thresholds = loop.init_loop_state(queues, system.mu,
-                                                                    track_delay)
+    work, carry, pool, tails, pool_free, thresholds = loop.init_loop_state(
+        queues, system.mu, track_delay)
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer(n + m + (float(system.arrival_rate) if per_job else 0.0))
     progress = current_progress()
     if progress is not None:
         progress.start_run()
+    run_slots = compiled(loop.run_slots, only=True)
+    choose = compiled(kernel.choose)
+    begin_slot, end_slot = compiled(kernel.begin_slot), compiled(kernel.end_slot)
     start = time.perf_counter()
     t = 0
     with sigint_caught() as interrupted:
         while t < slots:
             chunk_start = time.perf_counter()
             t_before = t
-            t = int(loop.run_slots(
+            t = int(run_slots(
                 system.mu, system.service.code, system.service.trials,
                 system.arrivals.code, float(system.arrival_rate), system.arrivals.trials,
                 trace, system.weights, system.split == "batch", per_job,
-                kernel.choose, kernel.begin_slot, kernel.end_slot,
+                choose, begin_slot, end_slot,
                 kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
                 ip, fp, ist, fst,
                 t, min(slots, t + (chunk or sizer.size)), slots, warmup,
@@ -120,7 +123,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
                 queues, dispatcher_arrivals, out.queue_sum, out.block_sum, out.block_pooled,
                 out.delay_hist, out.queue_hist, out.messages, messages_at_warmup, out.diag,
                 out.counters, out.moments,
-                work, carry, fifo, fifo_ends, thresholds,
+                work, carry, pool, tails, pool_free, thresholds,
             ))
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
             status = carry[loop.CARRY_STATUS]
@@ -133,7 +136,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
                 out.hit_bound = True
                 break
             if carry[loop.CARRY_FIFO_FULL]:
-                fifo = loop.grow_fifo(fifo, fifo_ends)
+                pool = loop.grow_pool(pool, pool_free)
                 carry[loop.CARRY_FIFO_FULL] = 0
             if interrupted():
                 raise RunInterrupted(t, slots, policy)

@@ -17,11 +17,11 @@ from numba import njit
 
 from dispatchlab.compiled.kernels import (
     argmin_random_ties_per_slot,
-    argmin_scaled_random_ties,
     shortest_of_row,
     slot_argmin_cache,
 )
-from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform, weighted_index
+from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
+from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
@@ -39,8 +39,8 @@ from dispatchlab.theory.stability import DispatchFractions, rank_fractions_pod
 
 
 @njit(inline="always", cache=True)
-def cumulative_rates(memory):
-    """fp of the weighted rules: the running sum of μ (for :func:`weighted_index`)."""
+def rate_alias_table(memory):
+    """fp of the weighted rule: the alias table of μ (for :func:`alias_draw`)."""
     return memory.fp
 
 
@@ -75,6 +75,12 @@ def total_rate(memory):
 
 
 @njit(inline="always", cache=True)
+def balanced_alias_table(memory):
+    """fp[1:] of balanced Po-d: the alias table of μ."""
+    return memory.fp[1:]
+
+
+@njit(inline="always", cache=True)
 def sed_offset(memory):
     """fp[0] of JSED: the offset c of argmin (Q_n + c)/μ_n (1 for SED, 0 for the Π member)."""
     return memory.fp[0]
@@ -92,7 +98,8 @@ def probe_all(slot, ctx):
 # rows of the int memory
 SAMPLE_ROW = 0  # Po-d, balanced Po-d: the sampled servers
 TAKEN_ROW = 1  # balanced Po-d: taken[n] = 1 while n is in the sample
-ARGMIN_ROW = 0  # JSQ: the per-slot cache of argmin_random_ties_per_slot
+ARGMIN_ROW = 0  # JSQ, JSED: the per-slot cache of the minimisers
+REJECTION_TRIES = 32  # balanced Po-d: alias draws before the scan
 
 
 @choose_function
@@ -102,7 +109,7 @@ def _rand_choose(m, jobs, slot, memory, ctx):
 
 @choose_function
 def _weighted_choose(m, jobs, slot, memory, ctx):
-    return weighted_index(ctx.rng, cumulative_rates(memory))
+    return alias_draw(ctx.rng, rate_alias_table(memory))
 
 
 @choose_function
@@ -121,10 +128,32 @@ def _jsq_choose(m, jobs, slot, memory, ctx):
     return argmin_random_ties_per_slot(slot.Q, slot.t, memory.ist, ARGMIN_ROW, ctx.rng)
 
 
+@njit(inline="always", cache=True)
+def scaled_argmin_per_slot(Q, offset, mu, t, cache, row, rng):
+    """argmin_n (Q_n + offset)/μ_n with uniform ties, on the slot-start Q(t) that every call
+    of slot t sees: the minimisers are listed once per slot in ``cache[row]`` = (slot,
+    number of ties, their indices…) (the layout of
+    :func:`~dispatchlab.compiled.kernels.slot_argmin_cache`); each call draws one of them."""
+    if cache[row, 0] != t:
+        best = (Q[0] + offset) / mu[0]
+        for n in range(1, Q.size):
+            best = min(best, (Q[n] + offset) / mu[n])
+        ties = 0
+        for n in range(Q.size):
+            cache[row, 2 + ties] = n  # store always, advance on a tie: no branch
+            ties += (Q[n] + offset) / mu[n] == best
+        cache[row, 0] = t
+        cache[row, 1] = ties
+    ties = cache[row, 1]
+    return cache[row, 2 + (randint(rng, ties) if ties > 1 else 0)]
+
+
 @choose_function
 def _jsed_choose(m, jobs, slot, memory, ctx):
     probe_all(slot, ctx)
-    return argmin_scaled_random_ties(slot.Q, sed_offset(memory), slot.mu, ctx.rng)
+    # the same Q(t) for every call of slot t (per job too): minimisers listed once per slot
+    return scaled_argmin_per_slot(slot.Q, sed_offset(memory), slot.mu, slot.t, memory.ist,
+                                  ARGMIN_ROW, ctx.rng)
 
 
 @choose_function
@@ -147,16 +176,28 @@ def _balanced_pod_choose(m, jobs, slot, memory, ctx):
     rng = ctx.rng
     sample = memory.ist[SAMPLE_ROW]
     taken = memory.ist[TAKEN_ROW]
-    remaining = total_rate(memory)
+    total = total_rate(memory)
+    table = balanced_alias_table(memory)
+    remaining = total
     for i in range(d):
-        u = uniform(rng) * remaining
+        # a draw ∝ μ over all servers, rejected while taken, is a draw ∝ μ among those
+        # left: O(1) expected while they keep a quarter of μ_Σ; else (or after
+        # REJECTION_TRIES misses, which leaves the law exact) the O(N) scan
         chosen = -1
-        for n in range(Q.size):
-            if taken[n] == 0:
-                chosen = n
-                u -= mu[n]
-                if u < 0.0:
+        if remaining >= 0.25 * total:
+            for _ in range(REJECTION_TRIES):
+                candidate = alias_draw(rng, table)
+                if taken[candidate] == 0:
+                    chosen = candidate
                     break
+        if chosen < 0:
+            u = uniform(rng) * remaining
+            for n in range(Q.size):
+                if taken[n] == 0:
+                    chosen = n
+                    u -= mu[n]
+                    if u < 0.0:
+                        break
         sample[i] = chosen
         taken[chosen] = 1
         remaining -= mu[chosen]
@@ -212,7 +253,7 @@ class WeightedRandomRouting(Policy):
               "constant, above ζ/2 (the reference Δ ≡ 0 of LED).")
 
     def kernel(self, system: System) -> Kernel:
-        return Kernel(_weighted_choose, float_params=np.cumsum(system.mu))
+        return Kernel(_weighted_choose, float_params=alias_table(system.mu))
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
         """Π member with a_l(η) = μ_η(l)/μ_Σ (§4.8)."""
@@ -366,7 +407,8 @@ class JoinShortestExpectedDelay(_HerdingOptions):
         self.check_system(system)
         if not self.plain:
             return self.herding_kernel(system)
-        return Kernel(_jsed_choose, float_params=np.array([self.offset()]))
+        return Kernel(_jsed_choose, float_params=np.array([self.offset()]),
+                      int_state=slot_argmin_cache(system.n_servers))
 
 
 @register
@@ -407,4 +449,5 @@ class BalancedPowerOfD(Policy):
         state = np.zeros((2, system.n_servers), np.int64)
         return Kernel(_balanced_pod_choose,
                       int_params=np.array([self.params["d"], int(self.params["by_delay"])]),
-                      float_params=np.array([system.mu_sum]), int_state=state)
+                      float_params=np.concatenate([[system.mu_sum], alias_table(system.mu)]),
+                      int_state=state)

@@ -33,7 +33,8 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.kernels import shortest_of_row
-from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform, weighted_index
+from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
+from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import (
     PROBE,
     REPLY,
@@ -166,7 +167,7 @@ def _id_memory_choose(m, jobs, slot, memory, ctx):
     if length == 0:
         counters[SCRATCH_EMPTY] += 1
         if memory.ip[IP_FALLBACK] == FALLBACK_WEIGHTED:
-            return weighted_index(rng, memory.fp)  # fp: the running sum of μ
+            return alias_draw(rng, memory.fp)  # fp: the alias table of μ
         return randint(rng, slot.Q.size)
     mask = ring_mask(memory)
     heads = list_heads(memory)
@@ -284,7 +285,7 @@ class _IdMemoryPolicy(Policy):
         int_params = np.array([self.threshold(system), pick, fallback, destination, d,
                                int(self.params["audit"]), capacity - 1], np.int64)
         return Kernel(_id_memory_choose, _id_memory_begin, _id_memory_end,
-                      int_params=int_params, float_params=np.cumsum(system.mu),
+                      int_params=int_params, float_params=alias_table(system.mu),
                       int_state=state, n_diagnostics=len(DIAGNOSTICS))
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:

@@ -29,8 +29,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from numba import njit, types
+from numba import types
 
+from dispatchlab.compiled.lazy import compiled, lazy_function
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.compiled.signatures import STRATEGY_TYPE
 from dispatchlab.errors import require
@@ -74,10 +75,7 @@ def sorting_order(estimates: np.ndarray, tie_break: np.ndarray | None = None) ->
     return np.lexsort((ties, estimates))
 
 
-@njit(types.void(STRATEGY_TYPE, types.int64[::1], types.float64[::1], types.uint64[::1],
-                 types.float64[::1], types.int64[::1], types.int64, types.int64[::1]),
-      cache=True)
-def _count_choices(strategy, estimates, mu, rng, params, scratch, samples, counts):
+def _count_choices_py(strategy, estimates, mu, rng, params, scratch, samples, counts):
     work = estimates.copy()
     for _ in range(samples):
         for n in range(work.size):
@@ -85,14 +83,20 @@ def _count_choices(strategy, estimates, mu, rng, params, scratch, samples, count
         counts[strategy(work, mu, rng, params, scratch)] += 1
 
 
+_count_choices = lazy_function(_count_choices_py, types.void(
+    STRATEGY_TYPE, types.int64[::1], types.float64[::1], types.uint64[::1], types.float64[::1],
+    types.int64[::1], types.int64, types.int64[::1]))
+
+
 def monte_carlo_dispatch_probabilities(strategy: TiltStrategy, estimates: np.ndarray,
                                        mu: np.ndarray, *, samples: int = MONTE_CARLO_SAMPLES,
                                        seed: int = 0) -> np.ndarray:
     """P_n estimated by running the compiled rule ``samples`` times on ``estimates``."""
     counts = np.zeros(mu.size, np.int64)
-    _count_choices(strategy.function, np.ascontiguousarray(estimates, dtype=np.int64),
-                   np.ascontiguousarray(mu, dtype=np.float64), make_rng_state(seed),
-                   strategy.param_array, np.zeros(mu.size, np.int64), int(samples), counts)
+    count_choices = compiled(_count_choices, only=True)
+    count_choices(compiled(strategy.function), np.ascontiguousarray(estimates, dtype=np.int64),
+                  np.ascontiguousarray(mu, dtype=np.float64), make_rng_state(seed),
+                  strategy.param_array, np.zeros(mu.size, np.int64), int(samples), counts)
     require(counts.min() >= 0 and counts.sum() == samples, "strategy",
             "the strategy returned a server outside 0..N−1")
     return counts / samples

@@ -19,6 +19,10 @@ from dispatchlab.theory.heavy_traffic import pooled_limit, random_routing_limit
 
 EPSILONS = (0.5, 0.2, 0.1, 0.05, 0.02)
 QUICK_EPSILONS = (0.5, 0.2, 0.1)
+#: the full scale (``jbt-thresholds-full``): down to ε = 0.005, where Theorem 2's regimes
+#: should separate (3·10⁴/ε² = 1.2·10⁹ slots at the last point)
+FULL_EPSILONS = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005)
+FULL_MAX_SLOTS = 2 * 10**9
 #: slots per point = SLOTS_COEFFICIENT/ε²: a batch-means CI of ε·E[ΣQ] within ±5 % (at
 #: 10⁴/ε² the half-widths reached 7.9 %; the width shrinks as 1/√slots)
 SLOTS_COEFFICIENT = 3e4
@@ -44,23 +48,44 @@ def jbt_thresholds(quick: bool = False) -> ExperimentSpec:
     Expected (Theorems 1–2): constant r (including r = 1, JIQ) strictly between ζ/2 and
     the random-routing constant; r = K·log(1/ε) approaching ζ/2; r = (1/ε)^1.5 approaching
     random routing. Slots per point: 3·10⁴/ε² (10⁵ at least), one long run per point with
-    batch-means CIs. The default takes ≈ 20 minutes on 2 cores; the full-size version
-    (ε down to 0.005, 4× the slots) is
-    ``dispatchlab experiment jbt-thresholds --scale 4`` after adding 0.01 and 0.005 to
-    ``EPSILONS`` (each extra halving of ε costs 4× the slots of the previous point).
+    batch-means CIs. The default takes ≈ 20 minutes on 2 cores; the full scale, ε down to
+    0.005, is the experiment ``jbt-thresholds-full`` (same points plus ε = 0.01, 0.005; each
+    halving of ε costs 4× the slots of the previous point; its points are stored one by
+    one, so an interrupted run resumes where it stopped).
     """
+    return _spec("jbt-thresholds", QUICK_EPSILONS if quick else EPSILONS,
+                 jbt_thresholds.__doc__ or "", 10**9)
+
+
+@register_experiment(
+    "jbt-thresholds-full",
+    title="jbt-thresholds at full scale: ε down to 0.005 (≈ 1.6·10¹⁰ slots in all)",
+    paper="[JBT] Theorems 1–2 (proposal of THEORY.md §3.4)",
+)
+def jbt_thresholds_full(quick: bool = False) -> ExperimentSpec:
+    """:func:`jbt_thresholds` with ε ∈ {0.5, …, 0.02, 0.01, 0.005}: the regime where
+    ⌈K log(1/ε)⌉ should separate from r = 3 and approach ζ/2, and (1/ε)^1.5 turn towards
+    the random-routing constant. 3·10⁴/ε² slots per point (1.2·10⁹ at ε = 0.005); run it
+    with all cores (``--workers``) or a cluster; points are stored as they finish, and a
+    rerun skips them (resume)."""
+    return _spec("jbt-thresholds-full", QUICK_EPSILONS if quick else FULL_EPSILONS,
+                 jbt_thresholds_full.__doc__ or "", FULL_MAX_SLOTS)
+
+
+def _spec(name: str, epsilons: tuple[float, ...], description: str,
+          max_slots: int) -> ExperimentSpec:
     return ExperimentSpec(
-        name="jbt-thresholds",
+        name=name,
         title="JBT-r threshold regimes in heavy traffic",
-        description=jbt_thresholds.__doc__ or "",
+        description=description,
         paper="[JBT] Zhou, Tan, Shroff, POMACS 2018",
         systems=(SystemSpec("10x0.5", label="homogeneous 10×0.5"),
                  SystemSpec("5x0.2,5x0.8", label="heterogeneous 5×0.2 + 5×0.8")),
         policies=THRESHOLD_RULES,
-        epsilons=QUICK_EPSILONS if quick else EPSILONS,
+        epsilons=epsilons,
         replications=1,
         slots=SlotsRule(coefficient=SLOTS_COEFFICIENT, power=2, per="epsilon",
-                        minimum=100_000),
+                        minimum=100_000, maximum=max_slots),
         seed=1808,
         options={"track_delay": False},
         quick_scale=0.05,

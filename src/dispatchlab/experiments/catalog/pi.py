@@ -51,6 +51,10 @@ COLLAPSE_POLICIES = (
 )
 COLLAPSE_EPSILONS = (0.4, 0.2, 0.1, 0.05)
 QUICK_COLLAPSE_EPSILONS = (0.4, 0.2, 0.1)
+#: the full scale (``pi-collapse-full``): down to ε = 0.01, 10⁴/ε² slots per point uncapped
+#: (10⁸ at ε = 0.01), where Po-2's E‖P_⊥‖² should level off if it collapses
+FULL_COLLAPSE_EPSILONS = (0.4, 0.2, 0.1, 0.05, 0.02, 0.01)
+FULL_COLLAPSE_MAX_SLOTS = 10**9
 
 
 def predicted_thresholds(profiles=STABILITY_PROFILES,
@@ -121,19 +125,37 @@ def pi_collapse(quick: bool = False) -> ExperimentSpec:
     Measured at the sampling times kT: E‖P_⊥‖² with P = Q/√γ on c = √γ (Theorem 4.4:
     bounded), the same read literally (O = Q/γ on √γ; grows like 1/ε² for γ ≠ 1), the
     direction gap ½‖Q̄/ΣQ̄ − γ/‖γ‖₁‖₁ (→ 0), and ε·E[ΣQ] against ζ/2. The KS distance of
-    ε·ΣQ to Exp(ζ/2) comes from :func:`exponential_ks_distance` on the stored results."""
+    ε·ΣQ to Exp(ζ/2) comes from :func:`exponential_ks_distance` on the stored results.
+    The full scale (ε down to 0.01) is ``pi-collapse-full``."""
+    return _collapse_spec("pi-collapse", QUICK_COLLAPSE_EPSILONS if quick else COLLAPSE_EPSILONS,
+                          8_000_000, pi_collapse.__doc__ or "")
+
+
+@register_experiment("pi-collapse-full", title="pi-collapse at full scale: ε down to 0.01 "
+                     "(10⁸ slots per point at the last ε)", paper="[Π] Thm 4.4, §4.7")
+def pi_collapse_full(quick: bool = False) -> ExperimentSpec:
+    """:func:`pi_collapse` with ε ∈ {0.4, …, 0.05, 0.02, 0.01} and 10⁴/ε² slots per point
+    without the 8·10⁶ cap (10⁸ at ε = 0.01, 2 replications): does Po-2's E‖P_⊥‖² level
+    off? Points are stored as they finish; a rerun resumes."""
+    return _collapse_spec("pi-collapse-full",
+                          QUICK_COLLAPSE_EPSILONS if quick else FULL_COLLAPSE_EPSILONS,
+                          FULL_COLLAPSE_MAX_SLOTS, pi_collapse_full.__doc__ or "")
+
+
+def _collapse_spec(name: str, epsilons: tuple[float, ...], max_slots: int,
+                   description: str) -> ExperimentSpec:
     diag_figure = dict(x="epsilon", log_x=True)
     return ExperimentSpec(
-        name="pi-collapse",
+        name=name,
         title="State-space collapse of Π policies in heavy traffic",
-        description=pi_collapse.__doc__ or "",
+        description=description,
         paper="[Π] Luo & Zubeldia 2025, Theorem 4.4 and the limit law",
         systems=(SystemSpec(COLLAPSE_PROFILE),),
         policies=COLLAPSE_POLICIES,
-        epsilons=QUICK_COLLAPSE_EPSILONS if quick else COLLAPSE_EPSILONS,
+        epsilons=epsilons,
         replications=2,
         slots=SlotsRule(coefficient=1e4, power=2, per="epsilon", minimum=200_000,
-                        maximum=8_000_000),
+                        maximum=max_slots),
         seed=2718,
         options={"track_delay": False},
         quick_scale=0.25,

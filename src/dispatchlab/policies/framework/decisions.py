@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit, types
+from numba import types
 
-from dispatchlab.compiled.rng import randint, sample_distinct_row, weighted_index
+from dispatchlab.compiled.rng import randint, sample_distinct_row
+from dispatchlab.engine.alias import alias_draw, alias_table
+from dispatchlab.engine.interface import lazy_function
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.policies.base import cache_allowed, definition_site, same_definition
 from dispatchlab.theory.stability import DispatchFractions
@@ -38,9 +40,10 @@ DECISION_TYPE = types.FunctionType(DECISION_SIGNATURE)
 
 
 def decision_function(func):
-    """Compile ``func`` as a Π decision function (fixed signature; cached on disk when its
-    module can be re-imported, see :func:`~dispatchlab.policies.base.cache_allowed`)."""
-    return njit(DECISION_SIGNATURE, cache=cache_allowed(func))(func)
+    """Declare ``func`` a Π decision function (its fixed signature compiled on first use;
+    cached on disk when its module can be re-imported, see
+    :func:`~dispatchlab.policies.base.cache_allowed`)."""
+    return lazy_function(func, DECISION_SIGNATURE, cache=cache_allowed(func))
 
 
 @decision_function
@@ -52,9 +55,9 @@ def uniform_decision(eta, mu, ip, fp, rng, dest, scratch):
 
 @decision_function
 def weighted_decision(eta, mu, ip, fp, rng, dest, scratch):
-    """Weighted RAND: server j with probability μ_j/μ_Σ (fp is the running sum of μ)."""
+    """Weighted RAND: server j with probability μ_j/μ_Σ (fp is the alias table of μ)."""
     for i in range(dest.size):
-        dest[i] = weighted_index(rng, fp)
+        dest[i] = alias_draw(rng, fp)
 
 
 @decision_function
@@ -205,7 +208,7 @@ register_decision(
     fractions=lambda p, mu: DispatchFractions("rank", np.full(mu.size, 1.0 / mu.size)))
 register_decision(
     "wrand", weighted_decision, "weighted RAND: server j with probability μ_j/μ_Σ",
-    reads_queues=False, float_params=lambda p, mu: np.cumsum(mu),
+    reads_queues=False, float_params=lambda p, mu: alias_table(mu),
     fractions=lambda p, mu: DispatchFractions("server", mu / mu.sum()))
 register_decision(
     "rr", cycle_decision, "RR: the fixed cycle 1..N (T = N)", reads_queues=False,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.engine.interface import compiled
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.policies.base import Policy, Preset, policy_entry, policy_names
 from dispatchlab.policies.framework.kernel import count_destinations
@@ -35,8 +36,9 @@ def monte_carlo_fractions(policy: PiPolicy, mu: np.ndarray, eta: np.ndarray, *,
     """Estimate a_l(η) by running the compiled decision function ``cycles`` times."""
     entry = policy.decision
     T = policy.cycle_length(mu)
-    counts = count_destinations(
-        entry.function, np.ascontiguousarray(eta, np.int64), np.ascontiguousarray(mu, float),
+    counts = compiled(count_destinations, only=True)(
+        compiled(entry.function), np.ascontiguousarray(eta, np.int64),
+        np.ascontiguousarray(mu, float),
         np.ascontiguousarray(entry.int_params(policy.params, mu), np.int64),
         np.ascontiguousarray(entry.float_params(policy.params, mu), float),
         make_rng_state(seed), T, cycles)

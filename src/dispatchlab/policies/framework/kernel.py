@@ -14,6 +14,17 @@ the decision reads queues), sort the scaled lengths O_l = Q_l/γ_l in decreasing
 order with uniform random tie-breaks (a uniform shuffle followed by a stable
 sort), and call the decision function to fill its destinations; ``choose``
 returns dest[t − kT]. Between samples nobody looks at Q.
+
+Two built-in decisions never build η, and draw the same law in less work:
+
+* ``shortest`` needs only η(N), uniform among the minimisers of O_l: their set is found
+  once per read (every dispatcher reads the same Q(kT)) and each dispatcher draws one,
+  O(N + M) per read instead of M shuffles and sorts;
+* ``pod`` needs, per slot of the cycle, the largest of d uniform distinct ranks of η, i.e.
+  the sampled server with the smallest O_l, ties broken by η's random order: each
+  dispatcher's read draws a 64-bit key, and a tie between servers a and b goes to the
+  larger hash of (key, server) — an independent uniform order per dispatcher and read,
+  consistent over the cycle as η is (:func:`pod_pick`); O(d) per slot and dispatcher.
 """
 
 from __future__ import annotations
@@ -24,8 +35,14 @@ from functools import cache
 import numpy as np
 from numba import njit, types
 
-from dispatchlab.compiled.rng import randint
-from dispatchlab.engine.interface import REPORT, choose_function, hook_function
+from dispatchlab.compiled.rng import next_u64, randint, sample_distinct_row
+from dispatchlab.engine.interface import (
+    REPORT,
+    choose_function,
+    compiled,
+    hook_function,
+    lazy_function,
+)
 from dispatchlab.policies.framework.decisions import (
     DECISION_TYPE,
     cycle_decision,
@@ -246,20 +263,73 @@ def _cycle_begin(slot, step, memory, ctx):
             cycle_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
 
-@hook_function(allocates=True)  # np.argsort in sample_order
+@njit(inline="always", cache=True)
+def scaled_minimisers(Q, gamma, ties):
+    """Write the servers with the smallest O_l = Q_l/γ_l into ``ties``; return their number."""
+    best = Q[0] / gamma[0]
+    for n in range(1, Q.size):
+        best = min(best, Q[n] / gamma[n])
+    count = 0
+    for n in range(Q.size):
+        ties[count] = n  # store always, advance on a tie: a branch-free compaction
+        count += Q[n] / gamma[n] == best
+    return count
+
+
+@hook_function  # no η sorted: scaled_minimisers scans Q once
 def _shortest_begin(slot, step, memory, ctx):
+    # η(N) is uniform among the minimisers of Q_l/γ_l: find them once, draw per dispatcher
     if start_cycle(slot, step, memory):
+        ties = decision_scratch(memory)
+        count = scaled_minimisers(slot.Q, gamma(memory), ties)
         for m in range(dispatchers(memory)):
-            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
-            shortest_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            ctx.msg[REPORT] += servers(memory)
+            shortest = ties[randint(ctx.rng, count) if count > 1 else 0]
+            dest = destinations(memory, m)
+            for i in range(dest.size):
+                dest[i] = shortest
 
 
-@hook_function(allocates=True)  # np.argsort in sample_order
+@njit(inline="always", cache=True)
+def tie_priority(key, n):
+    """A 64-bit hash of (key, n) (splitmix64's finaliser): for a uniform random key, an
+    order of the servers that is uniform for every practical purpose."""
+    z = key + np.uint64(n + 1) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(inline="always", cache=True)
+def pod_pick(Q, gamma, d, key, table, row, rng):
+    """Po-d on the order of a read: d distinct uniform servers (into ``table[row, :d]``),
+    the smallest O_l = Q_l/γ_l wins, ties to the larger :func:`tie_priority` under ``key``.
+    The same law as the largest of d uniform distinct ranks of η."""
+    sample_distinct_row(rng, Q.size, d, table, row)
+    best = table[row, 0]
+    best_value = Q[best] / gamma[best]
+    for i in range(1, d):
+        c = table[row, i]
+        value = Q[c] / gamma[c]
+        if value < best_value or (value == best_value
+                                  and tie_priority(key, c) > tie_priority(key, best)):
+            best = c
+            best_value = value
+    return best
+
+
+@hook_function  # no η sorted: pod_pick samples d servers directly
 def _pod_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
+        d = decision_ints(memory)[0]
+        scratch_row = dispatchers(memory) + 2
         for m in range(dispatchers(memory)):
-            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
-            pod_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            ctx.msg[REPORT] += servers(memory)
+            key = next_u64(ctx.rng)  # this dispatcher's tie order η for the cycle
+            dest = destinations(memory, m)
+            for i in range(dest.size):
+                dest[i] = pod_pick(slot.Q, gamma(memory), d, key, memory.ist, scratch_row,
+                                   ctx.rng)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order
@@ -296,13 +366,10 @@ def make_begin_slot(decide):
                 eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
                 decide(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
-    return hook_function(user_begin, cache=False, allocates=True)
+    return compiled(hook_function(user_begin, cache=False, allocates=True))
 
 
-@njit(types.int64[::1](DECISION_TYPE, types.int64[::1], types.float64[::1], types.int64[::1],
-                       types.float64[::1], types.uint64[::1], types.int64, types.int64),
-      cache=True)
-def count_destinations(decide, eta, mu, ip, fp, rng, T, samples):
+def _count_destinations(decide, eta, mu, ip, fp, rng, T, samples):
     """Monte Carlo of a_l(η) (§4.3): how often each rank receives a slot over ``samples``
     cycles of the decision function ``decide`` for the fixed order η."""
     n = eta.size
@@ -317,3 +384,8 @@ def count_destinations(decide, eta, mu, ip, fp, rng, T, samples):
         for i in range(T):
             counts[rank_of[dest[i]]] += 1
     return counts
+
+
+count_destinations = lazy_function(_count_destinations, types.int64[::1](
+    DECISION_TYPE, types.int64[::1], types.float64[::1], types.int64[::1], types.float64[::1],
+    types.uint64[::1], types.int64, types.int64))

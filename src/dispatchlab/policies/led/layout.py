@@ -10,7 +10,12 @@
                   it (arrival-triggered)                        :func:`push_position`
     rows M + 4..2M + 3  (learn_on_send only) the slot in which dispatcher m last learnt
                   Q_n at a dispatch                             :func:`learnt_slots`
-``ip`` (int64): see the IP_ constants and their accessors below.
+    the next M rows (L-JSQ and LSQ only) dispatcher m's incremental minimum of Q̃^m, see
+                  :mod:`.min_tree`: rows M + 4 .. 2M + 3, or 2M + 4 .. 3M + 3 after the
+                  learn_on_send rows                            :func:`min_tree`
+    (trees only where a tree row fits in N entries, i.e. N ≥ 6; smaller N scan)
+``ip`` (int64): see the IP_ constants and their accessors below; ``ip[IP_MEASURE_ERROR]``
+    is the stride of the error measurement (0: off; k: every k-th slot).
 ``fp`` (float64): [p̂, log(1 − p̂)]              :func:`update_p`, :func:`log_miss`
 ``fst`` (float64, shape (1, ·)): row 0 holds the strategy's parameters
                                                :func:`strategy_params`
@@ -43,7 +48,29 @@ def dispatchers(memory):
 
 @njit(inline="always", cache=True)
 def estimates(memory, m):
-    """Q̃^m, dispatcher m's local estimates (a writable row)."""
+    """Q̃^m, dispatcher m's local estimates (a writable row of N entries)."""
+    return memory.ist[m]
+
+
+@njit(inline="always", cache=True)
+def _tree_rows_start(memory):
+    """The first min-tree row: after the learn_on_send rows when there are any."""
+    M = memory.ip[IP_DISPATCHERS]
+    return M + EXTRA_ROWS + (M if memory.ip[IP_LEARN] != 0 else 0)
+
+
+@njit(inline="always", cache=True)
+def has_min_tree(memory):
+    """True when the dispatchers keep an incremental minimum of their estimates."""
+    return memory.ist.shape[0] > _tree_rows_start(memory)
+
+
+@njit(inline="always", cache=True)
+def min_tree(memory, m):
+    """Dispatcher m's incremental minimum (:mod:`.min_tree`) when :func:`has_min_tree`, else
+    a row that must not be written (so that callers need no branch to name it)."""
+    if has_min_tree(memory):
+        return memory.ist[_tree_rows_start(memory) + m]
     return memory.ist[m]
 
 
@@ -118,6 +145,12 @@ def arrival_triggered(memory):
 def measures_error(memory):
     """True when the policy accumulates E|Q_n − Q̃^m_n|."""
     return memory.ip[IP_MEASURE_ERROR] != 0
+
+
+@njit(inline="always", cache=True)
+def error_stride(memory):
+    """k: the estimation error is measured in every k-th slot."""
+    return memory.ip[IP_MEASURE_ERROR]
 
 
 @njit(inline="always", cache=True)

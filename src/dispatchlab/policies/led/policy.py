@@ -37,13 +37,16 @@ from dispatchlab.policies.led.layout import (
     UPDATE_PULL,
     UPDATE_PUSH,
     estimates,
+    has_min_tree,
     increments,
     learns_on_send,
     learnt_slots,
+    min_tree,
     strategy_code,
     strategy_params,
     strategy_scratch_row,
 )
+from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, tree_width, write_estimate
 from dispatchlab.policies.led.strategies import (
     CODE_JBA,
     CODE_JSQ,
@@ -57,10 +60,17 @@ from dispatchlab.policies.led.strategies import (
     l_jsq_pick,
     l_pod_pick,
 )
-from dispatchlab.policies.led.updates import pull_end_slot, push_end_slot
+from dispatchlab.policies.led.updates import (
+    DIAG_ERROR_SAMPLES,
+    DIAG_ESTIMATION_ERROR,
+    pull_end_slot,
+    push_end_slot,
+)
 from dispatchlab.theory.updates import expected_dispatch_events, update_probability
 
 UPDATES = ("push", "pull")
+#: measure_error samples every (4M)-th slot: O(MN) work each time, ≈ N/4 per slot
+ERROR_STRIDE_PER_DISPATCHER = 4
 TRIGGERS = ("slot", "arrival")
 BUDGETS = ("none", "po2")
 BUDGET_UNITS = ("dispatch", "arrival")
@@ -108,17 +118,20 @@ def after_send(m, target, jobs, slot, memory, ctx):
     increment (LSQ of [LSQ]): Q̃^m_target += jobs. Otherwise the estimate is left alone.
     """
     own = estimates(memory, m)
+    # every write goes through write_estimate, so that L-JSQ's minimum stays current
+    tree = min_tree(memory, m)
+    has_tree = has_min_tree(memory)
     if learns_on_send(memory):
         learnt = learnt_slots(memory, m)
         if learnt[target] != slot.t:
             learnt[target] = slot.t
-            own[target] = slot.Q[target] + jobs
+            write_estimate(own, tree, has_tree, target, slot.Q[target] + jobs)
             ctx.msg[ANSWER] += 1
         else:
-            own[target] += jobs
+            write_estimate(own, tree, has_tree, target, own[target] + jobs)
     elif increments(memory):
         # count the jobs just sent (per-job mode: water-filling one job at a time)
-        own[target] += jobs
+        write_estimate(own, tree, has_tree, target, own[target] + jobs)
 
 
 @choose_function
@@ -126,7 +139,11 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
     own = estimates(memory, m)
     code = strategy_code(memory)
     if code == CODE_JSQ:
-        target = l_jsq_pick(own, ctx.rng)
+        # the incremental minimum when the kernel built one; the scan otherwise (same draw)
+        if has_min_tree(memory):
+            target = tree_argmin(own, min_tree(memory, m), ctx.rng)
+        else:
+            target = l_jsq_pick(own, ctx.rng)
     elif code == CODE_JBA:
         target = l_jba_pick(own, slot.mu, ctx.rng, strategy_params(memory)[0] == JBA_WEIGHTED)
     else:
@@ -193,7 +210,8 @@ class LEDPolicy(Policy):
               "Q̃^m_n = Q_n(t) + the jobs sent there this slot (overrides increment)"),
         Param("trigger", str, "slot", "push: flip the p̂-coin every slot or only in slots "
               "with arrivals at the dispatcher", choices=TRIGGERS),
-        Param("measure_error", bool, True, "accumulate E|Q_n − Q̃^m_n| (O(MN) per slot)"),
+        Param("measure_error", bool, True, "accumulate E|Q_n − Q̃^m_n|, sampled in every "
+              "(4M)-th slot (about N/4 work per slot, whatever M)"),
         Param("budget", str, "none", "po2: ignore p and set p̂ so that the expected messages "
               "per slot equal Po-2's (budget_unit), capped at p̂ = 1", choices=BUDGETS),
         Param("budget_unit", str, "dispatch", "Po-2's budget: dispatch = 4 per dispatch event "
@@ -263,7 +281,8 @@ class LEDPolicy(Policy):
         ip[IP_UPDATE] = UPDATE_PUSH if self.params["update"] == "push" else UPDATE_PULL
         ip[IP_TRIGGER] = TRIGGER_ARRIVAL if self.params["trigger"] == "arrival" else TRIGGER_SLOT
         ip[IP_PUSH_D] = self.params["d"]
-        ip[IP_MEASURE_ERROR] = int(self.params["measure_error"])
+        ip[IP_MEASURE_ERROR] = (ERROR_STRIDE_PER_DISPATCHER * m if self.params["measure_error"]
+                                else 0)
         ip[IP_STRATEGY] = strategy.code
         ip[IP_LEARN] = int(self.params["learn_on_send"])
         # the kernel's int64 state and the copy each run makes of it (Kernel.memory)
@@ -273,21 +292,28 @@ class LEDPolicy(Policy):
         fp = np.zeros(FP_SIZE)
         fp[0] = p
         fp[1] = math.log1p(-p) if p < 1.0 else -math.inf
+        # Q̃^m(0) = 0 = Q(0); learn_on_send adds M rows of learnt slots, L-JSQ / LSQ one
+        # incremental-minimum row per dispatcher after them (layout.min_tree)
         learn_rows = m if self.params["learn_on_send"] else 0
-        state = np.zeros((m + EXTRA_ROWS + learn_rows, n), np.int64)  # Q̃^m(0) = 0 = Q(0)
-        state[m + EXTRA_ROWS:, :] = -1  # learn_on_send: no slot learnt yet
+        tree = strategy.code == CODE_JSQ and tree_width(n) <= n
+        tree_start = m + EXTRA_ROWS + learn_rows
+        state = np.zeros((tree_start + (m if tree else 0), n), np.int64)
+        state[m + EXTRA_ROWS:tree_start, :] = -1  # learn_on_send: no slot learnt yet
         state[m + 2, 0] = -1  # pull / push positions: drawn at the first update
         state[m + 3, 0] = -1
+        if tree:
+            state[tree_start:] = new_tree_rows(n, m, n)
         choose = _builtin_choose if strategy.builtin else custom_choose(strategy.function)
         end_slot = push_end_slot if self.params["update"] == "push" else pull_end_slot
         return Kernel(choose, end_slot=end_slot, int_params=ip, float_params=fp,
                       int_state=state, float_state=strategy.param_array[None, :].copy(),
-                      n_diagnostics=len(self.diagnostics))
+                      n_diagnostics=len(self.diagnostics) + 1)  # + the error's sample count
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
-        if not self.params["measure_error"]:
+        """``estimation_error``: the mean of (1/MN) Σ |Q_n − Q̃^m_n| over the sampled slots."""
+        if not self.params["measure_error"] or diag[DIAG_ERROR_SAMPLES] == 0:
             return {"estimation_error": math.nan}
-        return super().summarize(diag, measured_slots, system)
+        return {"estimation_error": float(diag[DIAG_ESTIMATION_ERROR] / diag[DIAG_ERROR_SAMPLES])}
 
     def __eq__(self, other: object) -> bool:
         return (super().__eq__(other) and isinstance(other, LEDPolicy)

@@ -37,6 +37,7 @@ from numba.core.registry import CPUDispatcher
 from dispatchlab.compiled.kernels import argmin_random_ties, shortest_of_row
 from dispatchlab.compiled.rng import sample_distinct_row, uniform
 from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE
+from dispatchlab.engine.interface import compiled, lazy_function
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies.base import cache_allowed
 
@@ -48,7 +49,8 @@ def strategy_function(func=None, *, cache: bool = True):
     """
 
     def compile_(f):
-        return njit(STRATEGY_SIGNATURE, cache=cache and cache_allowed(f))(f)
+        # compiled with its signature on first use (engine.interface.lazy_function)
+        return lazy_function(f, STRATEGY_SIGNATURE, cache=cache and cache_allowed(f))
 
     return compile_ if func is None else compile_(func)
 
@@ -316,7 +318,7 @@ def custom_strategy(function: Any, params: Any = (), name: str | None = None) ->
     if not isinstance(function, CPUDispatcher):
         raise ValidationError("strategy", "a custom strategy must be compiled with "
                               "dispatchlab.policies.led.strategy_function")
-    signatures = [tuple(sig) for sig in function.signatures]
+    signatures = [tuple(sig) for sig in compiled(function).signatures]
     if tuple(STRATEGY_SIGNATURE.args) not in signatures:
         raise ValidationError("strategy", "a custom strategy must have the signature "
                               "(estimates, mu, rng, params, scratch) -> server; compile it "

@@ -30,17 +30,21 @@ from dispatchlab.engine.interface import PROBE, REPLY, REPORT, hook_function
 from dispatchlab.policies.led.layout import (
     arrival_triggered,
     dispatchers,
+    error_stride,
     estimates,
+    has_min_tree,
     log_miss,
     measures_error,
+    min_tree,
     pull_position,
     push_d,
     push_position,
     push_sample_row,
     update_p,
 )
+from dispatchlab.policies.led.min_tree import write_estimate
 
-DIAG_ESTIMATION_ERROR = 0
+DIAG_ESTIMATION_ERROR, DIAG_ERROR_SAMPLES = 0, 1
 
 
 #: a gap this long means "no further success in any run"; capping it keeps the trial
@@ -65,24 +69,27 @@ def _push_sample(m, Q, memory, d, ctx):
     """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them."""
     N = Q.size
     own = estimates(memory, m)
+    tree = min_tree(memory, m)
+    tracked = has_min_tree(memory)
     if d >= N:  # every server: no randomness needed
         for n in range(N):
-            own[n] = Q[n]
+            write_estimate(own, tree, tracked, n, Q[n])
     else:
         row = push_sample_row(memory)
         sample_distinct_row(ctx.rng, N, d, memory.ist, row)
         sample = memory.ist[row]
         for i in range(d):
             n = sample[i]
-            own[n] = Q[n]
+            write_estimate(own, tree, tracked, n, Q[n])
     ctx.msg[PROBE] += d
     ctx.msg[REPLY] += d
 
 
 @njit(inline="always", cache=True)
 def _record_error(slot, step, memory):
-    """diag[0] += mean over (m, n) of |Q_n(t+1) − Q̃^m_n(t+1)| (when measuring)."""
-    if not step.record or not measures_error(memory):
+    """diag[0] += mean over (m, n) of |Q_n(t+1) − Q̃^m_n(t+1)|, diag[1] += 1, in every k-th
+    slot (k = :func:`error_stride`) when measuring: O(MN/k) per slot."""
+    if not step.record or not measures_error(memory) or slot.t % error_stride(memory) != 0:
         return
     Q = slot.Q
     M = dispatchers(memory)
@@ -93,6 +100,7 @@ def _record_error(slot, step, memory):
         for n in range(N):
             total += abs(Q[n] - own[n])
     step.diag[DIAG_ESTIMATION_ERROR] += total / (M * N)
+    step.diag[DIAG_ERROR_SAMPLES] += 1.0
 
 
 @hook_function
@@ -146,7 +154,8 @@ def pull_end_slot(slot, step, memory, ctx):
     while position[0] < end:
         n = position[0] - t * N
         m = randint(rng, M) if M > 1 else 0
-        estimates(memory, m)[n] = Q[n]
+        write_estimate(estimates(memory, m), min_tree(memory, m), has_min_tree(memory), n,
+                       Q[n])
         ctx.msg[REPORT] += 1
         position[0] += 1 + failures_before_success(rng, p, miss)
     _record_error(slot, step, memory)

@@ -1,0 +1,194 @@
+"""The scaling benchmark (``dispatchlab bench --scaling``, ``benchmarks/scaling.py``).
+
+How the cost per job of every policy family grows with the number of servers N and of
+dispatchers M: for each family and each (N, M) of the grid, one run of about
+``jobs`` arrivals (at least ``MIN_SLOTS`` slots) on N servers (half at μ = 0.2, half at
+μ = 0.6), Poisson arrivals at load ρ = 0.9, Bernoulli service, empty start; the time is
+taken inside the compiled loop after a compile run, with delay tracking and the
+imbalance pass off (the policy's own cost, as in the apples-to-apples bench) and every
+policy parameter at its default. The figure is ns per job = CPU seconds / jobs arrived
+(the difference between that run and a 20-slot probe, see :func:`time_cell`).
+
+Two summaries come with the table: cost(M = 100)/cost(M = 1) at N = 10⁴ for every family
+(issue target: ≤ 3), and ``pi-jsq``/``jsq`` at every (N, M) (target: ≤ 2).
+Absolute figures move with the machine's load; compare ratios from one run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dispatchlab.errors import require
+from dispatchlab.model.system import System
+from dispatchlab.simulate import simulate
+
+SCALING_SERVERS = (100, 1_000, 10_000, 100_000)
+SCALING_DISPATCHERS = (1, 10, 100)
+QUICK_SERVERS = (100, 1_000)
+QUICK_DISPATCHERS = (1, 10)
+SCALING_JOBS = 2_000_000
+QUICK_JOBS = 20_000
+MIN_SLOTS = 20
+CELL_BUDGET_SECONDS = 20.0  # a cell whose probe projects more runs only the probe
+LOAD = 0.9
+SEED = 11
+RATIO_SERVERS = 10_000  # where cost(M = max)/cost(M = 1) is read
+
+
+@dataclass(frozen=True)
+class Family:
+    """One policy family of the scaling grid: a label, the policy, its parameters and the
+    dispatch mode (``batch``: the papers' model; ``per_job``: one ``choose`` per job)."""
+
+    label: str
+    policy: str
+    params: dict[str, Any] = field(default_factory=dict)
+    dispatch: str = "batch"
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("rand", "rand"),
+    Family("wrand", "wrand"),
+    Family("wrand/per-job", "wrand", dispatch="per_job"),
+    Family("rr", "rr"),
+    Family("jsq", "jsq"),
+    Family("jsed", "jsed"),
+    Family("jsed/per-job", "jsed", dispatch="per_job"),
+    Family("pod2", "pod"),
+    Family("balanced-pod", "balanced-pod"),
+    Family("balanced-pod/per-job", "balanced-pod", dispatch="per_job"),
+    Family("pi-jsq", "pi-jsq"),
+    Family("pi-jsed", "pi-jsed"),
+    Family("periodic-jsq", "periodic-jsq"),
+    Family("pi-pod", "pi-pod"),
+    Family("periodic-pod", "periodic-pod"),
+    Family("pi-wrand", "pi-wrand"),
+    Family("kslq", "kslq"),
+    Family("l-jsq-push", "l-jsq-push"),
+    Family("l-jsq-pull", "l-jsq-pull"),
+    Family("lsq", "lsq"),
+    Family("l-jba-push", "l-jba-push"),
+    Family("l-pod-push", "l-pod-push"),
+    Family("jiq", "jiq"),
+    Family("jbt", "jbt"),
+    Family("persistent-idle", "persistent-idle"),
+    Family("jid", "jid"),
+    Family("sujsq", "sujsq"),
+    Family("aujsq", "aujsq"),
+)
+FAMILY_LABELS = tuple(f.label for f in FAMILIES)
+
+
+def scaling_system(servers: int, dispatchers: int, dispatch: str = "batch") -> System:
+    """N servers, half at μ = 0.2 and half at μ = 0.6, M dispatchers, load 0.9."""
+    slow = servers // 2
+    rates = f"{slow}x0.2,{servers - slow}x0.6" if slow else "0.6"
+    return System.build(rates, load=LOAD, dispatchers=dispatchers, arrivals="poisson",
+                        service="bernoulli", dispatch=dispatch)
+
+
+def select_families(labels: Sequence[str] | None) -> list[Family]:
+    """The named families in the given order (all when ``labels`` is empty)."""
+    if not labels:
+        return list(FAMILIES)
+    by_label = {f.label: f for f in FAMILIES}
+    for label in labels:
+        require(label in by_label, "family",
+                f"unknown family {label!r}; allowed: {', '.join(FAMILY_LABELS)}")
+    return [by_label[label] for label in labels]
+
+
+def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
+              budget: float = CELL_BUDGET_SECONDS) -> dict[str, Any]:
+    """One measured cell of ``family`` at (N, M): ns per job, ns per slot, slots, jobs.
+
+    Costs are CPU seconds of this process (robust to other processes sharing the cores).
+    A probe of ``MIN_SLOTS`` slots runs first; the cell's cost is then the difference
+    between a run of about ``jobs`` jobs and the probe (which cancels the fixed cost of a
+    call: building the kernel, the statistics), or the probe alone when the full run would
+    take more than ``budget`` seconds (an O(N)-per-job rule at large N)."""
+    system = scaling_system(servers, dispatchers, family.dispatch)
+    slots = max(MIN_SLOTS, math.ceil(jobs / system.arrival_rate))
+
+    def run(length: int) -> tuple[float, int, int]:
+        start = time.process_time()
+        result = simulate(system, family.policy, policy_params=dict(family.params),
+                          slots=length, warmup=0, seed=SEED, track_delay=False, detail=False)
+        return time.process_time() - start, result.jobs_arrived, result.slots_run
+
+    seconds, arrived, slots_run = run(MIN_SLOTS)
+    if slots > MIN_SLOTS and seconds * slots / MIN_SLOTS <= budget:
+        long_seconds, long_arrived, long_slots = run(slots)
+        seconds, arrived, slots_run = (max(long_seconds - seconds, 1e-9),
+                                       long_arrived - arrived, long_slots - slots_run)
+    arrived = max(arrived, 1)
+    return {"family": family.label, "policy": family.policy, "dispatch": family.dispatch,
+            "servers": servers, "dispatchers": dispatchers, "slots": slots_run,
+            "jobs": arrived, "cpu_seconds": seconds,
+            "ns_per_job": 1e9 * seconds / arrived,
+            "ns_per_slot": 1e9 * seconds / max(slots_run, 1)}
+
+
+def warm_family(family: Family) -> None:
+    """Compile (or load from the cache) what a family runs, on a tiny system."""
+    simulate(scaling_system(10, 2, family.dispatch), family.policy,
+             policy_params=dict(family.params), slots=50, seed=1, track_delay=False,
+             detail=False)
+
+
+def run_scaling(families: Sequence[str] | None = None, *, quick: bool = False,
+                servers: Sequence[int] | None = None, dispatchers: Sequence[int] | None = None,
+                jobs: int | None = None,
+                on_cell: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Time every selected family on the (N, M) grid; one dict per cell."""
+    grid_n = tuple(servers or (QUICK_SERVERS if quick else SCALING_SERVERS))
+    grid_m = tuple(dispatchers or (QUICK_DISPATCHERS if quick else SCALING_DISPATCHERS))
+    jobs = jobs or (QUICK_JOBS if quick else SCALING_JOBS)
+    require(all(isinstance(n, int) and n >= 2 for n in grid_n), "servers",
+            f"every N must be an integer ≥ 2 (got {grid_n})")
+    require(all(isinstance(m, int) and m >= 1 for m in grid_m), "dispatchers",
+            f"every M must be an integer ≥ 1 (got {grid_m})")
+    require(isinstance(jobs, int) and jobs >= 1, "jobs", f"must be ≥ 1 (got {jobs!r})")
+    cells = []
+    for family in select_families(families):
+        warm_family(family)
+        for n in grid_n:
+            for m in grid_m:
+                cell = time_cell(family, n, m, jobs)
+                cells.append(cell)
+                if on_cell is not None:
+                    on_cell(cell)
+    return cells
+
+
+def _cost(cells: Sequence[dict[str, Any]]) -> dict[tuple[str, int, int], float]:
+    return {(c["family"], c["servers"], c["dispatchers"]): c["ns_per_job"] for c in cells}
+
+
+def dispatcher_ratios(cells: Sequence[dict[str, Any]],
+                      servers: int = RATIO_SERVERS) -> dict[str, float]:
+    """cost(M = largest)/cost(M = 1) at N = ``servers`` (the largest N run when absent)."""
+    if not cells:
+        return {}
+    if all(c["servers"] != servers for c in cells):
+        servers = max(c["servers"] for c in cells)
+    top = max(c["dispatchers"] for c in cells)
+    cost = _cost(cells)
+    out = {}
+    for family in dict.fromkeys(c["family"] for c in cells):
+        low, high = cost.get((family, servers, 1)), cost.get((family, servers, top))
+        if low and high is not None:
+            out[family] = high / low
+    return out
+
+
+def relative_cost(cells: Sequence[dict[str, Any]], family: str,
+                  reference: str) -> dict[tuple[int, int], float]:
+    """cost(family)/cost(reference) at every (N, M) where both ran."""
+    cost = _cost(cells)
+    return {(n, m): cost[(family, n, m)] / cost[(reference, n, m)]
+            for (f, n, m) in cost if f == family and (reference, n, m) in cost}

@@ -1,0 +1,165 @@
+"""An incremental minimum of one dispatcher's estimates, for L-JSQ and LSQ (THEORY.md §2.3).
+
+L-JSQ picks σ_t(1), the smallest local estimate Q̃^m_n with uniform ties; a scan of the N
+estimates per dispatcher and slot made its cost grow as M·N. Here each dispatcher keeps a
+segment tree over blocks of ``BLOCK`` consecutive estimates: node i holds the smallest
+estimate below it and how many servers reach it. A write to Q̃^m_n only marks its block
+dirty (a slot's updates to one block coalesce); the next choice of that dispatcher
+refreshes the dirty blocks and their paths to the root (or rebuilds the whole tree when
+that is cheaper), then walks down to the r-th minimiser in index order for r uniform on
+the tie count — exactly the draw of
+:func:`dispatchlab.compiled.kernels.argmin_random_ties`, so runs are bit-identical to the scan.
+
+One ``ist`` row per dispatcher (width ≥ 6P, P = the power of two ≥ ⌈N/BLOCK⌉ leaves):
+
+    [0]             P
+    [1 .. 2P)       min of heap node i (root 1, leaf P + b for block b)
+    [2P]            number of dirty blocks
+    [2P + i]        tie count of node i (i ≥ 1)
+    [4P + b]        1 when block b is dirty
+    [5P + k]        the k-th dirty block
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dispatchlab.compiled.rng import randint
+
+BLOCK = 16
+EMPTY = np.iinfo(np.int64).max  # the min of a padding leaf (count 0)
+
+
+def tree_leaves(n_servers: int) -> int:
+    """P, the number of leaves (blocks, padded to a power of two)."""
+    blocks = -(-n_servers // BLOCK)
+    return 1 << max(0, (blocks - 1).bit_length())
+
+
+def tree_width(n_servers: int) -> int:
+    """Entries a dispatcher's tree row needs."""
+    return 6 * tree_leaves(n_servers)
+
+
+def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
+    """The M tree rows for all-zero estimates Q̃^m(0) = 0 (nothing dirty)."""
+    P = tree_leaves(n_servers)
+    tree = np.zeros(width, np.int64)
+    tree[0] = P
+    sizes = np.minimum(BLOCK, n_servers - BLOCK * np.arange(P)).clip(min=0)
+    tree[P: 2 * P] = np.where(sizes > 0, 0, EMPTY)
+    tree[3 * P: 4 * P] = sizes
+    for i in range(P - 1, 0, -1):
+        low = min(tree[2 * i], tree[2 * i + 1])
+        tree[i] = low
+        tree[2 * P + i] = ((tree[2 * i] == low) * tree[2 * P + 2 * i]
+                           + (tree[2 * i + 1] == low) * tree[2 * P + 2 * i + 1])
+    return np.tile(tree, (dispatchers, 1))
+
+
+@njit(inline="always", cache=True)
+def _block_leaf(values, tree, P, b):
+    """Set leaf P + b to (min, count) of the estimates of block b."""
+    start = b * BLOCK
+    stop = min(start + BLOCK, values.size)
+    best = EMPTY
+    count = 0
+    if start < stop:
+        best = values[start]
+        for n in range(start + 1, stop):
+            best = min(best, values[n])
+        for n in range(start, stop):
+            count += values[n] == best
+    tree[P + b] = best
+    tree[2 * P + P + b] = count
+
+
+@njit(inline="always", cache=True)
+def _combine(tree, P, i):
+    """Node i from its two children; returns whether it changed."""
+    left_min = tree[2 * i]
+    right_min = tree[2 * i + 1]
+    best = min(left_min, right_min)
+    count = (np.int64(left_min == best) * tree[2 * P + 2 * i]
+             + np.int64(right_min == best) * tree[2 * P + 2 * i + 1])
+    changed = tree[i] != best or tree[2 * P + i] != count
+    tree[i] = best
+    tree[2 * P + i] = count
+    return changed
+
+
+@njit(inline="always", cache=True)
+def write_estimate(values, tree, has_tree, n, value):
+    """Q̃^m_n ← value, keeping the tree (when there is one) informed."""
+    values[n] = value
+    if has_tree:
+        mark_dirty(tree, n)
+
+
+@njit(inline="always", cache=True)
+def mark_dirty(tree, n):
+    """Record that estimate n changed (its block is refreshed at the next choice)."""
+    P = tree[0]
+    b = n // BLOCK
+    if tree[4 * P + b] == 0:
+        tree[4 * P + b] = 1
+        dirty = tree[2 * P]
+        tree[5 * P + dirty] = b
+        tree[2 * P] = dirty + 1
+
+
+@njit(inline="always", cache=True)
+def refresh(values, tree):
+    """Bring the tree up to date with ``values`` (the dispatcher's estimates)."""
+    P = tree[0]
+    dirty = tree[2 * P]
+    if dirty == 0:
+        return
+    depth = 0
+    while (1 << depth) < P:
+        depth += 1
+    if dirty * (BLOCK + depth) >= values.size + 2 * P:
+        # most blocks changed: rebuild everything bottom-up
+        for b in range(P):
+            _block_leaf(values, tree, P, b)
+        for i in range(P - 1, 0, -1):
+            _combine(tree, P, i)
+        for k in range(dirty):
+            tree[4 * P + tree[5 * P + k]] = 0
+    else:
+        for k in range(dirty):
+            b = tree[5 * P + k]
+            tree[4 * P + b] = 0
+            _block_leaf(values, tree, P, b)
+            i = (P + b) >> 1
+            while i >= 1 and _combine(tree, P, i):
+                i >>= 1
+    tree[2 * P] = 0
+
+
+@njit(inline="always", cache=True)
+def tree_argmin(values, tree, rng):
+    """The smallest estimate's server, ties uniform (the r-th minimiser in index order)."""
+    refresh(values, tree)
+    P = tree[0]
+    ties = tree[2 * P + 1]
+    skip = randint(rng, ties) if ties > 1 else 0
+    i = 1
+    while i < P:
+        left = 2 * i
+        if tree[left] == tree[i]:
+            left_count = tree[2 * P + left]
+            if skip < left_count:
+                i = left
+                continue
+            skip -= left_count
+        i = left + 1
+    best = tree[i]
+    start = (i - P) * BLOCK
+    for n in range(start, min(start + BLOCK, values.size)):
+        if values[n] == best:
+            if skip == 0:
+                return n
+            skip -= 1
+    return start

@@ -18,6 +18,7 @@ import numpy as np
 
 from dispatchlab.bench import WORKLOADS
 from dispatchlab.engine import loop
+from dispatchlab.engine.interface import compiled
 from dispatchlab.engine.raw import default_bound, run_once
 from dispatchlab.policies import make_policy
 
@@ -59,7 +60,7 @@ def main() -> None:
 def _count_chunks(once) -> int:
     """How many chunks the default sizing cuts one run into."""
     calls = 0
-    run_slots = loop.run_slots
+    run_slots = compiled(loop.run_slots, only=True)
 
     def counted(*args):
         nonlocal calls

@@ -41,6 +41,6 @@ def compiled(function, *, only: bool = False):
                 f"{getattr(function, '__name__', function)}: {error}\n(if it allocates "
                 "arrays, e.g. np.zeros or np.argsort, declare it with allocates=True)"
             ) from None
-    if only:
+    if only and hasattr(function, "disable_compile"):  # not a wrapper of one
         function.disable_compile()
     return function

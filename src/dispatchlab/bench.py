@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -93,16 +93,25 @@ WORKLOADS: tuple[Workload, ...] = (
 )
 WORKLOAD_NAMES = tuple(w.name for w in WORKLOADS)
 
+T = TypeVar("T")
+
+
+def select_named(items: Sequence[T], names: Sequence[str] | None, key: Callable[[T], str],
+                 field_name: str) -> list[T]:
+    """The ``items`` named by ``names`` (their ``key``), in that order; all of them when
+    ``names`` is empty. An unknown name is a ValidationError on ``field_name``."""
+    if not names:
+        return list(items)
+    by_name = {key(item): item for item in items}
+    for name in names:
+        require(name in by_name, field_name,
+                f"unknown {field_name} {name!r}; allowed: {', '.join(by_name)}")
+    return [by_name[name] for name in names]
+
 
 def select_workloads(names: Sequence[str] | None) -> list[Workload]:
     """The named workloads in the given order (all of them when ``names`` is empty)."""
-    if not names:
-        return list(WORKLOADS)
-    by_name = {w.name: w for w in WORKLOADS}
-    for name in names:
-        require(name in by_name, "workload",
-                f"unknown workload {name!r}; allowed: {', '.join(WORKLOAD_NAMES)}")
-    return [by_name[name] for name in names]
+    return select_named(WORKLOADS, names, lambda w: w.name, "workload")
 
 
 def policy_available(workload: Workload) -> str | None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dispatchlab.bench import select_named
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.simulate import simulate
@@ -93,13 +94,7 @@ def scaling_system(servers: int, dispatchers: int, dispatch: str = "batch") -> S
 
 def select_families(labels: Sequence[str] | None) -> list[Family]:
     """The named families in the given order (all when ``labels`` is empty)."""
-    if not labels:
-        return list(FAMILIES)
-    by_label = {f.label: f for f in FAMILIES}
-    for label in labels:
-        require(label in by_label, "family",
-                f"unknown family {label!r}; allowed: {', '.join(FAMILY_LABELS)}")
-    return [by_label[label] for label in labels]
+    return select_named(FAMILIES, labels, lambda f: f.label, "family")
 
 
 def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,

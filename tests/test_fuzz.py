@@ -37,6 +37,11 @@ POLICIES = ["jsq", "pod", "rr", "wrand", "jbt", "nope", "", "JSQ"]
 SETS = ["d=2", "d=0", "d=x", "d=2", "r=1", "x", "=", "d=", "p=0.5", "p=1e-20", "nope=1"]
 SLOTS = ["1", "50", "300", "0", "-5", "many", "1000000000000"]
 SMALL = ["2", "3", "0", "-1", "x", "100000000"]
+# values a drawn run may take for real: nothing here may start a long run or a worker pool
+WORKERS = ["0", "-1", "1", "x", "nan"]
+MAX_SLOTS = ["0", "-5", "x", "400", "1000", "1e3", "10000000000000000000000"]
+PRECISION = ["0.5", "0.05", "0", "-1", "nan", "inf", "x", "1e308"]
+WEIGHTS = ["1,1", "1,2,3", "x", "-1,2", "nan,1", "0,0", "1", ""]
 
 SYSTEM_OPTIONS: dict[str, list[str]] = {
     "--servers": SERVERS, "--dispatchers": SMALL, "--load": NUMBERS, "--epsilon": NUMBERS,
@@ -46,9 +51,17 @@ SYSTEM_OPTIONS: dict[str, list[str]] = {
 COMMANDS: dict[tuple[str, ...], dict[str, list[str]]] = {
     ("run",): {**SYSTEM_OPTIONS, "--policy": POLICIES, "--set": SETS, "--slots": SLOTS,
                "--warmup": SLOTS, "--replications": SMALL, "--seed": SMALL,
-               "--warmup-method": ["fraction", "mser5", "x"]},
+               "--warmup-method": ["fraction", "mser5", "x"], "--workers": WORKERS,
+               "--precision": PRECISION, "--precision-abs": PRECISION,
+               "--max-slots": MAX_SLOTS, "--dispatcher-weights": WEIGHTS, "--yes": [],
+               "--no-delay": [], "--allow-unstable": []},
     ("compare",): {**SYSTEM_OPTIONS, "-p": POLICIES + ["pod:d=2", "pod:d=2,d=3", "pod:x"],
-                   "--slots": SLOTS, "--replications": SMALL},
+                   "--slots": SLOTS, "--replications": SMALL, "--workers": WORKERS,
+                   "--precision": PRECISION, "--max-slots": MAX_SLOTS, "--yes": []},
+    ("bench",): {"--slots": ["0", "-1", "x", "300", "1e9", "10000000000000000000000"],
+                 "--seed": SMALL, "--workload": ["jsq", "pod2", "x", ""],
+                 "--repeat": ["0", "-1", "1", "x", "nan"], "--refsim": ["/nonexistent", "{tmp}"],
+                 "--family": ["jsq", "x", ""], "--json": []},
     ("check", "bound"): SYSTEM_OPTIONS,
     ("check", "stability"): {"--policy": ["pi-pod", "pi-jsq", "pi-framework", "jsq", "x"],
                              "--set": SETS, "--servers": SERVERS, "--load": NUMBERS},
@@ -68,7 +81,8 @@ COMMANDS: dict[tuple[str, ...], dict[str, list[str]]] = {
 TINY = {("run",): ["--slots", "200", "--servers", "3x0.3", "--dispatchers", "2"],
         ("compare",): ["--slots", "200", "--servers", "3x0.3", "--dispatchers", "2",
                        "-p", "jsq"],
-        ("check", "tilt"): ["--samples", "10", "--servers", "3x0.5"]}
+        ("check", "tilt"): ["--samples", "10", "--servers", "3x0.5"],
+        ("bench",): ["--slots", "300", "--no-refsim", "--workload", "jsq"]}
 # positional arguments of the commands that take one
 POSITIONAL = {("results",): ["e", "nope"], ("report",): ["e", "nope"],
               ("sweep",): ["/dev/null", "{tmp}", "{tmp}/missing.toml", "{tmp}/bad.toml"],

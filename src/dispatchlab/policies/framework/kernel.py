@@ -245,8 +245,7 @@ def record_collapse(Q, gamma, inv_gamma, root, inv_root, gamma_sum, diag, shares
         y = Q[l] * inv_gamma[l] - literal * root[l]
         perp += x * x
         perp_literal += y * y
-    if shares:
-        for l in range(n):
+        if shares:  # loop-invariant: compiled as two loops
             diag[DIAG_HEADER + l] += Q[l]
     add_sample(float(total), perp, perp_literal, diag)
 
@@ -356,7 +355,8 @@ def _cycle_begin(slot, step, memory, ctx):
 
 @njit(cache=True)
 def minimisers(Q, ties):
-    """Write the servers with the smallest Q_l into ``ties``; return their number (γ = 1)."""
+    """Write the servers with the smallest Q_l into ``ties``; return their number (γ = 1;
+    Q may be any int64 array)."""
     best = Q[0]
     for n in range(1, Q.size):
         best = min(best, Q[n])
@@ -367,20 +367,16 @@ def minimisers(Q, ties):
     return count
 
 
-@njit(cache=True, fastmath=REDUCE_MATH)
+@njit(cache=True, error_model="numpy")  # no zero-division branch: the quotients vectorise
 def scaled_minimisers(Q, gamma, keys, ties):
     """Write the servers with the smallest O_l = Q_l/γ_l into ``ties``; return their number.
-    The quotients are computed once, into ``keys``, and are the correctly rounded ones."""
-    best = np.inf
+
+    The quotients (the correctly rounded ones) are computed once, into ``keys``; being
+    non-negative doubles, they order and compare as their 64-bit patterns, so the minimum
+    and the ties are integer passes that vectorise (a float ``min`` does not)."""
     for n in range(Q.size):
-        value = Q[n] / gamma[n]
-        keys[n] = value
-        best = min(best, value)
-    count = 0
-    for n in range(Q.size):
-        ties[count] = n
-        count += keys[n] == best
-    return count
+        keys[n] = Q[n] / gamma[n]
+    return minimisers(keys[: Q.size].view(np.int64), ties)
 
 
 @hook_function  # no η sorted: (scaled_)minimisers scan Q once

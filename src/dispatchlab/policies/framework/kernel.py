@@ -29,9 +29,10 @@ Two built-in decisions never build η, and draw the same law in less work:
 Per read, the O(N) work is one or two passes that vectorise: the per-server constants
 1/γ, √γ, 1/√γ are computed once per run (in ``fp``); with γ = 1 (the ``unit γ`` flag) the
 minimisers and the collapse measures use integer arithmetic only (‖P_⊥‖² = (NΣQ² −
-(ΣQ)²)/N, exact), and the float sums of a general γ may be reordered (``fastmath`` without
-``arcp``: every quotient Q_l/γ_l stays the correctly rounded one, so the minimisers, and
-with them the trajectories, are exactly those of the plain loops).
+(ΣQ)²)/N, exact). For a general γ the minimisers compare the correctly rounded quotients
+Q_l/γ_l as integers (their bit patterns), so they, and the trajectories, are exactly those
+of a plain float scan; the collapse sums may be reordered (``fastmath`` without ``arcp``),
+which moves ‖P_⊥‖² in its last digits only.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ import numpy as np
 from numba import njit, types
 
 from dispatchlab.compiled.rng import next_u64, randint, sample_distinct_row
+from dispatchlab.engine.alias import alias_draw
 from dispatchlab.engine.interface import (
     REPORT,
     choose_function,
@@ -330,28 +331,51 @@ def read_queues(m, slot, memory, ctx):
 # module-level function so that numba caches it on disk (a factory's closures, or functions
 # made by exec, have no cacheable source and would recompile in every process).
 
+# The order-oblivious decisions (rand, wrand, rr) are written out in their hooks when
+# nobody reads η: the same draws in the same order as the decision functions, without the
+# five array views and the indirect call per dispatcher (which cost more than the draw at
+# M ≫ jobs per slot). A decision registered to read η anyway takes the generic loop.
+
 @hook_function(allocates=True)  # np.argsort in sample_order
 def _rand_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
+        if reads_queues(memory):
+            for m in range(dispatchers(memory)):
+                eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+                uniform_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            return
+        n, cycle = servers(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
-            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
-            uniform_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            for i in range(cycle):
+                memory.ist[m, i] = randint(ctx.rng, n)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order
 def _weighted_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
+        if reads_queues(memory):
+            for m in range(dispatchers(memory)):
+                eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+                weighted_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            return
+        table, cycle = decision_floats(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
-            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
-            weighted_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            for i in range(cycle):
+                memory.ist[m, i] = alias_draw(ctx.rng, table)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order
 def _cycle_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
+        if reads_queues(memory):
+            for m in range(dispatchers(memory)):
+                eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+                cycle_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            return
+        order_of_cycle, cycle = decision_ints(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
-            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
-            cycle_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            for i in range(cycle):
+                memory.ist[m, i] = order_of_cycle[i]
 
 
 @njit(cache=True)
@@ -389,12 +413,12 @@ def _shortest_begin(slot, step, memory, ctx):
             count = minimisers(slot.Q, ties)
         else:
             count = scaled_minimisers(slot.Q, gamma(memory), sort_keys(memory), ties)
+        cycle = cycle_length(memory)
         for m in range(dispatchers(memory)):
             ctx.msg[REPORT] += servers(memory)
             shortest = ties[randint(ctx.rng, count) if count > 1 else 0]
-            dest = destinations(memory, m)
-            for i in range(dest.size):
-                dest[i] = shortest
+            for i in range(cycle):
+                memory.ist[m, i] = shortest
 
 
 @njit(inline="always", cache=True)
@@ -430,13 +454,13 @@ def _pod_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
         d = decision_ints(memory)[0]
         scratch_row = dispatchers(memory) + 2
+        scale, cycle = gamma(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
             ctx.msg[REPORT] += servers(memory)
             key = next_u64(ctx.rng)  # this dispatcher's tie order η for the cycle
-            dest = destinations(memory, m)
-            for i in range(dest.size):
-                dest[i] = pod_pick(slot.Q, gamma(memory), d, key, memory.ist, scratch_row,
-                                   ctx.rng)
+            for i in range(cycle):
+                memory.ist[m, i] = pod_pick(slot.Q, scale, d, key, memory.ist, scratch_row,
+                                            ctx.rng)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order

@@ -224,3 +224,68 @@ def test_pod_fast_path_draws_the_law_of_ranks_of_eta(gamma: str) -> None:
     g = np.ones(n) if gamma == "ones" else system.mu.copy()
     reference = eta_pairs(Q, g, system.mu, reps, make_rng_state(9))
     assert _two_sample_chi2_p(fast, reference) > 1e-4
+
+
+def _collapse_reference(Q: np.ndarray, gamma: np.ndarray) -> tuple[float, float]:
+    """‖P_⊥‖² (P = Q/√γ) and ‖O_⊥‖² (O = Q/γ), both off the direction c = √γ (§4.7)."""
+    c = np.sqrt(gamma)
+
+    def perp(x: np.ndarray) -> float:
+        return float(np.sum((x - (x @ c) / (c @ c) * c) ** 2))
+
+    return perp(Q / c), perp(Q / gamma)
+
+
+@pytest.mark.parametrize("gamma", ["ones", "mu", "0.5,1,2,4,8"])
+@pytest.mark.parametrize("scale", [1, 2_000_000_000])  # the second: beyond the integer path
+def test_collapse_measures_match_their_definition(gamma: str, scale: int) -> None:
+    """The vectorised (γ = 1: integer) passes give ‖P_⊥‖², ‖O_⊥‖², ΣQ and the per-server
+    sums of the definitions, also when N·ΣQ² would overflow 64 bits (the float fallback)."""
+    system = System.build("0.2,0.4,0.4,0.8,0.8", load=0.5)
+    policy = make_policy("pi-framework", decision="pod", gamma=gamma, T=1)
+    kernel = policy.kernel(system)
+    memory = kernel.memory()
+    ctx = Context(make_rng_state(3), np.zeros(4, np.int64))
+    diag = np.zeros(kernel.n_diagnostics)
+    g = np.asarray([float(x) for x in gamma.split(",")]) if "," in gamma else (
+        np.ones(5) if gamma == "ones" else system.mu.copy())
+    reads = [np.array([3, 0, 7, 7, 1], np.int64) * scale, np.array([0, 0, 0, 0, 0], np.int64),
+             np.array([1, 2, 2, 4, 4], np.int64) * scale]
+    for t, Q in enumerate(reads):
+        step = Step(Q, Q, np.ones(1, np.int64), diag, True)
+        kernel.begin_slot(Slot(t, Q, system.mu), step, memory, ctx)
+    expected = [_collapse_reference(Q.astype(float), g) for Q in reads]
+    summary = policy.summarize(diag, len(reads), system)
+    assert diag[0] == len(reads)
+    assert summary["perp_sq"] == pytest.approx(np.mean([e[0] for e in expected]), rel=1e-12)
+    assert summary["perp_sq_literal"] == pytest.approx(np.mean([e[1] for e in expected]),
+                                                       rel=1e-12)
+    assert summary["sampled_total_queue"] == pytest.approx(np.mean([Q.sum() for Q in reads]))
+    assert np.allclose(diag[5:], np.sum(reads, axis=0))
+
+
+def test_minimiser_passes_find_exactly_the_ties_of_the_scaled_lengths() -> None:
+    """The fast minimisers (integer for γ = 1, the quotients' bit patterns otherwise) list
+    exactly the servers where Q_l/γ_l (as computed in floating point) is smallest."""
+    from dispatchlab.policies.framework.kernel import minimisers, scaled_minimisers
+
+    rng = np.random.default_rng(5)
+    mu = np.tile([0.2, 0.6, 0.1, 0.5, 0.3], 40)
+    for trial in range(200):
+        Q = rng.integers(0, 1 + trial % 7, mu.size).astype(np.int64)
+        if trial % 3 == 0:  # exact scaled ties: Q_l ∝ μ_l
+            Q = (np.round(mu * 10) * (1 + trial % 4)).astype(np.int64)
+        ties = np.zeros(mu.size, np.int64)
+        keys = np.zeros(mu.size)
+        count = scaled_minimisers(Q, mu, keys, ties)
+        scaled = Q / mu
+        assert list(ties[:count]) == list(np.flatnonzero(scaled == scaled.min()))
+        count = minimisers(Q, ties)
+        assert list(ties[:count]) == list(np.flatnonzero(Q == Q.min()))
+
+
+def test_shortest_fractions_are_a_unit_vector_without_an_n_by_n_matrix() -> None:
+    """a = e_N for pi-jsq at N = 10⁵ (an N × N identity would need 80 GB)."""
+    fractions = dispatch_fractions(make_policy("pi-jsq"), np.full(100_000, 0.5))
+    assert fractions.values.shape == (100_000,)
+    assert fractions.values[-1] == 1.0 and fractions.values.sum() == 1.0

@@ -237,7 +237,8 @@ def _server_threshold(w: np.ndarray, rates: np.ndarray, method: str) -> Stabilit
     slack = rates / mu_sum - w
     margin = float(slack[slack < 0].sum()) if rates.size > 1 else math.inf
     order = list(_slowest_first(bottleneck, rates))
-    order += [j for j in _slowest_first(np.arange(rates.size), rates) if j not in order]
+    listed = set(order)  # a set: with every server a bottleneck, a list test is O(N²)
+    order += [j for j in _slowest_first(np.arange(rates.size), rates) if j not in listed]
     throughput_optimal = best >= mu_sum * (1 - 1e-9)
     return StabilityRegion(
         threshold_rate=best, threshold_load=best / mu_sum, mu_sum=mu_sum,

@@ -41,6 +41,7 @@ from dispatchlab.policies.framework.kernel import (
     DIAG_TOTAL_SQ,
     make_begin_slot,
     pi_choose,
+    scaling_constants,
 )
 
 if TYPE_CHECKING:
@@ -128,9 +129,11 @@ class PiPolicy(Policy):
         entry = self.decision
         T = self.cycle_length(mu)
         gamma = parse_gamma(self.params["gamma"], mu)
-        header = np.array([T, m, n, int(entry.reads_queues), 1], np.int64)
+        header = np.array([T, m, n, int(entry.reads_queues), 1, int(np.all(gamma == 1.0))],
+                          np.int64)
         ip = np.concatenate([header, np.asarray(entry.int_params(self.params, mu), np.int64)])
-        fp = np.concatenate([gamma, np.asarray(entry.float_params(self.params, mu), float)])
+        fp = np.concatenate([scaling_constants(gamma),
+                             np.asarray(entry.float_params(self.params, mu), float)])
         width = max(T, n, 2)  # row M+3 holds two control entries, even when T = N = 1
         # the kernel's int64 state and the copy each run makes of it (Kernel.memory)
         require_memory("pi-framework.T", 2 * 8 * (m + 4) * width,

@@ -191,6 +191,13 @@ def _cycle_fractions(params: dict[str, Any], mu: np.ndarray) -> DispatchFraction
     return DispatchFractions("server", counts / counts.sum())
 
 
+def _all_to_last_rank(n: int) -> np.ndarray:
+    """a = e_N: every slot to the shortest scaled queue (O(N) memory, not an N × N eye)."""
+    fractions = np.zeros(n)
+    fractions[n - 1] = 1.0
+    return fractions
+
+
 def _pod_fractions(params: dict[str, Any], mu: np.ndarray) -> DispatchFractions:
     from dispatchlab.theory.stability import rank_fractions_pod
 
@@ -222,7 +229,7 @@ register_decision(
 register_decision(
     "shortest", shortest_decision,
     "join the shortest scaled queue η(n) (JSQ with γ = 1, JSED with γ = μ)",
-    fractions=lambda p, mu: DispatchFractions("rank", np.eye(mu.size)[mu.size - 1]))
+    fractions=lambda p, mu: DispatchFractions("rank", _all_to_last_rank(mu.size)))
 register_decision(
     "pod", pod_decision, "Po-d: d distinct uniform samples per slot, the shortest wins",
     uses=("d",), int_params=lambda p, mu: np.array([p["d"]], np.int64),

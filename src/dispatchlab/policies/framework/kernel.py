@@ -2,8 +2,8 @@
 
 Layout of the policy arrays (N servers, M dispatchers, cycle T, W = max(T, N)):
 
-``ip``   [T, M, N, reads, diagnostics, <the decision's ints>]       (header :data:`HEADER`)
-``fp``   [γ_1..γ_N, <the decision's floats>]
+``ip``   [T, M, N, reads, diagnostics, unit γ, <the decision's ints>] (header :data:`HEADER`)
+``fp``   [γ, 1/γ, √γ, 1/√γ (N each), Σγ, <the decision's floats>]    (:func:`scaling_constants`)
 ``ist``  rows 0..M−1: each dispatcher's destinations of the current cycle (first T entries);
          row M: η; row M+1: the random permutation used for tie-breaks; row M+2: scratch;
          row M+3: [next sampling slot, start of the current cycle]
@@ -25,6 +25,14 @@ Two built-in decisions never build η, and draw the same law in less work:
   dispatcher's read draws a 64-bit key, and a tie between servers a and b goes to the
   larger hash of (key, server) — an independent uniform order per dispatcher and read,
   consistent over the cycle as η is (:func:`pod_pick`); O(d) per slot and dispatcher.
+
+Per read, the O(N) work is one or two passes that vectorise: the per-server constants
+1/γ, √γ, 1/√γ are computed once per run (in ``fp``); with γ = 1 (the ``unit γ`` flag) the
+minimisers and the collapse measures use integer arithmetic only (‖P_⊥‖² = (NΣQ² −
+(ΣQ)²)/N, exact). For a general γ the minimisers compare the correctly rounded quotients
+Q_l/γ_l as integers (their bit patterns), so they, and the trajectories, are exactly those
+of a plain float scan; the collapse sums may be reordered (``fastmath`` without ``arcp``),
+which moves ‖P_⊥‖² in its last digits only.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import numpy as np
 from numba import njit, types
 
 from dispatchlab.compiled.rng import next_u64, randint, sample_distinct_row
+from dispatchlab.engine.alias import alias_draw
 from dispatchlab.engine.interface import (
     REPORT,
     choose_function,
@@ -53,8 +62,15 @@ from dispatchlab.policies.framework.decisions import (
     weighted_decision,
 )
 
-HEADER = 5
-T_, M_, N_, READS, DIAGNOSE = range(HEADER)
+HEADER = 6
+T_, M_, N_, READS, DIAGNOSE, UNIT_GAMMA = range(HEADER)
+# fp: the scaling vector and its per-run constants, N entries each, then Σγ
+GAMMA, INV_GAMMA, ROOT_GAMMA, INV_ROOT_GAMMA = range(4)
+SCALING_ROWS = 4
+
+# float reductions may be reordered (vectorised); no ``arcp``/``afn``: quotients stay exact
+REDUCE_MATH = {"nnan", "ninf", "nsz", "reassoc"}
+INT64_MAX = np.iinfo(np.int64).max
 
 # diag layout: samples, ‖P_⊥‖² (P = Q/√γ on c = √γ), ‖O_⊥‖² literal (O = Q/γ on c = √γ),
 # ΣQ at samples, (ΣQ)² at samples, then Q_l at samples for each server
@@ -96,9 +112,28 @@ def measures_collapse(memory):
 
 
 @njit(inline="always", cache=True)
+def unit_gamma(memory):
+    """True when γ = (1, …, 1): scaled lengths are the integer queue lengths."""
+    return memory.ip[UNIT_GAMMA] == 1
+
+
+@njit(inline="always", cache=True)
+def scaling(memory, which):
+    """One of γ, 1/γ, √γ, 1/√γ (``which`` = GAMMA, INV_GAMMA, ROOT_GAMMA, INV_ROOT_GAMMA)."""
+    n = memory.ip[N_]
+    return memory.fp[which * n: (which + 1) * n]
+
+
+@njit(inline="always", cache=True)
 def gamma(memory):
     """γ, the scaling vector of the sorting function."""
-    return memory.fp[: memory.ip[N_]]
+    return scaling(memory, GAMMA)
+
+
+@njit(inline="always", cache=True)
+def gamma_sum(memory):
+    """Σ_l γ_l = ‖√γ‖², the squared norm of the collapse direction c = √γ."""
+    return memory.fp[SCALING_ROWS * memory.ip[N_]]
 
 
 @njit(inline="always", cache=True)
@@ -110,7 +145,7 @@ def decision_ints(memory):
 @njit(inline="always", cache=True)
 def decision_floats(memory):
     """The decision function's own float parameters."""
-    return memory.fp[memory.ip[N_]:]
+    return memory.fp[SCALING_ROWS * memory.ip[N_] + 1:]
 
 
 @njit(inline="always", cache=True)
@@ -173,33 +208,90 @@ def sample_order(Q, gamma, perm, keys, eta, rng):
         eta[i] = perm[order[i]]
 
 
+def scaling_constants(gamma: np.ndarray) -> np.ndarray:
+    """The head of ``fp``: γ, 1/γ, √γ, 1/√γ (N entries each) and Σγ, computed once per run."""
+    root = np.sqrt(gamma)
+    return np.concatenate([gamma, 1.0 / gamma, root, 1.0 / root, [gamma.sum()]])
+
+
 @njit(inline="always", cache=True)
-def record_collapse(Q, gamma, diag):
-    """Accumulate the state-space-collapse measures of §4.7 at a sampling time."""
-    n = Q.size
-    total = 0.0
-    gamma_sum = 0.0
-    inner = 0.0  # ⟨O, c⟩ with O = Q/γ, c = √γ
-    for l in range(n):
-        total += Q[l]
-        gamma_sum += gamma[l]
-        inner += Q[l] / math.sqrt(gamma[l])
-    level = total / gamma_sum  # P_∥ = level·√γ for P = Q/√γ
-    literal = inner / gamma_sum  # O_∥ = literal·√γ (‖c‖² = Σγ)
-    perp = 0.0
-    perp_literal = 0.0
-    for l in range(n):
-        root = math.sqrt(gamma[l])
-        x = Q[l] / root - level * root
-        perp += x * x
-        y = Q[l] / gamma[l] - literal * root
-        perp_literal += y * y
-        diag[DIAG_HEADER + l] += Q[l]
+def add_sample(total, perp, perp_literal, diag):
+    """Count one sampling time with its ΣQ, ‖P_⊥‖² and ‖O_⊥‖²."""
     diag[DIAG_SAMPLES] += 1.0
     diag[DIAG_PERP_SQ] += perp
     diag[DIAG_PERP_SQ_LITERAL] += perp_literal
     diag[DIAG_TOTAL] += total
     diag[DIAG_TOTAL_SQ] += total * total
+
+
+@njit(cache=True, fastmath=REDUCE_MATH)
+def record_collapse(Q, gamma, inv_gamma, root, inv_root, gamma_sum, diag, shares=True):
+    """Accumulate the state-space-collapse measures of §4.7 at a sampling time (any γ);
+    ``shares``: also add Q_l to the per-server sums.
+
+    P = Q/√γ and O = Q/γ, both projected on c = √γ (‖c‖² = Σγ): P_∥ = (ΣQ/Σγ)·√γ and
+    O_∥ = (⟨O, c⟩/Σγ)·√γ. Two passes (the deviations, not ‖P‖² − ‖P_∥‖², whose
+    difference would cancel), each one vectorised."""
+    n = Q.size
+    total = 0
+    inner = 0.0  # ⟨O, c⟩ = Σ Q_l/√γ_l
+    for l in range(n):
+        total += Q[l]
+        inner += Q[l] * inv_root[l]
+    level = total / gamma_sum
+    literal = inner / gamma_sum
+    perp = 0.0
+    perp_literal = 0.0
+    for l in range(n):
+        x = Q[l] * inv_root[l] - level * root[l]
+        y = Q[l] * inv_gamma[l] - literal * root[l]
+        perp += x * x
+        perp_literal += y * y
+        if shares:  # loop-invariant: compiled as two loops
+            diag[DIAG_HEADER + l] += Q[l]
+    add_sample(float(total), perp, perp_literal, diag)
+
+
+@njit(cache=True)
+def record_collapse_unit(Q, diag):
+    """:func:`record_collapse` for γ = 1 in integer arithmetic, one pass: ‖P_⊥‖² = ‖O_⊥‖² =
+    Σ(Q_l − ΣQ/N)² = (N·ΣQ² − (ΣQ)²)/N, exact up to the final division. Returns False,
+    with only the per-server sums added, when N·ΣQ² could overflow 64 bits."""
+    n = Q.size
+    total = 0
+    squares = 0
+    longest = 0
+    for l in range(n):
+        q = Q[l]
+        total += q
+        squares += q * q
+        longest = max(longest, q)
+        diag[DIAG_HEADER + l] += q
+    if longest > _square_limit(n) or squares > INT64_MAX // n:
+        return False  # queues beyond ~3·10⁹/√N
+    perp = (n * squares - total * total) / n  # Cauchy–Schwarz: no overflow, ≥ 0
+    add_sample(float(total), perp, perp, diag)
+    return True
+
+
+@njit(inline="always", cache=True)
+def _square_limit(n):
+    """The largest q with n·q² < 2⁶³ (so that Σ_l Q_l² cannot overflow when every Q_l ≤ q)."""
+    bound = INT64_MAX // n
+    q = int(math.sqrt(bound))
+    while q > 0 and q > bound // q:  # q·q > bound, without computing q·q
+        q -= 1
+    return q
+
+
+@njit(inline="always", cache=True)
+def collapse_at_read(Q, memory, diag):
+    """The collapse measures of the read at a sampling time, on the unit or general path."""
+    unit = unit_gamma(memory)
+    if not unit or not record_collapse_unit(Q, diag):  # the unit path adds the shares
+        record_collapse(Q, gamma(memory), scaling(memory, INV_GAMMA),
+                        scaling(memory, ROOT_GAMMA), scaling(memory, INV_ROOT_GAMMA),
+                        gamma_sum(memory), diag, not unit)
 
 
 @choose_function
@@ -218,7 +310,7 @@ def start_cycle(slot, step, memory):
     clock[NEXT_SAMPLE] = t + cycle_length(memory)
     clock[CYCLE_START] = t
     if step.record and measures_collapse(memory):
-        record_collapse(slot.Q, gamma(memory), step.diag)
+        collapse_at_read(slot.Q, memory, step.diag)
     return True
 
 
@@ -239,55 +331,94 @@ def read_queues(m, slot, memory, ctx):
 # module-level function so that numba caches it on disk (a factory's closures, or functions
 # made by exec, have no cacheable source and would recompile in every process).
 
+# The order-oblivious decisions (rand, wrand, rr) are written out in their hooks when
+# nobody reads η: the same draws in the same order as the decision functions, without the
+# five array views and the indirect call per dispatcher (which cost more than the draw at
+# M ≫ jobs per slot). A decision registered to read η anyway takes the generic loop.
+
 @hook_function(allocates=True)  # np.argsort in sample_order
 def _rand_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
+        if reads_queues(memory):
+            for m in range(dispatchers(memory)):
+                eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+                uniform_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            return
+        n, cycle = servers(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
-            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
-            uniform_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            for i in range(cycle):
+                memory.ist[m, i] = randint(ctx.rng, n)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order
 def _weighted_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
+        if reads_queues(memory):
+            for m in range(dispatchers(memory)):
+                eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+                weighted_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            return
+        table, cycle = decision_floats(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
-            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
-            weighted_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            for i in range(cycle):
+                memory.ist[m, i] = alias_draw(ctx.rng, table)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order
 def _cycle_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
+        if reads_queues(memory):
+            for m in range(dispatchers(memory)):
+                eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
+                cycle_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            return
+        order_of_cycle, cycle = decision_ints(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
-            eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
-            cycle_decision(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
+            for i in range(cycle):
+                memory.ist[m, i] = order_of_cycle[i]
 
 
-@njit(inline="always", cache=True)
-def scaled_minimisers(Q, gamma, ties):
-    """Write the servers with the smallest O_l = Q_l/γ_l into ``ties``; return their number."""
-    best = Q[0] / gamma[0]
+@njit(cache=True)
+def minimisers(Q, ties):
+    """Write the servers with the smallest Q_l into ``ties``; return their number (γ = 1;
+    Q may be any int64 array)."""
+    best = Q[0]
     for n in range(1, Q.size):
-        best = min(best, Q[n] / gamma[n])
+        best = min(best, Q[n])
     count = 0
     for n in range(Q.size):
         ties[count] = n  # store always, advance on a tie: a branch-free compaction
-        count += Q[n] / gamma[n] == best
+        count += Q[n] == best
     return count
 
 
-@hook_function  # no η sorted: scaled_minimisers scans Q once
+@njit(cache=True, error_model="numpy")  # no zero-division branch: the quotients vectorise
+def scaled_minimisers(Q, gamma, keys, ties):
+    """Write the servers with the smallest O_l = Q_l/γ_l into ``ties``; return their number.
+
+    The quotients (the correctly rounded ones) are computed once, into ``keys``; being
+    non-negative doubles, they order and compare as their 64-bit patterns, so the minimum
+    and the ties are integer passes that vectorise (a float ``min`` does not)."""
+    for n in range(Q.size):
+        keys[n] = Q[n] / gamma[n]
+    return minimisers(keys[: Q.size].view(np.int64), ties)
+
+
+@hook_function  # no η sorted: (scaled_)minimisers scan Q once
 def _shortest_begin(slot, step, memory, ctx):
     # η(N) is uniform among the minimisers of Q_l/γ_l: find them once, draw per dispatcher
     if start_cycle(slot, step, memory):
         ties = decision_scratch(memory)
-        count = scaled_minimisers(slot.Q, gamma(memory), ties)
+        if unit_gamma(memory):
+            count = minimisers(slot.Q, ties)
+        else:
+            count = scaled_minimisers(slot.Q, gamma(memory), sort_keys(memory), ties)
+        cycle = cycle_length(memory)
         for m in range(dispatchers(memory)):
             ctx.msg[REPORT] += servers(memory)
             shortest = ties[randint(ctx.rng, count) if count > 1 else 0]
-            dest = destinations(memory, m)
-            for i in range(dest.size):
-                dest[i] = shortest
+            for i in range(cycle):
+                memory.ist[m, i] = shortest
 
 
 @njit(inline="always", cache=True)
@@ -323,13 +454,13 @@ def _pod_begin(slot, step, memory, ctx):
     if start_cycle(slot, step, memory):
         d = decision_ints(memory)[0]
         scratch_row = dispatchers(memory) + 2
+        scale, cycle = gamma(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
             ctx.msg[REPORT] += servers(memory)
             key = next_u64(ctx.rng)  # this dispatcher's tie order η for the cycle
-            dest = destinations(memory, m)
-            for i in range(dest.size):
-                dest[i] = pod_pick(slot.Q, gamma(memory), d, key, memory.ist, scratch_row,
-                                   ctx.rng)
+            for i in range(cycle):
+                memory.ist[m, i] = pod_pick(slot.Q, scale, d, key, memory.ist, scratch_row,
+                                            ctx.rng)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order

@@ -44,8 +44,8 @@ from dispatchlab.compiled.rng import (
     weighted_index,
     xoshiro_step,
 )
+from dispatchlab.engine.adapter import ADAPTER_TYPE, pack_arrays
 from dispatchlab.engine.interface import (
-    CHOOSE_TYPE,
     HOOK_TYPE,
     Context,
     Memory,
@@ -216,8 +216,9 @@ _fv = types.float64[::1]
 LOOP_SIGNATURE = _i64(
     # model
     _fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b,
-    # policy
-    CHOOSE_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b, _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
+    # policy: choose's adapter (engine.adapter), hooks, has_begin, has_end, memory
+    ADAPTER_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b,
+    _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
     # run control: t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng
     _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
     # state and accumulators
@@ -464,6 +465,8 @@ def _run_segment(
     pooled = carry[CARRY_POOLED]
     memory = Memory(ip, fp, ist, fst)
     ctx = Context(rng, msg)
+    # choose is the policy's adapter (engine.adapter): it reads the arrays from here
+    packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg))
     for t in range(t_start, t_stop):
         record = t >= warmup
         if t == warmup:
@@ -486,7 +489,7 @@ def _run_segment(
             calls = jobs if per_job else 1
             placed = 1 if per_job else jobs
             for _ in range(calls):
-                target = choose(m, placed, slot, memory, ctx)
+                target = choose(m, placed, t, packed)
                 if target < 0 or target >= N:  # a policy bug: stop before indexing with it
                     carry[CARRY_POOLED] = pooled
                     carry[CARRY_STATUS] = STATUS_BAD_TARGET

@@ -317,68 +317,79 @@ def _fifo_update(n, arrived_now, served, t, warmup, pool, tails, pool_free, dela
             pool[h, 1] = link - take
 
 
-@njit(cache=True)
-def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum):
-    """Bernoulli service without delay tracking, the hot path of most runs: Q ← max(Q + A − S, 0).
+@njit(inline="always", cache=True)
+def _bernoulli_draws(thresholds, S, rng):
+    """S_n(t) ~ Bernoulli(μ_n) into ``S``: one xoshiro step and the integer compare
+    ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` per server (exactly ``uniform < μ_n``, see
+    bernoulli_threshold), in server order.
 
-    Its own small function so that the xoshiro state stays in registers (inside the large
-    slot loop it spills to the stack). Returns (ΣQ(t+1), Σ S_n, departures).
-    Its twin with delay tracking is :func:`_serve_bernoulli_fifo`: keep the two in step."""
+    A loop of its own: the random stream is a serial chain, and everything else the
+    service step does per server vectorises once it is out of this loop."""
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    for n in range(thresholds.size):
+        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+        S[n] = np.int64((bits >> np.uint64(11)) < thresholds[n])
+    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+
+
+@njit(inline="always", cache=True)
+def _apply_service(Q, A, Q_prev, S, record, queue_sum):
+    """Q_prev ← Q; Q ← max(Q + A − S, 0); S ← the jobs served, min(S, Q + A); and
+    queue_sum += Q when ``record``. Branch-free and vectorised. Returns (ΣQ(t+1), Σ S_n,
+    departures)."""
     total_queue = np.int64(0)
     total_service = np.int64(0)
     departures = np.int64(0)
-    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     for n in range(Q.size):
         q = Q[n] + A[n]
         Q_prev[n] = Q[n]
-        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-        s = np.int64((bits >> np.uint64(11)) < thresholds[n])
+        s = S[n]
         total_service += s
         served = min(s, q)
+        S[n] = served
         departures += served
         left = q - served
         Q[n] = left
         total_queue += left
-        if record:
-            queue_sum[n] += left
-    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    if record:
+        for n in range(Q.size):
+            queue_sum[n] += Q[n]
     return total_queue, total_service, departures
 
 
 @njit(cache=True)
-def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup,
+def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum, S):
+    """Bernoulli service without delay tracking, the hot path of most runs: Q ← max(Q + A − S, 0).
+
+    The draws and the update are two loops (:func:`_bernoulli_draws`, :func:`_apply_service`).
+    Returns (ΣQ(t+1), Σ S_n, departures). Its twin with delay tracking is
+    :func:`_serve_bernoulli_fifo`: keep the two in step."""
+    _bernoulli_draws(thresholds, S, rng)
+    return _apply_service(Q, A, Q_prev, S, record, queue_sum)
+
+
+@njit(cache=True)
+def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t, warmup,
                           pool, tails, pool_free, delay_hist, moments, arrived_at, departed_at):
     """:func:`_serve_bernoulli` with FIFO delay tracking. Returns (ΣQ(t+1), Σ S_n,
     departures).
 
-    The service pass only lists the servers with an arrival (``arrived_at``) and those
-    with a departure (``departed_at``, at most one each under Bernoulli service), without
-    a branch; the FIFOs are updated afterwards from the two lists (a branch per server on
-    "arrival or departure" mispredicted about a third of the time). Per server the order
-    stays arrivals first, then departures, and departures are timed in server order."""
-    total_queue = np.int64(0)
-    total_service = np.int64(0)
-    departures = np.int64(0)
+    After the service step, one pass lists the servers with an arrival (``arrived_at``)
+    and those with a departure (``departed_at``, at most one each under Bernoulli
+    service), without a branch; the FIFOs are updated afterwards from the two lists (a
+    branch per server on "arrival or departure" mispredicted about a third of the time).
+    Per server the order stays arrivals first, then departures, and departures are timed
+    in server order."""
+    _bernoulli_draws(thresholds, S, rng)
+    total_queue, total_service, departures = _apply_service(Q, A, Q_prev, S, record,
+                                                            queue_sum)
     arrivals = 0
-    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    leaving = 0
     for n in range(Q.size):
-        arrived = A[n]
-        q = Q[n] + arrived
-        Q_prev[n] = Q[n]
-        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-        s = np.int64((bits >> np.uint64(11)) < thresholds[n])
-        total_service += s
-        served = min(s, q)
         arrived_at[arrivals] = n
-        arrivals += arrived > 0
-        departed_at[departures] = n
-        departures += served
-        left = q - served
-        Q[n] = left
-        total_queue += left
-        if record:
-            queue_sum[n] += left
-    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+        arrivals += A[n] > 0
+        departed_at[leaving] = n
+        leaving += S[n]
 
     for i in range(arrivals):
         n = arrived_at[i]
@@ -439,6 +450,42 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
     return total_queue, total_service, departures
 
 
+# _imbalance is exact in int64 while N·(ΣQ)² stays below this
+IMBALANCE_EXACT_LIMIT = 2.0**62
+
+
+@njit(cache=True)
+def _imbalance(Q, total):
+    """(Σ_n |Q_n − q̄|, Σ_n (Q_n − q̄)²) for q̄ = ΣQ/N = ``total``/N (DQI₁ and DQI₂²).
+
+    In integers, exactly, with one rounding each: Σ|Q_n − q̄| = 2·Σ_{Q_n > q̄}(Q_n − q̄)
+    = 2·(N·Σ_{N·Q_n > ΣQ} Q_n − k·ΣQ)/N for the k servers above q̄, and
+    Σ(Q_n − q̄)² = (N·ΣQ_n² − (ΣQ)²)/N; three integer sums that vectorise, where the
+    float loop was a serial chain of additions. Beyond IMBALANCE_EXACT_LIMIT, that loop."""
+    N = Q.size
+    if float(N) * float(total) * float(total) < IMBALANCE_EXACT_LIMIT:
+        above_sum = np.int64(0)
+        above_count = np.int64(0)
+        squares = np.int64(0)
+        for n in range(N):
+            q = Q[n]
+            above = N * q > total
+            above_sum += q if above else 0
+            above_count += above
+            squares += q * q
+        absolute = 2.0 * float(N * above_sum - above_count * total) / N
+        square = float(N * squares - total * total) / N
+        return absolute, square
+    mean = total / N
+    absolute = 0.0
+    square = 0.0
+    for n in range(N):
+        deviation = Q[n] - mean
+        absolute += abs(deviation)
+        square += deviation * deviation
+    return absolute, square
+
+
 @njit(cache=True)
 def _run_segment(
     t_start, t_stop, mu, service_code, service_trials,
@@ -462,11 +509,14 @@ def _run_segment(
     last_chooser = work[3]
     arrived_at = work[4]
     departed_at = work[5]
+    S = work[6]
     pooled = carry[CARRY_POOLED]
     memory = Memory(ip, fp, ist, fst)
     ctx = Context(rng, msg)
     # choose is the policy's adapter (engine.adapter): it reads the arrays from here
     packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg))
+    block = t_start // block_length  # the block of slot t, and the slots left in it
+    block_left = block_length - t_start % block_length
     for t in range(t_start, t_stop):
         record = t >= warmup
         if t == warmup:
@@ -482,6 +532,7 @@ def _run_segment(
         for n in range(N):
             A[n] = 0
         herded = False
+        events = 0
         for m in range(M):
             jobs = A_m[m]
             if jobs == 0:
@@ -496,17 +547,21 @@ def _run_segment(
                     carry[CARRY_BAD_TARGET] = target
                     carry[CARRY_BAD_DISPATCHER] = m
                     carry[CARRY_BAD_SLOT] = t
+                    counters[DISPATCH_EVENTS] += events
+                    if record:
+                        counters[DISPATCH_EVENTS_MEASURED] += events
                     return t
                 A[target] += placed
-                if last_slot_chosen[target] == t and last_chooser[target] != m:
-                    herded = True
+                # herding: another dispatcher chose the same server in this slot (no
+                # branch: whether it did is random)
+                herded |= (last_slot_chosen[target] == t) & (last_chooser[target] != m)
                 last_slot_chosen[target] = t
                 last_chooser[target] = m
-            counters[DISPATCH_EVENTS] += 1
-            if record:
-                counters[DISPATCH_EVENTS_MEASURED] += 1
+            events += 1
+        counters[DISPATCH_EVENTS] += events
         counters[ARRIVALS] += total
         if record:
+            counters[DISPATCH_EVENTS_MEASURED] += events
             counters[ARRIVALS_MEASURED] += total
             if herded:
                 counters[HERDING_SLOTS] += 1
@@ -514,10 +569,10 @@ def _run_segment(
         # service, unused service and FIFO departures
         if service_code == 0 and not track_delay:
             total_queue, total_service, departures = _serve_bernoulli(
-                Q, A, Q_prev, thresholds, rng, record, queue_sum)
+                Q, A, Q_prev, thresholds, rng, record, queue_sum, S)
         elif service_code == 0:
             total_queue, total_service, departures = _serve_bernoulli_fifo(
-                Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, pool, tails,
+                Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t, warmup, pool, tails,
                 pool_free, delay_hist, moments, arrived_at, departed_at)
         else:
             total_queue, total_service, departures = _serve_other_law(
@@ -534,8 +589,12 @@ def _run_segment(
         if has_end:
             end_slot(slot, Step(Q_prev, A, A_m, diag, record), memory, ctx)  # Q is Q(t+1)
 
-        block_sum[t // block_length] += total_queue
-        block_pooled[t // block_length] += pooled
+        block_sum[block] += total_queue
+        block_pooled[block] += pooled
+        block_left -= 1
+        if block_left == 0:  # t + 1 starts the next block (no division per slot)
+            block += 1
+            block_left = block_length
         if record:
             queue_hist[min(total_queue, queue_hist.size - 1)] += 1
             counters[MEASURED_SLOTS] += 1
@@ -545,13 +604,7 @@ def _run_segment(
             moments[SUM_QU] += float(total_queue) * float(total_unused)
             moments[SUM_UNUSED] += total_unused
             if detail:
-                mean = total_queue / N
-                absolute = 0.0
-                square = 0.0
-                for n in range(N):
-                    deviation = Q[n] - mean
-                    absolute += abs(deviation)
-                    square += deviation * deviation
+                absolute, square = _imbalance(Q, total_queue)
                 moments[SUM_DQI1] += absolute
                 moments[SUM_DQI2] += math.sqrt(square)
         if total_queue > bound:
@@ -571,8 +624,9 @@ def init_loop_state(Q, mu, track_delay):
     """The loop state that :func:`run_slots` carries from chunk to chunk, for a run that
     starts from queues ``Q``: (work, carry, pool, tails, pool_free, thresholds)."""
     N = Q.size
-    # A, Q_prev, last slot chosen, last chooser, servers with an arrival / a departure
-    work = np.zeros((6, N), np.int64)
+    # A, Q_prev, last slot chosen, last chooser, servers with an arrival / a departure,
+    # service S(t)
+    work = np.zeros((7, N), np.int64)
     work[2, :] = -1
     carry = np.zeros(N_CARRY, np.int64)
     for n in range(N):

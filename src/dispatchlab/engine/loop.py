@@ -118,32 +118,50 @@ def _draw_total(code, rate, trials, trace, t, rng):
 
 
 POISSON_TABLE_MAX = 64
+# the inversion table starts with a guide of POISSON_GUIDE columns: entry b is the number of
+# CDF values ≤ b/POISSON_GUIDE, where the search for u ∈ [b/G, (b+1)/G) starts
+POISSON_GUIDE_BITS = 6
+POISSON_GUIDE = 1 << POISSON_GUIDE_BITS
 
 
 @njit(cache=True)
 def _poisson_cdf_table(rates):
-    """Row m: the CDF F(0), F(1), … of Poisson(λ_m) for inversion, up to where it reaches 1
-    in double precision (columns past that hold 1.0, which u < 1 never reaches); a row of
-    zeros where λ_m ≥ POISSON_INVERSION_LIMIT (drawn by PTRS instead). The tail beyond the
-    table (below 10⁻¹⁶ for λ < 10) is the only approximation, under a double's resolution."""
+    """Row m: a guide of POISSON_GUIDE columns, then the CDF F(0), F(1), … of Poisson(λ_m)
+    for inversion, up to where it reaches 1 in double precision (columns past that hold
+    1.0, which u < 1 never reaches); guide entry b = #{j : F(j) ≤ b/POISSON_GUIDE} (a
+    small integer, stored as a float). A row of zeros where λ_m ≥ POISSON_INVERSION_LIMIT
+    (drawn by PTRS instead). The tail beyond the table (below 10⁻¹⁶ for λ < 10) is the
+    only approximation, under a double's resolution."""
     M = rates.size
-    table = np.ones((M, POISSON_TABLE_MAX))
+    cdf_table = np.ones((M, POISSON_TABLE_MAX))
     length = 1
     for m in range(M):
         lam = rates[m]
         if not lam < POISSON_INVERSION_LIMIT:
-            table[m, :] = 0.0
+            cdf_table[m, :] = 0.0
             continue
         term = math.exp(-lam)
         cdf = term
         for k in range(POISSON_TABLE_MAX):
             if cdf >= 1.0 or (k > lam and term < 1e-18):
                 break
-            table[m, k] = cdf
+            cdf_table[m, k] = cdf
             length = max(length, k + 1)
             term *= lam / (k + 1)
             cdf += term
-    return np.ascontiguousarray(table[:, :length])
+    table = np.zeros((M, POISSON_GUIDE + length))
+    for m in range(M):
+        if not cdf_table[m, 0] > 0.0:
+            continue
+        for j in range(length):
+            table[m, POISSON_GUIDE + j] = cdf_table[m, j]
+        for b in range(POISSON_GUIDE):
+            edge = b / POISSON_GUIDE
+            below = 0
+            for j in range(length):
+                below += cdf_table[m, j] <= edge
+            table[m, b] = below
+    return table
 
 
 @njit(cache=True)
@@ -157,21 +175,24 @@ def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_cdf, bat
         # inversion of a tabulated CDF (see _poisson_cdf_table) where λ_m is small
         total = 0
         s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-        length = poisson_cdf.shape[1]
+        length = poisson_cdf.shape[1] - POISSON_GUIDE
         for m in range(M):
-            if poisson_cdf[m, 0] > 0.0:
+            if poisson_cdf[m, POISSON_GUIDE] > 0.0:
                 bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
                 u = np.float64(bits >> np.uint64(11)) * INV_2_53
-                # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: a branch-free, vectorised count
-                k = 0
-                for j in range(length):
-                    k += poisson_cdf[m, j] <= u
+                # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: the guide gives the count
+                # below u's bucket, u ≥ b/G (b = the top bits of u), then a short scan
+                k = np.int64(poisson_cdf[m, bits >> np.uint64(64 - POISSON_GUIDE_BITS)])
+                while k < length and poisson_cdf[m, POISSON_GUIDE + k] <= u:
+                    k += 1
                 A_m[m] = k
+                total += k
             else:
                 rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-                A_m[m] = poisson(rng, rate * p[m])
+                k = poisson(rng, rate * p[m])
                 s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-            total += A_m[m]
+                A_m[m] = k
+                total += k
         rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
         return total
     total = _draw_total(code, rate, trials, trace, t, rng)

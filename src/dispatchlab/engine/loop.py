@@ -41,6 +41,7 @@ from dispatchlab.compiled.rng import (
     binomial,
     geometric0,
     poisson,
+    select_unpredictable,
     uniform,
     weighted_index,
     xoshiro_step,
@@ -442,12 +443,13 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t
             link = pool[h, 1] - 1
             emptied = (link & COUNT_MASK) == 0
             nxt = link >> np.int64(32)
-            # without branches (h empties about a third of the time, at random): unlink
-            # an emptied h from the list and push it on the free stack
-            pool[n, 1] = (nxt if emptied else h) << np.int64(32)
-            tails[n] = n if emptied and nxt < 0 else tails[n]
-            pool[h, 1] = free_head << np.int64(32) if emptied else link
-            free_head = h if emptied else free_head
+            # without branches (h empties about a third of the time, at random; LLVM
+            # turns plain selects back into branches): unlink an emptied h from the list
+            # and push it on the free stack
+            pool[n, 1] = select_unpredictable(emptied, nxt, h) << np.int64(32)
+            tails[n] = select_unpredictable(emptied & (nxt < 0), n, tails[n])
+            pool[h, 1] = select_unpredictable(emptied, free_head << np.int64(32), link)
+            free_head = select_unpredictable(emptied, h, free_head)
             free_count += np.int64(emptied)
     pool_free[FREE_HEAD] = free_head
     pool_free[FREE_COUNT] = free_count

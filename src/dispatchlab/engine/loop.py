@@ -415,9 +415,11 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t
         arrived_bits = np.uint64(0)
         departed_bits = np.uint64(0)
         for n in range(base, top):
+            # (an unsigned index: with a signed one the wraparound select made LLVM
+            # vectorise the loads as gathers)
             shift = np.uint64(n - base)
-            arrived_bits |= np.uint64(A[n] > 0) << shift
-            departed_bits |= np.uint64(S[n]) << shift
+            arrived_bits |= np.uint64(A[np.uint64(n)] > 0) << shift
+            departed_bits |= np.uint64(S[np.uint64(n)]) << shift
         while arrived_bits != 0:
             # append the batch of A_n jobs that arrived in slot t to server n's list
             n = base + np.int64(trailing_zeros(arrived_bits))

@@ -346,13 +346,16 @@ def _bernoulli_draws(thresholds, S, rng):
     ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` per server (exactly ``uniform < μ_n``, see
     bernoulli_threshold), in server order.
 
-    A loop of its own: the random stream is a serial chain, and everything else the
-    service step does per server vectorises once it is out of this loop."""
+    The random stream is a serial chain: its loop only steps it and stores the bits, and
+    the compares (like everything else the service step does per server) vectorise in a
+    loop of their own."""
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     for n in range(thresholds.size):
         bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-        S[n] = np.int64((bits >> np.uint64(11)) < thresholds[n])
+        S[n] = np.int64(bits)  # the raw bits: the compare below vectorises
     rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    for n in range(thresholds.size):
+        S[n] = np.int64((np.uint64(S[n]) >> np.uint64(11)) < thresholds[n])
 
 
 @njit(inline="always", cache=True)

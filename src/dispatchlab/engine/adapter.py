@@ -16,6 +16,7 @@ file stamp) once per policy, and costs about what compiling ``choose`` alone did
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from numba import errors, njit, types
@@ -90,7 +91,10 @@ _ADAPTERS: dict[Any, Any] = {}
 
 
 def _is_cached(function: Any) -> bool:
-    return isinstance(getattr(function, "_cache", None), FunctionCache)
+    """Whether ``function``'s adapter may use the disk cache: ``function`` is cached itself
+    and no closure (the cache key does not describe what a closure captured)."""
+    return (isinstance(getattr(function, "_cache", None), FunctionCache)
+            and function.py_func.__closure__ is None)
 
 
 def _inlining_adapter(choose: Any) -> Any:
@@ -129,6 +133,12 @@ def choose_adapter(choose: Any) -> Any:
 
 
 def _compile(py_func: Any, choose: Any, options: dict[str, Any]) -> Any:
+    # a name of its own per policy function: numba names compiled code after the Python
+    # function and a per-process counter, so two adapters loaded from the disk cache
+    # (compiled by different processes) could otherwise define the same symbol, and the
+    # loop would call whichever the process loaded last
+    policy = f"{choose.py_func.__module__}.{choose.py_func.__qualname__}"
+    py_func.__qualname__ = py_func.__name__ = "adapter_for_" + re.sub(r"\W", "_", policy)
     dispatcher = njit(**options)(py_func)
     if _is_cached(choose):
         dispatcher._cache = _AdapterCache(py_func, choose)

@@ -315,7 +315,7 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
     rng, rng_plain = make_rng_state(5), make_rng_state(5)
     hist = np.zeros(DELAY_BINS, np.int64)
     moments = np.zeros(8)
-    scratch = np.zeros((3, N), np.int64)
+    scratch = np.zeros((2, N), np.int64)
     queue_sum = np.zeros(N, np.int64)
     arrivals = np.random.default_rng(3)
     expected: list[int] = []
@@ -329,10 +329,10 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
         for n in range(N):
             jobs[n].extend([t] * int(A[n]))
         total, _, departures = _serve_bernoulli_fifo(
-            Q, A, scratch[0], thresholds, rng, True, queue_sum, t, warmup, pool, tails,
-            pool_free, hist, moments, scratch[1], scratch[2])
+            Q, A, scratch[0], thresholds, rng, True, queue_sum, scratch[1], t, warmup, pool,
+            tails, pool_free, hist, moments)
         plain_total, _, plain_departures = _serve_bernoulli(
-            Q_plain, A, scratch[0], thresholds, rng_plain, True, queue_sum)
+            Q_plain, A, scratch[0], thresholds, rng_plain, True, queue_sum, scratch[1])
         assert (Q == Q_plain).all() and total == plain_total and departures == plain_departures
         for n in range(N):
             for _ in range(int(before[n] - Q[n])):

@@ -30,6 +30,7 @@ import math
 import numpy as np
 from numba import njit, types
 from numba.core import cgutils
+from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 from dispatchlab.compiled.histogram import DELAY_BINS, EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
@@ -40,12 +41,13 @@ from dispatchlab.compiled.rng import (
     binomial,
     geometric0,
     poisson,
+    select_unpredictable,
     uniform,
     weighted_index,
     xoshiro_step,
 )
+from dispatchlab.engine.adapter import ADAPTER_TYPE, pack_arrays
 from dispatchlab.engine.interface import (
-    CHOOSE_TYPE,
     HOOK_TYPE,
     Context,
     Memory,
@@ -118,32 +120,50 @@ def _draw_total(code, rate, trials, trace, t, rng):
 
 
 POISSON_TABLE_MAX = 64
+# the inversion table starts with a guide of POISSON_GUIDE columns: entry b is the number of
+# CDF values ≤ b/POISSON_GUIDE, where the search for u ∈ [b/G, (b+1)/G) starts
+POISSON_GUIDE_BITS = 6
+POISSON_GUIDE = 1 << POISSON_GUIDE_BITS
 
 
 @njit(cache=True)
 def _poisson_cdf_table(rates):
-    """Row m: the CDF F(0), F(1), … of Poisson(λ_m) for inversion, up to where it reaches 1
-    in double precision (columns past that hold 1.0, which u < 1 never reaches); a row of
-    zeros where λ_m ≥ POISSON_INVERSION_LIMIT (drawn by PTRS instead). The tail beyond the
-    table (below 10⁻¹⁶ for λ < 10) is the only approximation, under a double's resolution."""
+    """Row m: a guide of POISSON_GUIDE columns, then the CDF F(0), F(1), … of Poisson(λ_m)
+    for inversion, up to where it reaches 1 in double precision (columns past that hold
+    1.0, which u < 1 never reaches); guide entry b = #{j : F(j) ≤ b/POISSON_GUIDE} (a
+    small integer, stored as a float). A row of zeros where λ_m ≥ POISSON_INVERSION_LIMIT
+    (drawn by PTRS instead). The tail beyond the table (below 10⁻¹⁶ for λ < 10) is the
+    only approximation, under a double's resolution."""
     M = rates.size
-    table = np.ones((M, POISSON_TABLE_MAX))
+    cdf_table = np.ones((M, POISSON_TABLE_MAX))
     length = 1
     for m in range(M):
         lam = rates[m]
         if not lam < POISSON_INVERSION_LIMIT:
-            table[m, :] = 0.0
+            cdf_table[m, :] = 0.0
             continue
         term = math.exp(-lam)
         cdf = term
         for k in range(POISSON_TABLE_MAX):
             if cdf >= 1.0 or (k > lam and term < 1e-18):
                 break
-            table[m, k] = cdf
+            cdf_table[m, k] = cdf
             length = max(length, k + 1)
             term *= lam / (k + 1)
             cdf += term
-    return np.ascontiguousarray(table[:, :length])
+    table = np.zeros((M, POISSON_GUIDE + length))
+    for m in range(M):
+        if not cdf_table[m, 0] > 0.0:
+            continue
+        for j in range(length):
+            table[m, POISSON_GUIDE + j] = cdf_table[m, j]
+        for b in range(POISSON_GUIDE):
+            edge = b / POISSON_GUIDE
+            below = 0
+            for j in range(length):
+                below += cdf_table[m, j] <= edge
+            table[m, b] = below
+    return table
 
 
 @njit(cache=True)
@@ -157,21 +177,24 @@ def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_cdf, bat
         # inversion of a tabulated CDF (see _poisson_cdf_table) where λ_m is small
         total = 0
         s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-        length = poisson_cdf.shape[1]
+        length = poisson_cdf.shape[1] - POISSON_GUIDE
         for m in range(M):
-            if poisson_cdf[m, 0] > 0.0:
+            if poisson_cdf[m, POISSON_GUIDE] > 0.0:
                 bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
                 u = np.float64(bits >> np.uint64(11)) * INV_2_53
-                # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: a branch-free, vectorised count
-                k = 0
-                for j in range(length):
-                    k += poisson_cdf[m, j] <= u
+                # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: the guide gives the count
+                # below u's bucket, u ≥ b/G (b = the top bits of u), then a short scan
+                k = np.int64(poisson_cdf[m, bits >> np.uint64(64 - POISSON_GUIDE_BITS)])
+                while k < length and poisson_cdf[m, POISSON_GUIDE + k] <= u:
+                    k += 1
                 A_m[m] = k
+                total += k
             else:
                 rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-                A_m[m] = poisson(rng, rate * p[m])
+                k = poisson(rng, rate * p[m])
                 s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-            total += A_m[m]
+                A_m[m] = k
+                total += k
         rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
         return total
     total = _draw_total(code, rate, trials, trace, t, rng)
@@ -216,8 +239,9 @@ _fv = types.float64[::1]
 LOOP_SIGNATURE = _i64(
     # model
     _fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b,
-    # policy
-    CHOOSE_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b, _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
+    # policy: choose's adapter (engine.adapter), hooks, has_begin, has_end, memory
+    ADAPTER_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b,
+    _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
     # run control: t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng
     _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
     # state and accumulators
@@ -316,96 +340,124 @@ def _fifo_update(n, arrived_now, served, t, warmup, pool, tails, pool_free, dela
             pool[h, 1] = link - take
 
 
-@njit(cache=True)
-def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum):
-    """Bernoulli service without delay tracking, the hot path of most runs: Q ← max(Q + A − S, 0).
+@njit(inline="always", cache=True)
+def _bernoulli_draws(thresholds, S, rng):
+    """S_n(t) ~ Bernoulli(μ_n) into ``S``: one xoshiro step and the integer compare
+    ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` per server (exactly ``uniform < μ_n``, see
+    bernoulli_threshold), in server order.
 
-    Its own small function so that the xoshiro state stays in registers (inside the large
-    slot loop it spills to the stack). Returns (ΣQ(t+1), Σ S_n, departures).
-    Its twin with delay tracking is :func:`_serve_bernoulli_fifo`: keep the two in step."""
+    The random stream is a serial chain: its loop only steps it and stores the bits, and
+    the compares (like everything else the service step does per server) vectorise in a
+    loop of their own."""
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    for n in range(thresholds.size):
+        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+        S[n] = np.int64(bits)  # the raw bits: the compare below vectorises
+    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    for n in range(thresholds.size):
+        S[n] = np.int64((np.uint64(S[n]) >> np.uint64(11)) < thresholds[n])
+
+
+@njit(inline="always", cache=True)
+def _apply_service(Q, A, Q_prev, S, record, queue_sum):
+    """Q_prev ← Q; Q ← max(Q + A − S, 0); S ← the jobs served, min(S, Q + A); and
+    queue_sum += Q when ``record``. Branch-free and vectorised. Returns (ΣQ(t+1), Σ S_n,
+    departures)."""
     total_queue = np.int64(0)
     total_service = np.int64(0)
     departures = np.int64(0)
-    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     for n in range(Q.size):
         q = Q[n] + A[n]
         Q_prev[n] = Q[n]
-        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-        s = np.int64((bits >> np.uint64(11)) < thresholds[n])
+        s = S[n]
         total_service += s
         served = min(s, q)
+        S[n] = served
         departures += served
         left = q - served
         Q[n] = left
         total_queue += left
-        if record:
-            queue_sum[n] += left
-    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    if record:
+        for n in range(Q.size):
+            queue_sum[n] += Q[n]
     return total_queue, total_service, departures
 
 
 @njit(cache=True)
-def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup,
-                          pool, tails, pool_free, delay_hist, moments, arrived_at, departed_at):
+def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum, S):
+    """Bernoulli service without delay tracking, the hot path of most runs: Q ← max(Q + A − S, 0).
+
+    The draws and the update are two loops (:func:`_bernoulli_draws`, :func:`_apply_service`).
+    Returns (ΣQ(t+1), Σ S_n, departures). Its twin with delay tracking is
+    :func:`_serve_bernoulli_fifo`: keep the two in step."""
+    _bernoulli_draws(thresholds, S, rng)
+    return _apply_service(Q, A, Q_prev, S, record, queue_sum)
+
+
+@njit(cache=True)
+def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t, warmup,
+                          pool, tails, pool_free, delay_hist, moments):
     """:func:`_serve_bernoulli` with FIFO delay tracking. Returns (ΣQ(t+1), Σ S_n,
     departures).
 
-    The service pass only lists the servers with an arrival (``arrived_at``) and those
-    with a departure (``departed_at``, at most one each under Bernoulli service), without
-    a branch; the FIFOs are updated afterwards from the two lists (a branch per server on
-    "arrival or departure" mispredicted about a third of the time). Per server the order
-    stays arrivals first, then departures, and departures are timed in server order."""
-    total_queue = np.int64(0)
-    total_service = np.int64(0)
-    departures = np.int64(0)
-    arrivals = 0
-    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-    for n in range(Q.size):
-        arrived = A[n]
-        q = Q[n] + arrived
-        Q_prev[n] = Q[n]
-        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-        s = np.int64((bits >> np.uint64(11)) < thresholds[n])
-        total_service += s
-        served = min(s, q)
-        arrived_at[arrivals] = n
-        arrivals += arrived > 0
-        departed_at[departures] = n
-        departures += served
-        left = q - served
-        Q[n] = left
-        total_queue += left
-        if record:
-            queue_sum[n] += left
-    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-
-    for i in range(arrivals):
-        n = arrived_at[i]
-        _fifo_append(n, t, A[n], pool, tails, pool_free)
+    After the service step, the FIFOs are updated 64 servers at a time: a vectorised pass
+    sets one bit per server with an arrival and one per server with a departure (at most
+    one each under Bernoulli service), then the set bits are visited in server order
+    (a branch per server on "arrival or departure" mispredicted about a third of the
+    time, and listing them took a serial pass over all servers). Per server the order
+    stays arrivals first, then departures; departures are timed in server order."""
+    _bernoulli_draws(thresholds, S, rng)
+    total_queue, total_service, departures = _apply_service(Q, A, Q_prev, S, record,
+                                                            queue_sum)
+    N = Q.size
     delay_sum = moments[SUM_DELAY]
     free_head = pool_free[FREE_HEAD]
-    freed = 0
-    for i in range(departures):
-        # one departure (Bernoulli service) from the head batch h of server n
-        n = departed_at[i]
-        h = pool[n, 1] >> np.int64(32)
-        arrived = pool[h, 0]
-        if arrived >= warmup:
-            delay = t - arrived
-            delay_hist[_delay_bin(delay)] += 1
-            delay_sum += delay
-        link = pool[h, 1] - 1
-        emptied = (link & COUNT_MASK) == 0
-        nxt = link >> np.int64(32)
-        # without branches (h empties about a third of the time, at random): unlink an
-        # emptied h from the list and push it on the free stack
-        pool[n, 1] = (nxt if emptied else h) << np.int64(32)
-        tails[n] = n if emptied and nxt < 0 else tails[n]
-        pool[h, 1] = free_head << np.int64(32) if emptied else link
-        free_head = h if emptied else free_head
-        freed += np.int64(emptied)
+    free_count = pool_free[FREE_COUNT]
+    for base in range(0, N, 64):
+        top = min(N, base + 64)
+        arrived_bits = np.uint64(0)
+        departed_bits = np.uint64(0)
+        for n in range(base, top):
+            # (an unsigned index: with a signed one the wraparound select made LLVM
+            # vectorise the loads as gathers)
+            shift = np.uint64(n - base)
+            arrived_bits |= np.uint64(A[np.uint64(n)] > 0) << shift
+            departed_bits |= np.uint64(S[np.uint64(n)]) << shift
+        while arrived_bits != 0:
+            # append the batch of A_n jobs that arrived in slot t to server n's list
+            n = base + np.int64(trailing_zeros(arrived_bits))
+            arrived_bits &= arrived_bits - np.uint64(1)
+            node = free_head
+            free_head = pool[node, 1] >> np.int64(32)
+            pool[node, 0] = t
+            pool[node, 1] = NIL_LINK | A[n]
+            tail = tails[n]
+            pool[tail, 1] = (pool[tail, 1] & COUNT_MASK) | (node << np.int64(32))
+            tails[n] = node
+            free_count -= 1
+        while departed_bits != 0:
+            # one departure from the head batch h of server n
+            n = base + np.int64(trailing_zeros(departed_bits))
+            departed_bits &= departed_bits - np.uint64(1)
+            h = pool[n, 1] >> np.int64(32)
+            arrived = pool[h, 0]
+            if arrived >= warmup:
+                delay = t - arrived
+                delay_hist[_delay_bin(delay)] += 1
+                delay_sum += delay
+            link = pool[h, 1] - 1
+            emptied = (link & COUNT_MASK) == 0
+            nxt = link >> np.int64(32)
+            # without branches (h empties about a third of the time, at random; LLVM
+            # turns plain selects back into branches): unlink an emptied h from the list
+            # and push it on the free stack
+            pool[n, 1] = select_unpredictable(emptied, nxt, h) << np.int64(32)
+            tails[n] = select_unpredictable(emptied & (nxt < 0), n, tails[n])
+            pool[h, 1] = select_unpredictable(emptied, free_head << np.int64(32), link)
+            free_head = select_unpredictable(emptied, h, free_head)
+            free_count += np.int64(emptied)
     pool_free[FREE_HEAD] = free_head
-    pool_free[FREE_COUNT] += freed
+    pool_free[FREE_COUNT] = free_count
     moments[SUM_DELAY] = delay_sum
     return total_queue, total_service, departures
 
@@ -438,6 +490,42 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
     return total_queue, total_service, departures
 
 
+# _imbalance is exact in int64 while N·(ΣQ)² stays below this
+IMBALANCE_EXACT_LIMIT = 2.0**62
+
+
+@njit(cache=True)
+def _imbalance(Q, total):
+    """(Σ_n |Q_n − q̄|, Σ_n (Q_n − q̄)²) for q̄ = ΣQ/N = ``total``/N (DQI₁ and DQI₂²).
+
+    In integers, exactly, with one rounding each: Σ|Q_n − q̄| = 2·Σ_{Q_n > q̄}(Q_n − q̄)
+    = 2·(N·Σ_{N·Q_n > ΣQ} Q_n − k·ΣQ)/N for the k servers above q̄, and
+    Σ(Q_n − q̄)² = (N·ΣQ_n² − (ΣQ)²)/N; three integer sums that vectorise, where the
+    float loop was a serial chain of additions. Beyond IMBALANCE_EXACT_LIMIT, that loop."""
+    N = Q.size
+    if float(N) * float(total) * float(total) < IMBALANCE_EXACT_LIMIT:
+        above_sum = np.int64(0)
+        above_count = np.int64(0)
+        squares = np.int64(0)
+        for n in range(N):
+            q = Q[n]
+            above = N * q > total
+            above_sum += q if above else 0
+            above_count += above
+            squares += q * q
+        absolute = 2.0 * float(N * above_sum - above_count * total) / N
+        square = float(N * squares - total * total) / N
+        return absolute, square
+    mean = total / N
+    absolute = 0.0
+    square = 0.0
+    for n in range(N):
+        deviation = Q[n] - mean
+        absolute += abs(deviation)
+        square += deviation * deviation
+    return absolute, square
+
+
 @njit(cache=True)
 def _run_segment(
     t_start, t_stop, mu, service_code, service_trials,
@@ -459,11 +547,14 @@ def _run_segment(
     Q_prev = work[1]
     last_slot_chosen = work[2]
     last_chooser = work[3]
-    arrived_at = work[4]
-    departed_at = work[5]
+    S = work[4]
     pooled = carry[CARRY_POOLED]
     memory = Memory(ip, fp, ist, fst)
     ctx = Context(rng, msg)
+    # choose is the policy's adapter (engine.adapter): it reads the arrays from here
+    packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg))
+    block = t_start // block_length  # the block of slot t, and the slots left in it
+    block_left = block_length - t_start % block_length
     for t in range(t_start, t_stop):
         record = t >= warmup
         if t == warmup:
@@ -479,6 +570,7 @@ def _run_segment(
         for n in range(N):
             A[n] = 0
         herded = False
+        events = 0
         for m in range(M):
             jobs = A_m[m]
             if jobs == 0:
@@ -486,24 +578,28 @@ def _run_segment(
             calls = jobs if per_job else 1
             placed = 1 if per_job else jobs
             for _ in range(calls):
-                target = choose(m, placed, slot, memory, ctx)
+                target = choose(m, placed, t, packed)
                 if target < 0 or target >= N:  # a policy bug: stop before indexing with it
                     carry[CARRY_POOLED] = pooled
                     carry[CARRY_STATUS] = STATUS_BAD_TARGET
                     carry[CARRY_BAD_TARGET] = target
                     carry[CARRY_BAD_DISPATCHER] = m
                     carry[CARRY_BAD_SLOT] = t
+                    counters[DISPATCH_EVENTS] += events
+                    if record:
+                        counters[DISPATCH_EVENTS_MEASURED] += events
                     return t
                 A[target] += placed
-                if last_slot_chosen[target] == t and last_chooser[target] != m:
-                    herded = True
+                # herding: another dispatcher chose the same server in this slot (no
+                # branch: whether it did is random)
+                herded |= (last_slot_chosen[target] == t) & (last_chooser[target] != m)
                 last_slot_chosen[target] = t
                 last_chooser[target] = m
-            counters[DISPATCH_EVENTS] += 1
-            if record:
-                counters[DISPATCH_EVENTS_MEASURED] += 1
+            events += 1
+        counters[DISPATCH_EVENTS] += events
         counters[ARRIVALS] += total
         if record:
+            counters[DISPATCH_EVENTS_MEASURED] += events
             counters[ARRIVALS_MEASURED] += total
             if herded:
                 counters[HERDING_SLOTS] += 1
@@ -511,11 +607,11 @@ def _run_segment(
         # service, unused service and FIFO departures
         if service_code == 0 and not track_delay:
             total_queue, total_service, departures = _serve_bernoulli(
-                Q, A, Q_prev, thresholds, rng, record, queue_sum)
+                Q, A, Q_prev, thresholds, rng, record, queue_sum, S)
         elif service_code == 0:
             total_queue, total_service, departures = _serve_bernoulli_fifo(
-                Q, A, Q_prev, thresholds, rng, record, queue_sum, t, warmup, pool, tails,
-                pool_free, delay_hist, moments, arrived_at, departed_at)
+                Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t, warmup, pool, tails,
+                pool_free, delay_hist, moments)
         else:
             total_queue, total_service, departures = _serve_other_law(
                 Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
@@ -531,8 +627,12 @@ def _run_segment(
         if has_end:
             end_slot(slot, Step(Q_prev, A, A_m, diag, record), memory, ctx)  # Q is Q(t+1)
 
-        block_sum[t // block_length] += total_queue
-        block_pooled[t // block_length] += pooled
+        block_sum[block] += total_queue
+        block_pooled[block] += pooled
+        block_left -= 1
+        if block_left == 0:  # t + 1 starts the next block (no division per slot)
+            block += 1
+            block_left = block_length
         if record:
             queue_hist[min(total_queue, queue_hist.size - 1)] += 1
             counters[MEASURED_SLOTS] += 1
@@ -542,13 +642,7 @@ def _run_segment(
             moments[SUM_QU] += float(total_queue) * float(total_unused)
             moments[SUM_UNUSED] += total_unused
             if detail:
-                mean = total_queue / N
-                absolute = 0.0
-                square = 0.0
-                for n in range(N):
-                    deviation = Q[n] - mean
-                    absolute += abs(deviation)
-                    square += deviation * deviation
+                absolute, square = _imbalance(Q, total_queue)
                 moments[SUM_DQI1] += absolute
                 moments[SUM_DQI2] += math.sqrt(square)
         if total_queue > bound:
@@ -568,8 +662,8 @@ def init_loop_state(Q, mu, track_delay):
     """The loop state that :func:`run_slots` carries from chunk to chunk, for a run that
     starts from queues ``Q``: (work, carry, pool, tails, pool_free, thresholds)."""
     N = Q.size
-    # A, Q_prev, last slot chosen, last chooser, servers with an arrival / a departure
-    work = np.zeros((6, N), np.int64)
+    # A, Q_prev, last slot chosen, last chooser, service S(t) (then the jobs served)
+    work = np.zeros((5, N), np.int64)
     work[2, :] = -1
     carry = np.zeros(N_CARRY, np.int64)
     for n in range(N):

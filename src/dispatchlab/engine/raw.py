@@ -9,6 +9,7 @@ import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine import loop
+from dispatchlab.engine.adapter import choose_adapter
 from dispatchlab.engine.control import (
     ChunkSizer,
     RunInterrupted,
@@ -103,7 +104,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     if progress is not None:
         progress.start_run()
     run_slots = compiled(loop.run_slots, only=True)
-    choose = compiled(kernel.choose)
+    choose = choose_adapter(kernel.choose)
     begin_slot, end_slot = compiled(kernel.begin_slot), compiled(kernel.end_slot)
     start = time.perf_counter()
     t = 0

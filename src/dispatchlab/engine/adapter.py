@@ -1,0 +1,147 @@
+"""The adapter through which the slot loop calls a policy's ``choose``.
+
+A first-class function call passes every argument by value, flattened: ``choose(m, jobs,
+slot, memory, ctx)`` is 65 machine words (7 per 1-D array, 9 per 2-D one), loaded and
+stored again on every call although only ``m``, ``jobs`` and ``t`` change (about half of
+a pod2 dispatch went into it). The loop instead packs the arrays once per chunk into a
+tuple on its stack (:func:`pack_arrays`) and calls, through :data:`ADAPTER_TYPE`, a small
+per-policy adapter ``adapter(m, jobs, t, packed)`` that unpacks them and runs the policy's
+``choose`` inlined, so only the fields the policy reads are ever loaded.
+
+The loop itself stays compiled once for every policy; each adapter is compiled (or loaded
+from numba's disk cache, keyed by the policy function's module, name, bytecode and source
+file stamp) once per policy, and costs about what compiling ``choose`` alone did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from numba import errors, njit, types
+from numba.core import cgutils
+from numba.core.caching import FunctionCache
+from numba.extending import intrinsic
+
+from dispatchlab.engine.interface import Context, Memory, Slot, compiled
+
+_i64 = types.int64
+#: the arrays of Slot, Memory and Context, in the order (Q, μ, ip, fp, ist, fst, rng, msg)
+PACKED_TYPE = types.Tuple((
+    types.int64[::1], types.float64[::1], types.int64[::1], types.float64[::1],
+    types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], types.int64[::1],
+))
+#: adapter(m, jobs, t, packed) -> server
+ADAPTER_SIGNATURE = _i64(_i64, _i64, _i64, types.voidptr)
+ADAPTER_TYPE = types.FunctionType(ADAPTER_SIGNATURE)
+
+
+@intrinsic
+def pack_arrays(typingctx, arrays):
+    """A pointer to a copy of the tuple ``arrays`` (:data:`PACKED_TYPE`) on the caller's
+    stack: valid until the calling function returns."""
+    if arrays != PACKED_TYPE:
+        return None
+
+    def codegen(context, builder, signature, args):
+        slot = cgutils.alloca_once(builder, args[0].type)
+        builder.store(args[0], slot)
+        return builder.bitcast(slot, cgutils.voidptr_t)
+
+    return types.voidptr(arrays), codegen
+
+
+@intrinsic
+def _unpack_arrays(typingctx, pointer):
+    """The tuple that :func:`pack_arrays` stored at ``pointer``."""
+    if pointer != types.voidptr:
+        return None
+
+    def codegen(context, builder, signature, args):
+        tuple_type = context.get_value_type(PACKED_TYPE)
+        return builder.load(builder.bitcast(args[0], tuple_type.as_pointer()))
+
+    return PACKED_TYPE(types.voidptr), codegen
+
+
+class _AdapterCache(FunctionCache):
+    """numba's disk cache for an adapter, keyed by the policy function it inlines.
+
+    The adapter is a closure over that function; numba's own key pickles the closure's
+    cells, which for a compiled function differs from process to process (a fresh uuid),
+    so it would never hit. This key describes the policy function instead: its module,
+    name, bytecode and constants, and its source file's stamp (as numba's own check)."""
+
+    def __init__(self, py_func, policy_function: Any) -> None:
+        super().__init__(py_func)
+        code = policy_function.py_func.__code__
+        stamp = FunctionCache(policy_function.py_func)._impl.locator.get_source_stamp()
+        described = repr((policy_function.py_func.__module__,
+                          policy_function.py_func.__qualname__,
+                          code.co_code, code.co_consts, code.co_names, stamp))
+        self._policy_key = hashlib.sha256(described.encode()).hexdigest()
+
+    def _index_key(self, sig, codegen):
+        code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
+        return (sig, codegen.magic_tuple(), (code, self._policy_key))
+
+
+_ADAPTERS: dict[Any, Any] = {}
+
+
+def _is_cached(function: Any) -> bool:
+    """Whether ``function``'s adapter may use the disk cache: ``function`` is cached itself
+    and no closure (the cache key does not describe what a closure captured)."""
+    return (isinstance(getattr(function, "_cache", None), FunctionCache)
+            and function.py_func.__closure__ is None)
+
+
+def _inlining_adapter(choose: Any) -> Any:
+    body = njit(inline="always")(choose.py_func)
+
+    def adapter(m, jobs, t, packed):
+        Q, mu, ip, fp, ist, fst, rng, msg = _unpack_arrays(packed)
+        return body(m, jobs, Slot(t, Q, mu), Memory(ip, fp, ist, fst), Context(rng, msg))
+
+    return adapter
+
+
+def _calling_adapter(choose: Any) -> Any:
+    def adapter(m, jobs, t, packed):
+        Q, mu, ip, fp, ist, fst, rng, msg = _unpack_arrays(packed)
+        return choose(m, jobs, Slot(t, Q, mu), Memory(ip, fp, ist, fst), Context(rng, msg))
+
+    return adapter
+
+
+def choose_adapter(choose: Any) -> Any:
+    """The compiled adapter (:data:`ADAPTER_SIGNATURE`) that runs ``choose`` (a function
+    declared with ``choose_function``) for the slot loop; one per function and process."""
+    adapter = _ADAPTERS.get(choose)
+    if adapter is not None:
+        return adapter
+    options = {} if choose.targetoptions.get("_nrt", True) else {"_nrt": False}
+    try:
+        adapter = _compile(_inlining_adapter(choose), choose, options)
+    except errors.NumbaError:
+        # a function numba cannot inline: compile it on its own (this raises the error of
+        # a choose that does not compile at all) and call it from the adapter
+        adapter = _compile(_calling_adapter(compiled(choose)), choose, options)
+    _ADAPTERS[choose] = adapter
+    return adapter
+
+
+def _compile(py_func: Any, choose: Any, options: dict[str, Any]) -> Any:
+    # a name of its own per policy function: numba names compiled code after the Python
+    # function and a per-process counter, so two adapters loaded from the disk cache
+    # (compiled by different processes) could otherwise define the same symbol, and the
+    # loop would call whichever the process loaded last
+    policy = f"{choose.py_func.__module__}.{choose.py_func.__qualname__}"
+    py_func.__qualname__ = py_func.__name__ = "adapter_for_" + re.sub(r"\W", "_", policy)
+    dispatcher = njit(**options)(py_func)
+    if _is_cached(choose):
+        dispatcher._cache = _AdapterCache(py_func, choose)
+    dispatcher.compile(ADAPTER_SIGNATURE)
+    dispatcher.disable_compile()
+    return dispatcher

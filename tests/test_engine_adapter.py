@@ -1,0 +1,71 @@
+"""The adapter through which the slot loop calls a policy's ``choose`` (engine.adapter)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+
+from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.engine.adapter import (
+    ADAPTER_TYPE,
+    _AdapterCache,
+    _inlining_adapter,
+    choose_adapter,
+    pack_arrays,
+)
+from dispatchlab.engine.interface import Context, Slot, compiled
+from dispatchlab.model.system import System
+from dispatchlab.policies import make_policy
+from dispatchlab.policies.classic import _jsq_choose, _pod_choose
+
+_iv = types.int64[::1]
+_fv = types.float64[::1]
+
+
+@njit(types.int64(ADAPTER_TYPE, types.int64, types.int64, types.int64, _iv, _fv, _iv, _fv,
+                  types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], _iv))
+def _call(adapter, m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
+    return adapter(m, jobs, t, pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg)))
+
+
+def _state(policy: str, **params):
+    system = System.build("0.2,0.3,0.5,0.6,0.4", load=0.8, dispatchers=3)
+    kernel = make_policy(policy, **params).kernel(system)
+    Q = np.array([3, 1, 4, 1, 5], np.int64)
+    return system, kernel, Q
+
+
+def test_adapter_answers_and_draws_like_choose() -> None:
+    for policy, params in (("pod", {"d": 2}), ("pod", {"d": 3}), ("jsq", {}), ("wrand", {})):
+        system, kernel, Q = _state(policy, **params)
+        direct_memory, adapted_memory = kernel.memory(), kernel.memory()
+        direct_rng, adapted_rng = make_rng_state(3), make_rng_state(3)
+        direct_msg, adapted_msg = np.zeros(5, np.int64), np.zeros(5, np.int64)
+        adapter = choose_adapter(kernel.choose)
+        choose = compiled(kernel.choose)
+        for t in range(200):
+            m = t % 3
+            expected = choose(m, 2, Slot(t, Q, system.mu), direct_memory,
+                              Context(direct_rng, direct_msg))
+            got = _call(adapter, m, 2, t, Q, system.mu, *adapted_memory, adapted_rng,
+                        adapted_msg)
+            assert got == expected, (policy, params, t)
+        assert (direct_rng == adapted_rng).all() and (direct_msg == adapted_msg).all()
+
+
+def test_adapters_are_named_after_their_policy_function() -> None:
+    """Two adapters loaded from the disk cache must never share a symbol (numba names code
+    after the Python function and a per-process counter)."""
+    names = set()
+    for choose in (_jsq_choose, _pod_choose):
+        adapter = choose_adapter(choose)
+        assert choose.py_func.__name__ in adapter.py_func.__qualname__
+        (result,) = adapter.overloads.values()
+        names.add(result.fndesc.mangled_name.split("B")[0])
+    assert len(names) == 2
+
+
+def test_adapter_cache_key_describes_the_policy_function() -> None:
+    key = _AdapterCache(_inlining_adapter(_jsq_choose), _jsq_choose)._policy_key
+    assert key == _AdapterCache(_inlining_adapter(_jsq_choose), _jsq_choose)._policy_key
+    assert key != _AdapterCache(_inlining_adapter(_pod_choose), _pod_choose)._policy_key

@@ -387,7 +387,9 @@ class _HerdingOptions(Policy):
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
         """Π member with a = e_N: γ = 1 (JSQ) or γ = μ (JSED; the classical +1 of SED is
         outside Π, §4.8)."""
-        return DispatchFractions("rank", np.eye(mu.size)[mu.size - 1])
+        last_rank = np.zeros(mu.size)  # not an N × N eye: 80 GB at N = 10⁵
+        last_rank[-1] = 1.0
+        return DispatchFractions("rank", last_rank)
 
     def check_system(self, system: System) -> None:
         require(not self.params["fill"] or system.dispatch == "per_job", f"{self.name}.fill",

@@ -1,10 +1,9 @@
 """The scaling benchmark (``dispatchlab bench --scaling``, ``benchmarks/scaling.py``).
 
 How the cost per job of every policy family grows with the number of servers N and of
-dispatchers M: for each family and each (N, M) of the grid, one run of about
-``jobs`` arrivals (at least ``MEASURED_MIN_SLOTS`` slots) on N servers (half at
-μ = 0.2, half at μ = 0.6), Poisson arrivals at load ρ = 0.9, Bernoulli service, empty
-start; the time is
+dispatchers M: for each family and each (N, M) of the grid, one run of about ``jobs``
+arrivals (at least ``MEASURED_MIN_SLOTS`` slots) on N servers (half at μ = 0.2, half at
+μ = 0.6), Poisson arrivals at load ρ = 0.9, Bernoulli service, empty start; the time is
 taken inside the compiled loop after a compile run, with delay tracking and the
 imbalance pass off (the policy's own cost, as in the apples-to-apples bench) and every
 policy parameter at its default. The figure is ns per job = CPU seconds / jobs arrived

@@ -4,10 +4,10 @@ L-JSQ picks σ_t(1), the smallest local estimate Q̃^m_n with uniform ties; a sc
 estimates per dispatcher and slot made its cost grow as M·N. Here each dispatcher keeps a
 segment tree over blocks of ``BLOCK`` consecutive estimates: node i holds the smallest
 estimate below it and how many servers reach it. A write to Q̃^m_n only marks its block
-dirty (a slot's updates to one block coalesce); the next choice of that dispatcher
-refreshes the dirty blocks and their paths to the root (or rebuilds the whole tree when
-that is cheaper), then walks down to the r-th minimiser in index order for r uniform on
-the tie count — exactly the draw of
+dirty (a slot's updates to one block coalesce; see layout.write_estimate); the next
+choice of that dispatcher refreshes the dirty blocks and their paths to the root (or
+rebuilds the whole tree when that is cheaper), then walks down to the r-th minimiser in
+index order for r uniform on the tie count — exactly the draw of
 :func:`dispatchlab.compiled.kernels.argmin_random_ties`, so runs are bit-identical to the scan.
 
 One ``ist`` row per dispatcher (width ≥ 6P, P = the power of two ≥ ⌈N/BLOCK⌉ leaves):
@@ -87,14 +87,6 @@ def _combine(tree, P, i):
     tree[i] = best
     tree[2 * P + i] = count
     return changed
-
-
-@njit(inline="always", cache=True)
-def write_estimate(values, tree, has_tree, n, value):
-    """Q̃^m_n ← value, keeping the tree (when there is one) informed."""
-    values[n] = value
-    if has_tree:
-        mark_dirty(tree, n)
 
 
 @njit(inline="always", cache=True)

@@ -10,14 +10,15 @@ rebuilds the whole tree when that is cheaper), then walks down to the r-th minim
 index order for r uniform on the tie count — exactly the draw of
 :func:`dispatchlab.compiled.kernels.argmin_random_ties`, so runs are bit-identical to the scan.
 
-One ``ist`` row per dispatcher (width ≥ 6P, P = the power of two ≥ ⌈N/BLOCK⌉ leaves):
+One ``ist`` row per dispatcher (width ≥ 5P, P = the power of two ≥ ⌈N/BLOCK⌉ leaves):
 
     [0]             P
-    [1 .. 2P)       min of heap node i (root 1, leaf P + b for block b)
-    [2P]            number of dirty blocks
-    [2P + i]        tie count of node i (i ≥ 1)
-    [4P + b]        1 when block b is dirty
-    [5P + k]        the k-th dirty block
+    [1]             number of dirty blocks
+    [2i], [2i + 1]  min and tie count of heap node i (root 1, leaf P + b for block b), side
+                    by side so that a step of the walk down reads one cache line, not two;
+                    a dirty leaf's count is DIRTY (the flag shares the leaf's cache line,
+                    which the refresh writes anyway)
+    [4P + k]        the k-th dirty block
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dispatchlab.compiled.rng import randint
 
 BLOCK = 16
 EMPTY = np.iinfo(np.int64).max  # the min of a padding leaf (count 0)
+DIRTY = -1  # the count of a leaf whose block changed since the last refresh
 
 
 def tree_leaves(n_servers: int) -> int:
@@ -39,7 +41,7 @@ def tree_leaves(n_servers: int) -> int:
 
 def tree_width(n_servers: int) -> int:
     """Entries a dispatcher's tree row needs."""
-    return 6 * tree_leaves(n_servers)
+    return 5 * tree_leaves(n_servers)
 
 
 def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
@@ -48,13 +50,10 @@ def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
     tree = np.zeros(width, np.int64)
     tree[0] = P
     sizes = np.minimum(BLOCK, n_servers - BLOCK * np.arange(P)).clip(min=0)
-    tree[P: 2 * P] = np.where(sizes > 0, 0, EMPTY)
-    tree[3 * P: 4 * P] = sizes
+    tree[2 * P: 4 * P: 2] = np.where(sizes > 0, 0, EMPTY)
+    tree[2 * P + 1: 4 * P: 2] = sizes
     for i in range(P - 1, 0, -1):
-        low = min(tree[2 * i], tree[2 * i + 1])
-        tree[i] = low
-        tree[2 * P + i] = ((tree[2 * i] == low) * tree[2 * P + 2 * i]
-                           + (tree[2 * i + 1] == low) * tree[2 * P + 2 * i + 1])
+        _combine(tree, i)
     return np.tile(tree, (dispatchers, 1))
 
 
@@ -71,21 +70,23 @@ def _block_leaf(values, tree, P, b):
             best = min(best, values[n])
         for n in range(start, stop):
             count += values[n] == best
-    tree[P + b] = best
-    tree[2 * P + P + b] = count
+    leaf = 2 * (P + b)
+    tree[leaf] = best
+    tree[leaf + 1] = count
 
 
 @njit(inline="always", cache=True)
-def _combine(tree, P, i):
-    """Node i from its two children; returns whether it changed."""
-    left_min = tree[2 * i]
-    right_min = tree[2 * i + 1]
+def _combine(tree, i):
+    """Node i from its two children (nodes 2i, 2i + 1 at [4i .. 4i + 4)); returns whether
+    it changed."""
+    left_min = tree[4 * i]
+    right_min = tree[4 * i + 2]
     best = min(left_min, right_min)
-    count = (np.int64(left_min == best) * tree[2 * P + 2 * i]
-             + np.int64(right_min == best) * tree[2 * P + 2 * i + 1])
-    changed = tree[i] != best or tree[2 * P + i] != count
-    tree[i] = best
-    tree[2 * P + i] = count
+    count = (np.int64(left_min == best) * tree[4 * i + 1]
+             + np.int64(right_min == best) * tree[4 * i + 3])
+    changed = tree[2 * i] != best or tree[2 * i + 1] != count
+    tree[2 * i] = best
+    tree[2 * i + 1] = count
     return changed
 
 
@@ -94,18 +95,19 @@ def mark_dirty(tree, n):
     """Record that estimate n changed (its block is refreshed at the next choice)."""
     P = tree[0]
     b = n // BLOCK
-    if tree[4 * P + b] == 0:
-        tree[4 * P + b] = 1
-        dirty = tree[2 * P]
-        tree[5 * P + dirty] = b
-        tree[2 * P] = dirty + 1
+    count = 2 * (P + b) + 1
+    if tree[count] != DIRTY:
+        tree[count] = DIRTY
+        dirty = tree[1]
+        tree[4 * P + dirty] = b
+        tree[1] = dirty + 1
 
 
 @njit(inline="always", cache=True)
 def refresh(values, tree):
     """Bring the tree up to date with ``values`` (the dispatcher's estimates)."""
     P = tree[0]
-    dirty = tree[2 * P]
+    dirty = tree[1]
     if dirty == 0:
         return
     depth = 0
@@ -116,18 +118,15 @@ def refresh(values, tree):
         for b in range(P):
             _block_leaf(values, tree, P, b)
         for i in range(P - 1, 0, -1):
-            _combine(tree, P, i)
-        for k in range(dirty):
-            tree[4 * P + tree[5 * P + k]] = 0
+            _combine(tree, i)
     else:
         for k in range(dirty):
-            b = tree[5 * P + k]
-            tree[4 * P + b] = 0
+            b = tree[4 * P + k]
             _block_leaf(values, tree, P, b)
             i = (P + b) >> 1
-            while i >= 1 and _combine(tree, P, i):
+            while i >= 1 and _combine(tree, i):
                 i >>= 1
-    tree[2 * P] = 0
+    tree[1] = 0
 
 
 @njit(inline="always", cache=True)
@@ -135,19 +134,19 @@ def tree_argmin(values, tree, rng):
     """The smallest estimate's server, ties uniform (the r-th minimiser in index order)."""
     refresh(values, tree)
     P = tree[0]
-    ties = tree[2 * P + 1]
+    ties = tree[3]
     skip = randint(rng, ties) if ties > 1 else 0
     i = 1
     while i < P:
         left = 2 * i
-        if tree[left] == tree[i]:
-            left_count = tree[2 * P + left]
+        if tree[2 * left] == tree[2 * i]:
+            left_count = tree[2 * left + 1]
             if skip < left_count:
                 i = left
                 continue
             skip -= left_count
         i = left + 1
-    best = tree[i]
+    best = tree[2 * i]
     start = (i - P) * BLOCK
     for n in range(start, min(start + BLOCK, values.size)):
         if values[n] == best:

@@ -64,7 +64,14 @@ def _block_leaf(values, tree, P, b):
     stop = min(start + BLOCK, values.size)
     best = EMPTY
     count = 0
-    if start < stop:
+    if stop - start == BLOCK:
+        # a full block: constant trip counts, which the compiler unrolls
+        best = values[start]
+        for j in range(1, BLOCK):
+            best = min(best, values[start + j])
+        for j in range(BLOCK):
+            count += values[start + j] == best
+    elif start < stop:
         best = values[start]
         for n in range(start + 1, stop):
             best = min(best, values[n])
@@ -138,17 +145,22 @@ def tree_argmin(values, tree, rng):
     skip = randint(rng, ties) if ties > 1 else 0
     i = 1
     while i < P:
-        left = 2 * i
-        if tree[2 * left] == tree[2 * i]:
-            left_count = tree[2 * left + 1]
-            if skip < left_count:
-                i = left
-                continue
-            skip -= left_count
-        i = left + 1
+        # branch-free step: the left child holds left_count of the node's minimisers
+        left_count = tree[4 * i + 1] * np.int64(tree[4 * i] == tree[2 * i])
+        right = np.int64(skip >= left_count)
+        skip -= left_count * right
+        i = 2 * i + right
     best = tree[2 * i]
     start = (i - P) * BLOCK
-    for n in range(start, min(start + BLOCK, values.size)):
+    if start + BLOCK <= values.size:
+        # branch-free: the hit at which skip reaches 0 (skip then goes negative)
+        found = start
+        for j in range(BLOCK):
+            hit = values[start + j] == best
+            found = start + j if hit and skip == 0 else found
+            skip -= hit
+        return found
+    for n in range(start, values.size):
         if values[n] == best:
             if skip == 0:
                 return n

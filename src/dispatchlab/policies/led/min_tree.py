@@ -121,25 +121,44 @@ def refresh(values, tree):
     while (1 << depth) < P:
         depth += 1
     if dirty * (BLOCK + depth) >= values.size + 2 * P:
-        # most blocks changed: rebuild everything bottom-up
-        for b in range(P):
-            _block_leaf(values, tree, P, b)
-        for i in range(P - 1, 0, -1):
-            _combine(tree, i)
-    else:
-        for k in range(dirty):
-            b = tree[4 * P + k]
-            _block_leaf(values, tree, P, b)
-            i = (P + b) >> 1
-            while i >= 1 and _combine(tree, i):
-                i >>= 1
+        rebuild(values, tree)  # most blocks changed: everything bottom-up
+        return
+    for k in range(dirty):
+        update_block(values, tree, tree[4 * P + k])
     tree[1] = 0
+
+
+@njit(inline="always", cache=True)
+def rebuild(values, tree):
+    """Recompute every leaf and node from ``values`` (nothing dirty afterwards)."""
+    P = tree[0]
+    for b in range(P):
+        _block_leaf(values, tree, P, b)
+    for i in range(P - 1, 0, -1):
+        _combine(tree, i)
+    tree[1] = 0
+
+
+@njit(inline="always", cache=True)
+def update_block(values, tree, b):
+    """Recompute block b's leaf from ``values`` now, and its path to the root."""
+    P = tree[0]
+    _block_leaf(values, tree, P, b)
+    i = (P + b) >> 1
+    while i >= 1 and _combine(tree, i):
+        i >>= 1
 
 
 @njit(inline="always", cache=True)
 def tree_argmin(values, tree, rng):
     """The smallest estimate's server, ties uniform (the r-th minimiser in index order)."""
     refresh(values, tree)
+    return tree_pick(values, tree, rng)
+
+
+@njit(inline="always", cache=True)
+def tree_pick(values, tree, rng):
+    """:func:`tree_argmin` on a tree that is up to date with ``values`` (no refresh)."""
     P = tree[0]
     ties = tree[3]
     skip = randint(rng, ties) if ties > 1 else 0

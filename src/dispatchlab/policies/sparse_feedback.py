@@ -18,12 +18,15 @@ the jobs it has sent to n since (Q̃^m_n = R_n when it has sent none), so a repo
 written once, to R_n, not to M rows. Dispatcher m remembers the servers it has sent to
 since their last report (its touched list, with the estimate and the slot of its last
 send); an entry is valid while that slot ≥ the slot from which R_n holds. The minimum of
-Q̃^m comes from one shared min tree over R (:mod:`dispatchlab.policies.led.min_tree`):
-a choice overlays m's valid entries on R and on the tree (O(|touched| log N)), walks down
-to the r-th minimiser for r uniform on the tie count — the draw of
+Q̃^m comes from one shared min tree over R (:mod:`dispatchlab.policies.led.min_tree`).
+A touched estimate exceeds R_n, so while some minimiser of R is untouched, the minimisers
+of Q̃^m are the untouched minimisers of R: r uniform on their number, and the r-th of them
+in index order is found by rank queries past the touched ones (O(|touched| log N), no
+write). When every minimiser of R is touched, m's entries are overlaid on R and the tree,
+the walk picks, and R is restored. Either way the draw is that of
 :func:`~dispatchlab.compiled.kernels.argmin_random_ties` on Q̃^m, so runs are
-bit-identical to a scan — and restores R. When the touched list is long (per-job dispatch
-with few dispatchers) or N is tiny, the choice scans Q̃^m instead (same draw).
+bit-identical to a scan of explicit estimates. When the touched list is long (per-job
+dispatch with few dispatchers) or N is tiny, the choice scans Q̃^m instead (same draw).
 
 Memory (``ist``, int64, width W = max(N, M, 2)):
   row 0  R, the last reports (R_n = Q_n(0) at the start)      :func:`reports`
@@ -42,7 +45,7 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.kernels import argmin_random_ties
-from dispatchlab.compiled.rng import uniform
+from dispatchlab.compiled.rng import randint, uniform
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
 from dispatchlab.memory import require_memory
 from dispatchlab.model.system import System
@@ -54,6 +57,8 @@ from dispatchlab.policies.led.min_tree import (
     rebuild,
     refresh,
     tree_pick,
+    tree_rank,
+    tree_select,
     tree_width,
     update_block,
 )
@@ -180,6 +185,53 @@ def _overlay_is_cheaper(listed, N, tree):
     return 2 * listed * (BLOCK + depth) < N
 
 
+@njit(inline="always", cache=True)
+def _untouched_minimiser(R, tree, listed, length, work, rng):
+    """argmin of Q̃^m when some server that holds min R was not sent to (−1 otherwise), with
+    the scan's draw: Q̃^m = R off the touched list and > R on it, so the minimisers of Q̃^m
+    are the c − t untouched minimisers of R (c of R's, t of them touched); r uniform on
+    c − t picks the r-th of them in index order, read off the tree by ranks."""
+    best = tree[2]
+    touched_minimisers = 0
+    for i in range(length):
+        n = listed[i]
+        if R[n] == best:  # insertion into work[:touched_minimisers], ascending
+            k = touched_minimisers
+            while k > 0 and work[k - 1] > n:
+                work[k] = work[k - 1]
+                k -= 1
+            work[k] = n
+            touched_minimisers += 1
+    ties = tree[3] - touched_minimisers
+    if ties <= 0:
+        return -1
+    position = randint(rng, ties) if ties > 1 else 0
+    for i in range(touched_minimisers):  # skip the touched minimisers up to the position
+        if tree_rank(R, tree, work[i]) <= position:
+            position += 1
+        else:
+            break
+    return tree_select(R, tree, position)
+
+
+@njit(inline="always", cache=True)
+def _overlaid_minimiser(R, tree, own, listed, length, work, rng):
+    """argmin of Q̃^m when every minimiser of R was sent to: R ← Q̃^m on the touched
+    servers (saved in ``work``) and on the tree, the walk, then R and the tree restored."""
+    for i in range(length):
+        n = listed[i]
+        work[i] = R[n]
+        R[n] = own[n]
+    for i in range(length):
+        update_block(R, tree, listed[i] // BLOCK)
+    target = tree_pick(R, tree, rng)
+    for i in range(length):
+        R[listed[i]] = work[i]
+    for i in range(length):
+        update_block(R, tree, listed[i] // BLOCK)
+    return target
+
+
 @choose_function
 def _estimate_choose(m, jobs, slot, memory, ctx):
     N = slot.Q.size
@@ -191,20 +243,13 @@ def _estimate_choose(m, jobs, slot, memory, ctx):
     listed = touched(memory, m, M)
     length = _prune(m, M, memory)
     work = scratch(memory)
+    target = -1
     if has_tree(memory) and _overlay_is_cheaper(length, N, report_tree(memory)):
         tree = report_tree(memory)
         refresh(R, tree)  # AUJSQ's reports since the last choice
-        for i in range(length):  # R ← Q̃^m on the touched servers, saved in work
-            n = listed[i]
-            work[i] = R[n]
-            R[n] = own[n]
-        for i in range(length):
-            update_block(R, tree, listed[i] // BLOCK)
-        target = tree_pick(R, tree, ctx.rng)
-        for i in range(length):
-            R[listed[i]] = work[i]
-        for i in range(length):
-            update_block(R, tree, listed[i] // BLOCK)
+        target = _untouched_minimiser(R, tree, listed, length, work, ctx.rng)
+        if target < 0:
+            target = _overlaid_minimiser(R, tree, own, listed, length, work, ctx.rng)
     else:
         for n in range(N):
             work[n] = _estimate(n, own, sent, R, since)
@@ -216,6 +261,8 @@ def _estimate_choose(m, jobs, slot, memory, ctx):
     own[target] = value
     sent[target] = slot.t
     return target
+
+
 @hook_function
 def _estimate_begin(slot, step, memory, ctx):
     state = control(memory)

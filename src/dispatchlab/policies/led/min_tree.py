@@ -159,9 +159,32 @@ def tree_argmin(values, tree, rng):
 @njit(inline="always", cache=True)
 def tree_pick(values, tree, rng):
     """:func:`tree_argmin` on a tree that is up to date with ``values`` (no refresh)."""
-    P = tree[0]
     ties = tree[3]
-    skip = randint(rng, ties) if ties > 1 else 0
+    return tree_select(values, tree, randint(rng, ties) if ties > 1 else 0)
+
+
+@njit(inline="always", cache=True)
+def tree_rank(values, tree, x):
+    """How many servers n < x hold the smallest value (tree up to date)."""
+    P = tree[0]
+    best = tree[2]
+    b = x // BLOCK
+    rank = 0
+    i = P + b
+    while i > 1:  # every left sibling on the way up holds its count of minimisers
+        if i & 1:
+            rank += tree[2 * i - 1] * np.int64(tree[2 * i - 2] == best)
+        i >>= 1
+    for n in range(b * BLOCK, x):
+        rank += values[n] == best
+    return rank
+
+
+@njit(inline="always", cache=True)
+def tree_select(values, tree, skip):
+    """The (skip + 1)-th server in index order that holds the smallest value (tree up to
+    date, 0 ≤ skip < its tie count)."""
+    P = tree[0]
     i = 1
     while i < P:
         # branch-free step: the left child holds left_count of the node's minimisers

@@ -27,7 +27,7 @@ from dispatchlab.policies.led.strategies import (
     ("lsq", {"p": 0.1}, "per_job"),
     ("lsq", {"p": 0.05, "learn_on_send": True}, "batch"),
 ])
-@pytest.mark.parametrize("servers", [37, 300])
+@pytest.mark.parametrize("servers", [100, 300])
 def test_min_tree_draws_like_the_scan(policy, params, dispatch, servers):
     """The built-in L-JSQ (min tree over several blocks) and the plug-in l_jsq (a scan of
     the N estimates) consume the same random numbers: identical trajectories."""

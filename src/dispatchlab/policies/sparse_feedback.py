@@ -34,7 +34,7 @@ Memory (``ist``, int64, width W = max(N, M, 2)):
   row 2  [slots left to the next synchronous update, initialised flag]  :func:`control`
   row 3  the length of each dispatcher's touched list         :func:`touched_lengths`
   row 4  scratch (saved reports during an overlay; Q̃^m for a scan)
-  row 5  the shared min tree of R (when it fits in W entries)  :func:`report_tree`
+  row 5  the shared min tree of R (N ≥ 64, see min_tree.uses_tree)  :func:`report_tree`
   rows 6 + m, 6 + M + m, 6 + 2M + m  dispatcher m's estimates, the slot of its last send
          to each server, and its touched list               :func:`sent_estimates`, …
 """
@@ -59,8 +59,8 @@ from dispatchlab.policies.led.min_tree import (
     tree_pick,
     tree_rank,
     tree_select,
-    tree_width,
     update_block,
+    uses_tree,
 )
 
 IP_PERIOD, IP_SYNCHRONOUS, IP_TREE, IP_DISPATCHERS = range(4)
@@ -343,7 +343,7 @@ class _EstimateJsq(Policy):
                        f"the estimates of M = {m} dispatchers × N = {n} servers")
         state = np.zeros((rows, width), np.int64)
         state[FIXED_ROWS + m: FIXED_ROWS + 2 * m, :] = -1  # nothing sent yet
-        tree = tree_width(n) <= width
+        tree = uses_tree(n, width)
         if tree:
             state[5] = new_tree_rows(n, 1, width)[0]
         return Kernel(_estimate_choose, _estimate_begin, _estimate_end,

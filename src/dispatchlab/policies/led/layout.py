@@ -12,7 +12,7 @@
                   Q_n at a dispatch                             :func:`learnt_slots`
     then the index rows, after the learn_on_send rows, that keep what the strategy needs
     of Q̃^m current at every write (:func:`write_estimate`), by ``ip[IP_INDEX]``:
-      INDEX_TREE (L-JSQ and LSQ, N ≥ 6): M rows, dispatcher m's incremental minimum of
+      INDEX_TREE (L-JSQ and LSQ, N ≥ 64): M rows, dispatcher m's incremental minimum of
                   Q̃^m (:mod:`.min_tree`)                      :func:`estimate_index`
       INDEX_SUM (L-JBA, plain average): ⌈M/N⌉ rows, entry m of the flattened rows is
                   Σ_n Q̃^m_n                                    :func:`estimate_index`

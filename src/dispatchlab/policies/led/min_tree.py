@@ -39,6 +39,16 @@ def tree_leaves(n_servers: int) -> int:
     return 1 << max(0, (blocks - 1).bit_length())
 
 
+#: below this many servers a scan of the N estimates (same draw) is as fast as the tree
+TREE_MIN_SERVERS = 64
+
+
+def uses_tree(n_servers: int, width: int) -> bool:
+    """Whether a dispatcher keeps a tree: N ≥ TREE_MIN_SERVERS and a tree row fits in
+    ``width`` entries."""
+    return n_servers >= TREE_MIN_SERVERS and tree_width(n_servers) <= width
+
+
 def tree_width(n_servers: int) -> int:
     """Entries a dispatcher's tree row needs."""
     return 5 * tree_leaves(n_servers)

@@ -53,7 +53,7 @@ from dispatchlab.policies.led.layout import (
     strategy_scratch_row,
     write_estimate,
 )
-from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, tree_width
+from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, uses_tree
 from dispatchlab.policies.led.strategies import (
     CODE_JBA,
     CODE_JSQ,
@@ -311,7 +311,7 @@ class LEDPolicy(Policy):
         # dispatcher, L-JBA with the plain average the sums Σ_n Q̃^m_n (0 at the start)
         learn_rows = m if self.params["learn_on_send"] else 0
         index, index_rows = INDEX_NONE, 0
-        if strategy.code == CODE_JSQ and tree_width(n) <= n:
+        if strategy.code == CODE_JSQ and uses_tree(n, n):
             index, index_rows = INDEX_TREE, m
         elif strategy.code == CODE_JBA and self.params["jba_average"] == "plain":
             index, index_rows = INDEX_SUM, -(-m // n)

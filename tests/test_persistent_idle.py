@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import njit
 
 from dispatchlab import System, simulate
+from dispatchlab.compiled.rng import make_rng_state, randint
+from dispatchlab.engine.interface import Memory
 from dispatchlab.errors import ValidationError
+from dispatchlab.policies.persistent_idle import (
+    NOT_MEMBER,
+    _join,
+    _pop_most_recent,
+    _take,
+    idle_set,
+    set_sizes,
+)
 
 HETEROGENEOUS = "5x0.1,5x0.9"
 
@@ -81,3 +92,74 @@ def test_reports_equal_idle_transitions_on_a_random_run(name):
 def test_split_needs_per_job_dispatch():
     with pytest.raises(ValidationError, match="persistent-idle-split"):
         simulate(System.build("4x0.5", load=0.5), "persistent-idle-split", slots=10)
+
+
+# --- the report stack that finds the most recent member in O(1) amortised ---
+
+
+def _pi_memory(n_servers: int) -> Memory:
+    state = np.zeros((4 + 8, max(n_servers, 3)), np.int64)
+    state[0, :] = NOT_MEMBER
+    return Memory(np.array([1, 0], np.int64), np.zeros(1), state, np.zeros((1, 1)))
+
+
+@njit(cache=True)
+def _random_joins_and_takes(memory, slots, rng):
+    """Each slot: a few reports (some re-reports), then a few takes, each checked against
+    the definition (a member with the latest report slot); returns the takes checked."""
+    members = idle_set(memory, 0)
+    N = members.size
+    checked = 0
+    for t in range(slots):
+        for _ in range(randint(rng, 4)):
+            _join(randint(rng, N), t, memory, rng)
+        for _ in range(randint(rng, 3)):
+            if set_sizes(memory)[0] == 0:
+                break
+            latest = members.max()
+            n = _pop_most_recent(0, memory)
+            if n < 0 or members[n] != latest:
+                return -1
+            _take(0, n, memory)
+            checked += 1
+    return checked
+
+
+def test_report_stack_pops_a_latest_member_and_survives_compaction():
+    memory = _pi_memory(8)  # capacity 16 entries: re-reports force compactions
+    assert _random_joins_and_takes(memory, 5_000, make_rng_state(4)) > 2_000
+
+
+@njit(cache=True)
+def _first_two_takes(n_servers, repeats, rng):
+    firsts = np.zeros(n_servers, np.int64)
+    seconds = np.zeros(n_servers, np.int64)
+    for _ in range(repeats):
+        state = np.zeros((12, n_servers), np.int64)
+        state[0, :] = NOT_MEMBER
+        memory = Memory(np.array([1, 0], np.int64), np.zeros(1), state, np.zeros((1, 1)))
+        _join(0, -1, memory, rng)  # an older report: never first while others are newer
+        for n in range(1, n_servers):
+            _join(n, 5, memory, rng)
+        _join(3, 6, memory, rng)  # server 3 reports again: the newest, alone
+        first = _pop_most_recent(0, memory)
+        _take(0, first, memory)
+        firsts[first] += 1
+        second = _pop_most_recent(0, memory)
+        _take(0, second, memory)
+        seconds[second] += 1
+    return firsts, seconds
+
+
+def test_report_stack_breaks_ties_uniformly():
+    """Server 3's re-report wins; then the slot-5 reporters (3's stale entry among them)
+    tie, and each must come second with probability 1/4."""
+    from scipy import stats
+
+    repeats = 40_000
+    firsts, seconds = _first_two_takes(6, repeats, make_rng_state(12))
+    assert firsts[3] == repeats
+    assert seconds[0] == seconds[3] == 0
+    tied = seconds[[1, 2, 4, 5]]
+    chi2 = float(((tied - repeats / 4) ** 2).sum() / (repeats / 4))
+    assert stats.chi2.sf(chi2, df=3) > 1e-4

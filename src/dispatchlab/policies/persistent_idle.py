@@ -24,11 +24,24 @@ initial target is uniform.
   gives ``choose`` one target per call, so PI-Split runs in per-job dispatch, where the
   dispatcher's calls of one slot are its batch (``dispatch = per_job`` is required).
 
-Memory ``ist`` (int64, width ≥ max(N, M, 3)), named by the accessors below:
+The most recent member is found in O(1) amortised, not by a scan of N per call: each
+dispatcher keeps a stack of its reports, (report slot, server), pushed in slot order, so
+the latest reports are on top. A report enters at a uniform position among the entries of
+its own slot (a uniform order within each slot, which the top of the stack then draws
+from); an entry whose server has since been taken or has reported again is stale and is
+dropped when it reaches the top, or when a full stack is compacted (capacity 2W: after
+compaction at most N ≤ W entries remain). PI-Split lists I^m once per batch (O(N) per
+dispatcher with arrivals, per-job dispatch only) and keeps no stack.
+
+Memory ``ist`` (int64, width W = max(N, M, 3)), named by the accessors below:
   rows 0..M−1   :func:`idle_set` — the report slot of each member of I^m
   row  M        :func:`targets`; row M + 1 :func:`set_sizes`; row M + 2 :func:`counters`
   rows M + 3..5 :func:`batch_field` — PI-Split: slot of the batch, its size, jobs placed
   rows M + 6..  :func:`batch_members` — PI-Split: the batch's members, most recent first
+  rows 2M + 6, 2M + 7 :func:`stack_sizes`, :func:`group_starts` — per dispatcher, entries
+                on its report stack, and where the entries of the top entry's slot begin
+  rows 2M + 8 + 2m, 2M + 9 + 2m  :func:`report_stack` — dispatcher m's stack (2W entries,
+                entry (slot + 2)·W + server)
 """
 
 from __future__ import annotations
@@ -102,24 +115,88 @@ def batch_members(memory, m):
     return memory.ist[dispatchers(memory) + 6 + m]
 
 
+@njit(inline="always", cache=True)
+def stack_sizes(memory):
+    """stack_sizes[m]: entries on dispatcher m's report stack (stale ones included)."""
+    return memory.ist[2 * dispatchers(memory) + 6]
+
+
+@njit(inline="always", cache=True)
+def group_starts(memory):
+    """group_starts[m]: the first stack position of the top entry's report slot."""
+    return memory.ist[2 * dispatchers(memory) + 7]
+
+
+@njit(inline="always", cache=True)
+def report_stack(memory, m):
+    """Dispatcher m's report stack (2W entries, bottom first): (slot + 2)·W + server."""
+    row = 2 * dispatchers(memory) + 8 + 2 * m
+    return memory.ist[row:row + 2].reshape(2 * memory.ist.shape[1])
+
+
 # -- the rules --------------------------------------------------------------------------------
 
 
 @njit(inline="always", cache=True)
-def _most_recent(members, N, rng):
-    """The member with the latest report (ties uniform)."""
-    best = NOT_MEMBER
-    for n in range(N):
-        best = max(best, members[n])
-    ties = 0
-    for n in range(N):
-        ties += members[n] == best
-    skip = randint(rng, ties) if ties > 1 else 0
-    for n in range(N):
-        if members[n] == best:
-            if skip == 0:
-                return n
-            skip -= 1
+def _entry_slot(entry, width):
+    return entry // width - 2
+
+
+@njit(inline="always", cache=True)
+def _compact(m, memory):
+    """Drop the stale entries of dispatcher m's stack (order kept); returns the new size."""
+    width = memory.ist.shape[1]
+    stack = report_stack(memory, m)
+    members = idle_set(memory, m)
+    size = 0
+    for k in range(stack_sizes(memory)[m]):
+        entry = stack[k]
+        if members[entry % width] == _entry_slot(entry, width):
+            stack[size] = entry
+            size += 1
+    start = size
+    while start > 0 and (_entry_slot(stack[start - 1], width)
+                         == _entry_slot(stack[size - 1], width)):
+        start -= 1
+    stack_sizes(memory)[m] = size
+    group_starts(memory)[m] = start
+    return size
+
+
+@njit(inline="always", cache=True)
+def _push_report(m, n, report_slot, memory, rng):
+    """Put (report_slot, n) on dispatcher m's stack at a uniform position among the entries
+    of the same slot (reports arrive in slot order, so these are the top ones)."""
+    width = memory.ist.shape[1]
+    stack = report_stack(memory, m)
+    size = stack_sizes(memory)[m]
+    if size == stack.size:
+        size = _compact(m, memory)
+    if size == 0 or _entry_slot(stack[size - 1], width) != report_slot:
+        group_starts(memory)[m] = size
+    start = group_starts(memory)[m]
+    k = start + (randint(rng, size - start + 1) if size > start else 0)
+    stack[size] = stack[k]
+    stack[k] = (report_slot + 2) * width + n
+    stack_sizes(memory)[m] = size + 1
+
+
+@njit(inline="always", cache=True)
+def _pop_most_recent(m, memory):
+    """The member of I^m with the latest report, ties uniform (I^m must not be empty): the
+    top entry that is not stale."""
+    width = memory.ist.shape[1]
+    stack = report_stack(memory, m)
+    members = idle_set(memory, m)
+    size = stack_sizes(memory)[m]
+    while size > 0:
+        size -= 1
+        entry = stack[size]
+        n = entry % width
+        if members[n] == _entry_slot(entry, width):
+            stack_sizes(memory)[m] = size
+            return n
+    stack_sizes(memory)[m] = 0
     return -1
 
 
@@ -177,7 +254,7 @@ def _persistent_idle_choose(m, jobs, slot, memory, ctx):
         target = _split_target(m, slot.t, N, memory, ctx.rng)
     else:
         if set_sizes(memory)[m] > 0:
-            _take(m, _most_recent(idle_set(memory, m), N, ctx.rng), memory)
+            _take(m, _pop_most_recent(m, memory), memory)
         target = targets(memory)[m]
     count = counters(memory)
     count[CALLS] += 1
@@ -194,7 +271,9 @@ def _join(n, report_slot, memory, rng):
     members = idle_set(memory, dest)
     if members[n] == NOT_MEMBER:
         set_sizes(memory)[dest] += 1
-    members[n] = report_slot
+    members[n] = report_slot  # an earlier entry of n on the stack is stale from now on
+    if not splits(memory):  # PI-Split lists I^m per batch and keeps no stack
+        _push_report(dest, n, report_slot, memory, rng)
 
 
 @hook_function
@@ -253,7 +332,7 @@ class PersistentIdle(Policy):
     def kernel(self, system: System) -> Kernel:
         self.check_system(system)
         n, m = system.n_servers, system.dispatchers
-        state = np.zeros((2 * m + 6, max(n, m, 3)), np.int64)
+        state = np.zeros((4 * m + 8, max(n, m, 3)), np.int64)
         state[:m, :] = NOT_MEMBER
         state[m + 3 + SPLIT_SLOT, :] = -1
         return Kernel(_persistent_idle_choose, _persistent_idle_begin, _persistent_idle_end,

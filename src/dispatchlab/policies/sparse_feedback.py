@@ -13,8 +13,30 @@ The estimates start at Q(0) (known at set-up, no message).
 With M > 1 a report reaches every dispatcher (the papers have M = 1); each dispatcher
 reached counts as one message. SUJSQ with T_u = 1 is JSQ, draw for draw.
 
-Memory (``ist``): rows 0..M−1 the estimates Q̃^m; row M: slots left to the next
-synchronous update, initialised flag.
+How the estimates are kept: every dispatcher's estimate of n is the last report R_n plus
+the jobs it has sent to n since (Q̃^m_n = R_n when it has sent none), so a report is
+written once, to R_n, not to M rows. Dispatcher m remembers the servers it has sent to
+since their last report (its touched list, with the estimate and the slot of its last
+send); an entry is valid while that slot ≥ the slot from which R_n holds. The minimum of
+Q̃^m comes from one shared min tree over R (:mod:`dispatchlab.policies.led.min_tree`).
+A touched estimate exceeds R_n, so while some minimiser of R is untouched, the minimisers
+of Q̃^m are the untouched minimisers of R: r uniform on their number, and the r-th of them
+in index order is found by rank queries past the touched ones (O(|touched| log N), no
+write). When every minimiser of R is touched, m's entries are overlaid on R and the tree,
+the walk picks, and R is restored. Either way the draw is that of
+:func:`~dispatchlab.compiled.kernels.argmin_random_ties` on Q̃^m, so runs are
+bit-identical to a scan of explicit estimates. When the touched list is long (per-job
+dispatch with few dispatchers) or N is tiny, the choice scans Q̃^m instead (same draw).
+
+Memory (``ist``, int64, width W = max(N, M, 2)):
+  row 0  R, the last reports (R_n = Q_n(0) at the start)      :func:`reports`
+  row 1  the slot from which R_n holds                        :func:`report_slots`
+  row 2  [slots left to the next synchronous update, initialised flag]  :func:`control`
+  row 3  the length of each dispatcher's touched list         :func:`touched_lengths`
+  row 4  scratch (saved reports during an overlay; Q̃^m for a scan)
+  row 5  the shared min tree of R (N ≥ 64, see min_tree.uses_tree)  :func:`report_tree`
+  rows 6 + m, 6 + M + m, 6 + 2M + m  dispatcher m's estimates, the slot of its last send
+         to each server, and its touched list               :func:`sent_estimates`, …
 """
 
 from __future__ import annotations
@@ -23,26 +45,88 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.kernels import argmin_random_ties
-from dispatchlab.compiled.rng import uniform
+from dispatchlab.compiled.rng import randint, uniform
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
+from dispatchlab.memory import require_memory
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
+from dispatchlab.policies.led.min_tree import (
+    BLOCK,
+    mark_dirty,
+    new_tree_rows,
+    rebuild,
+    refresh,
+    tree_pick,
+    tree_rank,
+    tree_select,
+    update_block,
+    uses_tree,
+)
 
-IP_PERIOD, IP_SYNCHRONOUS = range(2)
+IP_PERIOD, IP_SYNCHRONOUS, IP_TREE, IP_DISPATCHERS = range(4)
 COUNTDOWN, READY = range(2)
 DIAGNOSTICS = ("estimation_error",)
+FIXED_ROWS = 6
 
 
 @njit(inline="always", cache=True)
-def estimates(memory, m):
-    """Q̃^m, dispatcher m's estimates (the row is at least N long)."""
-    return memory.ist[m]
+def dispatchers(memory):
+    """M."""
+    return memory.ip[IP_DISPATCHERS]
 
 
 @njit(inline="always", cache=True)
-def control(memory, dispatchers):
-    """[slots left to the next synchronous update, initialised flag] (row M)."""
-    return memory.ist[dispatchers]
+def reports(memory):
+    """R, the last reported queue lengths (every dispatcher's estimate of an untouched n)."""
+    return memory.ist[0]
+
+
+@njit(inline="always", cache=True)
+def report_slots(memory):
+    """report_slots[n]: the slot from which R_n holds (a report at the end of t: t + 1)."""
+    return memory.ist[1]
+
+
+@njit(inline="always", cache=True)
+def control(memory):
+    """[slots left to the next synchronous update, initialised flag]."""
+    return memory.ist[2]
+
+
+@njit(inline="always", cache=True)
+def touched_lengths(memory):
+    """touched_lengths[m]: entries on dispatcher m's touched list (stale ones included)."""
+    return memory.ist[3]
+
+
+@njit(inline="always", cache=True)
+def scratch(memory):
+    """A work row."""
+    return memory.ist[4]
+
+
+@njit(inline="always", cache=True)
+def report_tree(memory):
+    """The shared min tree of R (only when :func:`has_tree`)."""
+    return memory.ist[5]
+
+
+@njit(inline="always", cache=True)
+def sent_estimates(memory, m, dispatchers):
+    """Dispatcher m's estimate of n, valid while :func:`sent_slots` ≥ report_slots[n]."""
+    return memory.ist[FIXED_ROWS + m]
+
+
+@njit(inline="always", cache=True)
+def sent_slots(memory, m, dispatchers):
+    """The slot of dispatcher m's last send to n (−1: never)."""
+    return memory.ist[FIXED_ROWS + dispatchers + m]
+
+
+@njit(inline="always", cache=True)
+def touched(memory, m, dispatchers):
+    """Dispatcher m's touched list: servers it has sent to since their last report."""
+    return memory.ist[FIXED_ROWS + 2 * dispatchers + m]
 
 
 @njit(inline="always", cache=True)
@@ -58,29 +142,137 @@ def is_synchronous(memory):
 
 
 @njit(inline="always", cache=True)
+def has_tree(memory):
+    """Whether the shared min tree of R fits in a row."""
+    return memory.ip[IP_TREE] == 1
+
+
+@njit(inline="always", cache=True)
 def report_probability(memory):
     """AUJSQ: 1/T_u, the probability that a server reports in a slot."""
     return memory.fp[0]
 
 
+@njit(inline="always", cache=True)
+def _prune(m, dispatchers, memory):
+    """Drop the entries of m's touched list that a report has since replaced; returns the
+    number left (every one valid)."""
+    listed = touched(memory, m, dispatchers)
+    sent = sent_slots(memory, m, dispatchers)
+    since = report_slots(memory)
+    kept = 0
+    for i in range(touched_lengths(memory)[m]):
+        n = listed[i]
+        if sent[n] >= since[n]:
+            listed[kept] = n
+            kept += 1
+    touched_lengths(memory)[m] = kept
+    return kept
+
+
+@njit(inline="always", cache=True)
+def _estimate(n, own, sent, R, since):
+    """Q̃^m_n."""
+    return own[n] if sent[n] >= since[n] else R[n]
+
+
+@njit(inline="always", cache=True)
+def _overlay_is_cheaper(listed, N, tree):
+    """An overlay costs about 2·(BLOCK + depth) per touched server, a scan about N."""
+    depth = 0
+    while (1 << depth) < tree[0]:
+        depth += 1
+    return 2 * listed * (BLOCK + depth) < N
+
+
+@njit(inline="always", cache=True)
+def _untouched_minimiser(R, tree, listed, length, work, rng):
+    """argmin of Q̃^m when some server that holds min R was not sent to (−1 otherwise), with
+    the scan's draw: Q̃^m = R off the touched list and > R on it, so the minimisers of Q̃^m
+    are the c − t untouched minimisers of R (c of R's, t of them touched); r uniform on
+    c − t picks the r-th of them in index order, read off the tree by ranks."""
+    best = tree[2]
+    touched_minimisers = 0
+    for i in range(length):
+        n = listed[i]
+        if R[n] == best:  # insertion into work[:touched_minimisers], ascending
+            k = touched_minimisers
+            while k > 0 and work[k - 1] > n:
+                work[k] = work[k - 1]
+                k -= 1
+            work[k] = n
+            touched_minimisers += 1
+    ties = tree[3] - touched_minimisers
+    if ties <= 0:
+        return -1
+    position = randint(rng, ties) if ties > 1 else 0
+    for i in range(touched_minimisers):  # skip the touched minimisers up to the position
+        if tree_rank(R, tree, work[i]) <= position:
+            position += 1
+        else:
+            break
+    return tree_select(R, tree, position)
+
+
+@njit(inline="always", cache=True)
+def _overlaid_minimiser(R, tree, own, listed, length, work, rng):
+    """argmin of Q̃^m when every minimiser of R was sent to: R ← Q̃^m on the touched
+    servers (saved in ``work``) and on the tree, the walk, then R and the tree restored."""
+    for i in range(length):
+        n = listed[i]
+        work[i] = R[n]
+        R[n] = own[n]
+    for i in range(length):
+        update_block(R, tree, listed[i] // BLOCK)
+    target = tree_pick(R, tree, rng)
+    for i in range(length):
+        R[listed[i]] = work[i]
+    for i in range(length):
+        update_block(R, tree, listed[i] // BLOCK)
+    return target
+
+
 @choose_function
 def _estimate_choose(m, jobs, slot, memory, ctx):
-    own = estimates(memory, m)
-    target = argmin_random_ties(own[:slot.Q.size], ctx.rng)
-    own[target] += jobs
+    N = slot.Q.size
+    M = dispatchers(memory)
+    own = sent_estimates(memory, m, M)
+    sent = sent_slots(memory, m, M)
+    R = reports(memory)
+    since = report_slots(memory)
+    listed = touched(memory, m, M)
+    length = _prune(m, M, memory)
+    work = scratch(memory)
+    target = -1
+    if has_tree(memory) and _overlay_is_cheaper(length, N, report_tree(memory)):
+        tree = report_tree(memory)
+        refresh(R, tree)  # AUJSQ's reports since the last choice
+        target = _untouched_minimiser(R, tree, listed, length, work, ctx.rng)
+        if target < 0:
+            target = _overlaid_minimiser(R, tree, own, listed, length, work, ctx.rng)
+    else:
+        for n in range(N):
+            work[n] = _estimate(n, own, sent, R, since)
+        target = argmin_random_ties(work[:N], ctx.rng)
+    value = _estimate(target, own, sent, R, since) + jobs
+    if sent[target] < since[target]:  # a new entry of the touched list
+        listed[length] = target
+        touched_lengths(memory)[m] = length + 1
+    own[target] = value
+    sent[target] = slot.t
     return target
 
 
 @hook_function
 def _estimate_begin(slot, step, memory, ctx):
-    Q = slot.Q
-    dispatchers = step.A_m.size
-    state = control(memory, dispatchers)
-    if state[READY] == 0:
-        for m in range(dispatchers):
-            own = estimates(memory, m)
-            for n in range(Q.size):
-                own[n] = Q[n]
+    state = control(memory)
+    if state[READY] == 0:  # Q̃^m(0) = Q(0), known at set-up
+        Q = slot.Q
+        R = reports(memory)
+        for n in range(Q.size):
+            R[n] = Q[n]
+        if has_tree(memory):
+            rebuild(R, report_tree(memory))
         state[COUNTDOWN] = update_period(memory)
         state[READY] = 1
     return None
@@ -89,33 +281,49 @@ def _estimate_begin(slot, step, memory, ctx):
 @hook_function
 def _estimate_end(slot, step, memory, ctx):
     Q = slot.Q
-    dispatchers = step.A_m.size
+    M = dispatchers(memory)
     N = Q.size
     msg = ctx.msg
+    R = reports(memory)
+    since = report_slots(memory)
+    tracked = has_tree(memory)
     if is_synchronous(memory):
-        state = control(memory, dispatchers)
+        state = control(memory)
         state[COUNTDOWN] -= 1
         if state[COUNTDOWN] == 0:
-            for m in range(dispatchers):
-                own = estimates(memory, m)
-                for n in range(N):
-                    own[n] = Q[n]
-            msg[REPORT] += N * dispatchers
+            for n in range(N):
+                R[n] = Q[n]
+                since[n] = slot.t + 1
+            if tracked:
+                rebuild(R, report_tree(memory))
+            for m in range(M):  # every entry is stale now
+                touched_lengths(memory)[m] = 0
+            msg[REPORT] += N * M
             state[COUNTDOWN] = update_period(memory)
     else:
         probability = report_probability(memory)
         for n in range(N):
-            if uniform(ctx.rng) < probability:
-                for m in range(dispatchers):
-                    estimates(memory, m)[n] = Q[n]
-                msg[REPORT] += dispatchers
-    if step.record:  # E|Q_n − Q̃^m_n| over dispatchers and servers, as for LED
+            if uniform(ctx.rng) < probability:  # n's report reaches every dispatcher
+                R[n] = Q[n]
+                since[n] = slot.t + 1
+                if tracked:
+                    mark_dirty(report_tree(memory), n)
+                msg[REPORT] += M
+    if step.record:
+        # E|Q_n − Q̃^m_n| over dispatchers and servers, as for LED: M·Σ|R_n − Q_n| corrected
+        # on the touched servers (in integers: the same sum as over the M·N pairs)
         error = 0
-        for m in range(dispatchers):
-            own = estimates(memory, m)
-            for n in range(N):
-                error += abs(own[n] - Q[n])
-        step.diag[0] += error / (dispatchers * N)
+        for n in range(N):
+            error += abs(R[n] - Q[n])
+        error *= M
+        for m in range(M):
+            length = _prune(m, M, memory)
+            listed = touched(memory, m, M)
+            own = sent_estimates(memory, m, M)
+            for i in range(length):
+                n = listed[i]
+                error += abs(own[n] - Q[n]) - abs(R[n] - Q[n])
+        step.diag[0] += error / (M * N)
     return None
 
 
@@ -128,11 +336,20 @@ class _EstimateJsq(Policy):
     def kernel(self, system: System) -> Kernel:
         n, m = system.n_servers, system.dispatchers
         period = self.params["T_u"]
+        width = max(n, m, 2)
+        rows = FIXED_ROWS + 3 * m
+        # the kernel's int64 state and the copy each run makes of it (Kernel.memory)
+        require_memory("dispatchers", 2 * 8 * rows * width,
+                       f"the estimates of M = {m} dispatchers × N = {n} servers")
+        state = np.zeros((rows, width), np.int64)
+        state[FIXED_ROWS + m: FIXED_ROWS + 2 * m, :] = -1  # nothing sent yet
+        tree = uses_tree(n, width)
+        if tree:
+            state[5] = new_tree_rows(n, 1, width)[0]
         return Kernel(_estimate_choose, _estimate_begin, _estimate_end,
-                      int_params=np.array([period, self.synchronous], np.int64),
+                      int_params=np.array([period, self.synchronous, int(tree), m], np.int64),
                       float_params=np.array([1.0 / period]),
-                      int_state=np.zeros((m + 1, max(n, 2)), np.int64),
-                      n_diagnostics=len(DIAGNOSTICS))
+                      int_state=state, n_diagnostics=len(DIAGNOSTICS))
 
 
 @register

@@ -10,13 +10,17 @@
                   it (arrival-triggered)                        :func:`push_position`
     rows M + 4..2M + 3  (learn_on_send only) the slot in which dispatcher m last learnt
                   Q_n at a dispatch                             :func:`learnt_slots`
-    the next M rows (L-JSQ and LSQ only) dispatcher m's incremental minimum of Q̃^m, see
-                  :mod:`.min_tree`: rows M + 4 .. 2M + 3, or 2M + 4 .. 3M + 3 after the
-                  learn_on_send rows                            :func:`min_tree`
-    (trees only where a tree row fits in N entries, i.e. N ≥ 6; smaller N scan)
+    then the index rows, after the learn_on_send rows, that keep what the strategy needs
+    of Q̃^m current at every write (:func:`write_estimate`), by ``ip[IP_INDEX]``:
+      INDEX_TREE (L-JSQ and LSQ, N ≥ 64): M rows, dispatcher m's incremental minimum of
+                  Q̃^m (:mod:`.min_tree`)                      :func:`estimate_index`
+      INDEX_SUM (L-JBA, plain average): ⌈M/N⌉ rows, entry m of the flattened rows is
+                  Σ_n Q̃^m_n                                    :func:`estimate_index`
+      INDEX_NONE: no rows (the strategy scans)
 ``ip`` (int64): see the IP_ constants and their accessors below; ``ip[IP_MEASURE_ERROR]``
     is the stride of the error measurement (0: off; k: every k-th slot).
 ``fp`` (float64): [p̂, log(1 − p̂)]              :func:`update_p`, :func:`log_miss`
+    then, for INDEX_SUM, the alias table of μ     :func:`rate_alias_table`
 ``fst`` (float64, shape (1, ·)): row 0 holds the strategy's parameters
                                                :func:`strategy_params`
 """
@@ -25,16 +29,19 @@ from __future__ import annotations
 
 from numba import njit
 
+from dispatchlab.policies.led.min_tree import mark_dirty
+
 # ip entries
 IP_DISPATCHERS, IP_SERVERS, IP_INCREMENT, IP_UPDATE, IP_TRIGGER = range(5)
-IP_PUSH_D, IP_MEASURE_ERROR, IP_STRATEGY, IP_LEARN = 5, 6, 7, 8
-IP_SIZE = 9
+IP_PUSH_D, IP_MEASURE_ERROR, IP_STRATEGY, IP_LEARN, IP_INDEX = 5, 6, 7, 8, 9
+IP_SIZE = 10
 
 # fp entries
 FP_P, FP_LOG_MISS = 0, 1
 FP_SIZE = 2
 
 UPDATE_PUSH, UPDATE_PULL = 0, 1
+INDEX_NONE, INDEX_TREE, INDEX_SUM = 0, 1, 2
 TRIGGER_SLOT, TRIGGER_ARRIVAL = 0, 1
 
 EXTRA_ROWS = 4  # scratch, push sample, pull position, push position
@@ -53,25 +60,49 @@ def estimates(memory, m):
 
 
 @njit(inline="always", cache=True)
-def _tree_rows_start(memory):
-    """The first min-tree row: after the learn_on_send rows when there are any."""
+def index_rows_start(memory):
+    """The first index row: after the learn_on_send rows when there are any."""
     M = memory.ip[IP_DISPATCHERS]
     return M + EXTRA_ROWS + (M if memory.ip[IP_LEARN] != 0 else 0)
 
 
 @njit(inline="always", cache=True)
-def has_min_tree(memory):
-    """True when the dispatchers keep an incremental minimum of their estimates."""
-    return memory.ist.shape[0] > _tree_rows_start(memory)
+def index_kind(memory):
+    """INDEX_NONE, INDEX_TREE or INDEX_SUM: what the index rows keep."""
+    return memory.ip[IP_INDEX]
 
 
 @njit(inline="always", cache=True)
-def min_tree(memory, m):
-    """Dispatcher m's incremental minimum (:mod:`.min_tree`) when :func:`has_min_tree`, else
-    a row that must not be written (so that callers need no branch to name it)."""
-    if has_min_tree(memory):
-        return memory.ist[_tree_rows_start(memory) + m]
+def estimate_index(memory, m):
+    """Dispatcher m's index of Q̃^m for :func:`write_estimate`: its min-tree row
+    (INDEX_TREE), a one-entry view of Σ_n Q̃^m_n (INDEX_SUM), or a row that must not be
+    written (INDEX_NONE, so that callers need no branch to name it)."""
+    kind = memory.ip[IP_INDEX]
+    start = index_rows_start(memory)
+    if kind == INDEX_TREE:
+        return memory.ist[start + m]
+    if kind == INDEX_SUM:
+        N = memory.ist.shape[1]
+        column = m % N
+        return memory.ist[start + m // N, column:column + 1]
     return memory.ist[m]
+
+
+@njit(inline="always", cache=True)
+def write_estimate(values, index, kind, n, value):
+    """Q̃^m_n ← value (``values`` = Q̃^m), keeping dispatcher m's index informed: the
+    block of n is marked dirty in the min tree, or the sum Σ_n Q̃^m_n moves by the change."""
+    if kind == INDEX_TREE:
+        mark_dirty(index, n)
+    elif kind == INDEX_SUM:
+        index[0] += value - values[n]
+    values[n] = value
+
+
+@njit(inline="always", cache=True)
+def rate_alias_table(memory):
+    """INDEX_SUM: the alias table of μ (for :func:`dispatchlab.engine.alias.alias_draw`)."""
+    return memory.fp[FP_SIZE:]
 
 
 @njit(inline="always", cache=True)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from dispatchlab.engine.alias import alias_table
 from dispatchlab.engine.interface import ANSWER, choose_function
 from dispatchlab.errors import require
 from dispatchlab.memory import require_memory
@@ -22,8 +23,12 @@ from dispatchlab.policies.base import Kernel, Param, Policy, register, register_
 from dispatchlab.policies.led.layout import (
     EXTRA_ROWS,
     FP_SIZE,
+    INDEX_NONE,
+    INDEX_SUM,
+    INDEX_TREE,
     IP_DISPATCHERS,
     IP_INCREMENT,
+    IP_INDEX,
     IP_LEARN,
     IP_MEASURE_ERROR,
     IP_PUSH_D,
@@ -36,17 +41,19 @@ from dispatchlab.policies.led.layout import (
     TRIGGER_SLOT,
     UPDATE_PULL,
     UPDATE_PUSH,
+    estimate_index,
     estimates,
-    has_min_tree,
     increments,
+    index_kind,
     learns_on_send,
     learnt_slots,
-    min_tree,
+    rate_alias_table,
     strategy_code,
     strategy_params,
     strategy_scratch_row,
+    write_estimate,
 )
-from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, tree_width, write_estimate
+from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, uses_tree
 from dispatchlab.policies.led.strategies import (
     CODE_JBA,
     CODE_JSQ,
@@ -57,6 +64,7 @@ from dispatchlab.policies.led.strategies import (
     builtin_strategy,
     custom_strategy,
     l_jba_pick,
+    l_jba_pick_by_sum,
     l_jsq_pick,
     l_pod_pick,
 )
@@ -118,20 +126,20 @@ def after_send(m, target, jobs, slot, memory, ctx):
     increment (LSQ of [LSQ]): Q̃^m_target += jobs. Otherwise the estimate is left alone.
     """
     own = estimates(memory, m)
-    # every write goes through write_estimate, so that L-JSQ's minimum stays current
-    tree = min_tree(memory, m)
-    has_tree = has_min_tree(memory)
+    # every write goes through write_estimate, so that the strategy's index stays current
+    index = estimate_index(memory, m)
+    kind = index_kind(memory)
     if learns_on_send(memory):
         learnt = learnt_slots(memory, m)
         if learnt[target] != slot.t:
             learnt[target] = slot.t
-            write_estimate(own, tree, has_tree, target, slot.Q[target] + jobs)
+            write_estimate(own, index, kind, target, slot.Q[target] + jobs)
             ctx.msg[ANSWER] += 1
         else:
-            write_estimate(own, tree, has_tree, target, own[target] + jobs)
+            write_estimate(own, index, kind, target, own[target] + jobs)
     elif increments(memory):
         # count the jobs just sent (per-job mode: water-filling one job at a time)
-        write_estimate(own, tree, has_tree, target, own[target] + jobs)
+        write_estimate(own, index, kind, target, own[target] + jobs)
 
 
 @choose_function
@@ -140,12 +148,18 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
     code = strategy_code(memory)
     if code == CODE_JSQ:
         # the incremental minimum when the kernel built one; the scan otherwise (same draw)
-        if has_min_tree(memory):
-            target = tree_argmin(own, min_tree(memory, m), ctx.rng)
+        if index_kind(memory) == INDEX_TREE:
+            target = tree_argmin(own, estimate_index(memory, m), ctx.rng)
         else:
             target = l_jsq_pick(own, ctx.rng)
     elif code == CODE_JBA:
-        target = l_jba_pick(own, slot.mu, ctx.rng, strategy_params(memory)[0] == JBA_WEIGHTED)
+        if index_kind(memory) == INDEX_SUM:
+            # the plain average from the kept sum, alias draws ∝ μ (same law as the scan)
+            target = l_jba_pick_by_sum(own, estimate_index(memory, m)[0], slot.mu,
+                                       rate_alias_table(memory), ctx.rng)
+        else:
+            target = l_jba_pick(own, slot.mu, ctx.rng,
+                                strategy_params(memory)[0] == JBA_WEIGHTED)
     else:
         target = l_pod_pick(own, ctx.rng, np.int64(strategy_params(memory)[0]), memory.ist,
                             strategy_scratch_row(memory))
@@ -292,17 +306,24 @@ class LEDPolicy(Policy):
         fp = np.zeros(FP_SIZE)
         fp[0] = p
         fp[1] = math.log1p(-p) if p < 1.0 else -math.inf
-        # Q̃^m(0) = 0 = Q(0); learn_on_send adds M rows of learnt slots, L-JSQ / LSQ one
-        # incremental-minimum row per dispatcher after them (layout.min_tree)
+        # Q̃^m(0) = 0 = Q(0); learn_on_send adds M rows of learnt slots, the index rows
+        # follow them (layout.estimate_index): L-JSQ / LSQ one incremental-minimum row per
+        # dispatcher, L-JBA with the plain average the sums Σ_n Q̃^m_n (0 at the start)
         learn_rows = m if self.params["learn_on_send"] else 0
-        tree = strategy.code == CODE_JSQ and tree_width(n) <= n
-        tree_start = m + EXTRA_ROWS + learn_rows
-        state = np.zeros((tree_start + (m if tree else 0), n), np.int64)
-        state[m + EXTRA_ROWS:tree_start, :] = -1  # learn_on_send: no slot learnt yet
+        index, index_rows = INDEX_NONE, 0
+        if strategy.code == CODE_JSQ and uses_tree(n, n):
+            index, index_rows = INDEX_TREE, m
+        elif strategy.code == CODE_JBA and self.params["jba_average"] == "plain":
+            index, index_rows = INDEX_SUM, -(-m // n)
+            fp = np.concatenate([fp, alias_table(system.mu)])
+        ip[IP_INDEX] = index
+        index_start = m + EXTRA_ROWS + learn_rows
+        state = np.zeros((index_start + index_rows, n), np.int64)
+        state[m + EXTRA_ROWS:index_start, :] = -1  # learn_on_send: no slot learnt yet
         state[m + 2, 0] = -1  # pull / push positions: drawn at the first update
         state[m + 3, 0] = -1
-        if tree:
-            state[tree_start:] = new_tree_rows(n, m, n)
+        if index == INDEX_TREE:
+            state[index_start:] = new_tree_rows(n, m, n)
         choose = _builtin_choose if strategy.builtin else custom_choose(strategy.function)
         end_slot = push_end_slot if self.params["update"] == "push" else pull_end_slot
         return Kernel(choose, end_slot=end_slot, int_params=ip, float_params=fp,

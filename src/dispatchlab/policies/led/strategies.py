@@ -37,6 +37,7 @@ from numba.core.registry import CPUDispatcher
 from dispatchlab.compiled.kernels import argmin_random_ties, shortest_of_row
 from dispatchlab.compiled.rng import sample_distinct_row, uniform
 from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE
+from dispatchlab.engine.alias import alias_draw
 from dispatchlab.engine.interface import compiled, lazy_function
 from dispatchlab.errors import ValidationError
 from dispatchlab.policies.base import cache_allowed
@@ -72,31 +73,67 @@ def l_jba_pick(estimates, mu, rng, weighted):
     μ_n / Σ_{j∈B} μ_j; when B is empty (all estimates equal) fall back to L-JSQ.
 
     ``weighted`` selects the μ-weighted average Σ μ_n Q̃_n / μ_Σ as the threshold
-    instead of the plain mean (1/N) Σ Q̃_n.
+    instead of the plain mean (1/N) Σ Q̃_n. The plain test is exact in integers:
+    n ∈ B ⟺ N·Q̃_n < Σ_j Q̃_j.
     """
     N = estimates.size
-    total = 0.0
+    total = 0
+    weighted_total = 0.0
     norm = 0.0
-    for n in range(N):
-        w = mu[n] if weighted else 1.0
-        total += w * estimates[n]
-        norm += w
-    average = total / norm
+    if weighted:
+        for n in range(N):
+            weighted_total += mu[n] * estimates[n]
+            norm += mu[n]
+    else:
+        for n in range(N):
+            total += estimates[n]
+    average = weighted_total / norm if weighted else 0.0
     below_rate = 0.0
     for n in range(N):
-        if estimates[n] < average:
+        if _below(estimates[n], N, total, average, weighted):
             below_rate += mu[n]
     if below_rate <= 0.0:
         return argmin_random_ties(estimates, rng)
     u = uniform(rng) * below_rate
     last = -1
     for n in range(N):
-        if estimates[n] < average:
+        if _below(estimates[n], N, total, average, weighted):
             last = n
             u -= mu[n]
             if u < 0.0:
                 return n
     return last  # only reached through rounding in the last subtraction
+
+
+@njit(inline="always", cache=True)
+def _below(estimate, N, total, average, weighted):
+    """n ∈ B: Q̃_n below the μ-weighted ``average``, or N·Q̃_n < ``total`` = Σ Q̃ (plain)."""
+    if weighted:
+        return estimate < average
+    return N * estimate < total
+
+
+#: L-JBA (plain average): alias draws ∝ μ before the scan
+JBA_TRIES = 32
+
+
+@njit(inline="always", cache=True)
+def l_jba_pick_by_sum(estimates, total, mu, table, rng):
+    """L-JBA with the plain average, given ``total`` = Σ_n Q̃_n kept up to date at every
+    write and ``table``, the alias table of μ: O(1) expected per call.
+
+    A draw ∝ μ over all servers, repeated until it falls in B = {n : N·Q̃_n < total}, is
+    a draw ∝ μ within B. After JBA_TRIES misses (B holds little of μ_Σ, or is empty)
+    the scan :func:`l_jba_pick` decides with fresh draws; both branches draw from the
+    same law, so their mixture does too (a different random sequence from the scan's
+    alone, the same law).
+    """
+    N = estimates.size
+    for _ in range(JBA_TRIES):
+        n = alias_draw(rng, table)
+        if N * estimates[n] < total:
+            return n
+    return l_jba_pick(estimates, mu, rng, False)
 
 
 @njit(inline="always", cache=True)

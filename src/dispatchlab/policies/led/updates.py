@@ -31,18 +31,18 @@ from dispatchlab.policies.led.layout import (
     arrival_triggered,
     dispatchers,
     error_stride,
+    estimate_index,
     estimates,
-    has_min_tree,
+    index_kind,
     log_miss,
     measures_error,
-    min_tree,
     pull_position,
     push_d,
     push_position,
     push_sample_row,
     update_p,
+    write_estimate,
 )
-from dispatchlab.policies.led.min_tree import write_estimate
 
 DIAG_ESTIMATION_ERROR, DIAG_ERROR_SAMPLES = 0, 1
 
@@ -69,18 +69,18 @@ def _push_sample(m, Q, memory, d, ctx):
     """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them."""
     N = Q.size
     own = estimates(memory, m)
-    tree = min_tree(memory, m)
-    tracked = has_min_tree(memory)
+    index = estimate_index(memory, m)
+    kind = index_kind(memory)
     if d >= N:  # every server: no randomness needed
         for n in range(N):
-            write_estimate(own, tree, tracked, n, Q[n])
+            write_estimate(own, index, kind, n, Q[n])
     else:
         row = push_sample_row(memory)
         sample_distinct_row(ctx.rng, N, d, memory.ist, row)
         sample = memory.ist[row]
         for i in range(d):
             n = sample[i]
-            write_estimate(own, tree, tracked, n, Q[n])
+            write_estimate(own, index, kind, n, Q[n])
     ctx.msg[PROBE] += d
     ctx.msg[REPLY] += d
 
@@ -154,7 +154,7 @@ def pull_end_slot(slot, step, memory, ctx):
     while position[0] < end:
         n = position[0] - t * N
         m = randint(rng, M) if M > 1 else 0
-        write_estimate(estimates(memory, m), min_tree(memory, m), has_min_tree(memory), n,
+        write_estimate(estimates(memory, m), estimate_index(memory, m), index_kind(memory), n,
                        Q[n])
         ctx.msg[REPORT] += 1
         position[0] += 1 + failures_before_success(rng, p, miss)

@@ -12,7 +12,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from dispatchlab.budget import check_work, system_work
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
@@ -26,8 +25,6 @@ from dispatchlab.cli.output import (
 )
 from dispatchlab.engine.control import Progress, RunInterrupted, progress_to
 from dispatchlab.result import Result
-from dispatchlab.runspec import RunSpec, parse_assignments
-from dispatchlab.stats.stability import below_lower_bound
 
 RUN = "Run"
 
@@ -78,6 +75,9 @@ def run_command(
     yes: options.Yes = False,
 ) -> None:
     """Simulate one policy on one system and report ΣQ, delay, messages and stability."""
+    from dispatchlab.budget import check_work, system_work
+    from dispatchlab.runspec import RunSpec, parse_assignments
+
     base = RunSpec.from_toml(spec) if spec is not None else RunSpec()
     run_spec = base.with_overrides(
         policy=policy, params=parse_assignments(set_) or None, servers=servers,
@@ -126,6 +126,8 @@ def run_status(text: str, runs: int) -> Iterator[None]:
 
 def result_table(result: Result, label: str | None = None) -> Table:
     """The human summary of one run (``label``: the policy or preset name asked for)."""
+    from dispatchlab.stats.stability import below_lower_bound
+
     system = result.system
     table = Table(title=escape(f"dispatchlab run: {label or result.policy}"), show_header=False,
                   title_justify="left")

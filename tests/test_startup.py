@@ -100,3 +100,13 @@ def test_a_run_compiles_only_the_loop_and_its_policy() -> None:
     others = [name for name in compiled if not name.startswith(shared)
               and name != "dispatchlab.policies.classic._jsq_choose"]
     assert others == []  # no other policy, no theory Monte Carlo, no statistics helper
+
+
+def test_warm_compiles_the_named_policies(capsys: pytest.CaptureFixture[str]) -> None:
+    from dispatchlab.cli import main
+
+    assert main(["warm", "--policy", "jsq", "-p", "pod"]) == 0
+    err = capsys.readouterr().err
+    assert "jsq:" in err and "pod:" in err and "2 policies" in err
+    assert main(["warm", "--policy", "no-such-policy"]) == 2  # bad input: one line, exit 2
+    assert capsys.readouterr().err.startswith("error: policy")

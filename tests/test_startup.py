@@ -110,3 +110,20 @@ def test_warm_compiles_the_named_policies(capsys: pytest.CaptureFixture[str]) ->
     assert "jsq:" in err and "pod:" in err and "2 policies" in err
     assert main(["warm", "--policy", "no-such-policy"]) == 2  # bad input: one line, exit 2
     assert capsys.readouterr().err.startswith("error: policy")
+
+
+def test_runs_on_a_pool_compile_first_in_the_parent() -> None:
+    from dispatchlab.cli.run import pooled
+
+    assert not pooled(2, 1, None)  # one replication runs here: nothing to share
+    assert pooled(2, 3, None) and not pooled(1, 3, None)
+    assert pooled(2, 1, 0.01)  # a precision run adds replications on the pool
+
+
+def test_precompile_skips_a_policy_the_small_system_does_not_fit() -> None:
+    from dispatchlab import System
+    from dispatchlab.cli.warm import precompile
+    from dispatchlab.policies import make_policy
+
+    system = System.build("20x0.5", load=0.5, dispatchers=2, dispatch="per_job")
+    precompile(system, ["jsq", make_policy("pod", d=20)])  # d = 20 > 8 servers: skipped

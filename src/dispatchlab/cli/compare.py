@@ -25,6 +25,7 @@ from dispatchlab.cli.output import (
     stdout_console,
 )
 from dispatchlab.cli.run import run_status
+from dispatchlab.cli.warm import precompile
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.result import Result
 
@@ -179,6 +180,8 @@ def compare_command(
                              max_slots=max_slots)
 
     workers_used = resolve_workers(workers, len(chosen))
+    if resolve_workers(workers, len(chosen) * spec.replications) > 1:
+        precompile(system, [item.policy for item in chosen])  # once here, not once per worker
     with run_status(f"{len(chosen)} policies on {workers_used} worker(s) …",
                     len(chosen) * spec.replications):
         results = run()

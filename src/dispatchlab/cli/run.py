@@ -23,6 +23,7 @@ from dispatchlab.cli.output import (
     stderr_console,
     stdout_console,
 )
+from dispatchlab.cli.warm import precompile
 from dispatchlab.engine.control import Progress, RunInterrupted, progress_to
 from dispatchlab.result import Result
 
@@ -96,6 +97,8 @@ def run_command(
         return run_spec.simulate(workers=workers, precision=precision,
                                  precision_abs=precision_abs, max_slots=max_slots)
 
+    if pooled(workers, run_spec.replications, precision or precision_abs):
+        precompile(system, [run_spec.make_policy()])  # once here, not once per worker
     with run_status(f"simulating {escape(label)} …", run_spec.replications):
         result = run()
     if json_:
@@ -103,6 +106,14 @@ def run_command(
         print_json({"label": label, **result.to_dict()})
         return
     stdout_console().print(result_table(result, label=label))
+
+
+def pooled(workers: int | None, replications: int, precision: float | None) -> bool:
+    """Whether a run's replications go to a pool of several worker processes."""
+    from dispatchlab.parallel import resolve_workers
+
+    # a precision run adds replications up to its budget: the pool is sized for many
+    return resolve_workers(workers, replications if precision is None else 1 << 20) > 1
 
 
 @contextmanager

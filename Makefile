@@ -14,9 +14,12 @@ unexport NUMBA_CACHE_DIR
 
 venv: $(STAMP)
 
+# after installing, `dispatchlab warm` compiles the slot loop into numba's cache (~10 s of
+# CPU) so that the first run does not
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
+	$(BIN)/dispatchlab warm
 	touch $(STAMP)
 
 # the quick-start demo: the classical, LED and pull policies on one heterogeneous system

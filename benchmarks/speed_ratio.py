@@ -38,7 +38,7 @@ def _load_old(src: Path, into: Path):
 
 def _runner(package: str, workload, slots: int):
     bench = importlib.import_module(f"{package}.bench")
-    simulate = importlib.import_module(f"{package}.simulate").simulate
+    simulate = importlib.import_module(package).simulate  # the function, old and new layouts
     make_policy = importlib.import_module(f"{package}.policies").make_policy
     w = {x.name: x for x in bench.WORKLOADS}[workload]
     policy = make_policy(w.policy, **w.params, **w.lean_params)

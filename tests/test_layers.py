@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"model", "compiled", "result"},  # the model, compiled building blocks, the Result record
     {"engine", "theory", "stats", "budget", "report.figures"},  # side by side
     {"policies"},  # run by the engine, described by the theory
-    {"simulate"},  # one run of a system and a policy
+    {"simulation"},  # one run of a system and a policy: simulate(), simulate_each()
     {"runspec", "bench", "coverage", "testing"},  # specs and checks built on simulate
     {"experiments"},  # grids, the store, notebook sweeps
     {"report"},  # pages and figures from stored points
@@ -60,6 +60,11 @@ def unit_of_module(name: str) -> str | None:
     return MODULE_UNITS.get(candidate, parts[1])
 
 
+def _is_submodule(name: str) -> bool:
+    """Whether ``from dispatchlab import name`` imports a module (else the facade's name)."""
+    return (PACKAGE / f"{name}.py").is_file() or (PACKAGE / name / "__init__.py").is_file()
+
+
 def _runtime_nodes(tree: ast.AST):
     """Every node except those under ``if TYPE_CHECKING:``."""
     stack = [tree]
@@ -82,8 +87,10 @@ def imported_units(path: Path) -> set[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
-            if node.module == "dispatchlab":  # from dispatchlab import simulate, policies
-                names = [f"dispatchlab.{alias.name}" for alias in node.names]
+            if node.module == "dispatchlab":  # a submodule, or a name of the facade
+                names = [f"dispatchlab.{alias.name}" if _is_submodule(alias.name)
+                         else "dispatchlab" for alias in node.names
+                         if alias.name != "__version__"]  # metadata: the facade imports nothing
         for name in names:
             unit = unit_of_module(name)
             if unit is not None:
@@ -118,8 +125,14 @@ def test_theory_never_imports_policies_or_the_engine() -> None:
 def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("def f():\n    from dispatchlab.policies.base import Policy\n"
-                      "from dispatchlab import simulate\nimport dispatchlab.report.figures\n")
-    assert imported_units(source) == {"policies", "simulate", "report.figures"}
+                      "from dispatchlab import simulation\nimport dispatchlab.report.figures\n")
+    assert imported_units(source) == {"policies", "simulation", "report.figures"}
+
+
+def test_the_checker_sees_the_facade(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("from dispatchlab import policies, simulate\n")  # simulate: a function
+    assert imported_units(source) == {"policies", "__init__"}
 
 
 def test_the_checker_skips_type_checking_blocks(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from dispatchlab.engine.raw import default_bound
 from dispatchlab.errors import ValidationError
 from dispatchlab.parallel import map_tasks, resolve_workers
 from dispatchlab.policies.base import make_policy
-from dispatchlab.simulate import Replication, run_replications, simulate, simulate_each
+from dispatchlab.simulation import Replication, run_replications, simulate, simulate_each
 
 TIMING = ("seconds", "slots_per_second")
 

@@ -9,7 +9,7 @@ import pytest
 from dispatchlab import System
 from dispatchlab.cli import main
 from dispatchlab.errors import ValidationError
-from dispatchlab.simulate import simulate
+from dispatchlab.simulation import simulate
 from dispatchlab.theory.closed_forms import geo_geo_1_mean
 
 

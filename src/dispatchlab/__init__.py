@@ -6,16 +6,41 @@
     >>> df = sweep(system, [policies.JoinShortestQueue(), policies.PowerOfD(d=2)],
     ...            load=[0.8, 0.9], slots=50_000)       # a pandas DataFrame
     >>> fig = plot(df)                                   # E[ΣQ] with CI bands
+
+Every public name is loaded on first use (PEP 562): ``import dispatchlab`` and every
+``dispatchlab.x`` submodule import (the command line's first) load neither numba, nor
+scipy, nor the policies until a name that needs them is asked for.
 """
 
-from dispatchlab import policies
-from dispatchlab.errors import ValidationError
-from dispatchlab.model import System
-from dispatchlab.policies import Policy, make_policy, policy_names
-from dispatchlab.result import Result
-from dispatchlab.simulate import simulate
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr__ below
+    from dispatchlab import policies
+    from dispatchlab.errors import ValidationError
+    from dispatchlab.experiments.notebook import sweep
+    from dispatchlab.model import System
+    from dispatchlab.policies import Policy, make_policy, policy_names
+    from dispatchlab.report.notebook import plot
+    from dispatchlab.result import Result
+    from dispatchlab.simulation import simulate
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it (``policies`` is the subpackage itself)
+_HOMES = {
+    "Policy": "dispatchlab.policies",
+    "Result": "dispatchlab.result",
+    "System": "dispatchlab.model",
+    "ValidationError": "dispatchlab.errors",
+    "make_policy": "dispatchlab.policies",
+    "plot": "dispatchlab.report.notebook",  # matplotlib
+    "policy_names": "dispatchlab.policies",
+    "simulate": "dispatchlab.simulation",
+    "sweep": "dispatchlab.experiments.notebook",  # pandas and the store
+}
 
 __all__ = [
     "Policy",
@@ -32,13 +57,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):  # sweeps pull in pandas, matplotlib and the store: load lazily
-    if name == "sweep":
-        from dispatchlab.experiments.notebook import sweep
+def __getattr__(name: str) -> Any:
+    if name == "policies":
+        return importlib.import_module("dispatchlab.policies")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'dispatchlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
 
-        return sweep
-    if name == "plot":
-        from dispatchlab.report.notebook import plot
 
-        return plot
-    raise AttributeError(f"module 'dispatchlab' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -46,9 +46,9 @@ import numpy as np
 
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
-from dispatchlab.policies.base import make_policy
-from dispatchlab.simulate import simulate
-from dispatchlab.stats.estimators import Estimate, replication_estimate
+
+# the policies, simulate and the estimators (numba, scipy) are imported where a benchmark
+# runs: `dispatchlab bench --help` reads this module's constants
 
 DISPATCHERS = 10
 LOAD = 0.95
@@ -116,6 +116,8 @@ def select_workloads(names: Sequence[str] | None) -> list[Workload]:
 
 def policy_available(workload: Workload) -> str | None:
     """None when the workload's policy can be built, else why not (a short reason)."""
+    from dispatchlab.policies.base import make_policy
+
     try:
         make_policy(workload.policy, **workload.params, **workload.lean_params)
     except ValidationError as error:
@@ -177,6 +179,8 @@ def run_refsim(binary: Path, workload: Workload, slots: int, seed: int) -> dict[
 # --- our side --------------------------------------------------------------------------------
 
 def _simulate(workload: Workload, system: System, slots: int, seed: int, *, full: bool):
+    from dispatchlab.simulation import simulate
+
     params = dict(workload.params) if full else {**workload.params, **workload.lean_params}
     return simulate(system, workload.policy, policy_params=params, slots=slots, seed=seed,
                     track_delay=full, detail=full)
@@ -223,6 +227,8 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
         full = _simulate(workload, system, slots, seed + index, full=True)
         full_speeds.append(full.slots_per_second)
     assert result is not None and full is not None
+    from dispatchlab.stats.estimators import Estimate, replication_estimate
+
     # with repeats (seeds seed, seed+1, …) the CI of ΣQ comes from independent replications
     estimate = (replication_estimate(np.array(means)) if repeat > 1 else
                 Estimate(result.mean_total_queue, result.ci_low, result.ci_high,

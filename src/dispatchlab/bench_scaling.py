@@ -25,7 +25,7 @@ from typing import Any
 from dispatchlab.bench import select_named
 from dispatchlab.errors import require
 from dispatchlab.model.system import System
-from dispatchlab.simulate import simulate
+from dispatchlab.simulation import simulate
 
 SCALING_SERVERS = (100, 1_000, 10_000, 100_000)
 SCALING_DISPATCHERS = (1, 10, 100)

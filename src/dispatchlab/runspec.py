@@ -65,7 +65,7 @@ from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.paths import guarded_io, require_readable_file
 from dispatchlab.policies import Policy, make_policy
 from dispatchlab.result import Result
-from dispatchlab.simulate import WARMUP_METHODS, simulate
+from dispatchlab.simulation import WARMUP_METHODS, simulate
 
 DEFAULT_SERVERS = "50x0.1,50x0.5"
 DEFAULT_DISPATCHERS = 10

@@ -42,7 +42,7 @@ import numpy as np
 from dispatchlab.errors import ValidationError
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Param, Policy, Preset, make_policy, policy_entry
-from dispatchlab.simulate import simulate
+from dispatchlab.simulation import simulate
 
 SHORT_SLOTS = 2_000
 LITTLE_SLOTS = 50_000

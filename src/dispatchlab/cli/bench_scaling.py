@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.table import Table
 
 from dispatchlab.bench import to_json
-from dispatchlab.bench_scaling import RATIO_SERVERS, dispatcher_ratios, relative_cost, run_scaling
 
 TABLE_WIDTH = 160
 
@@ -34,6 +33,8 @@ def scaling_table(cells: Sequence[dict[str, Any]]) -> Table:
 
 def ratio_table(cells: Sequence[dict[str, Any]]) -> Table:
     """cost(M = largest)/cost(M = 1) at N = 10⁴ (or the largest N run) per family."""
+    from dispatchlab.bench_scaling import RATIO_SERVERS, dispatcher_ratios
+
     ratios = dispatcher_ratios(cells)
     servers = (RATIO_SERVERS if any(c["servers"] == RATIO_SERVERS for c in cells)
                else max(c["servers"] for c in cells))
@@ -48,6 +49,8 @@ def ratio_table(cells: Sequence[dict[str, Any]]) -> Table:
 
 def show_scaling(families: Sequence[str] | None, *, quick: bool, json_output: bool) -> None:
     """Run the scaling benchmark; print JSON lines, or the tables at the end."""
+    from dispatchlab.bench_scaling import relative_cost, run_scaling  # simulate: numba
+
     console = Console(stderr=not json_output)
 
     def show(cell: dict[str, Any]) -> None:

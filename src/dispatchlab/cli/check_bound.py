@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
@@ -13,22 +14,17 @@ from dispatchlab.cli import options
 from dispatchlab.cli.app import check_app
 from dispatchlab.cli.output import number, print_json, stdout_console
 from dispatchlab.errors import ValidationError
-from dispatchlab.model.system import System
-from dispatchlab.runspec import RunSpec
-from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
-from dispatchlab.theory.closed_forms import (
-    pooled_queue_bounds,
-    pooled_queue_mean,
-    random_routing_constant,
-    random_routing_total_mean,
-    uniform_rand_critical_load,
-)
+
+if TYPE_CHECKING:
+    from dispatchlab.model.system import System
 
 
 def pooled_queue_reference(system: System) -> tuple[float, str]:
     """E[q] of the pooled queue and how it was obtained: the exact banded solve of its
     stationary law, or — when that does not apply or would be too large — nan, with the
     reason; Kingman's analytic bounds are always reported beside it."""
+    from dispatchlab.theory.closed_forms import pooled_queue_mean  # scipy
+
     try:
         return pooled_queue_mean(system), "exact (banded solve of the stationary law)"
     except ValidationError as error:
@@ -37,6 +33,14 @@ def pooled_queue_reference(system: System) -> tuple[float, str]:
 
 def reference_values(system: System) -> dict[str, float | str]:
     """Every policy-free reference value for ``system`` (nan where none applies)."""
+    from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
+    from dispatchlab.theory.closed_forms import (
+        pooled_queue_bounds,
+        random_routing_constant,
+        random_routing_total_mean,
+        uniform_rand_critical_load,
+    )
+
     def exact(function: Callable[..., float], *args: object) -> float:
         try:
             return float(function(system, *args))
@@ -90,6 +94,8 @@ def bound_command(
 ) -> None:
     """The lower bound ζ/2 (and its finite-ε form), the pooled queue and the random-routing
     references of a system, without simulating."""
+    from dispatchlab.runspec import RunSpec
+
     system = RunSpec().with_overrides(
         servers=servers, dispatchers=dispatchers, load=load, epsilon=epsilon,
         arrivals=arrivals, service=service, dispatch=dispatch, split=split).build_system()

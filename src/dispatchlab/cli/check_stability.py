@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
 import typer
 
 from dispatchlab.cli.app import check_app
 from dispatchlab.cli.output import number, print_json, stdout_console
 from dispatchlab.errors import require
-from dispatchlab.model.service import parse_rates
-from dispatchlab.model.system import System
-from dispatchlab.policies.base import make_policy, policy_entry
-from dispatchlab.policies.framework.fractions import dispatch_fractions
-from dispatchlab.runspec import parse_assignments
-from dispatchlab.theory.stability import StabilityRegion, induced_threshold
+
+if TYPE_CHECKING:
+    from dispatchlab.theory.stability import StabilityRegion
 
 
 def stability_report(policy_name: str, params: dict[str, str], servers: str,
                      load: float | None = None) -> tuple[dict[str, object], StabilityRegion]:
     """Everything the command prints, as one JSON-ready dict, and the region itself."""
+    import numpy as np
+
+    from dispatchlab.model.service import parse_rates
+    from dispatchlab.model.system import System
+    from dispatchlab.policies.base import make_policy, policy_entry  # numba
+    from dispatchlab.policies.framework.fractions import dispatch_fractions
+    from dispatchlab.theory.stability import induced_threshold
+
     mu = parse_rates(servers)
     policy_entry(policy_name)  # a clear error for an unknown name first
     policy = make_policy(policy_name, **params)
@@ -80,6 +84,8 @@ def stability_command(
 ) -> None:
     """λ̄ of Eq. (3), ρ̄ = λ̄/μ_Σ, the bottleneck and throughput optimality of a Π policy
     (THEORY.md §4.3–4.6, §6.4), computed from its dispatch fractions without simulating."""
+    from dispatchlab.runspec import parse_assignments
+
     data, region = stability_report(policy, parse_assignments(set_), servers, load)
     if json:
         print_json(data)

@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 import importlib
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 import typer
 
 from dispatchlab.cli.app import check_app
 from dispatchlab.cli.output import number, print_json, stdout_console
 from dispatchlab.errors import ValidationError, require
-from dispatchlab.model.service import parse_rates
-from dispatchlab.policies.led.strategies import (
-    Strategy,
-    builtin_strategy,
-    custom_strategy,
-    strategy_names,
-)
-from dispatchlab.theory.tilt import MONTE_CARLO_SAMPLES, check_tilt
-from dispatchlab.theory.updates import update_probability
+
+if TYPE_CHECKING:  # the strategies and the tilt check are compiled (numba): loaded when run
+    from dispatchlab.policies.led.strategies import Strategy
 
 SHOWN_RANKS = 5
+#: ``--samples`` by default: theory.tilt's MONTE_CARLO_SAMPLES (a test checks they agree),
+#: written here so that ``--help`` loads no compiled module
+DEFAULT_SAMPLES = 20_000
 
 
 def load_strategy(spec: str, *, pod_d: int, jba_average: str) -> Strategy:
     """A registered name, or ``package.module:attribute`` naming a user strategy."""
+    from dispatchlab.policies.led.strategies import (
+        builtin_strategy,
+        custom_strategy,
+        strategy_names,
+    )
+
     if ":" not in spec:
         require(spec.strip().lower().removeprefix("l-") in strategy_names(), "strategy",
                 f"allowed: {', '.join(strategy_names())}, or module:function for a user "
@@ -65,12 +67,18 @@ def tilt_command(
     d: Annotated[int, typer.Option(help="push: servers sampled per update.")] = 2,
     dispatchers: Annotated[int, typer.Option(help="M (for pull).")] = 10,
     samples: Annotated[int, typer.Option(
-        help="Monte Carlo calls per state (user strategies).")] = MONTE_CARLO_SAMPLES,
+        help="Monte Carlo calls per state (user strategies).")] = DEFAULT_SAMPLES,
     seed: Annotated[int, typer.Option(help="Seed of the state search.")] = 0,
     json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Search estimate vectors for the worst dispatching preference Δ and print the verdict:
     tilted, δ-tilted and δ (THEORY.md §2.2–2.3)."""
+    import numpy as np
+
+    from dispatchlab.model.service import parse_rates
+    from dispatchlab.theory.tilt import check_tilt
+    from dispatchlab.theory.updates import update_probability
+
     mu = parse_rates(servers)
     require(pod_d >= 1, "pod_d", f"must be ≥ 1 (got {pod_d})")
     require(pod_d <= mu.size, "pod_d", f"must be between 1 and N = {mu.size} (got {pod_d})")

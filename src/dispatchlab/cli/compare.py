@@ -8,13 +8,12 @@ pull-based policy, 2·10^5 slots each, all with the same seed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from dispatchlab.budget import check_work, system_work
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
@@ -26,15 +25,14 @@ from dispatchlab.cli.output import (
     stdout_console,
 )
 from dispatchlab.cli.run import run_status
+from dispatchlab.cli.warm import precompile
 from dispatchlab.errors import ValidationError, require
-from dispatchlab.model.system import System
-from dispatchlab.parallel import resolve_workers
-from dispatchlab.policies import Policy, make_policy, policy_names
-from dispatchlab.policies.base import policy_entry
 from dispatchlab.result import Result
-from dispatchlab.runspec import RunSpec, parse_assignments
-from dispatchlab.simulate import simulate_each
-from dispatchlab.stats.stability import below_lower_bound
+
+if TYPE_CHECKING:  # imported where used: the policies load numba (`--help` needs neither)
+    from dispatchlab.model.system import System
+    from dispatchlab.policies import Policy
+    from dispatchlab.runspec import RunSpec
 
 RUN = "Run"
 CLASSICAL = ("wrand", "jsq", "jsed", "pod:d=2", "balanced-pod", "rr")
@@ -45,6 +43,9 @@ DEFAULT_SLOTS = 200_000
 
 def default_policies() -> list[str]:
     """The classical baselines plus every registered LED / pull-based policy."""
+    from dispatchlab.policies import policy_names
+    from dispatchlab.policies.base import policy_entry
+
     chosen = [p for p in CLASSICAL if p.partition(":")[0] in policy_names()]
     family = [name for name in policy_names()
               if getattr(policy_entry(name), "base", policy_entry(name)).__module__.startswith(
@@ -69,6 +70,10 @@ def parse_policy(text: str) -> Entry:
     The row shows the parameters given here and those that differ from the policy's
     defaults, except the ones a preset fixes (its name already says them).
     """
+    from dispatchlab.policies import make_policy
+    from dispatchlab.policies.base import policy_entry
+    from dispatchlab.runspec import parse_assignments
+
     name, _, rest = text.partition(":")
     name = name.strip().lower()
     require(bool(name), "policy", f"expected NAME or NAME:KEY=VALUE,… (got {text!r})")
@@ -142,6 +147,12 @@ def compare_command(
     yes: options.Yes = False,
 ) -> None:
     """Run several policies on one system (same seed) and print one comparison table."""
+    from dispatchlab.budget import check_work, system_work
+    from dispatchlab.parallel import resolve_workers
+    from dispatchlab.runspec import RunSpec
+    from dispatchlab.simulation import simulate_each
+    from dispatchlab.stats.stability import below_lower_bound
+
     spec = RunSpec(slots=slots, seed=seed, replications=replications).with_overrides(
         servers=servers, dispatchers=dispatchers, load=load, epsilon=epsilon,
         arrivals=arrivals, service=service, dispatch=dispatch, split=split,
@@ -169,6 +180,8 @@ def compare_command(
                              max_slots=max_slots)
 
     workers_used = resolve_workers(workers, len(chosen))
+    if resolve_workers(workers, len(chosen) * spec.replications) > 1:
+        precompile(system, [item.policy for item in chosen])  # once here, not once per worker
     with run_status(f"{len(chosen)} policies on {workers_used} worker(s) …",
                     len(chosen) * spec.replications):
         results = run()

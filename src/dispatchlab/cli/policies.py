@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -11,7 +11,9 @@ from rich.table import Table
 
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import print_json, stdout_console
-from dispatchlab.policies import Param, catalog
+
+if TYPE_CHECKING:  # the registry imports every policy module (numba): loaded when listed
+    from dispatchlab.policies import Param
 
 
 def allowed_values(param: Param) -> str:
@@ -50,6 +52,7 @@ def param_record(param: Param) -> dict[str, Any]:
 
 def policy_records() -> list[dict[str, Any]]:
     """One record per registered policy and preset (what ``--json`` prints)."""
+    from dispatchlab.policies import catalog
     from dispatchlab.policies.api import public_name_of
 
     return [

@@ -12,7 +12,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from dispatchlab.budget import check_work, system_work
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
@@ -24,10 +23,9 @@ from dispatchlab.cli.output import (
     stderr_console,
     stdout_console,
 )
+from dispatchlab.cli.warm import precompile
 from dispatchlab.engine.control import Progress, RunInterrupted, progress_to
 from dispatchlab.result import Result
-from dispatchlab.runspec import RunSpec, parse_assignments
-from dispatchlab.stats.stability import below_lower_bound
 
 RUN = "Run"
 
@@ -78,6 +76,9 @@ def run_command(
     yes: options.Yes = False,
 ) -> None:
     """Simulate one policy on one system and report ΣQ, delay, messages and stability."""
+    from dispatchlab.budget import check_work, system_work
+    from dispatchlab.runspec import RunSpec, parse_assignments
+
     base = RunSpec.from_toml(spec) if spec is not None else RunSpec()
     run_spec = base.with_overrides(
         policy=policy, params=parse_assignments(set_) or None, servers=servers,
@@ -96,6 +97,8 @@ def run_command(
         return run_spec.simulate(workers=workers, precision=precision,
                                  precision_abs=precision_abs, max_slots=max_slots)
 
+    if pooled(workers, run_spec.replications, precision or precision_abs):
+        precompile(system, [run_spec.make_policy()])  # once here, not once per worker
     with run_status(f"simulating {escape(label)} …", run_spec.replications):
         result = run()
     if json_:
@@ -103,6 +106,14 @@ def run_command(
         print_json({"label": label, **result.to_dict()})
         return
     stdout_console().print(result_table(result, label=label))
+
+
+def pooled(workers: int | None, replications: int, precision: float | None) -> bool:
+    """Whether a run's replications go to a pool of several worker processes."""
+    from dispatchlab.parallel import resolve_workers
+
+    # a precision run adds replications up to its budget: the pool is sized for many
+    return resolve_workers(workers, replications if precision is None else 1 << 20) > 1
 
 
 @contextmanager
@@ -126,6 +137,8 @@ def run_status(text: str, runs: int) -> Iterator[None]:
 
 def result_table(result: Result, label: str | None = None) -> Table:
     """The human summary of one run (``label``: the policy or preset name asked for)."""
+    from dispatchlab.stats.stability import below_lower_bound
+
     system = result.system
     table = Table(title=escape(f"dispatchlab run: {label or result.policy}"), show_header=False,
                   title_justify="left")

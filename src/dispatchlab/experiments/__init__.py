@@ -8,14 +8,21 @@ The grid's systems and policies are the run spec's :class:`SystemSpec` and
 :class:`PolicySpec` (``dispatchlab.runspec``); its figures are ``dispatchlab.report.figures``.
 """
 
-from dispatchlab.experiments.catalog import (
-    build_experiment,
-    experiment_names,
-    register_experiment,
-)
-from dispatchlab.experiments.spec import ExperimentSpec, Point, SlotsRule
-from dispatchlab.report.figures import FigureSpec, ReferenceLine
-from dispatchlab.runspec import PolicySpec, SystemSpec
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # loaded on first use (__getattr__): the store needs none of them
+    from dispatchlab.experiments.catalog import (
+        build_experiment,
+        experiment_names,
+        register_experiment,
+    )
+    from dispatchlab.experiments.runner import run_experiment
+    from dispatchlab.experiments.spec import ExperimentSpec, Point, SlotsRule
+    from dispatchlab.report.figures import FigureSpec, ReferenceLine
+    from dispatchlab.runspec import PolicySpec, SystemSpec
 
 __all__ = [
     "ExperimentSpec",
@@ -31,10 +38,31 @@ __all__ = [
     "run_experiment",
 ]
 
+#: public name -> its module; every name is loaded on first use, so that importing a
+#: submodule (the store, for ``dispatchlab results``) loads neither numba nor the catalog
+_HOMES = {
+    "ExperimentSpec": "dispatchlab.experiments.spec",
+    "FigureSpec": "dispatchlab.report.figures",
+    "Point": "dispatchlab.experiments.spec",
+    "PolicySpec": "dispatchlab.runspec",
+    "ReferenceLine": "dispatchlab.report.figures",
+    "SlotsRule": "dispatchlab.experiments.spec",
+    "SystemSpec": "dispatchlab.runspec",
+    "build_experiment": "dispatchlab.experiments.catalog",
+    "experiment_names": "dispatchlab.experiments.catalog",
+    "register_experiment": "dispatchlab.experiments.catalog",
+    "run_experiment": "dispatchlab.experiments.runner",
+}
 
-def __getattr__(name: str):  # the runner pulls in executors and the store: load it lazily
-    if name == "run_experiment":
-        from dispatchlab.experiments.runner import run_experiment
 
-        return run_experiment
-    raise AttributeError(name)
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -191,7 +191,7 @@ class _Task:
 
 def _run(system: System, policy: Policy, point: Mapping[str, Any],
          options: Mapping[str, Any]) -> Result:
-    from dispatchlab.simulate import simulate
+    from dispatchlab.simulation import simulate
 
     return simulate(system, policy, slots=int(point["slots"]), warmup=point["warmup"],
                     seed=int(point["seed"]), **options)

@@ -46,7 +46,6 @@ from typing import Any
 
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.result import flat_row
-from dispatchlab.runspec import PolicySpec, SystemSpec
 
 DEFAULT_STORE = "dispatchlab-results.sqlite"
 BUSY_TIMEOUT_MS = 60_000
@@ -359,6 +358,8 @@ class Store:
         Returns whether a row was written: a point already ``done`` is never
         overwritten (another sweep finished it first); a failed row is replaced.
         """
+        from dispatchlab.runspec import PolicySpec, SystemSpec  # the policies: numba
+
         status = "done" if result is not None else "failed"
         metrics = result or {}
         policy = point["policy"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
@@ -207,6 +206,7 @@ def increment_pmf(arrival_pmf: np.ndarray, service_pmf: np.ndarray) -> tuple[np.
 def poisson_binomial_pmf(probabilities: np.ndarray) -> np.ndarray:
     """The law of S_Σ = Σ_n Bernoulli(μ_n): the pooled service of Bernoulli servers,
     as the convolution of one Binomial(count, μ) per distinct rate."""
+    from scipy import stats as scipy_stats  # imported here: ~1 s of CPU, runs never need it
     from scipy.signal import fftconvolve
 
     rates, counts = np.unique(np.asarray(probabilities, dtype=float), return_counts=True)
@@ -237,6 +237,8 @@ def pooled_queue_mean(system: System, size: int | None = None) -> float:
     from its stationary law (numerical, exact up to a truncation checked here)."""
     require(system.service.kind == "bernoulli", "service",
             "pooled_queue_mean needs Bernoulli service")
+    from scipy import stats as scipy_stats
+
     lam = system.arrival_rate
     law = system.arrivals
     if law.law == "poisson":

@@ -32,7 +32,7 @@ import numpy as np
 from dispatchlab.experiments.catalog import register_experiment
 from dispatchlab.experiments.spec import ExperimentSpec, FigureSpec, PolicySpec, SystemSpec
 from dispatchlab.policies import make_policy
-from dispatchlab.simulate import simulate
+from dispatchlab.simulation import simulate
 
 LOADS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
 QUICK_LOADS = (0.5, 0.9)

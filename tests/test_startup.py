@@ -1,0 +1,129 @@
+"""Start-up cost, checked by its causes rather than timed (timings on a shared machine are
+noise; benchmarks/README.md has the measured figures).
+
+``import dispatchlab`` and every ``--help`` load neither numba, nor scipy, nor the policies
+(the package facades load names on first use); a run compiles — or loads from numba's
+disk cache — only the slot loop and its own policy's functions.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+#: modules whose import costs tenths of a second to a second of CPU each
+HEAVY = ("numba", "scipy", "pandas", "matplotlib", "dask", "dispatchlab.policies",
+         "dispatchlab.simulation", "dispatchlab.experiments.catalog")
+
+REPORT_LOADED = (f"\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} "
+                 "if m in sys.modules)))")
+
+
+def _python(code: str) -> str:
+    """Run ``code`` in a fresh interpreter; its stdout (it must succeed)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _heavy_loaded(code: str) -> list[str]:
+    return json.loads(_python(code + REPORT_LOADED).splitlines()[-1])
+
+
+def test_import_dispatchlab_loads_nothing_heavy() -> None:
+    assert _heavy_loaded("import dispatchlab") == []
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"], ["run", "--help"], ["compare", "--help"], ["check", "--help"],
+    ["check", "tilt", "--help"], ["check", "bound", "--help"], ["check", "coverage", "--help"],
+    ["experiment", "--help"], ["results", "--help"], ["bench", "--help"], ["warm", "--help"],
+], ids=" ".join)
+def test_help_loads_nothing_heavy(args: list[str]) -> None:
+    code = f"from dispatchlab.cli import main\nassert main({args!r}) == 0"
+    assert _heavy_loaded(code) == []
+
+
+def test_the_store_loads_no_policy() -> None:
+    assert _heavy_loaded("import dispatchlab.experiments.store") == []
+
+
+def test_the_facade_gives_the_function_simulate_whatever_was_imported_first() -> None:
+    # the module is dispatchlab.simulation: importing it first must not shadow the function
+    _python("import dispatchlab.simulation\nfrom dispatchlab import simulate\n"
+            "assert callable(simulate) and simulate.__module__ == 'dispatchlab.simulation'\n"
+            "import dispatchlab\nassert dispatchlab.simulate is simulate")
+
+
+def test_every_public_name_resolves() -> None:
+    import dispatchlab
+    import dispatchlab.experiments
+
+    for package in (dispatchlab, dispatchlab.experiments):
+        assert sorted(dir(package)) == sorted(package.__all__)
+        for name in package.__all__:
+            assert getattr(package, name) is not None, name
+    with pytest.raises(AttributeError):
+        dispatchlab.no_such_name  # noqa: B018
+
+
+def test_check_tilt_default_samples_is_the_theory_default() -> None:
+    from dispatchlab.cli.check_tilt import DEFAULT_SAMPLES
+    from dispatchlab.theory.tilt import MONTE_CARLO_SAMPLES
+
+    assert DEFAULT_SAMPLES == MONTE_CARLO_SAMPLES
+
+
+COMPILED_BY_A_RUN = """
+import sys
+from numba.core.dispatcher import Dispatcher
+from dispatchlab import System, simulate
+simulate(System.build("4x0.3,4x0.6", load=0.5, dispatchers=2), "jsq", slots=50, seed=1)
+compiled = sorted({f"{value.py_func.__module__}.{value.py_func.__name__}"
+                   for name, module in list(sys.modules.items())
+                   if name.startswith("dispatchlab.")
+                   for value in list(vars(module).values())
+                   if isinstance(value, Dispatcher) and value.overloads})
+print(json.dumps(compiled))
+"""
+
+
+def test_a_run_compiles_only_the_loop_and_its_policy() -> None:
+    compiled = json.loads(_python("import json" + COMPILED_BY_A_RUN).splitlines()[-1])
+    assert "dispatchlab.policies.classic._jsq_choose" in compiled
+    assert any(name.startswith("dispatchlab.engine.loop.") for name in compiled)
+    shared = ("dispatchlab.engine.", "dispatchlab.compiled.")
+    others = [name for name in compiled if not name.startswith(shared)
+              and name != "dispatchlab.policies.classic._jsq_choose"]
+    assert others == []  # no other policy, no theory Monte Carlo, no statistics helper
+
+
+def test_warm_compiles_the_named_policies(capsys: pytest.CaptureFixture[str]) -> None:
+    from dispatchlab.cli import main
+
+    assert main(["warm", "--policy", "jsq", "-p", "pod"]) == 0
+    err = capsys.readouterr().err
+    assert "jsq:" in err and "pod:" in err and "2 policies" in err
+    assert main(["warm", "--policy", "no-such-policy"]) == 2  # bad input: one line, exit 2
+    assert capsys.readouterr().err.startswith("error: policy")
+
+
+def test_runs_on_a_pool_compile_first_in_the_parent() -> None:
+    from dispatchlab.cli.run import pooled
+
+    assert not pooled(2, 1, None)  # one replication runs here: nothing to share
+    assert pooled(2, 3, None) and not pooled(1, 3, None)
+    assert pooled(2, 1, 0.01)  # a precision run adds replications on the pool
+
+
+def test_precompile_skips_a_policy_the_small_system_does_not_fit() -> None:
+    from dispatchlab import System
+    from dispatchlab.cli.warm import precompile
+    from dispatchlab.policies import make_policy
+
+    system = System.build("20x0.5", load=0.5, dispatchers=2, dispatch="per_job")
+    precompile(system, ["jsq", make_policy("pod", d=20)])  # d = 20 > 8 servers: skipped

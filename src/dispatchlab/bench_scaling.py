@@ -31,7 +31,7 @@ SCALING_SERVERS = (100, 1_000, 10_000, 100_000)
 SCALING_DISPATCHERS = (1, 10, 100)
 QUICK_SERVERS = (100, 1_000)
 QUICK_DISPATCHERS = (1, 10)
-SCALING_JOBS = 2_000_000
+SCALING_JOBS = 10_000_000  # ≥ 0.05 s of policy work per cell: above the per-call noise
 QUICK_JOBS = 20_000
 MIN_SLOTS = 20
 #: the measured run is at least this long, so that it dwarfs the probe it is compared to

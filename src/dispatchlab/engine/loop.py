@@ -288,7 +288,11 @@ def _grow_pool(pool, pool_free):
     """The pool at twice its capacity; the new nodes go on top of the free stack."""
     capacity = pool.shape[0]
     grown = np.empty((2 * capacity, 2), np.int64)
-    grown[:capacity] = pool
+    # a loop, not ``grown[:capacity] = pool``: numba's slice assignment (its shape-check
+    # error path) took 3 s of the first run's compile time
+    for i in range(capacity):
+        grown[i, 0] = pool[i, 0]
+        grown[i, 1] = pool[i, 1]
     for i in range(capacity, 2 * capacity):
         grown[i, 0] = 0
         grown[i, 1] = np.int64(i + 1) << np.int64(32)

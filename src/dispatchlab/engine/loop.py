@@ -236,9 +236,21 @@ _f64 = types.float64
 _b = types.boolean
 _iv = types.int64[::1]
 _fv = types.float64[::1]
+#: serve(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
+#: track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
+#: -> (ΣQ(t+1), Σ S_n, departures): the service step for laws other than Bernoulli, which the
+#: loop receives as a first-class function (:data:`serve_other_law`, or
+#: :data:`bernoulli_only` for a Bernoulli run), so that it compiles only for a run that
+#: uses it (about 1 s of the loop's compile time)
+SERVE_SIGNATURE = types.UniTuple(_i64, 3)(
+    _iv, _iv, _iv, _fv, _i64, _i64, types.uint64[::1], _b, _iv,
+    _b, _i64, _i64, types.int64[:, ::1], _iv, _iv, _iv, _fv,
+)
+SERVE_TYPE = types.FunctionType(SERVE_SIGNATURE)
 LOOP_SIGNATURE = _i64(
-    # model
-    _fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b,
+    # model: mu, service_code, service_trials, the other laws' service step (SERVE_TYPE),
+    # arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job
+    _fv, _i64, _i64, SERVE_TYPE, _i64, _f64, _i64, _iv, _fv, _b, _b,
     # policy: choose's adapter (engine.adapter), hooks, has_begin, has_end, memory
     ADAPTER_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b,
     _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
@@ -466,7 +478,6 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t
     return total_queue, total_service, departures
 
 
-@njit(cache=True)
 def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
                      track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments):
     """The service step for the laws other than Bernoulli (the Bernoulli twins are
@@ -492,6 +503,18 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
             _fifo_update(n, arrived, served, t, warmup, pool, tails, pool_free, delay_hist,
                          moments)
     return total_queue, total_service, departures
+
+
+def _bernoulli_only(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
+                    track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments):
+    """The service step a Bernoulli run passes for the other laws: the loop never calls it."""
+    return np.int64(0), np.int64(0), np.int64(0)
+
+
+#: the loop's ``serve_other`` (:data:`SERVE_SIGNATURE`), compiled on first use: for a run
+#: under a law other than Bernoulli, and for a Bernoulli run the stub that is never called
+serve_other_law = lazy_function(_serve_other_law, SERVE_SIGNATURE, allocates=False)
+bernoulli_only = lazy_function(_bernoulli_only, SERVE_SIGNATURE, allocates=False)
 
 
 # _imbalance is exact in int64 while N·(ΣQ)² stays below this
@@ -532,7 +555,7 @@ def _imbalance(Q, total):
 
 @njit(cache=True)
 def _run_segment(
-    t_start, t_stop, mu, service_code, service_trials,
+    t_start, t_stop, mu, service_code, service_trials, serve_other,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
     warmup, block_length, bound, track_delay, detail, rng,
@@ -617,7 +640,7 @@ def _run_segment(
                 Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t, warmup, pool, tails,
                 pool_free, delay_hist, moments)
         else:
-            total_queue, total_service, departures = _serve_other_law(
+            total_queue, total_service, departures = serve_other(
                 Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
                 track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
         total_unused = total_service - departures
@@ -693,7 +716,7 @@ def grow_pool(pool: np.ndarray, pool_free: np.ndarray) -> np.ndarray:
 
 
 def _run_slots(
-    mu, service_code, service_trials,
+    mu, service_code, service_trials, serve_other,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
     t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng,
@@ -712,7 +735,7 @@ def _run_slots(
         return t_start
     # every array goes in borrowed (see _borrowed): the originals live in the caller
     return _run_segment(
-        t_start, t_stop, _borrowed(mu), service_code, service_trials,
+        t_start, t_stop, _borrowed(mu), service_code, service_trials, serve_other,
         arrival_code, arrival_rate, arrival_trials, _borrowed(trace),
         _borrowed(dispatcher_p), batch_split, per_job, choose, begin_slot, end_slot,
         has_begin, has_end, _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst),

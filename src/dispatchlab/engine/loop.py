@@ -565,8 +565,12 @@ def init_loop_state(Q, mu, track_delay):
     for n in range(N):
         carry[CARRY_POOLED] += Q[n]  # the pooled queue q(0) = ΣQ(0)
     # the FIFOs of (arrival slot, job count) batches (see _new_pool): room for the initial
-    # batches and one slot's arrivals; a tiny unused pool without delay tracking
-    pool, tails, pool_free = _new_pool(N, 3 * N + 16) if track_delay else _new_pool(1, 2)
+    # batches and one slot's arrivals; a tiny unused pool without delay tracking (sizes
+    # as int64: literal arguments would compile _new_pool a second time)
+    if track_delay:
+        pool, tails, pool_free = _new_pool(N, 3 * N + 16)
+    else:
+        pool, tails, pool_free = _new_pool(np.int64(1), np.int64(2))
     if track_delay:
         for n in range(N):
             if Q[n] > 0:

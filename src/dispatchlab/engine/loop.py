@@ -46,15 +46,8 @@ from dispatchlab.compiled.rng import (
     weighted_index,
     xoshiro_step,
 )
-from dispatchlab.engine.adapter import ADAPTER_TYPE, pack_arrays
-from dispatchlab.engine.interface import (
-    HOOK_TYPE,
-    Context,
-    Memory,
-    Slot,
-    Step,
-    lazy_function,
-)
+from dispatchlab.engine.adapter import ADAPTER_TYPE, HOOK_ADAPTER_TYPE, pack_arrays
+from dispatchlab.engine.interface import lazy_function
 
 # counters[...] layout
 ARRIVALS, ARRIVALS_MEASURED, DEPARTURES, DISPATCH_EVENTS, DISPATCH_EVENTS_MEASURED = range(5)
@@ -251,8 +244,9 @@ LOOP_SIGNATURE = _i64(
     # model: mu, service_code, service_trials, the other laws' service step (SERVE_TYPE),
     # arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job
     _fv, _i64, _i64, SERVE_TYPE, _i64, _f64, _i64, _iv, _fv, _b, _b,
-    # policy: choose's adapter (engine.adapter), hooks, has_begin, has_end, memory
-    ADAPTER_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b,
+    # policy: the adapters (engine.adapter) of choose and the hooks, has_begin, has_end,
+    # memory
+    ADAPTER_TYPE, HOOK_ADAPTER_TYPE, HOOK_ADAPTER_TYPE, _b, _b,
     _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
     # run control: t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng
     _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
@@ -629,10 +623,12 @@ def _run_slots(
     last_chooser = work[3]
     S = work[4]
     pooled = carry[CARRY_POOLED]
-    memory = Memory(ip, fp, ist, fst)
-    ctx = Context(rng, msg)
     # choose is the policy's adapter (engine.adapter): it reads the arrays from here
     packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg))
+    # and the hooks' adapters theirs: in begin_slot Q_prev is Q(t) itself; in end_slot Q is
+    # Q(t+1) and Q_prev Q(t)
+    begin_packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, Q, A, A_m, diag))
+    end_packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag))
     block = t_start // block_length  # the block of slot t, and the slots left in it
     block_left = block_length - t_start % block_length
     for t in range(t_start, t_stop):
@@ -640,9 +636,8 @@ def _run_slots(
         if t == warmup:
             for k in range(msg.size):
                 msg_at_warmup[k] = msg[k]
-        slot = Slot(t, Q, mu)
-        if has_begin:  # at the slot start Q_prev is Q(t) itself
-            begin_slot(slot, Step(Q, A, A_m, diag, record), memory, ctx)
+        if has_begin:
+            begin_slot(t, record, begin_packed)
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
         total = _draw_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
@@ -705,7 +700,7 @@ def _run_slots(
             counters[MAX_TOTAL_QUEUE] = total_queue
 
         if has_end:
-            end_slot(slot, Step(Q_prev, A, A_m, diag, record), memory, ctx)  # Q is Q(t+1)
+            end_slot(t, record, end_packed)
 
         block_sum[block] += total_queue
         block_pooled[block] += pooled

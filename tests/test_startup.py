@@ -82,12 +82,16 @@ COMPILED_BY_A_RUN = """
 import sys
 from numba.core.dispatcher import Dispatcher
 from dispatchlab import System, simulate
+from dispatchlab.engine.adapter import _ADAPTERS
 simulate(System.build("4x0.3,4x0.6", load=0.5, dispatchers=2), "jsq", slots=50, seed=1)
-compiled = sorted({f"{value.py_func.__module__}.{value.py_func.__name__}"
-                   for name, module in list(sys.modules.items())
-                   if name.startswith("dispatchlab.")
-                   for value in list(vars(module).values())
-                   if isinstance(value, Dispatcher) and value.overloads})
+compiled = {f"{value.py_func.__module__}.{value.py_func.__name__}"
+            for name, module in list(sys.modules.items())
+            if name.startswith("dispatchlab.")
+            for value in list(vars(module).values())
+            if isinstance(value, Dispatcher) and value.overloads}
+# a policy's choose is compiled inside the loop's adapter for it (engine/adapter.py)
+compiled |= {f"{choose.py_func.__module__}.{choose.py_func.__name__}" for choose in _ADAPTERS}
+compiled = sorted(compiled)
 print(json.dumps(compiled))
 """
 

@@ -1,4 +1,5 @@
-"""The adapter through which the slot loop calls a policy's ``choose`` (engine.adapter)."""
+"""The adapters through which the slot loop calls a policy's ``choose`` and hooks
+(engine.adapter)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from numba import njit, types
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine.adapter import (
     ADAPTER_TYPE,
+    HOOK_ADAPTER_TYPE,
     _AdapterCache,
     _inlining_adapter,
     choose_adapter,
+    hook_adapter,
     pack_arrays,
 )
-from dispatchlab.engine.interface import Context, Slot, compiled
+from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled, no_hook
 from dispatchlab.model.system import System
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.classic import _jsq_choose, _pod_choose
@@ -26,6 +29,13 @@ _fv = types.float64[::1]
                   types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], _iv))
 def _call(adapter, m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
     return adapter(m, jobs, t, pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg)))
+
+
+@njit(types.none(HOOK_ADAPTER_TYPE, types.int64, types.boolean, _iv, _fv, _iv, _fv,
+                 types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], _iv, _iv, _iv,
+                 _iv, _fv))
+def _call_hook(adapter, t, record, Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag):
+    adapter(t, record, pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag)))
 
 
 def _state(policy: str, **params):
@@ -69,3 +79,36 @@ def test_adapter_cache_key_describes_the_policy_function() -> None:
     key = _AdapterCache(_inlining_adapter(_jsq_choose), _jsq_choose)._policy_key
     assert key == _AdapterCache(_inlining_adapter(_jsq_choose), _jsq_choose)._policy_key
     assert key != _AdapterCache(_inlining_adapter(_pod_choose), _pod_choose)._policy_key
+
+
+def test_hook_adapters_update_memory_and_draw_like_the_hooks() -> None:
+    """LED push and pull updates, and a Π policy's hooks (which allocate), through their
+    adapters: the same memory, draws, messages and diagnostics as calling them directly."""
+    cases = (("led", {"strategy": "pod", "update": "push", "p": 0.3, "d": 2, "pod_d": 2}),
+             ("led", {"strategy": "jsq", "update": "pull", "p": 0.3}), ("pi-jsq", {}))
+    for policy, params in cases:
+        system, kernel, _ = _state(policy, **params)
+        hooks = [h for h in (kernel.begin_slot, kernel.end_slot) if h is not no_hook]
+        assert hooks, policy
+        states = np.random.default_rng(1)
+        for hook in hooks:
+            direct, adapted = kernel.memory(), kernel.memory()
+            direct_rng, adapted_rng = make_rng_state(3), make_rng_state(3)
+            direct_msg, adapted_msg = np.zeros(5, np.int64), np.zeros(5, np.int64)
+            direct_diag = np.zeros(max(1, kernel.n_diagnostics))
+            adapted_diag = direct_diag.copy()
+            adapter, compiled_hook = hook_adapter(hook), compiled(hook)
+            for t in range(100):
+                Q = states.integers(0, 6, 5).astype(np.int64)
+                Q_prev = states.integers(0, 6, 5).astype(np.int64)
+                A = states.integers(0, 3, 5).astype(np.int64)
+                A_m = states.integers(0, 4, 3).astype(np.int64)
+                record = t >= 10
+                compiled_hook(Slot(t, Q, system.mu), Step(Q_prev, A, A_m, direct_diag, record),
+                              direct, Context(direct_rng, direct_msg))
+                _call_hook(adapter, t, record, Q, system.mu, *adapted, adapted_rng,
+                           adapted_msg, Q_prev, A, A_m, adapted_diag)
+            for left, right in zip(Memory(*direct), Memory(*adapted), strict=True):
+                assert (left == right).all(), (policy, params)
+            assert (direct_rng == adapted_rng).all() and (direct_msg == adapted_msg).all()
+            assert (direct_diag == adapted_diag).all(), (policy, params)

@@ -1,4 +1,4 @@
-"""The adapter through which the slot loop calls a policy's ``choose``.
+"""The adapters through which the slot loop calls a policy's ``choose`` and hooks.
 
 A first-class function call passes every argument by value, flattened: ``choose(m, jobs,
 slot, memory, ctx)`` is 65 machine words (7 per 1-D array, 9 per 2-D one), loaded and
@@ -6,7 +6,10 @@ stored again on every call although only ``m``, ``jobs`` and ``t`` change (about
 a pod2 dispatch went into it). The loop instead packs the arrays once per chunk into a
 tuple on its stack (:func:`pack_arrays`) and calls, through :data:`ADAPTER_TYPE`, a small
 per-policy adapter ``adapter(m, jobs, t, packed)`` that unpacks them and runs the policy's
-``choose`` inlined, so only the fields the policy reads are ever loaded.
+``choose`` inlined, so only the fields the policy reads are ever loaded. The hooks
+``begin_slot``/``end_slot`` go the same way (:func:`hook_adapter`): the loop packs the
+arrays of their four tuples once per chunk (:data:`HOOK_PACKED_TYPE`, one pack per hook) and
+calls ``adapter(t, record, packed)``.
 
 The loop itself stays compiled once for every policy; each adapter is compiled (or loaded
 from numba's disk cache, keyed by the policy function's module, name, bytecode and source
@@ -24,7 +27,7 @@ from numba.core import cgutils
 from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 
-from dispatchlab.engine.interface import Context, Memory, Slot, compiled
+from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled
 
 _i64 = types.int64
 #: the arrays of Slot, Memory and Context, in the order (Q, μ, ip, fp, ist, fst, rng, msg)
@@ -32,16 +35,26 @@ PACKED_TYPE = types.Tuple((
     types.int64[::1], types.float64[::1], types.int64[::1], types.float64[::1],
     types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], types.int64[::1],
 ))
+#: the arrays of a hook's Slot, Step, Memory and Context: (Q, μ, ip, fp, ist, fst, rng,
+#: msg, Q_prev, A, A_m, diag)
+HOOK_PACKED_TYPE = types.Tuple((
+    *PACKED_TYPE.types, types.int64[::1], types.int64[::1], types.int64[::1],
+    types.float64[::1],
+))
 #: adapter(m, jobs, t, packed) -> server
 ADAPTER_SIGNATURE = _i64(_i64, _i64, _i64, types.voidptr)
 ADAPTER_TYPE = types.FunctionType(ADAPTER_SIGNATURE)
+#: hook adapter(t, record, packed)
+HOOK_ADAPTER_SIGNATURE = types.none(_i64, types.boolean, types.voidptr)
+HOOK_ADAPTER_TYPE = types.FunctionType(HOOK_ADAPTER_SIGNATURE)
 
 
 @intrinsic
 def pack_arrays(typingctx, arrays):
-    """A pointer to a copy of the tuple ``arrays`` (:data:`PACKED_TYPE`) on the caller's
-    stack: valid until the calling function returns."""
-    if arrays != PACKED_TYPE:
+    """A pointer to a copy of the tuple ``arrays`` (:data:`PACKED_TYPE` or
+    :data:`HOOK_PACKED_TYPE`) on the caller's stack: valid until the calling function
+    returns."""
+    if arrays not in (PACKED_TYPE, HOOK_PACKED_TYPE):
         return None
 
     def codegen(context, builder, signature, args):
@@ -63,6 +76,19 @@ def _unpack_arrays(typingctx, pointer):
         return builder.load(builder.bitcast(args[0], tuple_type.as_pointer()))
 
     return PACKED_TYPE(types.voidptr), codegen
+
+
+@intrinsic
+def _unpack_hook_arrays(typingctx, pointer):
+    """The tuple (:data:`HOOK_PACKED_TYPE`) that :func:`pack_arrays` stored at ``pointer``."""
+    if pointer != types.voidptr:
+        return None
+
+    def codegen(context, builder, signature, args):
+        tuple_type = context.get_value_type(HOOK_PACKED_TYPE)
+        return builder.load(builder.bitcast(args[0], tuple_type.as_pointer()))
+
+    return HOOK_PACKED_TYPE(types.voidptr), codegen
 
 
 class _AdapterCache(FunctionCache):
@@ -115,33 +141,65 @@ def _calling_adapter(choose: Any) -> Any:
     return adapter
 
 
+def _inlining_hook_adapter(hook: Any) -> Any:
+    body = njit(inline="always")(hook.py_func)
+
+    def hook_adapter(t, record, packed):
+        Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag = _unpack_hook_arrays(packed)
+        body(Slot(t, Q, mu), Step(Q_prev, A, A_m, diag, record), Memory(ip, fp, ist, fst),
+             Context(rng, msg))
+
+    return hook_adapter
+
+
+def _calling_hook_adapter(hook: Any) -> Any:
+    def hook_adapter(t, record, packed):
+        Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag = _unpack_hook_arrays(packed)
+        hook(Slot(t, Q, mu), Step(Q_prev, A, A_m, diag, record), Memory(ip, fp, ist, fst),
+             Context(rng, msg))
+
+    return hook_adapter
+
+
+def hook_adapter(hook: Any) -> Any:
+    """The compiled adapter (:data:`HOOK_ADAPTER_SIGNATURE`) that runs ``hook`` (a function
+    declared with ``hook_function``) for the slot loop; one per function and process."""
+    return _adapter(hook, _inlining_hook_adapter, _calling_hook_adapter,
+                    HOOK_ADAPTER_SIGNATURE)
+
+
 def choose_adapter(choose: Any) -> Any:
     """The compiled adapter (:data:`ADAPTER_SIGNATURE`) that runs ``choose`` (a function
     declared with ``choose_function``) for the slot loop; one per function and process."""
-    adapter = _ADAPTERS.get(choose)
+    return _adapter(choose, _inlining_adapter, _calling_adapter, ADAPTER_SIGNATURE)
+
+
+def _adapter(function: Any, inlining: Any, calling: Any, signature: Any) -> Any:
+    adapter = _ADAPTERS.get(function)
     if adapter is not None:
         return adapter
-    options = {} if choose.targetoptions.get("_nrt", True) else {"_nrt": False}
+    options = {} if function.targetoptions.get("_nrt", True) else {"_nrt": False}
     try:
-        adapter = _compile(_inlining_adapter(choose), choose, options)
+        adapter = _compile(inlining(function), function, options, signature)
     except errors.NumbaError:
         # a function numba cannot inline: compile it on its own (this raises the error of
-        # a choose that does not compile at all) and call it from the adapter
-        adapter = _compile(_calling_adapter(compiled(choose)), choose, options)
-    _ADAPTERS[choose] = adapter
+        # a function that does not compile at all) and call it from the adapter
+        adapter = _compile(calling(compiled(function)), function, options, signature)
+    _ADAPTERS[function] = adapter
     return adapter
 
 
-def _compile(py_func: Any, choose: Any, options: dict[str, Any]) -> Any:
+def _compile(py_func: Any, choose: Any, options: dict[str, Any], signature: Any) -> Any:
     # a name of its own per policy function: numba names compiled code after the Python
     # function and a per-process counter, so two adapters loaded from the disk cache
     # (compiled by different processes) could otherwise define the same symbol, and the
     # loop would call whichever the process loaded last
     policy = f"{choose.py_func.__module__}.{choose.py_func.__qualname__}"
-    py_func.__qualname__ = py_func.__name__ = "adapter_for_" + re.sub(r"\W", "_", policy)
+    py_func.__qualname__ = py_func.__name__ = (
+        f"{py_func.__name__}_for_" + re.sub(r"\W", "_", policy))
     dispatcher = njit(**options)(py_func)
     if _is_cached(choose):
         dispatcher._cache = _AdapterCache(py_func, choose)
-    dispatcher.compile(ADAPTER_SIGNATURE)
+    dispatcher.compile(signature)
     dispatcher.disable_compile()
     return dispatcher

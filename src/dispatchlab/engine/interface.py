@@ -1,9 +1,9 @@
 """The compiled policy interface: the three functions a policy gives the slot loop.
 
 The slot loop (:mod:`dispatchlab.engine.loop`) is compiled once and receives a
-policy's functions as first-class compiled functions with the fixed signatures
-below, so adding a policy never edits or recompiles the loop, and every compiled
-piece is cached on disk::
+policy's functions as first-class compiled functions (each inlined into a small adapter
+of its own, :mod:`dispatchlab.engine.adapter`) with the fixed signatures below, so adding
+a policy never edits or recompiles the loop, and every compiled piece is cached on disk::
 
     choose(m, jobs, slot, memory, ctx) -> server       # @choose_function
     begin_slot(slot, step, memory, ctx) -> None        # @hook_function

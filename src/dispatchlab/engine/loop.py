@@ -46,15 +46,8 @@ from dispatchlab.compiled.rng import (
     weighted_index,
     xoshiro_step,
 )
-from dispatchlab.engine.adapter import ADAPTER_TYPE, pack_arrays
-from dispatchlab.engine.interface import (
-    HOOK_TYPE,
-    Context,
-    Memory,
-    Slot,
-    Step,
-    lazy_function,
-)
+from dispatchlab.engine.adapter import ADAPTER_TYPE, HOOK_ADAPTER_TYPE, pack_arrays
+from dispatchlab.engine.interface import lazy_function
 
 # counters[...] layout
 ARRIVALS, ARRIVALS_MEASURED, DEPARTURES, DISPATCH_EVENTS, DISPATCH_EVENTS_MEASURED = range(5)
@@ -236,11 +229,24 @@ _f64 = types.float64
 _b = types.boolean
 _iv = types.int64[::1]
 _fv = types.float64[::1]
+#: serve(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
+#: track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
+#: -> (ΣQ(t+1), Σ S_n, departures): the service step for laws other than Bernoulli, which the
+#: loop receives as a first-class function (:data:`serve_other_law`, or
+#: :data:`bernoulli_only` for a Bernoulli run), so that it compiles only for a run that
+#: uses it (about 1 s of the loop's compile time)
+SERVE_SIGNATURE = types.UniTuple(_i64, 3)(
+    _iv, _iv, _iv, _fv, _i64, _i64, types.uint64[::1], _b, _iv,
+    _b, _i64, _i64, types.int64[:, ::1], _iv, _iv, _iv, _fv,
+)
+SERVE_TYPE = types.FunctionType(SERVE_SIGNATURE)
 LOOP_SIGNATURE = _i64(
-    # model
-    _fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b,
-    # policy: choose's adapter (engine.adapter), hooks, has_begin, has_end, memory
-    ADAPTER_TYPE, HOOK_TYPE, HOOK_TYPE, _b, _b,
+    # model: mu, service_code, service_trials, the other laws' service step (SERVE_TYPE),
+    # arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job
+    _fv, _i64, _i64, SERVE_TYPE, _i64, _f64, _i64, _iv, _fv, _b, _b,
+    # policy: the adapters (engine.adapter) of choose and the hooks, has_begin, has_end,
+    # memory
+    ADAPTER_TYPE, HOOK_ADAPTER_TYPE, HOOK_ADAPTER_TYPE, _b, _b,
     _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
     # run control: t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng
     _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
@@ -288,7 +294,11 @@ def _grow_pool(pool, pool_free):
     """The pool at twice its capacity; the new nodes go on top of the free stack."""
     capacity = pool.shape[0]
     grown = np.empty((2 * capacity, 2), np.int64)
-    grown[:capacity] = pool
+    # a loop, not ``grown[:capacity] = pool``: numba's slice assignment (its shape-check
+    # error path) took 3 s of the first run's compile time
+    for i in range(capacity):
+        grown[i, 0] = pool[i, 0]
+        grown[i, 1] = pool[i, 1]
     for i in range(capacity, 2 * capacity):
         grown[i, 0] = 0
         grown[i, 1] = np.int64(i + 1) << np.int64(32)
@@ -462,7 +472,6 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t
     return total_queue, total_service, departures
 
 
-@njit(cache=True)
 def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
                      track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments):
     """The service step for the laws other than Bernoulli (the Bernoulli twins are
@@ -488,6 +497,18 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
             _fifo_update(n, arrived, served, t, warmup, pool, tails, pool_free, delay_hist,
                          moments)
     return total_queue, total_service, departures
+
+
+def _bernoulli_only(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
+                    track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments):
+    """The service step a Bernoulli run passes for the other laws: the loop never calls it."""
+    return np.int64(0), np.int64(0), np.int64(0)
+
+
+#: the loop's ``serve_other`` (:data:`SERVE_SIGNATURE`), compiled on first use: for a run
+#: under a law other than Bernoulli, and for a Bernoulli run the stub that is never called
+serve_other_law = lazy_function(_serve_other_law, SERVE_SIGNATURE, allocates=False)
+bernoulli_only = lazy_function(_bernoulli_only, SERVE_SIGNATURE, allocates=False)
 
 
 # _imbalance is exact in int64 while N·(ΣQ)² stays below this
@@ -527,18 +548,71 @@ def _imbalance(Q, total):
 
 
 @njit(cache=True)
-def _run_segment(
-    t_start, t_stop, mu, service_code, service_trials,
+def init_loop_state(Q, mu, track_delay):
+    """The loop state that :func:`run_slots` carries from chunk to chunk, for a run that
+    starts from queues ``Q``: (work, carry, pool, tails, pool_free, thresholds)."""
+    N = Q.size
+    # A, Q_prev, last slot chosen, last chooser, service S(t) (then the jobs served)
+    work = np.zeros((5, N), np.int64)
+    work[2, :] = -1
+    carry = np.zeros(N_CARRY, np.int64)
+    for n in range(N):
+        carry[CARRY_POOLED] += Q[n]  # the pooled queue q(0) = ΣQ(0)
+    # the FIFOs of (arrival slot, job count) batches (see _new_pool): room for the initial
+    # batches and one slot's arrivals; a tiny unused pool without delay tracking (sizes
+    # as int64: literal arguments would compile _new_pool a second time)
+    if track_delay:
+        pool, tails, pool_free = _new_pool(N, 3 * N + 16)
+    else:
+        pool, tails, pool_free = _new_pool(np.int64(1), np.int64(2))
+    if track_delay:
+        for n in range(N):
+            if Q[n] > 0:
+                _fifo_append(n, -1, Q[n], pool, tails, pool_free)
+    # Bernoulli(μ_n) service as an integer compare on 53 random bits (bernoulli_threshold)
+    thresholds = np.zeros(N, np.uint64)
+    for n in range(N):
+        thresholds[n] = bernoulli_threshold(mu[n])
+    return work, carry, pool, tails, pool_free, thresholds
+
+
+def grow_pool(pool: np.ndarray, pool_free: np.ndarray) -> np.ndarray:
+    """The FIFO pool at twice its capacity (after a chunk stopped with CARRY_FIFO_FULL);
+    updates ``pool_free`` in place."""
+    return _grow_pool(pool, pool_free)
+
+
+def _run_slots(
+    mu, service_code, service_trials, serve_other,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
-    warmup, block_length, bound, track_delay, detail, rng,
+    t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
-    counters, moments, work, carry, pool, tails, pool_free, thresholds,
+    counters, moments,
+    work, carry, pool, tails, pool_free, thresholds,
 ):
-    """Slots from ``t_start`` until ``t_stop``, a FIFO pool short of free nodes, the bound
-    or a bad target; returns the next slot to run (the slot of a bad target itself: it is
-    left half done) and sets ``carry[CARRY_STATUS]``."""
+    """Run slots [``t_start``, ``t_stop``) of a ``slots``-slot run from the state left by the
+    previous chunk (or :func:`init_loop_state`). Returns the next slot to run; it is below
+    ``t_stop`` when the chunk stopped early: ``carry[CARRY_STATUS]`` says why (the bound or
+    a bad target; the slot of a bad target is returned, left half done), or
+    ``carry[CARRY_FIFO_FULL]`` is set and the caller grows the FIFO pool (:func:`grow_pool`)
+    before the next call."""
+    # every array is used borrowed (see _borrowed): the originals live in the caller. (One
+    # function, not a wrapper that borrows and calls the loop: that compiled ~0.7 s longer.)
+    mu, trace, dispatcher_p = _borrowed(mu), _borrowed(trace), _borrowed(dispatcher_p)
+    ip, fp, ist, fst = _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst)
+    rng = _borrowed(rng)
+    Q, A_m, queue_sum = _borrowed(Q), _borrowed(A_m), _borrowed(queue_sum)
+    block_sum, block_pooled = _borrowed(block_sum), _borrowed(block_pooled)
+    delay_hist, queue_hist = _borrowed(delay_hist), _borrowed(queue_hist)
+    msg, msg_at_warmup, diag = _borrowed(msg), _borrowed(msg_at_warmup), _borrowed(diag)
+    counters, moments, work = _borrowed(counters), _borrowed(moments), _borrowed(work)
+    carry, pool, tails = _borrowed(carry), _borrowed(pool), _borrowed(tails)
+    pool_free, thresholds = _borrowed(pool_free), _borrowed(thresholds)
+    carry[CARRY_STATUS] = STATUS_RUNNING
+    if not (0 <= t_start <= t_stop <= slots):
+        return t_start
     N = Q.size
     M = A_m.size
     cumulative = np.cumsum(dispatcher_p)
@@ -549,10 +623,12 @@ def _run_segment(
     last_chooser = work[3]
     S = work[4]
     pooled = carry[CARRY_POOLED]
-    memory = Memory(ip, fp, ist, fst)
-    ctx = Context(rng, msg)
     # choose is the policy's adapter (engine.adapter): it reads the arrays from here
     packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg))
+    # and the hooks' adapters theirs: in begin_slot Q_prev is Q(t) itself; in end_slot Q is
+    # Q(t+1) and Q_prev Q(t)
+    begin_packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, Q, A, A_m, diag))
+    end_packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag))
     block = t_start // block_length  # the block of slot t, and the slots left in it
     block_left = block_length - t_start % block_length
     for t in range(t_start, t_stop):
@@ -560,9 +636,8 @@ def _run_segment(
         if t == warmup:
             for k in range(msg.size):
                 msg_at_warmup[k] = msg[k]
-        slot = Slot(t, Q, mu)
-        if has_begin:  # at the slot start Q_prev is Q(t) itself
-            begin_slot(slot, Step(Q, A, A_m, diag, record), memory, ctx)
+        if has_begin:
+            begin_slot(t, record, begin_packed)
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
         total = _draw_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
@@ -613,7 +688,7 @@ def _run_segment(
                 Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t, warmup, pool, tails,
                 pool_free, delay_hist, moments)
         else:
-            total_queue, total_service, departures = _serve_other_law(
+            total_queue, total_service, departures = serve_other(
                 Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
                 track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
         total_unused = total_service - departures
@@ -625,7 +700,7 @@ def _run_segment(
             counters[MAX_TOTAL_QUEUE] = total_queue
 
         if has_end:
-            end_slot(slot, Step(Q_prev, A, A_m, diag, record), memory, ctx)  # Q is Q(t+1)
+            end_slot(t, record, end_packed)
 
         block_sum[block] += total_queue
         block_pooled[block] += pooled
@@ -655,70 +730,6 @@ def _run_segment(
             return t + 1
     carry[CARRY_POOLED] = pooled
     return t_stop
-
-
-@njit(cache=True)
-def init_loop_state(Q, mu, track_delay):
-    """The loop state that :func:`run_slots` carries from chunk to chunk, for a run that
-    starts from queues ``Q``: (work, carry, pool, tails, pool_free, thresholds)."""
-    N = Q.size
-    # A, Q_prev, last slot chosen, last chooser, service S(t) (then the jobs served)
-    work = np.zeros((5, N), np.int64)
-    work[2, :] = -1
-    carry = np.zeros(N_CARRY, np.int64)
-    for n in range(N):
-        carry[CARRY_POOLED] += Q[n]  # the pooled queue q(0) = ΣQ(0)
-    # the FIFOs of (arrival slot, job count) batches (see _new_pool): room for the initial
-    # batches and one slot's arrivals; a tiny unused pool without delay tracking
-    pool, tails, pool_free = _new_pool(N, 3 * N + 16) if track_delay else _new_pool(1, 2)
-    if track_delay:
-        for n in range(N):
-            if Q[n] > 0:
-                _fifo_append(n, -1, Q[n], pool, tails, pool_free)
-    # Bernoulli(μ_n) service as an integer compare on 53 random bits (bernoulli_threshold)
-    thresholds = np.zeros(N, np.uint64)
-    for n in range(N):
-        thresholds[n] = bernoulli_threshold(mu[n])
-    return work, carry, pool, tails, pool_free, thresholds
-
-
-def grow_pool(pool: np.ndarray, pool_free: np.ndarray) -> np.ndarray:
-    """The FIFO pool at twice its capacity (after a chunk stopped with CARRY_FIFO_FULL);
-    updates ``pool_free`` in place."""
-    return _grow_pool(pool, pool_free)
-
-
-def _run_slots(
-    mu, service_code, service_trials,
-    arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
-    choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
-    t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng,
-    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
-    diag,
-    counters, moments,
-    work, carry, pool, tails, pool_free, thresholds,
-):
-    """Run slots [``t_start``, ``t_stop``) of a ``slots``-slot run from the state left by the
-    previous chunk (or :func:`init_loop_state`). Returns the next slot to run; it is below
-    ``t_stop`` when the chunk stopped early: ``carry[CARRY_STATUS]`` says why (the bound or
-    a bad target), or ``carry[CARRY_FIFO_FULL]`` is set and the caller grows the FIFO pool
-    (:func:`grow_pool`) before the next call."""
-    carry[CARRY_STATUS] = STATUS_RUNNING
-    if not (0 <= t_start <= t_stop <= slots):
-        return t_start
-    # every array goes in borrowed (see _borrowed): the originals live in the caller
-    return _run_segment(
-        t_start, t_stop, _borrowed(mu), service_code, service_trials,
-        arrival_code, arrival_rate, arrival_trials, _borrowed(trace),
-        _borrowed(dispatcher_p), batch_split, per_job, choose, begin_slot, end_slot,
-        has_begin, has_end, _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst),
-        warmup, block_length, bound, track_delay, detail, _borrowed(rng),
-        _borrowed(Q), _borrowed(A_m), _borrowed(queue_sum), _borrowed(block_sum),
-        _borrowed(block_pooled), _borrowed(delay_hist), _borrowed(queue_hist),
-        _borrowed(msg), _borrowed(msg_at_warmup), _borrowed(diag),
-        _borrowed(counters), _borrowed(moments), _borrowed(work), _borrowed(carry),
-        _borrowed(pool), _borrowed(tails), _borrowed(pool_free), _borrowed(thresholds),
-    )
 
 
 #: one chunk of the slot loop, compiled once for every policy with :data:`LOOP_SIGNATURE`

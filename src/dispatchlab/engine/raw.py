@@ -9,7 +9,7 @@ import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine import loop
-from dispatchlab.engine.adapter import choose_adapter
+from dispatchlab.engine.adapter import choose_adapter, hook_adapter
 from dispatchlab.engine.control import (
     ChunkSizer,
     RunInterrupted,
@@ -105,7 +105,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         progress.start_run()
     run_slots = compiled(loop.run_slots, only=True)
     choose = choose_adapter(kernel.choose)
-    begin_slot, end_slot = compiled(kernel.begin_slot), compiled(kernel.end_slot)
+    begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
+    serve_other = compiled(loop.serve_other_law if system.service.code != 0
+                           else loop.bernoulli_only)
     start = time.perf_counter()
     t = 0
     with sigint_caught() as interrupted:
@@ -113,7 +115,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             chunk_start = time.perf_counter()
             t_before = t
             t = int(run_slots(
-                system.mu, system.service.code, system.service.trials,
+                system.mu, system.service.code, system.service.trials, serve_other,
                 system.arrivals.code, float(system.arrival_rate), system.arrivals.trials,
                 trace, system.weights, system.split == "batch", per_job,
                 choose, begin_slot, end_slot,

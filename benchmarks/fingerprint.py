@@ -12,6 +12,7 @@ timings) with full precision to a JSON file. Compare two files with ``--compare`
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from dataclasses import asdict
@@ -129,9 +130,21 @@ def _compare(before: dict[str, Any], after: dict[str, Any]) -> int:
     return 1 if bad else 0
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "--compare":
-        with open(sys.argv[2]) as f1, open(sys.argv[3]) as f2:
-            sys.exit(_compare(json.load(f1), json.load(f2)))
-    with open(sys.argv[1], "w") as f:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", help="write the fingerprint to this JSON file")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="compare two fingerprint files; exit 1 if any differ")
+    args = parser.parse_args(argv)
+    if args.compare:
+        with open(args.compare[0]) as f1, open(args.compare[1]) as f2:
+            return _compare(json.load(f1), json.load(f2))
+    if not args.out:
+        parser.error("give an output file, or --compare BEFORE AFTER")
+    with open(args.out, "w") as f:
         json.dump(fingerprint(), f, indent=0, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -37,7 +37,7 @@ MIN_SLOTS = 20
 #: the measured run is at least this long, so that it dwarfs the probe it is compared to
 #: (at N = 10⁵ 2·10⁶ jobs are only 56 slots: a difference of two near-equal CPU times)
 MEASURED_MIN_SLOTS = 10 * MIN_SLOTS
-CELL_BUDGET_SECONDS = 20.0  # a cell whose probe projects more runs only the probe
+CELL_BUDGET_SECONDS = 20.0  # a cell runs at most about this long (CPU seconds)
 LOAD = 0.9
 SEED = 11
 RATIO_SERVERS = 10_000  # where cost(M = max)/cost(M = 1) is read
@@ -104,11 +104,12 @@ def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
               budget: float = CELL_BUDGET_SECONDS) -> dict[str, Any]:
     """One measured cell of ``family`` at (N, M): ns per job, ns per slot, slots, jobs.
 
-    Costs are CPU seconds of this process (robust to other processes sharing the cores).
-    A probe of ``MIN_SLOTS`` slots runs first; the cell's cost is then the difference
-    between a run of about ``jobs`` jobs and the probe (which cancels the fixed cost of a
-    call: building the kernel, the statistics), or the probe alone when the full run would
-    take more than ``budget`` seconds (an O(N)-per-job rule at large N)."""
+    Costs are CPU seconds of this process (robust to other processes sharing the cores),
+    always as the difference between a long run and a probe of ``MIN_SLOTS`` slots, which
+    cancels the fixed cost of a call (building the kernel, the statistics). The probe and
+    a first run of ``MEASURED_MIN_SLOTS`` slots give the marginal cost per slot; the long
+    run is then about ``jobs`` jobs, or as many slots as fit in ``budget`` seconds at that
+    cost (an O(N)-per-job rule at large N), never fewer than ``MEASURED_MIN_SLOTS``."""
     system = scaling_system(servers, dispatchers, family.dispatch)
     slots = max(MEASURED_MIN_SLOTS, math.ceil(jobs / system.arrival_rate))
 
@@ -118,12 +119,16 @@ def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
                           slots=length, warmup=0, seed=SEED, track_delay=False, detail=False)
         return time.process_time() - start, result.jobs_arrived, result.slots_run
 
-    seconds, arrived, slots_run = run(MIN_SLOTS)
-    if slots > MIN_SLOTS and seconds * slots / MIN_SLOTS <= budget:
-        long_seconds, long_arrived, long_slots = run(slots)
-        seconds, arrived, slots_run = (max(long_seconds - seconds, 1e-9),
-                                       long_arrived - arrived, long_slots - slots_run)
-    arrived = max(arrived, 1)
+    probe = run(MIN_SLOTS)
+    measured = run(MEASURED_MIN_SLOTS)
+    per_slot = (measured[0] - probe[0]) / (MEASURED_MIN_SLOTS - MIN_SLOTS)
+    if per_slot > 0:
+        slots = min(slots, max(MEASURED_MIN_SLOTS, int(budget / per_slot)))
+    if slots > MEASURED_MIN_SLOTS:
+        measured = run(slots)
+    seconds = max(measured[0] - probe[0], 1e-9)
+    arrived = max(measured[1] - probe[1], 1)
+    slots_run = measured[2] - probe[2]
     return {"family": family.label, "policy": family.policy, "dispatch": family.dispatch,
             "servers": servers, "dispatchers": dispatchers, "slots": slots_run,
             "jobs": arrived, "cpu_seconds": seconds,

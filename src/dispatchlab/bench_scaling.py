@@ -106,10 +106,11 @@ def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
 
     Costs are CPU seconds of this process (robust to other processes sharing the cores),
     always as the difference between a long run and a probe of ``MIN_SLOTS`` slots, which
-    cancels the fixed cost of a call (building the kernel, the statistics). The probe and
-    a first run of ``MEASURED_MIN_SLOTS`` slots give the marginal cost per slot; the long
-    run is then about ``jobs`` jobs, or as many slots as fit in ``budget`` seconds at that
-    cost (an O(N)-per-job rule at large N), never fewer than ``MEASURED_MIN_SLOTS``."""
+    cancels the fixed cost of a call (building the kernel and the policy's memory, the
+    statistics). The long run is about ``jobs`` jobs (at least ``MEASURED_MIN_SLOTS``
+    slots) and is lengthened 4× at a time until the difference is at least the probe's
+    own cost (the fixed cost's noise then no longer decides: at N = 10⁵, M = 100 building
+    the memory costs more than 10⁷ jobs), unless a run would exceed ``budget`` seconds."""
     system = scaling_system(servers, dispatchers, family.dispatch)
     slots = max(MEASURED_MIN_SLOTS, math.ceil(jobs / system.arrival_rate))
 
@@ -120,12 +121,11 @@ def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
         return time.process_time() - start, result.jobs_arrived, result.slots_run
 
     probe = run(MIN_SLOTS)
-    measured = run(MEASURED_MIN_SLOTS)
-    per_slot = (measured[0] - probe[0]) / (MEASURED_MIN_SLOTS - MIN_SLOTS)
-    if per_slot > 0:
-        slots = min(slots, max(MEASURED_MIN_SLOTS, int(budget / per_slot)))
-    if slots > MEASURED_MIN_SLOTS:
+    while True:
         measured = run(slots)
+        if measured[0] - probe[0] >= probe[0] or 4 * measured[0] > budget:
+            break
+        slots *= 4
     seconds = max(measured[0] - probe[0], 1e-9)
     arrived = max(measured[1] - probe[1], 1)
     slots_run = measured[2] - probe[2]

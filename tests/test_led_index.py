@@ -14,7 +14,7 @@ from dispatchlab.compiled.kernels import argmin_random_ties
 from dispatchlab.compiled.rng import make_rng_state, randint
 from dispatchlab.engine.alias import alias_table
 from dispatchlab.policies.led import LEDPolicy
-from dispatchlab.policies.led.layout import INDEX_SUM, INDEX_TREE, write_estimate
+from dispatchlab.policies.led.layout import INDEX_BLOCKS, INDEX_SUM, write_estimate
 from dispatchlab.policies.led.min_blocks import block_argmin, block_shift, new_block_rows
 from dispatchlab.policies.led.strategies import (
     builtin_strategy,
@@ -29,11 +29,14 @@ from dispatchlab.policies.led.strategies import (
     ("l-jsq-push", {"p": 0.5, "d": 7}, "batch"),
     ("lsq", {"p": 0.1}, "per_job"),
     ("lsq", {"p": 0.05, "learn_on_send": True}, "batch"),
+    ("lsq", {"p": 0.1, "update": "pull"}, "per_job"),
+    ("lsq", {"p": 0.05, "update": "pull", "learn_on_send": True}, "batch"),
 ])
 @pytest.mark.parametrize("servers", [100, 300])
 def test_min_tree_draws_like_the_scan(policy, params, dispatch, servers):
-    """The built-in L-JSQ (min tree over several blocks) and the plug-in l_jsq (a scan of
-    the N estimates) consume the same random numbers: identical trajectories."""
+    """The built-in L-JSQ (push: min tree over several blocks; pull: block minima) and the
+    plug-in l_jsq (a scan of the N estimates) consume the same random numbers: identical
+    trajectories."""
     system = System.build(f"{servers // 2}x0.2,{servers - servers // 2}x0.6", load=0.7,
                           dispatchers=3, dispatch=dispatch)
     options = {"increment": policy == "lsq", "update": "pull" if "pull" in policy else "push",
@@ -55,7 +58,7 @@ def _block_and_scan_picks(values, index, writes, levels, rng_writes, rng_a, rng_
     out = np.zeros((writes, 2), np.int64)
     for i in range(writes):
         n = randint(rng_writes, values.size)
-        write_estimate(values, index, INDEX_TREE, n, randint(rng_writes, levels))
+        write_estimate(values, index, INDEX_BLOCKS, n, randint(rng_writes, levels))
         out[i, 0] = block_argmin(values, index, rng_a)
         out[i, 1] = argmin_random_ties(values, rng_b)
     return out

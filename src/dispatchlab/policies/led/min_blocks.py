@@ -1,7 +1,7 @@
 """A two-level minimum of one dispatcher's estimates, for L-JSQ and LSQ (THEORY.md §2.3).
 
 L-JSQ picks σ_t(1), the smallest local estimate Q̃^m_n with uniform ties. Each dispatcher
-keeps, for blocks of B ≈ √N consecutive estimates (a power of two, at least 64), the
+keeps, for blocks of B ≈ √N consecutive estimates (a power of two, at least 32), the
 block's smallest estimate and how many servers reach it. A write to Q̃^m_n updates its
 block's pair in O(1) from the old and new value (:func:`block_write`); only when the
 block's last minimiser rises is the pair marked DIRTY and recomputed at the next choice.
@@ -37,7 +37,7 @@ from dispatchlab.compiled.rng import randint
 EMPTY = np.iinfo(np.int64).max
 DIRTY = -1
 #: the smallest block; below 2·MIN_BLOCK_SHIFT bits of N the blocks are this size
-MIN_BLOCK_SHIFT = 6
+MIN_BLOCK_SHIFT = 5
 #: below this many servers a scan of the N estimates (same draw) is as fast
 BLOCKS_MIN_SERVERS = 64
 
@@ -132,9 +132,10 @@ def block_argmin(values, index, rng):
     shift = index[0]
     start = k << shift
     stop = min(start + (1 << shift), values.size)
+    # branch-free: the hit at which skip reaches 0 (skip then goes negative)
+    found = start
     for n in range(start, stop):
-        if values[n] == best:
-            if skip == 0:
-                return n
-            skip -= 1
-    return start
+        hit = values[n] == best
+        found = n if hit and skip == 0 else found
+        skip -= hit
+    return found

@@ -1,4 +1,5 @@
-"""A two-level minimum of one dispatcher's estimates, for L-JSQ and LSQ (THEORY.md §2.3).
+"""A two-level minimum of one dispatcher's estimates, for L-JSQ and LSQ with pull updates
+(THEORY.md §2.3, §2.4).
 
 L-JSQ picks σ_t(1), the smallest local estimate Q̃^m_n with uniform ties. Each dispatcher
 keeps, for blocks of B ≈ √N consecutive estimates (a power of two, at least 32), the
@@ -10,12 +11,14 @@ count and finds the r-th minimiser in index order by a pass over the pairs and o
 of one block — exactly the draw of :func:`dispatchlab.compiled.kernels.argmin_random_ties`,
 so runs are bit-identical to the scan.
 
-Why not the segment tree of :mod:`.min_tree`: with M = 100 dispatchers the M trees and
-estimate rows leave the cache, and pull updates (p̂·N writes per slot into random rows)
-made every refresh and walk a chain of dependent misses through ~log2(N/16) levels. The
-pairs here are a short sequential read (prefetched), a write touches one pair, and a
-block's pair changes only when its minimum does. (The shared tree of SUJSQ/AUJSQ, which
-needs rank queries, stays in :mod:`.min_tree`.)
+Why not the segment tree of :mod:`.min_tree` for pull: pull updates write p̂·N estimates
+per slot into random dispatchers' rows (p̂·N/M per row and choice); with the tree each
+write dirtied a block whose refresh walked up to ~log2(N/16) levels, out of cache at
+M = 100. Here a write touches one pair, a block's pair changes only when its minimum does,
+and a choice is a short sequential read (prefetched). With push updates (a few writes per
+row and choice) the tree's walk is cheaper than streaming ⌈N/B⌉ pairs and a block of B:
+push and LSQ-with-push keep the tree, as does the shared tree of SUJSQ/AUJSQ (which needs
+rank queries).
 
 One index row per dispatcher (width 2 + 2K, K = ⌈N/B⌉ blocks):
 

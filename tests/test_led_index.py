@@ -1,5 +1,6 @@
-"""LED's per-dispatcher indexes (layout.write_estimate): the L-JSQ min tree and L-JBA's kept
-sum. The tree must give the scan's draws exactly; L-JBA's rejection sampler the scan's law."""
+"""LED's per-dispatcher indexes (layout.write_estimate): the L-JSQ block minima and L-JBA's
+kept sum. The block minima must give the scan's draws exactly; L-JBA's rejection sampler
+the scan's law."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from numba import njit
 from scipy import stats
 
 from dispatchlab import System, simulate
-from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.compiled.kernels import argmin_random_ties
+from dispatchlab.compiled.rng import make_rng_state, randint
 from dispatchlab.engine.alias import alias_table
 from dispatchlab.policies.led import LEDPolicy
-from dispatchlab.policies.led.layout import INDEX_SUM, write_estimate
+from dispatchlab.policies.led.layout import INDEX_BLOCKS, INDEX_SUM, write_estimate
+from dispatchlab.policies.led.min_blocks import block_argmin, block_shift, new_block_rows
 from dispatchlab.policies.led.strategies import (
     builtin_strategy,
     l_jba_pick,
@@ -26,11 +29,14 @@ from dispatchlab.policies.led.strategies import (
     ("l-jsq-push", {"p": 0.5, "d": 7}, "batch"),
     ("lsq", {"p": 0.1}, "per_job"),
     ("lsq", {"p": 0.05, "learn_on_send": True}, "batch"),
+    ("lsq", {"p": 0.1, "update": "pull"}, "per_job"),
+    ("lsq", {"p": 0.05, "update": "pull", "learn_on_send": True}, "batch"),
 ])
 @pytest.mark.parametrize("servers", [100, 300])
 def test_min_tree_draws_like_the_scan(policy, params, dispatch, servers):
-    """The built-in L-JSQ (min tree over several blocks) and the plug-in l_jsq (a scan of
-    the N estimates) consume the same random numbers: identical trajectories."""
+    """The built-in L-JSQ (push: min tree over several blocks; pull: block minima) and the
+    plug-in l_jsq (a scan of the N estimates) consume the same random numbers: identical
+    trajectories."""
     system = System.build(f"{servers // 2}x0.2,{servers - servers // 2}x0.6", load=0.7,
                           dispatchers=3, dispatch=dispatch)
     options = {"increment": policy == "lsq", "update": "pull" if "pull" in policy else "push",
@@ -43,6 +49,38 @@ def test_min_tree_draws_like_the_scan(policy, params, dispatch, servers):
     for field in ("jobs_departed", "jobs_in_system", "idle_while_busy", "herding_fraction"):
         assert getattr(tree, field) == getattr(scan, field)
     assert tree.diagnostics == scan.diagnostics
+
+
+@njit(cache=True)
+def _block_and_scan_picks(values, index, writes, levels, rng_writes, rng_a, rng_b):
+    """``writes`` random writes of values in [0, levels); after each, the block index's pick
+    (drawing from rng_a) and the scan's (from rng_b), and whether the index is exact."""
+    out = np.zeros((writes, 2), np.int64)
+    for i in range(writes):
+        n = randint(rng_writes, values.size)
+        write_estimate(values, index, INDEX_BLOCKS, n, randint(rng_writes, levels))
+        out[i, 0] = block_argmin(values, index, rng_a)
+        out[i, 1] = argmin_random_ties(values, rng_b)
+    return out
+
+
+@pytest.mark.parametrize("servers, levels", [(64, 2), (100, 3), (1000, 2), (1000, 40),
+                                             (4097, 5)])
+def test_block_minima_pick_like_the_scan(servers, levels):
+    """Random writes (few levels: many ties, blocks whose last minimiser rises, a partial
+    last block): the block index picks the scan's server with the scan's draws, and its
+    rows stay the exact (min, count) of every block."""
+    values = np.zeros(servers, np.int64)
+    index = new_block_rows(servers, 1, servers)[0]
+    picks = _block_and_scan_picks(values, index, 3_000, levels, make_rng_state(1),
+                                  make_rng_state(2), make_rng_state(2))
+    assert (picks[:, 0] == picks[:, 1]).all()
+    size = 1 << block_shift(servers)
+    for k in range(index[1]):
+        block = values[k * size:(k + 1) * size]
+        if index[3 + 2 * k] != -1:
+            assert (index[2 + 2 * k], index[3 + 2 * k]) == (block.min(),
+                                                           (block == block.min()).sum())
 
 
 @njit(cache=True)

@@ -12,8 +12,10 @@
                   Q_n at a dispatch                             :func:`learnt_slots`
     then the index rows, after the learn_on_send rows, that keep what the strategy needs
     of Q̃^m current at every write (:func:`write_estimate`), by ``ip[IP_INDEX]``:
-      INDEX_TREE (L-JSQ and LSQ, N ≥ 64): M rows, dispatcher m's incremental minimum of
-                  Q̃^m (:mod:`.min_tree`)                      :func:`estimate_index`
+      INDEX_TREE (L-JSQ and LSQ with push updates, N ≥ 64): M rows, dispatcher m's
+                  incremental minimum of Q̃^m (:mod:`.min_tree`) :func:`estimate_index`
+      INDEX_BLOCKS (L-JSQ and LSQ with pull updates, N ≥ 64): M rows, dispatcher m's
+                  per-block minima of Q̃^m (:mod:`.min_blocks`)
       INDEX_SUM (L-JBA, plain average): ⌈M/N⌉ rows, entry m of the flattened rows is
                   Σ_n Q̃^m_n                                    :func:`estimate_index`
       INDEX_NONE: no rows (the strategy scans)
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from dispatchlab.policies.led.min_blocks import block_write
 from dispatchlab.policies.led.min_tree import mark_dirty
 
 # ip entries
@@ -41,7 +44,7 @@ FP_P, FP_LOG_MISS = 0, 1
 FP_SIZE = 2
 
 UPDATE_PUSH, UPDATE_PULL = 0, 1
-INDEX_NONE, INDEX_TREE, INDEX_SUM = 0, 1, 2
+INDEX_NONE, INDEX_TREE, INDEX_SUM, INDEX_BLOCKS = 0, 1, 2, 3
 TRIGGER_SLOT, TRIGGER_ARRIVAL = 0, 1
 
 EXTRA_ROWS = 4  # scratch, push sample, pull position, push position
@@ -75,11 +78,12 @@ def index_kind(memory):
 @njit(inline="always", cache=True)
 def estimate_index(memory, m):
     """Dispatcher m's index of Q̃^m for :func:`write_estimate`: its min-tree row
-    (INDEX_TREE), a one-entry view of Σ_n Q̃^m_n (INDEX_SUM), or a row that must not be
-    written (INDEX_NONE, so that callers need no branch to name it)."""
+    (INDEX_TREE) or block-minima row (INDEX_BLOCKS), a one-entry view of Σ_n Q̃^m_n
+    (INDEX_SUM), or a row that must not be written (INDEX_NONE, so that callers need no
+    branch to name it)."""
     kind = memory.ip[IP_INDEX]
     start = index_rows_start(memory)
-    if kind == INDEX_TREE:
+    if kind == INDEX_TREE or kind == INDEX_BLOCKS:
         return memory.ist[start + m]
     if kind == INDEX_SUM:
         N = memory.ist.shape[1]
@@ -91,7 +95,11 @@ def estimate_index(memory, m):
 @njit(inline="always", cache=True)
 def write_estimate(values, index, kind, n, value):
     """Q̃^m_n ← value (``values`` = Q̃^m), keeping dispatcher m's index informed: the
-    block of n is marked dirty in the min tree, or the sum Σ_n Q̃^m_n moves by the change."""
+    block of n is marked dirty in the min tree, the (min, count) of n's block follows the
+    change, or the sum Σ_n Q̃^m_n moves by it."""
+    if kind == INDEX_BLOCKS:
+        block_write(values, index, n, value)
+        return
     if kind == INDEX_TREE:
         mark_dirty(index, n)
     elif kind == INDEX_SUM:

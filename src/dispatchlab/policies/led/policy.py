@@ -23,6 +23,7 @@ from dispatchlab.policies.base import Kernel, Param, Policy, register, register_
 from dispatchlab.policies.led.layout import (
     EXTRA_ROWS,
     FP_SIZE,
+    INDEX_BLOCKS,
     INDEX_NONE,
     INDEX_SUM,
     INDEX_TREE,
@@ -53,6 +54,7 @@ from dispatchlab.policies.led.layout import (
     strategy_scratch_row,
     write_estimate,
 )
+from dispatchlab.policies.led.min_blocks import block_argmin, new_block_rows, uses_blocks
 from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, uses_tree
 from dispatchlab.policies.led.strategies import (
     CODE_JBA,
@@ -148,7 +150,10 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
     code = strategy_code(memory)
     if code == CODE_JSQ:
         # the incremental minimum when the kernel built one; the scan otherwise (same draw)
-        if index_kind(memory) == INDEX_TREE:
+        kind = index_kind(memory)
+        if kind == INDEX_BLOCKS:
+            target = block_argmin(own, estimate_index(memory, m), ctx.rng)
+        elif kind == INDEX_TREE:
             target = tree_argmin(own, estimate_index(memory, m), ctx.rng)
         else:
             target = l_jsq_pick(own, ctx.rng)
@@ -311,7 +316,11 @@ class LEDPolicy(Policy):
         # dispatcher, L-JBA with the plain average the sums Σ_n Q̃^m_n (0 at the start)
         learn_rows = m if self.params["learn_on_send"] else 0
         index, index_rows = INDEX_NONE, 0
-        if strategy.code == CODE_JSQ and uses_tree(n, n):
+        pull = self.params["update"] == "pull"
+        if strategy.code == CODE_JSQ and pull and uses_blocks(n, n):
+            # p̂·N/M random writes per row and choice: per-block minima (see min_blocks)
+            index, index_rows = INDEX_BLOCKS, m
+        elif strategy.code == CODE_JSQ and uses_tree(n, n):
             index, index_rows = INDEX_TREE, m
         elif strategy.code == CODE_JBA and self.params["jba_average"] == "plain":
             index, index_rows = INDEX_SUM, -(-m // n)
@@ -322,7 +331,9 @@ class LEDPolicy(Policy):
         state[m + EXTRA_ROWS:index_start, :] = -1  # learn_on_send: no slot learnt yet
         state[m + 2, 0] = -1  # pull / push positions: drawn at the first update
         state[m + 3, 0] = -1
-        if index == INDEX_TREE:
+        if index == INDEX_BLOCKS:
+            state[index_start:] = new_block_rows(n, m, n)
+        elif index == INDEX_TREE:
             state[index_start:] = new_tree_rows(n, m, n)
         choose = _builtin_choose if strategy.builtin else custom_choose(strategy.function)
         end_slot = push_end_slot if self.params["update"] == "push" else pull_end_slot

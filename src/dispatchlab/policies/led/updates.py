@@ -10,7 +10,9 @@ Both run in the end-of-slot phase, on Q(t+1), after every dispatch of slot t:
   dispatcher drawn uniformly: 1 message (report); P(I^m_n = 1) = p̂/M.
 
 An estimate that is not refreshed keeps its value (§2.4), unless the policy's LSQ
-increment option moved it at dispatch time.
+increment option moved it at dispatch time. Every write goes through
+:func:`~dispatchlab.policies.led.layout.write_estimate`, which keeps the dispatcher's
+index (L-JSQ's block minima, L-JBA's sum) exact.
 
 The Bernoulli(p̂) trials of a run form one stream — (slot, server) pairs for pull,
 (slot, dispatcher) pairs for per-slot push, dispatch events for arrival-triggered

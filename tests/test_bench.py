@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -366,3 +367,27 @@ def test_scaling_benchmark_quick_runs_and_prints_well_formed_cells(
 
 def test_scaling_benchmark_refuses_an_unknown_family() -> None:
     assert main(["bench", "--scaling", "--quick", "--family", "no-such"]) == 2
+
+
+def test_scaling_cell_ends_when_its_runs_stop_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that stops at the bound (an unstable family) stays as short whatever the slots
+    asked for: the cell must not keep lengthening it (it would never reach the budget)."""
+    from types import SimpleNamespace
+
+    from dispatchlab import bench_scaling
+
+    asked: list[int] = []
+
+    def stopped_at_the_bound(system, policy, *, slots, **options):
+        asked.append(slots)
+        assert len(asked) <= 5, f"the cell keeps lengthening a stopped run: {asked}"
+        start = time.process_time()
+        while time.process_time() - start < 0.002:  # the same small cost every call
+            pass
+        return SimpleNamespace(jobs_arrived=min(slots, 300), slots_run=min(slots, 300))
+
+    monkeypatch.setattr(bench_scaling, "simulate", stopped_at_the_bound)
+    family = bench_scaling.select_families(["jsq"])[0]
+    cell = bench_scaling.time_cell(family, 100, 1, jobs=10**9)
+    assert len(asked) == 2  # the probe and one long run, not a growing series
+    assert cell["slots"] == 300 - bench_scaling.MIN_SLOTS

@@ -123,7 +123,8 @@ def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
     probe = run(MIN_SLOTS)
     while True:
         measured = run(slots)
-        if measured[0] - probe[0] >= probe[0] or 4 * measured[0] > budget:
+        ran_short = measured[2] < slots  # stopped early (the bound): longer runs would too
+        if measured[0] - probe[0] >= probe[0] or 4 * measured[0] > budget or ran_short:
             break
         slots *= 4
     seconds = max(measured[0] - probe[0], 1e-9)

@@ -71,7 +71,7 @@ def index_rows_start(memory):
 
 @njit(inline="always", cache=True)
 def index_kind(memory):
-    """INDEX_NONE, INDEX_TREE or INDEX_SUM: what the index rows keep."""
+    """INDEX_NONE, INDEX_TREE, INDEX_BLOCKS or INDEX_SUM: what the index rows keep."""
     return memory.ip[IP_INDEX]
 
 

@@ -206,23 +206,6 @@ def tree_pick(values, tree, rng):
 
 
 @njit(inline="always", cache=True)
-def tree_rank(values, tree, x):
-    """How many servers n < x hold the smallest value (tree up to date)."""
-    P = tree[0]
-    best = tree[2]
-    b = x // BLOCK
-    rank = 0
-    i = P + b
-    while i > 1:  # every left sibling on the way up holds its count of minimisers
-        if i & 1:
-            rank += tree[2 * i - 1] * np.int64(tree[2 * i - 2] == best)
-        i >>= 1
-    for n in range(b * BLOCK, x):
-        rank += values[n] == best
-    return rank
-
-
-@njit(inline="always", cache=True)
 def tree_select(values, tree, skip):
     """The (skip + 1)-th server in index order that holds the smallest value (tree up to
     date, 0 ≤ skip < its tie count)."""

@@ -24,13 +24,20 @@ from dispatchlab.compiled.kernels import (
     shortest_of_row,
     slot_argmin_cache,
 )
-from dispatchlab.compiled.rng import bernoulli_threshold, make_rng_state, uniform, weighted_index
+from dispatchlab.compiled.rng import (
+    bernoulli_threshold,
+    make_rng_state,
+    make_service_stream,
+    uniform,
+    weighted_index,
+)
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.loop import (
     DELAY_BINS,
     EXACT_DELAY_BINS,
     FREE_COUNT,
     SUM_DELAY,
+    _bernoulli_draws,
     _draw_arrivals,
     _fifo_append,
     _grow_pool,
@@ -39,6 +46,7 @@ from dispatchlab.engine.loop import (
     _serve_bernoulli,
     _serve_bernoulli_fifo,
 )
+from dispatchlab.errors import ValidationError
 
 REQUIRED = ("name", "slots_per_second", "jobs_per_second", "slots_per_second_full",
             "mean_total_queue", "ci_low", "ci_high", "messages_per_arrival",
@@ -242,6 +250,47 @@ def test_bernoulli_threshold_matches_float_compare(p: float) -> None:
 
 
 @njit(cache=True)
+def _service_draws(thresholds, slots, stream):
+    out = np.zeros((slots, thresholds.size), np.int64)
+    for t in range(slots):
+        _bernoulli_draws(thresholds, out[t], stream)
+    return out
+
+
+def test_service_stream_is_seeded_per_seed_with_a_good_increment() -> None:
+    """(start, γ): the words after the xoshiro state; γ odd with ≥ 24 bit transitions, a
+    different γ for each seed (different sequences, not shifts of one)."""
+    a, again, b = make_service_stream(7), make_service_stream(7), make_service_stream(8)
+    assert (a == again).all() and a[1] != b[1]
+    words = np.random.SeedSequence(7).generate_state(6, np.uint64)
+    assert (make_rng_state(7) == words[:4]).all() and a[0] == words[4]
+    for stream in (a, b, make_service_stream(np.random.SeedSequence(3).spawn(2)[1])):
+        gamma = int(stream[1])
+        assert gamma % 2 == 1 and bin(gamma ^ (gamma >> 1)).count("1") >= 24
+    with pytest.raises(ValidationError, match="seed"):
+        make_service_stream(-1)
+
+
+def test_bernoulli_service_draws_are_bernoulli_and_independent() -> None:
+    """S_n(t) from the service stream: each server's frequency is μ_n, neighbouring servers
+    and successive slots are uncorrelated (2×2 tables), and the stream advances N a slot."""
+    from scipy import stats
+
+    mu = np.array([0.05, 0.3, 0.5, 0.77, 0.999])
+    thresholds = np.array([bernoulli_threshold(m) for m in mu], np.uint64)
+    stream = make_service_stream(12)
+    start = stream.copy()
+    slots = 200_000
+    draws = _service_draws(thresholds, slots, stream)
+    assert int(stream[0]) == (int(start[0]) + slots * mu.size * int(start[1])) % 2**64
+    for n, m in enumerate(mu):
+        assert abs(draws[:, n].mean() - m) < 5 * math.sqrt(m * (1 - m) / slots), n
+    for x, y in ((draws[:, 1], draws[:, 2]), (draws[:-1, 2], draws[1:, 2])):
+        table = np.array([[np.sum((x == i) & (y == j)) for j in (0, 1)] for i in (0, 1)])
+        assert stats.chi2_contingency(table).pvalue > 1e-4
+
+
+@njit(cache=True)
 def _split_poisson_draws(rates, slots, rng):
     M = rates.size
     total_rate = rates.sum()
@@ -313,7 +362,7 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
     for n in range(N):
         if Q[n] > 0:
             _fifo_append(n, -1, Q[n], pool, tails, pool_free)
-    rng, rng_plain = make_rng_state(5), make_rng_state(5)
+    stream, stream_plain = make_service_stream(5), make_service_stream(5)
     hist = np.zeros(DELAY_BINS, np.int64)
     moments = np.zeros(8)
     scratch = np.zeros((2, N), np.int64)
@@ -330,10 +379,10 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
         for n in range(N):
             jobs[n].extend([t] * int(A[n]))
         total, _, departures = _serve_bernoulli_fifo(
-            Q, A, scratch[0], thresholds, rng, True, queue_sum, scratch[1], t, warmup, pool,
+            Q, A, scratch[0], thresholds, stream, True, queue_sum, scratch[1], t, warmup, pool,
             tails, pool_free, hist, moments)
         plain_total, _, plain_departures = _serve_bernoulli(
-            Q_plain, A, scratch[0], thresholds, rng_plain, True, queue_sum, scratch[1])
+            Q_plain, A, scratch[0], thresholds, stream_plain, True, queue_sum, scratch[1])
         assert (Q == Q_plain).all() and total == plain_total and departures == plain_departures
         for n in range(N):
             for _ in range(int(before[n] - Q[n])):

@@ -42,7 +42,10 @@ def test_pi_members_agree_with_classical_policies(classic, params, pi):
     b = simulate(system, pi, slots=SLOTS, seed=12)
     assert a.stable and b.stable
     agree(a, b, f"{classic} vs {pi}")
-    assert np.allclose(a.mean_queues, b.mean_queues, rtol=0.25, atol=0.05)
+    # per server, within the noise: ΣQ's relative CI half-width bounds that of the server
+    # that dominates it (under RAND, server 0 runs at ρ_0 = 0.93 and ΣQ's is ~25 %)
+    noise = 3 * max(a.relative_half_width, b.relative_half_width)
+    assert np.allclose(a.mean_queues, b.mean_queues, rtol=max(0.25, noise), atol=0.05)
 
 
 def test_order_oblivious_decisions_send_no_messages_and_order_reads_cost_n():

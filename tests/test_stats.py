@@ -22,6 +22,7 @@ from dispatchlab.stats import (
 )
 from dispatchlab.stats.estimators import Estimate, delay_bin_value, with_standard_error_floor
 from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
+from dispatchlab.stats.stability import below_lower_bound
 
 # -- confidence intervals ----------------------------------------------------------------------
 
@@ -190,6 +191,26 @@ def test_stability_verdict_on_synthetic_series():
     assert verdict(20 + rng.normal(0, 2, t.size), overloaded=True) == "unstable"  # ρ ≥ 1
     # a slow drift that is small against the level is not instability
     assert verdict(1_000 + 0.05 * t + rng.normal(0, 2, t.size)) == "stable"
+
+
+def test_an_undetermined_trend_says_run_longer():
+    """A significant trend whose growth is neither clear (≥ ½ of the level) nor negligible
+    (< 20 %): undetermined, and the evidence says what to do."""
+    t = np.arange(900)
+    sawtooth = 1_000 + 0.4 * t + 40 * np.sin(t / 20)
+    result = stability_verdict(sawtooth, 100, hit_bound=False, bound=10**6,
+                               slots_run=90_000, overloaded=False)
+    assert result.verdict == "undetermined" and result.evidence.endswith("run longer")
+
+
+def test_a_mean_below_the_lower_bound_is_flagged_with_or_without_a_ci():
+    bound = 7.8e7
+    assert "CI up to 900" in below_lower_bound(900.0, bound, 800.0)
+    # too short a run for a CI: the mean alone is compared
+    assert "mean ΣQ 782.8 (no CI)" in below_lower_bound(math.nan, bound, 782.8)
+    assert below_lower_bound(math.nan, bound) == ""
+    assert below_lower_bound(9e7, bound, 800.0) == ""  # the CI reaches the bound
+    assert below_lower_bound(math.nan, math.inf, 800.0) == ""  # no finite bound
 
 
 def test_unstable_uniform_rand_reports_no_mean():

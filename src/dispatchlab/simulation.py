@@ -460,7 +460,7 @@ def _summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     estimate = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
     warmup_used = per_run[0][1]
     if worst.verdict == "undetermined" and (note := below_lower_bound(
-            estimate.ci_high, lower_bound_total_queue(system))):
+            estimate.ci_high, lower_bound_total_queue(system), estimate.mean)):
         worst = replace(worst, evidence=f"{worst.evidence}; but {note}")
     if worst.verdict == "stable":
         worst = _check_run_length(worst, estimate, system, min(r.measured_slots for r in runs),

@@ -194,7 +194,8 @@ def compare_command(
         return
     stdout_console().print(comparison_table(system, spec, chosen, results))
     for entry, result in zip(chosen, results, strict=True):
-        if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue):
+        if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue,
+                                     result.mean_total_queue):
             stdout_console().print(f"[yellow]warning: {escape(entry.label)}: {escape(warning)}[/]")
 
 

@@ -159,7 +159,8 @@ def result_table(result: Result, label: str | None = None) -> Table:
         f"± {number(result.relative_half_width * 100, 3)} % (half-width "
         f"{number(result.half_width)}), τ̂ = {number(result.autocorrelation_time)} slots; "
         f"{result.stop_reason}"))
-    if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue):
+    if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue,
+                                     result.mean_total_queue):
         table.add_row("[yellow]warning[/]", f"[yellow]{escape(warning)}[/]")
     table.add_row("mean delay (slots)", f"{number(result.mean_delay)} by Little's law, "
                   f"{number(result.mean_delay_measured)} measured per job")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dispatchlab.compiled.rng import randint, select_unpredictable
+from dispatchlab.compiled.rng import randint, select_unpredictable, xoshiro_step
 
 
 @njit(inline="always", cache=True)
@@ -99,3 +99,28 @@ def shortest_of_row(values, table, row, d, rng):
         arg = select_unpredictable(take, c, arg)
         best = min(best, v)
     return arg
+
+
+@njit(inline="always", cache=True)
+def shorter_of_two(values, rng):
+    """Po-2 on ``values`` (the queues Q, or an LED dispatcher's estimates Q̃^m): exactly the
+    draws and the answer of ``sample_distinct_row`` (Floyd, d = 2) then
+    ``shortest_of_row``, with the random state kept in registers and no sample written to
+    memory (stores there could alias the state, so it was reloaded and
+    stored on each of the three draws)."""
+    n = np.uint64(values.size)
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+    first = np.int64(((bits >> np.uint64(32)) * (n - np.uint64(1))) >> np.uint64(32))
+    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+    second = np.int64(((bits >> np.uint64(32)) * n) >> np.uint64(32))
+    second = select_unpredictable(second == first, np.int64(n - np.uint64(1)), second)
+    best = values[first]
+    v = values[second]
+    tie = v == best
+    count = select_unpredictable(v < best, np.int64(1), np.int64(1) + np.int64(tie))
+    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+    pick = np.int64(((bits >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
+    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    take = (v < best) | (tie & (pick == 0))
+    return select_unpredictable(take, second, first)

@@ -1,12 +1,20 @@
 """The random-number core of the compiled engine.
 
-Every draw in a run comes from one xoshiro256++ stream whose 256-bit state is
-seeded from a :class:`numpy.random.SeedSequence`. The same seed therefore gives
-the same trajectory bit for bit, whatever process, executor or worker runs it,
-and independent replications use spawned child sequences.
+A run draws from two streams, both seeded from one :class:`numpy.random.SeedSequence`:
 
-The state is a ``uint64[4]`` array passed to every compiled function; policies
-call these helpers from their own compiled code.
+* one xoshiro256++ stream for everything but Bernoulli service: arrivals, the policies'
+  choices and updates, the other service laws. Its state is a ``uint64[4]`` array passed
+  to every compiled function; policies call these helpers from their own compiled code.
+* the *service stream*, SplitMix64 (Steele, Lea & Flood 2014, the generator of Java's
+  ``SplittableRandom``) for the Bernoulli service draws S_n(t), one per server and slot.
+  Its k-th output is a function of k alone, mix(start + k·γ), so the N draws of a slot
+  are computed side by side in vector registers instead of one after another (a xoshiro
+  step depends on the one before: ~1 ns per server and slot). Its state is
+  ``uint64[2]`` = (start, γ), with an odd increment γ drawn per seed (so that different
+  seeds give different sequences, not shifts of one) by SplittableRandom's rule.
+
+The same seed therefore gives the same trajectory bit for bit, whatever process,
+executor or worker runs it, and independent replications use spawned child sequences.
 """
 
 from __future__ import annotations
@@ -22,16 +30,52 @@ from dispatchlab.errors import require
 INV_2_53 = 1.0 / 9007199254740992.0  # 2⁻⁵³
 
 
-def make_rng_state(seed: int | np.random.SeedSequence) -> np.ndarray:
-    """Return a fresh xoshiro256++ state derived from ``seed``."""
+def _seed_words(seed: int | np.random.SeedSequence, count: int) -> np.ndarray:
+    """The first ``count`` 64-bit words of ``seed``'s SeedSequence (a prefix of any longer
+    request: the xoshiro state is words 0–3, the service stream words 4–5)."""
     if not isinstance(seed, np.random.SeedSequence):
         require(isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0,
                 "seed", f"must be an integer ≥ 0 (got {seed!r})")
     sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    state = sequence.generate_state(4, np.uint64)
+    return sequence.generate_state(count, np.uint64)
+
+
+def make_rng_state(seed: int | np.random.SeedSequence) -> np.ndarray:
+    """Return a fresh xoshiro256++ state derived from ``seed``."""
+    state = _seed_words(seed, 4)
     if not state.any():  # the all-zero state is the one forbidden state
         state[0] = np.uint64(1)
     return state
+
+
+_MASK_64 = (1 << 64) - 1
+
+
+def _mix_gamma(word: int) -> int:
+    """An odd SplitMix64 increment γ from a random word, by ``SplittableRandom.mixGamma``:
+    MurmurHash3's finaliser, forced odd, and flipped in alternate bits when it has fewer
+    than 24 bit transitions (such increments make weak sequences)."""
+    z = ((word ^ (word >> 33)) * 0xFF51AFD7ED558CCD) & _MASK_64
+    z = ((z ^ (z >> 33)) * 0xC4CEB9FE1A85EC53) & _MASK_64
+    z = (z ^ (z >> 33)) | 1
+    if bin(z ^ (z >> 1)).count("1") < 24:
+        z ^= 0xAAAAAAAAAAAAAAAA
+    return z
+
+
+def make_service_stream(seed: int | np.random.SeedSequence) -> np.ndarray:
+    """Return a fresh service stream (start, γ) derived from ``seed`` (see the module
+    docstring): the two words after the xoshiro state in the same SeedSequence."""
+    words = _seed_words(seed, 6)
+    return np.array([int(words[4]), _mix_gamma(int(words[5]))], np.uint64)
+
+
+@njit(inline="always", cache=True)
+def splitmix64(z):
+    """SplitMix64's output function (Stafford's Mix13) of the counter value ``z``."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 @intrinsic

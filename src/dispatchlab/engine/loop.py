@@ -42,6 +42,7 @@ from dispatchlab.compiled.rng import (
     geometric0,
     poisson,
     select_unpredictable,
+    splitmix64,
     uniform,
     weighted_index,
     xoshiro_step,
@@ -248,8 +249,9 @@ LOOP_SIGNATURE = _i64(
     # memory
     ADAPTER_TYPE, HOOK_ADAPTER_TYPE, HOOK_ADAPTER_TYPE, _b, _b,
     _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
-    # run control: t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng
-    _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1],
+    # run control: t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail,
+    # rng, service_stream
+    _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1], types.uint64[::1],
     # state and accumulators
     _iv, _iv, _iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv,
     # loop state carried between chunks (init_loop_state): work, carry, pool, tails,
@@ -351,21 +353,18 @@ def _fifo_update(n, arrived_now, served, t, warmup, pool, tails, pool_free, dela
 
 
 @njit(inline="always", cache=True)
-def _bernoulli_draws(thresholds, S, rng):
-    """S_n(t) ~ Bernoulli(μ_n) into ``S``: one xoshiro step and the integer compare
-    ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` per server (exactly ``uniform < μ_n``, see
-    bernoulli_threshold), in server order.
-
-    The random stream is a serial chain: its loop only steps it and stores the bits, and
-    the compares (like everything else the service step does per server) vectorise in a
-    loop of their own."""
-    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-    for n in range(thresholds.size):
-        bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-        S[n] = np.int64(bits)  # the raw bits: the compare below vectorises
-    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-    for n in range(thresholds.size):
-        S[n] = np.int64((np.uint64(S[n]) >> np.uint64(11)) < thresholds[n])
+def _bernoulli_draws(thresholds, S, stream):
+    """S_n(t) ~ Bernoulli(μ_n) into ``S``, from the service stream ``stream`` = (start, γ)
+    (:mod:`dispatchlab.compiled.rng`): server n's draw is the stream's next-but-n output
+    and the integer compare ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` (exactly ``uniform < μ_n``, see
+    bernoulli_threshold). The outputs depend on the counter alone, so the loop vectorises."""
+    start = stream[0]
+    gamma = stream[1]
+    N = thresholds.size
+    for n in range(N):
+        bits = splitmix64(start + np.uint64(n + 1) * gamma)
+        S[n] = np.int64((bits >> np.uint64(11)) < thresholds[n])
+    stream[0] = start + np.uint64(N) * gamma
 
 
 @njit(inline="always", cache=True)
@@ -394,18 +393,18 @@ def _apply_service(Q, A, Q_prev, S, record, queue_sum):
 
 
 @njit(cache=True)
-def _serve_bernoulli(Q, A, Q_prev, thresholds, rng, record, queue_sum, S):
+def _serve_bernoulli(Q, A, Q_prev, thresholds, stream, record, queue_sum, S):
     """Bernoulli service without delay tracking, the hot path of most runs: Q ← max(Q + A − S, 0).
 
     The draws and the update are two loops (:func:`_bernoulli_draws`, :func:`_apply_service`).
     Returns (ΣQ(t+1), Σ S_n, departures). Its twin with delay tracking is
     :func:`_serve_bernoulli_fifo`: keep the two in step."""
-    _bernoulli_draws(thresholds, S, rng)
+    _bernoulli_draws(thresholds, S, stream)
     return _apply_service(Q, A, Q_prev, S, record, queue_sum)
 
 
 @njit(cache=True)
-def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t, warmup,
+def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S, t, warmup,
                           pool, tails, pool_free, delay_hist, moments):
     """:func:`_serve_bernoulli` with FIFO delay tracking. Returns (ΣQ(t+1), Σ S_n,
     departures).
@@ -416,7 +415,7 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t
     (a branch per server on "arrival or departure" mispredicted about a third of the
     time, and listing them took a serial pass over all servers). Per server the order
     stays arrivals first, then departures; departures are timed in server order."""
-    _bernoulli_draws(thresholds, S, rng)
+    _bernoulli_draws(thresholds, S, stream)
     total_queue, total_service, departures = _apply_service(Q, A, Q_prev, S, record,
                                                             queue_sum)
     N = Q.size
@@ -587,6 +586,7 @@ def _run_slots(
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
     choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
     t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng,
+    service_stream,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
     counters, moments,
@@ -602,7 +602,7 @@ def _run_slots(
     # function, not a wrapper that borrows and calls the loop: that compiled ~0.7 s longer.)
     mu, trace, dispatcher_p = _borrowed(mu), _borrowed(trace), _borrowed(dispatcher_p)
     ip, fp, ist, fst = _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst)
-    rng = _borrowed(rng)
+    rng, service_stream = _borrowed(rng), _borrowed(service_stream)
     Q, A_m, queue_sum = _borrowed(Q), _borrowed(A_m), _borrowed(queue_sum)
     block_sum, block_pooled = _borrowed(block_sum), _borrowed(block_pooled)
     delay_hist, queue_hist = _borrowed(delay_hist), _borrowed(queue_hist)
@@ -682,11 +682,11 @@ def _run_slots(
         # service, unused service and FIFO departures
         if service_code == 0 and not track_delay:
             total_queue, total_service, departures = _serve_bernoulli(
-                Q, A, Q_prev, thresholds, rng, record, queue_sum, S)
+                Q, A, Q_prev, thresholds, service_stream, record, queue_sum, S)
         elif service_code == 0:
             total_queue, total_service, departures = _serve_bernoulli_fifo(
-                Q, A, Q_prev, thresholds, rng, record, queue_sum, S, t, warmup, pool, tails,
-                pool_free, delay_hist, moments)
+                Q, A, Q_prev, thresholds, service_stream, record, queue_sum, S, t, warmup,
+                pool, tails, pool_free, delay_hist, moments)
         else:
             total_queue, total_service, departures = serve_other(
                 Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,

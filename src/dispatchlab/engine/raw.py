@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.compiled.rng import make_rng_state, make_service_stream
 from dispatchlab.engine import loop
 from dispatchlab.engine.adapter import choose_adapter, hook_adapter
 from dispatchlab.engine.control import (
@@ -95,6 +95,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     )
     messages_at_warmup = np.zeros_like(out.messages)
     rng = make_rng_state(seed)
+    service_stream = make_service_stream(seed)
     dispatcher_arrivals = np.zeros(m, np.int64)
     work, carry, pool, tails, pool_free, thresholds = loop.init_loop_state(
         queues, system.mu, track_delay)
@@ -122,7 +123,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
                 kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
                 ip, fp, ist, fst,
                 t, min(slots, t + (chunk or sizer.size)), slots, warmup,
-                block_length, bound, track_delay, detail, rng,
+                block_length, bound, track_delay, detail, rng, service_stream,
                 queues, dispatcher_arrivals, out.queue_sum, out.block_sum, out.block_pooled,
                 out.delay_hist, out.queue_hist, out.messages, messages_at_warmup, out.diag,
                 out.counters, out.moments,

@@ -17,15 +17,14 @@ from numba import njit
 
 from dispatchlab.compiled.kernels import (
     argmin_random_ties_per_slot,
+    shorter_of_two,
     shortest_of_row,
     slot_argmin_cache,
 )
 from dispatchlab.compiled.rng import (
     randint,
     sample_distinct_row,
-    select_unpredictable,
     uniform,
-    xoshiro_step,
 )
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
@@ -162,30 +161,6 @@ def _jsed_choose(m, jobs, slot, memory, ctx):
                                   ARGMIN_ROW, ctx.rng)
 
 
-@njit(inline="always", cache=True)
-def _shorter_of_two(Q, rng):
-    """Po-2 on Q: exactly the draws and the answer of ``sample_distinct_row`` (Floyd,
-    d = 2) then ``shortest_of_row``, with the random state kept in registers and no
-    sample written to memory (stores there could alias the state, so it was reloaded and
-    stored on each of the three draws)."""
-    n = np.uint64(Q.size)
-    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-    first = np.int64(((bits >> np.uint64(32)) * (n - np.uint64(1))) >> np.uint64(32))
-    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-    second = np.int64(((bits >> np.uint64(32)) * n) >> np.uint64(32))
-    second = select_unpredictable(second == first, np.int64(n - np.uint64(1)), second)
-    best = Q[first]
-    v = Q[second]
-    tie = v == best
-    count = select_unpredictable(v < best, np.int64(1), np.int64(1) + np.int64(tie))
-    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-    pick = np.int64(((bits >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
-    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-    take = (v < best) | (tie & (pick == 0))
-    return select_unpredictable(take, second, first)
-
-
 @choose_function
 def _pod_choose(m, jobs, slot, memory, ctx):
     d = sample_size(memory)
@@ -193,7 +168,7 @@ def _pod_choose(m, jobs, slot, memory, ctx):
     if d == 2:
         ctx.msg[PROBE] += 2
         ctx.msg[REPLY] += 2
-        return _shorter_of_two(Q, ctx.rng)
+        return shorter_of_two(Q, ctx.rng)
     sample_distinct_row(ctx.rng, Q.size, d, memory.ist, SAMPLE_ROW)
     ctx.msg[PROBE] += d
     ctx.msg[REPLY] += d

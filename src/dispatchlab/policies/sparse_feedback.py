@@ -16,15 +16,18 @@ reached counts as one message. SUJSQ with T_u = 1 is JSQ, draw for draw.
 How the estimates are kept: every dispatcher's estimate of n is the last report R_n plus
 the jobs it has sent to n since (Q̃^m_n = R_n when it has sent none), so a report is
 written once, to R_n, not to M rows. Dispatcher m remembers the servers it has sent to
-since their last report (its touched list, with the estimate and the slot of its last
-send); an entry is valid while that slot ≥ the slot from which R_n holds. The minimum of
-Q̃^m comes from one shared min tree over R (:mod:`dispatchlab.policies.led.min_tree`).
-A touched estimate exceeds R_n, so while some minimiser of R is untouched, the minimisers
-of Q̃^m are the untouched minimisers of R: r uniform on their number, and the r-th of them
-in index order is found by rank queries past the touched ones (O(|touched| log N), no
-write). When every minimiser of R is touched, m's entries are overlaid on R and the tree,
-the walk picks, and R is restored. Either way the draw is that of
-:func:`~dispatchlab.compiled.kernels.argmin_random_ties` on Q̃^m, so runs are
+since their last report (its touched list of entries: the server, m's estimate of it, the
+slot of m's last send there); an entry is valid while that slot ≥ the slot from which R_n
+holds. A dispatcher's state is thus its short list, read in order, never an N-wide row
+read at a random server (with M rows of N out of cache, that read was a cache miss per
+choice). The minimum of Q̃^m comes from one shared min tree over R
+(:mod:`dispatchlab.policies.led.min_tree`). A touched estimate exceeds R_n, so while some
+minimiser of R is untouched, the minimisers of Q̃^m are the untouched minimisers of R: r
+uniform on their number, and the r-th of them in index order is the minimiser of R at
+position r + (the touched ones before it), found by walks down the tree to that fixed
+point (usually one or two walks, no write). When every minimiser of R is touched, m's
+entries are overlaid on R and the tree, the walk picks, and R is restored. Either way the
+draw is that of :func:`~dispatchlab.compiled.kernels.argmin_random_ties` on Q̃^m, so runs are
 bit-identical to a scan of explicit estimates. When the touched list is long (per-job
 dispatch with few dispatchers) or N is tiny, the choice scans Q̃^m instead (same draw).
 
@@ -35,8 +38,8 @@ Memory (``ist``, int64, width W = max(N, M, 2)):
   row 3  the length of each dispatcher's touched list         :func:`touched_lengths`
   row 4  scratch (saved reports during an overlay; Q̃^m for a scan)
   row 5  the shared min tree of R (N ≥ 64, see min_tree.uses_tree)  :func:`report_tree`
-  rows 6 + m, 6 + M + m, 6 + 2M + m  dispatcher m's estimates, the slot of its last send
-         to each server, and its touched list               :func:`sent_estimates`, …
+  rows 6 + m, 6 + M + m, 6 + 2M + m  dispatcher m's touched list: its entries' servers,
+         estimates and slots of the last send, side by side  :func:`touched`, …
 """
 
 from __future__ import annotations
@@ -57,7 +60,6 @@ from dispatchlab.policies.led.min_tree import (
     rebuild,
     refresh,
     tree_pick,
-    tree_rank,
     tree_select,
     update_block,
     uses_tree,
@@ -112,20 +114,21 @@ def report_tree(memory):
 
 
 @njit(inline="always", cache=True)
-def sent_estimates(memory, m, dispatchers):
-    """Dispatcher m's estimate of n, valid while :func:`sent_slots` ≥ report_slots[n]."""
+def touched(memory, m, dispatchers):
+    """Dispatcher m's touched list: servers it has sent to since their last report."""
     return memory.ist[FIXED_ROWS + m]
 
 
 @njit(inline="always", cache=True)
-def sent_slots(memory, m, dispatchers):
-    """The slot of dispatcher m's last send to n (−1: never)."""
+def touched_estimates(memory, m, dispatchers):
+    """touched_estimates[i]: dispatcher m's estimate of server touched[i]."""
     return memory.ist[FIXED_ROWS + dispatchers + m]
 
 
 @njit(inline="always", cache=True)
-def touched(memory, m, dispatchers):
-    """Dispatcher m's touched list: servers it has sent to since their last report."""
+def touched_slots(memory, m, dispatchers):
+    """touched_slots[i]: the slot of m's last send to touched[i]; the entry is valid while
+    it is ≥ report_slots[touched[i]]."""
     return memory.ist[FIXED_ROWS + 2 * dispatchers + m]
 
 
@@ -158,22 +161,28 @@ def _prune(m, dispatchers, memory):
     """Drop the entries of m's touched list that a report has since replaced; returns the
     number left (every one valid)."""
     listed = touched(memory, m, dispatchers)
-    sent = sent_slots(memory, m, dispatchers)
+    own = touched_estimates(memory, m, dispatchers)
+    sent = touched_slots(memory, m, dispatchers)
     since = report_slots(memory)
     kept = 0
     for i in range(touched_lengths(memory)[m]):
         n = listed[i]
-        if sent[n] >= since[n]:
+        if sent[i] >= since[n]:
             listed[kept] = n
+            own[kept] = own[i]
+            sent[kept] = sent[i]
             kept += 1
     touched_lengths(memory)[m] = kept
     return kept
 
 
 @njit(inline="always", cache=True)
-def _estimate(n, own, sent, R, since):
-    """Q̃^m_n."""
-    return own[n] if sent[n] >= since[n] else R[n]
+def _entry(n, listed, length):
+    """The position of server n on a (pruned) touched list, −1 when it is not there."""
+    for i in range(length):
+        if listed[i] == n:
+            return i
+    return -1
 
 
 @njit(inline="always", cache=True)
@@ -190,7 +199,7 @@ def _untouched_minimiser(R, tree, listed, length, work, rng):
     """argmin of Q̃^m when some server that holds min R was not sent to (−1 otherwise), with
     the scan's draw: Q̃^m = R off the touched list and > R on it, so the minimisers of Q̃^m
     are the c − t untouched minimisers of R (c of R's, t of them touched); r uniform on
-    c − t picks the r-th of them in index order, read off the tree by ranks."""
+    c − t picks the r-th of them in index order, read off the tree."""
     best = tree[2]
     touched_minimisers = 0
     for i in range(length):
@@ -205,13 +214,19 @@ def _untouched_minimiser(R, tree, listed, length, work, rng):
     ties = tree[3] - touched_minimisers
     if ties <= 0:
         return -1
-    position = randint(rng, ties) if ties > 1 else 0
-    for i in range(touched_minimisers):  # skip the touched minimisers up to the position
-        if tree_rank(R, tree, work[i]) <= position:
-            position += 1
-        else:
-            break
-    return tree_select(R, tree, position)
+    untouched = randint(rng, ties) if ties > 1 else 0
+    # the (untouched + 1)-th minimiser of R off the touched list: the minimiser at position
+    # untouched + (the touched ones up to it), found by walks to a fixed point (usually one
+    # or two walks, where a rank query per touched minimiser took up to |touched|)
+    counted = 0
+    while True:
+        target = tree_select(R, tree, untouched + counted)
+        below = counted
+        while below < touched_minimisers and work[below] <= target:
+            below += 1
+        if below == counted:
+            return target
+        counted = below
 
 
 @njit(inline="always", cache=True)
@@ -221,7 +236,7 @@ def _overlaid_minimiser(R, tree, own, listed, length, work, rng):
     for i in range(length):
         n = listed[i]
         work[i] = R[n]
-        R[n] = own[n]
+        R[n] = own[i]
     for i in range(length):
         update_block(R, tree, listed[i] // BLOCK)
     target = tree_pick(R, tree, rng)
@@ -236,10 +251,9 @@ def _overlaid_minimiser(R, tree, own, listed, length, work, rng):
 def _estimate_choose(m, jobs, slot, memory, ctx):
     N = slot.Q.size
     M = dispatchers(memory)
-    own = sent_estimates(memory, m, M)
-    sent = sent_slots(memory, m, M)
+    own = touched_estimates(memory, m, M)
+    sent = touched_slots(memory, m, M)
     R = reports(memory)
-    since = report_slots(memory)
     listed = touched(memory, m, M)
     length = _prune(m, M, memory)
     work = scratch(memory)
@@ -252,14 +266,18 @@ def _estimate_choose(m, jobs, slot, memory, ctx):
             target = _overlaid_minimiser(R, tree, own, listed, length, work, ctx.rng)
     else:
         for n in range(N):
-            work[n] = _estimate(n, own, sent, R, since)
+            work[n] = R[n]
+        for i in range(length):
+            work[listed[i]] = own[i]
         target = argmin_random_ties(work[:N], ctx.rng)
-    value = _estimate(target, own, sent, R, since) + jobs
-    if sent[target] < since[target]:  # a new entry of the touched list
-        listed[length] = target
+    i = _entry(target, listed, length)
+    if i < 0:  # a new entry of the touched list
+        i = length
+        listed[i] = target
+        own[i] = R[target]
         touched_lengths(memory)[m] = length + 1
-    own[target] = value
-    sent[target] = slot.t
+    own[i] += jobs
+    sent[i] = slot.t
     return target
 
 
@@ -319,10 +337,10 @@ def _estimate_end(slot, step, memory, ctx):
         for m in range(M):
             length = _prune(m, M, memory)
             listed = touched(memory, m, M)
-            own = sent_estimates(memory, m, M)
+            own = touched_estimates(memory, m, M)
             for i in range(length):
                 n = listed[i]
-                error += abs(own[n] - Q[n]) - abs(R[n] - Q[n])
+                error += abs(own[i] - Q[n]) - abs(R[n] - Q[n])
         step.diag[0] += error / (M * N)
     return None
 
@@ -342,7 +360,6 @@ class _EstimateJsq(Policy):
         require_memory("dispatchers", 2 * 8 * rows * width,
                        f"the estimates of M = {m} dispatchers × N = {n} servers")
         state = np.zeros((rows, width), np.int64)
-        state[FIXED_ROWS + m: FIXED_ROWS + 2 * m, :] = -1  # nothing sent yet
         tree = uses_tree(n, width)
         if tree:
             state[5] = new_tree_rows(n, 1, width)[0]

@@ -60,7 +60,8 @@ def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: 
         return StabilityVerdict("unstable", evidence, float(slope), t_stat)
     if t_stat < 2 or growth < 0.2 * level:
         return StabilityVerdict("stable", evidence, float(slope), t_stat)
-    return StabilityVerdict("undetermined", evidence, float(slope), t_stat)
+    return StabilityVerdict("undetermined", f"{evidence}: a trend, but neither clear growth "
+                            "nor a flat level — run longer", float(slope), t_stat)
 
 
 def still_relaxing(quarters: np.ndarray, window: int, relaxation_slots: float) -> str:
@@ -88,12 +89,20 @@ def still_relaxing(quarters: np.ndarray, window: int, relaxation_slots: float) -
     return ""
 
 
-def below_lower_bound(ci_high: float, lower_bound: float) -> str:
+def below_lower_bound(ci_high: float, lower_bound: float, mean: float = math.nan) -> str:
     """The warning when the measured ΣQ cannot be a steady state ("" otherwise): its CI
-    lies entirely below the proven lower bound on E[ΣQ] (§5), so the run is far shorter
-    than the time the system needs to fill up."""
-    if math.isfinite(lower_bound) and math.isfinite(ci_high) and ci_high < lower_bound:
-        return (f"mean ΣQ (CI up to {ci_high:.4g}) lies below the lower bound "
-                f"{lower_bound:.4g} on E[ΣQ]: the run is far too short to reach steady "
-                "state; run longer")
+    lies entirely below the proven lower bound on E[ΣQ] (§5) — or its ``mean`` does, when
+    the run was too short for a CI — so the run is far shorter than the time the system
+    needs to fill up."""
+    if not math.isfinite(lower_bound):
+        return ""
+    if math.isfinite(ci_high):
+        below = ci_high < lower_bound
+        measured = f"mean ΣQ (CI up to {ci_high:.4g})"
+    else:
+        below = math.isfinite(mean) and mean < lower_bound
+        measured = f"mean ΣQ {mean:.4g} (no CI)"
+    if below:
+        return (f"{measured} lies below the lower bound {lower_bound:.4g} on E[ΣQ]: the run "
+                "is far too short to reach steady state; run longer")
     return ""

@@ -32,7 +32,7 @@ from __future__ import annotations
 from numba import njit
 
 from dispatchlab.policies.led.min_blocks import block_write
-from dispatchlab.policies.led.min_tree import mark_dirty
+from dispatchlab.policies.led.min_tree import mark_dirty, write_through
 
 # ip entries
 IP_DISPATCHERS, IP_SERVERS, IP_INCREMENT, IP_UPDATE, IP_TRIGGER = range(5)
@@ -105,6 +105,16 @@ def write_estimate(values, index, kind, n, value):
     elif kind == INDEX_SUM:
         index[0] += value - values[n]
     values[n] = value
+
+
+@njit(inline="always", cache=True)
+def write_chosen_estimate(values, index, kind, n, value):
+    """:func:`write_estimate` for the server n the dispatcher has just chosen: a min tree
+    is updated at once (:func:`~.min_tree.write_through`), while n's path is in cache."""
+    if kind == INDEX_TREE:
+        write_through(values, index, n, value)
+    else:
+        write_estimate(values, index, kind, n, value)
 
 
 @njit(inline="always", cache=True)

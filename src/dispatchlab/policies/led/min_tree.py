@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint
 
 BLOCK = 16
@@ -122,6 +123,20 @@ def mark_dirty(tree, n):
 
 
 @njit(inline="always", cache=True)
+def write_through(values, tree, n, value):
+    """values[n] ← value with the tree brought up to date at once, when it is up to date
+    (else n's block joins the dirty ones). For a write to the server just chosen: the walk
+    down has just brought its block and path into cache, where a later refresh would find
+    them evicted by the other dispatchers' trees. The tree is the same either way."""
+    if tree[1] != 0:
+        mark_dirty(tree, n)
+        values[n] = value
+        return
+    values[n] = value
+    update_block(values, tree, n // BLOCK)
+
+
+@njit(inline="always", cache=True)
 def refresh(values, tree):
     """Bring the tree up to date with ``values`` (the dispatcher's estimates)."""
     P = tree[0]
@@ -135,8 +150,24 @@ def refresh(values, tree):
         rebuild(values, tree)  # most blocks changed: everything bottom-up
         return
     for k in range(dirty):
+        _prefetch_block_update(values, tree, P, tree[4 * P + k])
+    for k in range(dirty):
         update_block(values, tree, tree[4 * P + k])
     tree[1] = 0
+
+
+@njit(inline="always", cache=True)
+def _prefetch_block_update(values, tree, P, b):
+    """Prefetch what :func:`update_block` of block b reads: its estimates and its path to
+    the root (known in advance: with M trees out of cache the path's loads would otherwise
+    wait for one another)."""
+    start = b * BLOCK
+    for k in range(0, BLOCK, 8):
+        prefetch(values, start + k)
+    i = P + b
+    while i >= 1:
+        prefetch(tree, 2 * i)
+        i >>= 1
 
 
 @njit(inline="always", cache=True)
@@ -175,23 +206,6 @@ def tree_pick(values, tree, rng):
 
 
 @njit(inline="always", cache=True)
-def tree_rank(values, tree, x):
-    """How many servers n < x hold the smallest value (tree up to date)."""
-    P = tree[0]
-    best = tree[2]
-    b = x // BLOCK
-    rank = 0
-    i = P + b
-    while i > 1:  # every left sibling on the way up holds its count of minimisers
-        if i & 1:
-            rank += tree[2 * i - 1] * np.int64(tree[2 * i - 2] == best)
-        i >>= 1
-    for n in range(b * BLOCK, x):
-        rank += values[n] == best
-    return rank
-
-
-@njit(inline="always", cache=True)
 def tree_select(values, tree, skip):
     """The (skip + 1)-th server in index order that holds the smallest value (tree up to
     date, 0 ≤ skip < its tie count)."""
@@ -202,6 +216,16 @@ def tree_select(values, tree, skip):
     # M = 100, N = 10⁴; the branch-free step wins only while the tree sits in L1)
     while i < P:
         left = 2 * i
+        # the next two levels below i (grandchildren: one cache line, great-grandchildren:
+        # two), so that their loads overlap this one's
+        prefetch(tree, 8 * i)
+        prefetch(tree, 16 * i)
+        prefetch(tree, 16 * i + 8)
+        if 4 * left >= P and 2 * left < P:
+            # three levels above the leaves: the estimates of the 8 blocks below i too
+            first = (4 * left - P) * BLOCK
+            for k in range(0, 8 * BLOCK, 8):
+                prefetch(values, first + k)
         if tree[2 * left] == tree[2 * i]:
             left_count = tree[2 * left + 1]
             if skip < left_count:

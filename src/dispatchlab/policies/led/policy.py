@@ -52,7 +52,7 @@ from dispatchlab.policies.led.layout import (
     strategy_code,
     strategy_params,
     strategy_scratch_row,
-    write_estimate,
+    write_chosen_estimate,
 )
 from dispatchlab.policies.led.min_blocks import block_argmin, new_block_rows, uses_blocks
 from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, uses_tree
@@ -128,20 +128,21 @@ def after_send(m, target, jobs, slot, memory, ctx):
     increment (LSQ of [LSQ]): Q̃^m_target += jobs. Otherwise the estimate is left alone.
     """
     own = estimates(memory, m)
-    # every write goes through write_estimate, so that the strategy's index stays current
+    # every write goes through write_(chosen_)estimate, so that the strategy's index stays
+    # current
     index = estimate_index(memory, m)
     kind = index_kind(memory)
     if learns_on_send(memory):
         learnt = learnt_slots(memory, m)
         if learnt[target] != slot.t:
             learnt[target] = slot.t
-            write_estimate(own, index, kind, target, slot.Q[target] + jobs)
+            write_chosen_estimate(own, index, kind, target, slot.Q[target] + jobs)
             ctx.msg[ANSWER] += 1
         else:
-            write_estimate(own, index, kind, target, own[target] + jobs)
+            write_chosen_estimate(own, index, kind, target, own[target] + jobs)
     elif increments(memory):
         # count the jobs just sent (per-job mode: water-filling one job at a time)
-        write_estimate(own, index, kind, target, own[target] + jobs)
+        write_chosen_estimate(own, index, kind, target, own[target] + jobs)
 
 
 @choose_function

@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 from numba.core.registry import CPUDispatcher
 
-from dispatchlab.compiled.kernels import argmin_random_ties, shortest_of_row
+from dispatchlab.compiled.kernels import argmin_random_ties, shorter_of_two, shortest_of_row
 from dispatchlab.compiled.rng import sample_distinct_row, uniform
 from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE
 from dispatchlab.engine.alias import alias_draw
@@ -143,6 +143,8 @@ def l_pod_pick(estimates, rng, d, table, row):
     N = estimates.size
     if d >= N:
         return argmin_random_ties(estimates, rng)
+    if d == 2:
+        return shorter_of_two(estimates, rng)
     sample_distinct_row(rng, N, d, table, row)
     return shortest_of_row(estimates, table, row, d, rng)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.policies.led.min_blocks import block_write
 from dispatchlab.policies.led.min_tree import mark_dirty, write_through
 
@@ -105,6 +106,18 @@ def write_estimate(values, index, kind, n, value):
     elif kind == INDEX_SUM:
         index[0] += value - values[n]
     values[n] = value
+
+
+@njit(inline="always", cache=True)
+def prefetch_estimate(memory, m, n):
+    """Prefetch what a write of Q̃^m_n touches: the estimate and, with block minima, its
+    block's pair (a batch of writes to random rows then waits for its misses together)."""
+    width = memory.ist.shape[1]
+    prefetch(memory.ist, m * width + n)
+    if memory.ip[IP_INDEX] == INDEX_BLOCKS:
+        first = index_rows_start(memory)
+        shift = memory.ist[first, 0]  # log2 B, the same in every dispatcher's row
+        prefetch(memory.ist, (first + m) * width + 2 + 2 * (n >> shift))
 
 
 @njit(inline="always", cache=True)

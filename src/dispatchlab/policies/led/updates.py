@@ -38,10 +38,12 @@ from dispatchlab.policies.led.layout import (
     index_kind,
     log_miss,
     measures_error,
+    prefetch_estimate,
     pull_position,
     push_d,
     push_position,
     push_sample_row,
+    strategy_scratch_row,
     update_p,
     write_estimate,
 )
@@ -153,11 +155,23 @@ def pull_end_slot(slot, step, memory, ctx):
     if position[0] < 0:
         position[0] = t * N + failures_before_success(rng, p, miss)
     end = (t + 1) * N
+    # the slot's reports are drawn first, (m, n) as m·2³² + n into the strategy's scratch
+    # row (free in this phase), with their cache lines prefetched; then written in the
+    # same order: the same draws and writes, but M rows of N out of cache no longer make
+    # every write wait for its own misses
+    pending = memory.ist[strategy_scratch_row(memory)]
+    reports = 0
     while position[0] < end:
         n = position[0] - t * N
         m = randint(rng, M) if M > 1 else 0
-        write_estimate(estimates(memory, m), estimate_index(memory, m), index_kind(memory), n,
-                       Q[n])
-        ctx.msg[REPORT] += 1
+        pending[reports] = (m << 32) | n
+        prefetch_estimate(memory, m, n)
+        reports += 1
         position[0] += 1 + failures_before_success(rng, p, miss)
+    kind = index_kind(memory)
+    for i in range(reports):
+        m = pending[i] >> 32
+        n = pending[i] & 0xFFFFFFFF
+        write_estimate(estimates(memory, m), estimate_index(memory, m), kind, n, Q[n])
+    ctx.msg[REPORT] += reports
     _record_error(slot, step, memory)

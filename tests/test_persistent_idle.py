@@ -98,7 +98,7 @@ def test_split_needs_per_job_dispatch():
 
 
 def _pi_memory(n_servers: int) -> Memory:
-    state = np.zeros((4 + 8, max(n_servers, 3)), np.int64)
+    state = np.zeros((4 + 10, max(n_servers, 3)), np.int64)
     state[0, :] = NOT_MEMBER
     return Memory(np.array([1, 0], np.int64), np.zeros(1), state, np.zeros((1, 1)))
 
@@ -112,7 +112,7 @@ def _random_joins_and_takes(memory, slots, rng):
     checked = 0
     for t in range(slots):
         for _ in range(randint(rng, 4)):
-            _join(randint(rng, N), t, memory, rng)
+            _join(0, randint(rng, N), t, memory, rng)
         for _ in range(randint(rng, 3)):
             if set_sizes(memory)[0] == 0:
                 break
@@ -135,13 +135,13 @@ def _first_two_takes(n_servers, repeats, rng):
     firsts = np.zeros(n_servers, np.int64)
     seconds = np.zeros(n_servers, np.int64)
     for _ in range(repeats):
-        state = np.zeros((12, n_servers), np.int64)
+        state = np.zeros((14, n_servers), np.int64)
         state[0, :] = NOT_MEMBER
         memory = Memory(np.array([1, 0], np.int64), np.zeros(1), state, np.zeros((1, 1)))
-        _join(0, -1, memory, rng)  # an older report: never first while others are newer
+        _join(0, 0, -1, memory, rng)  # an older report: never first while others are newer
         for n in range(1, n_servers):
-            _join(n, 5, memory, rng)
-        _join(3, 6, memory, rng)  # server 3 reports again: the newest, alone
+            _join(0, n, 5, memory, rng)
+        _join(0, 3, 6, memory, rng)  # server 3 reports again: the newest, alone
         first = _pop_most_recent(0, memory)
         _take(0, first, memory)
         firsts[first] += 1

@@ -42,6 +42,13 @@ Memory ``ist`` (int64, width W = max(N, M, 3)), named by the accessors below:
                 on its report stack, and where the entries of the top entry's slot begin
   rows 2M + 8 + 2m, 2M + 9 + 2m  :func:`report_stack` — dispatcher m's stack (2W entries,
                 entry (slot + 2)·W + server)
+  rows 4M + 8, 4M + 9  :func:`pending_joins` — the slot's idle transitions and the
+                dispatchers their reports go to (the end-of-slot hook's work rows)
+
+A slot's reports are handled in three passes: the servers that became idle, then (M > 1)
+the dispatchers their reports go to, drawn one after another, with the cache lines of
+those dispatchers' sets prefetched, then the joins in server order (with M rows of N out of
+cache, a join that drew its dispatcher and read its set at once waited for a miss each).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
 from dispatchlab.errors import require
@@ -132,6 +140,12 @@ def report_stack(memory, m):
     """Dispatcher m's report stack (2W entries, bottom first): (slot + 2)·W + server."""
     row = 2 * dispatchers(memory) + 8 + 2 * m
     return memory.ist[row:row + 2].reshape(2 * memory.ist.shape[1])
+
+
+@njit(inline="always", cache=True)
+def pending_joins(memory, which):
+    """which = 0: the servers that became idle this slot; 1: their reports' dispatchers."""
+    return memory.ist[4 * dispatchers(memory) + 8 + which]
 
 
 # -- the rules --------------------------------------------------------------------------------
@@ -264,10 +278,15 @@ def _persistent_idle_choose(m, jobs, slot, memory, ctx):
 
 
 @njit(inline="always", cache=True)
-def _join(n, report_slot, memory, rng):
-    """Server n joins the idle set of one uniform dispatcher (the only one when M = 1)."""
+def _report_destination(memory, rng):
+    """The dispatcher an idle report goes to: uniform (the only one when M = 1)."""
     M = dispatchers(memory)
-    dest = 0 if M == 1 else randint(rng, M)
+    return 0 if M == 1 else randint(rng, M)
+
+
+@njit(inline="always", cache=True)
+def _join(dest, n, report_slot, memory, rng):
+    """Server n joins dispatcher dest's idle set."""
     members = idle_set(memory, dest)
     if members[n] == NOT_MEMBER:
         set_sizes(memory)[dest] += 1
@@ -286,7 +305,7 @@ def _persistent_idle_begin(slot, step, memory, ctx):
         targets(memory)[m] = randint(ctx.rng, Q.size)
     for n in range(Q.size):
         if Q[n] == 0:  # idle from the start: a member without a message
-            _join(n, -1, memory, ctx.rng)
+            _join(_report_destination(memory, ctx.rng), n, -1, memory, ctx.rng)
     count[READY] = 1
     return None
 
@@ -296,11 +315,20 @@ def _persistent_idle_end(slot, step, memory, ctx):
     Q = slot.Q
     Q_prev = step.Q_prev
     A = step.A
+    servers = pending_joins(memory, 0)
+    destinations = pending_joins(memory, 1)
     reports = 0
     for n in range(Q.size):
         if Q[n] == 0 and Q_prev[n] + A[n] > 0:  # n became idle in slot t
-            _join(n, slot.t, memory, ctx.rng)
+            servers[reports] = n
             reports += 1
+    width = memory.ist.shape[1]
+    for k in range(reports):
+        dest = _report_destination(memory, ctx.rng)
+        destinations[k] = dest
+        prefetch(memory.ist, dest * width + servers[k])  # idle_set(memory, dest)[n]
+    for k in range(reports):
+        _join(destinations[k], servers[k], slot.t, memory, ctx.rng)
     ctx.msg[REPORT] += reports
     count = counters(memory)
     if step.record:
@@ -332,7 +360,7 @@ class PersistentIdle(Policy):
     def kernel(self, system: System) -> Kernel:
         self.check_system(system)
         n, m = system.n_servers, system.dispatchers
-        state = np.zeros((4 * m + 8, max(n, m, 3)), np.int64)
+        state = np.zeros((4 * m + 10, max(n, m, 3)), np.int64)
         state[:m, :] = NOT_MEMBER
         state[m + 3 + SPLIT_SLOT, :] = -1
         return Kernel(_persistent_idle_choose, _persistent_idle_begin, _persistent_idle_end,

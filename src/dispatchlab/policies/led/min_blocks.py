@@ -17,8 +17,8 @@ write dirtied a block whose refresh walked up to ~log2(N/16) levels, out of cach
 M = 100. Here a write touches one pair, a block's pair changes only when its minimum does,
 and a choice is a short sequential read (prefetched). With push updates (a few writes per
 row and choice) the tree's walk is cheaper than streaming ⌈N/B⌉ pairs and a block of B:
-push and LSQ-with-push keep the tree, as does the shared tree of SUJSQ/AUJSQ (which needs
-rank queries).
+push and LSQ-with-push keep the tree, as does the shared tree of SUJSQ/AUJSQ (which
+selects the minimiser at a given position, a walk down the tree).
 
 One index row per dispatcher (width 2 + 2K, K = ⌈N/B⌉ blocks):
 

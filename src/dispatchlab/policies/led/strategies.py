@@ -9,7 +9,8 @@ A dispatching strategy is a compiled function with the fixed signature
 ``mu``         service rates μ_n (float64, length N)
 ``rng``        the run's random state (draw with :mod:`dispatchlab.compiled.rng`)
 ``params``     the strategy's float parameters (float64; its own layout)
-``scratch``    an int64 work buffer of length N (e.g. for a sample of servers)
+``scratch``    an int64 work buffer of length N (e.g. for a sample of servers); its
+               contents do not survive the call (pull updates use it between slots)
 
 It returns the server that receives the dispatcher's arrivals. Decisions see only
 the dispatcher's own estimates and μ, never the true queues (zero dispatching delay,

@@ -65,30 +65,28 @@ def pack_arrays(typingctx, arrays):
     return types.voidptr(arrays), codegen
 
 
-@intrinsic
-def _unpack_arrays(typingctx, pointer):
-    """The tuple that :func:`pack_arrays` stored at ``pointer``."""
-    if pointer != types.voidptr:
-        return None
+def _unpacker(packed_type: types.Type):
+    """An intrinsic that loads the ``packed_type`` tuple :func:`pack_arrays` stored at a
+    pointer."""
 
-    def codegen(context, builder, signature, args):
-        tuple_type = context.get_value_type(PACKED_TYPE)
-        return builder.load(builder.bitcast(args[0], tuple_type.as_pointer()))
+    @intrinsic
+    def unpack(typingctx, pointer):
+        if pointer != types.voidptr:
+            return None
 
-    return PACKED_TYPE(types.voidptr), codegen
+        def codegen(context, builder, signature, args):
+            tuple_type = context.get_value_type(packed_type)
+            return builder.load(builder.bitcast(args[0], tuple_type.as_pointer()))
+
+        return packed_type(types.voidptr), codegen
+
+    return unpack
 
 
-@intrinsic
-def _unpack_hook_arrays(typingctx, pointer):
-    """The tuple (:data:`HOOK_PACKED_TYPE`) that :func:`pack_arrays` stored at ``pointer``."""
-    if pointer != types.voidptr:
-        return None
-
-    def codegen(context, builder, signature, args):
-        tuple_type = context.get_value_type(HOOK_PACKED_TYPE)
-        return builder.load(builder.bitcast(args[0], tuple_type.as_pointer()))
-
-    return HOOK_PACKED_TYPE(types.voidptr), codegen
+#: the arrays ``choose`` reads (:data:`PACKED_TYPE`) and those a hook reads
+#: (:data:`HOOK_PACKED_TYPE`), from the pointer the loop passes
+_unpack_arrays = _unpacker(PACKED_TYPE)
+_unpack_hook_arrays = _unpacker(HOOK_PACKED_TYPE)
 
 
 class _AdapterCache(FunctionCache):

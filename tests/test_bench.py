@@ -42,7 +42,7 @@ from dispatchlab.engine.loop import (
     _fifo_append,
     _grow_pool,
     _new_pool,
-    _poisson_cdf_table,
+    _poisson_tables,
     _serve_bernoulli,
     _serve_bernoulli_fifo,
 )
@@ -296,12 +296,13 @@ def _split_poisson_draws(rates, slots, rng):
     total_rate = rates.sum()
     p = rates / total_rate
     cumulative = np.cumsum(p)
-    table = _poisson_cdf_table(rates)
+    offsets, table = _poisson_tables(rates)
     A_m = np.zeros(M, np.int64)
     out = np.zeros((slots, M), np.int64)
     trace = np.zeros(1, np.int64)
     for t in range(slots):
-        _draw_arrivals(0, total_rate, 0, trace, t, p, cumulative, table, False, A_m, rng)
+        _draw_arrivals(0, total_rate, 0, trace, t, p, cumulative, offsets, table, False, A_m,
+                       rng)
         out[t] = A_m
     return out
 
@@ -309,7 +310,7 @@ def _split_poisson_draws(rates, slots, rng):
 def test_poisson_split_by_table_inversion_has_poisson_law() -> None:
     from scipy import stats
 
-    rates = np.array([0.3, 2.85, 9.5, 12.0])  # the last one is drawn by PTRS
+    rates = np.array([0.3, 2.85, 9.5, 36.0, 590.0, 650.0])  # the last one is drawn by PTRS
     draws = _split_poisson_draws(rates, 40_000, make_rng_state(11))
     for m, lam in enumerate(rates):
         counts = np.bincount(draws[:, m])

@@ -176,19 +176,24 @@ def poisson_inversion(s, limit):
     return k
 
 
-@njit(cache=True)
-def poisson(s, lam):
-    """Poisson(λ): inversion by multiplication below λ = 10, Hörmann's PTRS above."""
-    if lam <= 0.0:
-        return 0
-    if lam < POISSON_INVERSION_LIMIT:
-        return poisson_inversion(s, math.exp(-lam))
-    slam = math.sqrt(lam)
-    loglam = math.log(lam)
-    b = 0.931 + 2.53 * slam
-    a = -0.059 + 0.02483 * b
+#: what PTRS needs of λ besides uniforms (see :func:`ptrs_constants`)
+PTRS_CONSTANTS = 6
+
+
+@njit(inline="always", cache=True)
+def ptrs_constants(lam):
+    """(log λ, b, a, 1/α, v_r, log(1/α)): PTRS's set-up for λ ≥ 10, computed once per
+    λ by callers that draw from one λ many times (:func:`poisson_ptrs`)."""
+    b = 0.931 + 2.53 * math.sqrt(lam)
     invalpha = 1.1239 + 1.1328 / (b - 3.4)
-    vr = 0.9277 - 3.6224 / (b - 2.0)
+    return (math.log(lam), b, -0.059 + 0.02483 * b, invalpha,
+            0.9277 - 3.6224 / (b - 2.0), math.log(invalpha))
+
+
+@njit(cache=True)
+def poisson_ptrs(s, lam, loglam, b, a, invalpha, vr, log_invalpha):
+    """Poisson(λ) by Hörmann's transformed rejection with squeeze (PTRS), λ ≥ 10, given
+    :func:`ptrs_constants` (λ)."""
     while True:
         u = uniform(s) - 0.5
         v = uniform(s)
@@ -198,10 +203,21 @@ def poisson(s, lam):
             return np.int64(k)
         if k < 0 or (us < 0.013 and v > us):
             continue
-        if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= (
+        if math.log(v) + log_invalpha - math.log(a / (us * us) + b) <= (
             -lam + k * loglam - math.lgamma(k + 1.0)
         ):
             return np.int64(k)
+
+
+@njit(cache=True)
+def poisson(s, lam):
+    """Poisson(λ): inversion by multiplication below λ = 10, Hörmann's PTRS above."""
+    if lam <= 0.0:
+        return 0
+    if lam < POISSON_INVERSION_LIMIT:
+        return poisson_inversion(s, math.exp(-lam))
+    loglam, b, a, invalpha, vr, log_invalpha = ptrs_constants(lam)
+    return poisson_ptrs(s, lam, loglam, b, a, invalpha, vr, log_invalpha)
 
 
 @njit(cache=True)

@@ -36,11 +36,13 @@ from numba.extending import intrinsic
 from dispatchlab.compiled.histogram import DELAY_BINS, EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
 from dispatchlab.compiled.rng import (
     INV_2_53,
-    POISSON_INVERSION_LIMIT,
+    PTRS_CONSTANTS,
     bernoulli_threshold,
     binomial,
     geometric0,
     poisson,
+    poisson_ptrs,
+    ptrs_constants,
     select_unpredictable,
     splitmix64,
     uniform,
@@ -113,82 +115,107 @@ def _draw_total(code, rate, trials, trace, t, rng):
     return trace[t % trace.size]
 
 
-POISSON_TABLE_MAX = 64
-# the inversion table starts with a guide of POISSON_GUIDE columns: entry b is the number of
+#: below this λ_m a dispatcher's Poisson arrivals are drawn by inversion of a table (about
+#: λ + 9√λ + 64 doubles), above it by PTRS (40 ns a draw: 100 dispatchers at λ_m = 36
+#: spent 4 µs a slot on it); e^−λ, where the table's recursion starts, is still a normal
+#: double here
+POISSON_TABLE_LIMIT = 600.0
+# an inversion row starts with a guide of POISSON_GUIDE entries: entry b is the number of
 # CDF values ≤ b/POISSON_GUIDE, where the search for u ∈ [b/G, (b+1)/G) starts
 POISSON_GUIDE_BITS = 6
 POISSON_GUIDE = 1 << POISSON_GUIDE_BITS
 
 
+@njit(inline="always", cache=True)
+def _poisson_cdf_length(lam):
+    """How many CDF values F(0), F(1), … the inversion row of Poisson(λ) keeps: up to where
+    F reaches 1 in double precision or, past λ, the pmf falls below 10⁻¹⁸."""
+    term = math.exp(-lam)
+    cdf = term
+    k = 0
+    while not (cdf >= 1.0 or (k > lam and term < 1e-18)):
+        k += 1
+        term *= lam / k
+        cdf += term
+    return max(k, 1)
+
+
 @njit(cache=True)
-def _poisson_cdf_table(rates):
-    """Row m: a guide of POISSON_GUIDE columns, then the CDF F(0), F(1), … of Poisson(λ_m)
-    for inversion, up to where it reaches 1 in double precision (columns past that hold
-    1.0, which u < 1 never reaches); guide entry b = #{j : F(j) ≤ b/POISSON_GUIDE} (a
-    small integer, stored as a float). A row of zeros where λ_m ≥ POISSON_INVERSION_LIMIT
-    (drawn by PTRS instead). The tail beyond the table (below 10⁻¹⁶ for λ < 10) is the
-    only approximation, under a double's resolution."""
+def _poisson_tables(rates):
+    """The per-dispatcher tables of :func:`_draw_arrivals`: ``(offsets, table)``, row m at
+    ``table[offsets[m]:offsets[m + 1]]``.
+
+    λ_m < POISSON_TABLE_LIMIT: a guide of POISSON_GUIDE entries, then the CDF F(0), F(1), …
+    of Poisson(λ_m) for inversion (see :func:`_poisson_cdf_length`); guide entry b =
+    #{j : F(j) ≤ b/POISSON_GUIDE} (a small integer, stored as a float). The CDF is summed
+    from e^−λ by the pmf's recursion (relative error ≲ 10⁻¹³ at λ = 600), and the tail
+    beyond the row (below 10⁻¹⁸) is the only other approximation: both far under what any
+    run can resolve. Otherwise PTRS's set-up
+    (:func:`~dispatchlab.compiled.rng.ptrs_constants` (λ_m)), so that a slot's M draws do not
+    each recompute a square root, two logarithms and two divisions."""
     M = rates.size
-    cdf_table = np.ones((M, POISSON_TABLE_MAX))
-    length = 1
+    offsets = np.zeros(M + 1, np.int64)
     for m in range(M):
-        lam = rates[m]
-        if not lam < POISSON_INVERSION_LIMIT:
-            cdf_table[m, :] = 0.0
+        lam = rates[m] if rates[m] > 0.0 else 0.0  # (NaN too: no endless loop below)
+        if lam >= POISSON_TABLE_LIMIT:
+            size = PTRS_CONSTANTS
+        else:
+            size = POISSON_GUIDE + _poisson_cdf_length(lam)
+        offsets[m + 1] = offsets[m] + size
+    table = np.zeros(offsets[M])
+    for m in range(M):
+        lam = rates[m] if rates[m] > 0.0 else 0.0
+        row = table[offsets[m]:offsets[m + 1]]
+        if lam >= POISSON_TABLE_LIMIT:
+            constants = ptrs_constants(lam)
+            for j in range(PTRS_CONSTANTS):
+                row[j] = constants[j]
             continue
+        cdf_row = row[POISSON_GUIDE:]
         term = math.exp(-lam)
         cdf = term
-        for k in range(POISSON_TABLE_MAX):
-            if cdf >= 1.0 or (k > lam and term < 1e-18):
-                break
-            cdf_table[m, k] = cdf
-            length = max(length, k + 1)
+        for k in range(cdf_row.size):
+            cdf_row[k] = min(cdf, 1.0)
             term *= lam / (k + 1)
             cdf += term
-    table = np.zeros((M, POISSON_GUIDE + length))
-    for m in range(M):
-        if not cdf_table[m, 0] > 0.0:
-            continue
-        for j in range(length):
-            table[m, POISSON_GUIDE + j] = cdf_table[m, j]
+        below = 0  # #{j : F(j) ≤ b/G}, nondecreasing in b: one merge pass
         for b in range(POISSON_GUIDE):
             edge = b / POISSON_GUIDE
-            below = 0
-            for j in range(length):
-                below += cdf_table[m, j] <= edge
-            table[m, b] = below
-    return table
+            while below < cdf_row.size and cdf_row[below] <= edge:
+                below += 1
+            row[b] = below
+    return offsets, table
 
 
 @njit(cache=True)
-def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_cdf, batch_split,
-                   A_m, rng):
+def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_offsets, poisson_table,
+                   batch_split, A_m, rng):
     """Draw A_Σ(t) and its split A^m(t) among dispatchers: multinomial by p_m (per-job
     split) or the whole batch to one dispatcher drawn from p. Returns A_Σ(t)."""
     M = A_m.size
     if code == 0 and M > 1 and not batch_split:
         # a Poisson total split multinomially is M independent Poissons: draw those, by
-        # inversion of a tabulated CDF (see _poisson_cdf_table) where λ_m is small
+        # inversion of a tabulated CDF (see _poisson_tables) below POISSON_TABLE_LIMIT
         total = 0
         s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-        length = poisson_cdf.shape[1] - POISSON_GUIDE
         for m in range(M):
-            if poisson_cdf[m, POISSON_GUIDE] > 0.0:
+            lam = rate * p[m]
+            row = poisson_table[poisson_offsets[m]:poisson_offsets[m + 1]]
+            if lam >= POISSON_TABLE_LIMIT:
+                rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+                k = poisson_ptrs(rng, lam, row[0], row[1], row[2], row[3], row[4], row[5])
+                s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+            else:
                 bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
                 u = np.float64(bits >> np.uint64(11)) * INV_2_53
                 # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: the guide gives the count
                 # below u's bucket, u ≥ b/G (b = the top bits of u), then a short scan
-                k = np.int64(poisson_cdf[m, bits >> np.uint64(64 - POISSON_GUIDE_BITS)])
-                while k < length and poisson_cdf[m, POISSON_GUIDE + k] <= u:
+                k = np.int64(row[bits >> np.uint64(64 - POISSON_GUIDE_BITS)])
+                length = row.size - POISSON_GUIDE
+                while k < length and row[POISSON_GUIDE + k] <= u:
                     k += 1
-                A_m[m] = k
-                total += k
-            else:
-                rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-                k = poisson(rng, rate * p[m])
-                s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-                A_m[m] = k
-                total += k
+            A_m[m] = k
+            total += k
         rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
         return total
     total = _draw_total(code, rate, trials, trace, t, rng)
@@ -616,7 +643,7 @@ def _run_slots(
     N = Q.size
     M = A_m.size
     cumulative = np.cumsum(dispatcher_p)
-    poisson_cdf = _poisson_cdf_table(arrival_rate * dispatcher_p)
+    poisson_offsets, poisson_table = _poisson_tables(arrival_rate * dispatcher_p)
     A = work[0]
     Q_prev = work[1]
     last_slot_chosen = work[2]
@@ -641,7 +668,8 @@ def _run_slots(
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
         total = _draw_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
-                               dispatcher_p, cumulative, poisson_cdf, batch_split, A_m, rng)
+                               dispatcher_p, cumulative, poisson_offsets, poisson_table,
+                               batch_split, A_m, rng)
         for n in range(N):
             A[n] = 0
         herded = False

@@ -459,23 +459,25 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S
             shift = np.uint64(n - base)
             arrived_bits |= np.uint64(A[np.uint64(n)] > 0) << shift
             departed_bits |= np.uint64(S[np.uint64(n)]) << shift
+        # (unsigned indices below: a signed one costs a wraparound fix-up, two
+        # instructions on the chain of dependent loads that each departure walks)
         while arrived_bits != 0:
             # append the batch of A_n jobs that arrived in slot t to server n's list
-            n = base + np.int64(trailing_zeros(arrived_bits))
+            n = np.uint64(base) + trailing_zeros(arrived_bits)
             arrived_bits &= arrived_bits - np.uint64(1)
-            node = free_head
+            node = np.uint64(free_head)
             free_head = pool[node, 1] >> np.int64(32)
             pool[node, 0] = t
             pool[node, 1] = NIL_LINK | A[n]
-            tail = tails[n]
-            pool[tail, 1] = (pool[tail, 1] & COUNT_MASK) | (node << np.int64(32))
+            tail = np.uint64(tails[n])
+            pool[tail, 1] = (pool[tail, 1] & COUNT_MASK) | (np.int64(node) << np.int64(32))
             tails[n] = node
             free_count -= 1
         while departed_bits != 0:
             # one departure from the head batch h of server n
-            n = base + np.int64(trailing_zeros(departed_bits))
+            n = np.uint64(base) + trailing_zeros(departed_bits)
             departed_bits &= departed_bits - np.uint64(1)
-            h = pool[n, 1] >> np.int64(32)
+            h = np.uint64(pool[n, 1] >> np.int64(32))
             arrived = pool[h, 0]
             if arrived >= warmup:
                 delay = t - arrived
@@ -487,10 +489,10 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S
             # without branches (h empties about a third of the time, at random; LLVM
             # turns plain selects back into branches): unlink an emptied h from the list
             # and push it on the free stack
-            pool[n, 1] = select_unpredictable(emptied, nxt, h) << np.int64(32)
-            tails[n] = select_unpredictable(emptied & (nxt < 0), n, tails[n])
+            pool[n, 1] = select_unpredictable(emptied, nxt, np.int64(h)) << np.int64(32)
+            tails[n] = select_unpredictable(emptied & (nxt < 0), np.int64(n), tails[n])
             pool[h, 1] = select_unpredictable(emptied, free_head << np.int64(32), link)
-            free_head = select_unpredictable(emptied, h, free_head)
+            free_head = select_unpredictable(emptied, np.int64(h), free_head)
             free_count += np.int64(emptied)
     pool_free[FREE_HEAD] = free_head
     pool_free[FREE_COUNT] = free_count

@@ -200,19 +200,24 @@ def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_offsets,
         s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
         for m in range(M):
             lam = rate * p[m]
-            row = poisson_table[poisson_offsets[m]:poisson_offsets[m + 1]]
+            row = poisson_offsets[m]  # (indices into the flat table: a row slice is a
+            # view whose reference counting cost two calls per dispatcher)
             if lam >= POISSON_TABLE_LIMIT:
                 rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-                k = poisson_ptrs(rng, lam, row[0], row[1], row[2], row[3], row[4], row[5])
+                k = poisson_ptrs(rng, lam, poisson_table[row], poisson_table[row + 1],
+                                 poisson_table[row + 2], poisson_table[row + 3],
+                                 poisson_table[row + 4], poisson_table[row + 5])
                 s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
             else:
                 bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
                 u = np.float64(bits >> np.uint64(11)) * INV_2_53
                 # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: the guide gives the count
                 # below u's bucket, u ≥ b/G (b = the top bits of u), then a short scan
-                k = np.int64(row[bits >> np.uint64(64 - POISSON_GUIDE_BITS)])
-                length = row.size - POISSON_GUIDE
-                while k < length and row[POISSON_GUIDE + k] <= u:
+                bucket = np.int64(bits >> np.uint64(64 - POISSON_GUIDE_BITS))
+                k = np.int64(poisson_table[row + bucket])
+                cdf = row + POISSON_GUIDE
+                length = poisson_offsets[m + 1] - cdf
+                while k < length and poisson_table[cdf + k] <= u:
                     k += 1
             A_m[m] = k
             total += k

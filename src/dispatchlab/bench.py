@@ -16,7 +16,9 @@ stays on.
 ``slots_per_second_full`` is the speed with every measurement on (the default of
 :func:`dispatchlab.simulate`). Speeds are timed inside the compiled loop, after a short
 warm run has compiled everything; with ``repeat`` > 1 repeat i runs seed + i, and each
-speed (and each ratio, ours and refsim's timed back to back) is the median over the repeats.
+speed and each ratio is the median over the repeats, a ratio's parts (ours lean, refsim,
+ours full) timed back to back within a repeat, so that a slow spell of the shared machine
+lands on both sides of it.
 
 Our mean ΣQ is the stationary estimate of :func:`simulate` (10 % warm-up): with one
 repeat, its batch-means 95 % CI; with several, the CI of the repeats' means as independent
@@ -214,7 +216,7 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
         return row
     system = workload.system()
     warm_up(workload)
-    speeds, full_speeds, ref_speeds, ratios, means = [], [], [], [], []
+    speeds, full_speeds, ref_speeds, ratios, full_ratios, means = [], [], [], [], [], []
     result = full = ref = None
     for index in range(repeat):
         result = _simulate(workload, system, slots, seed + index, full=False)
@@ -226,6 +228,8 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
             ratios.append(speeds[-1] / ref_speeds[-1])
         full = _simulate(workload, system, slots, seed + index, full=True)
         full_speeds.append(full.slots_per_second)
+        if ref_speeds:
+            full_ratios.append(full_speeds[-1] / ref_speeds[-1])
     assert result is not None and full is not None
     from dispatchlab.stats.estimators import Estimate, replication_estimate
 
@@ -253,7 +257,7 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
         row.update(
             refsim_slots_per_second=ref_speed,
             speed_ratio=statistics.median(ratios),
-            speed_ratio_full=row["slots_per_second_full"] / ref_speed,
+            speed_ratio_full=statistics.median(full_ratios),
             refsim_mean_total_queue=float(ref["mean_sum_q"]),
             refsim_messages_per_arrival=float(ref["messages_per_arrival"]),
         )

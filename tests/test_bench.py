@@ -45,6 +45,7 @@ from dispatchlab.engine.loop import (
     _poisson_tables,
     _serve_bernoulli,
     _serve_bernoulli_fifo,
+    serve_other_law,
 )
 from dispatchlab.errors import ValidationError
 
@@ -336,23 +337,29 @@ def test_repeats_use_successive_seeds_and_a_replication_ci(
     assert single["mean_total_queue"] != row["mean_total_queue"]  # the mean of seeds 7, 8, 9
 
 
-def _list_lengths(pool: np.ndarray, N: int) -> list[int]:
-    """Batches in each server's linked list (walked from its sentinel)."""
+def _list_lengths(pool: np.ndarray, tails: np.ndarray, N: int) -> list[int]:
+    """Batches in each server's FIFO: the head in node n (when it has jobs left), then the
+    list behind it; checks that the list ends at the server's tail and that an empty head
+    has nothing behind it."""
     lengths = []
     for n in range(N):
-        count, node = 0, int(pool[n, 1] >> 32)
+        count, node, last = int(pool[n, 1] & 0xFFFFFFFF > 0), int(pool[n, 1] >> 32), n
+        assert count or node < 0
         while node >= 0:
-            count += 1
-            node = int(pool[node, 1] >> 32)
+            assert pool[node, 1] & 0xFFFFFFFF > 0
+            count, last, node = count + 1, node, int(pool[node, 1] >> 32)
+        assert tails[n] == last
         lengths.append(count)
     return lengths
 
 
-def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
-    """The listed (branch-free) FIFO pass: same queues and draws as the service without delay
-    tracking, and every job's delay t − arrival slot as a per-job FIFO computes it, through
-    several growths of the shared node pool (a slow server gains a batch almost every slot);
-    the pool holds exactly the pending batches (one per arrival slot with jobs left)."""
+@pytest.mark.parametrize("law", ["bernoulli", "poisson"])
+def test_fifo_times_each_job_like_a_plain_fifo(law: str) -> None:
+    """The listed FIFOs (Bernoulli: the branch-free pass; Poisson: several departures a slot
+    through ``_fifo_update``): every job's delay t − arrival slot as a per-job FIFO computes
+    it, through several growths of the shared node pool (a slow server gains a batch almost
+    every slot); the FIFOs hold exactly the pending batches (one per arrival slot with jobs
+    left). Bernoulli: also the same queues and draws as the service without delay tracking."""
     N, slots, warmup = 8, 600, 40
     mu = np.linspace(0.15, 0.9, N)
     thresholds = np.array([bernoulli_threshold(m) for m in mu], np.uint64)
@@ -364,6 +371,7 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
         if Q[n] > 0:
             _fifo_append(n, -1, Q[n], pool, tails, pool_free)
     stream, stream_plain = make_service_stream(5), make_service_stream(5)
+    rng = make_rng_state(5)
     hist = np.zeros(DELAY_BINS, np.int64)
     moments = np.zeros(8)
     scratch = np.zeros((2, N), np.int64)
@@ -379,20 +387,26 @@ def test_bernoulli_fifo_service_times_each_job_like_a_plain_fifo() -> None:
         before = Q + A
         for n in range(N):
             jobs[n].extend([t] * int(A[n]))
-        total, _, departures = _serve_bernoulli_fifo(
-            Q, A, scratch[0], thresholds, stream, True, queue_sum, scratch[1], t, warmup, pool,
-            tails, pool_free, hist, moments)
-        plain_total, _, plain_departures = _serve_bernoulli(
-            Q_plain, A, scratch[0], thresholds, stream_plain, True, queue_sum, scratch[1])
-        assert (Q == Q_plain).all() and total == plain_total and departures == plain_departures
+        if law == "bernoulli":
+            total, _, departures = _serve_bernoulli_fifo(
+                Q, A, scratch[0], thresholds, stream, True, queue_sum, scratch[1], t, warmup,
+                pool, tails, pool_free, hist, moments)
+            plain_total, _, plain_departures = _serve_bernoulli(
+                Q_plain, A, scratch[0], thresholds, stream_plain, True, queue_sum, scratch[1])
+            assert (Q == Q_plain).all() and total == plain_total
+            assert departures == plain_departures
+        else:
+            serve_other_law(Q, A, scratch[0], mu, 2, 0, rng, True, queue_sum, True, t, warmup,
+                            pool, tails, pool_free, hist, moments)
         for n in range(N):
             for _ in range(int(before[n] - Q[n])):
                 arrived = jobs[n].pop(0)
                 if arrived >= warmup:
                     expected.append(t - arrived)
         pending = [len({*j}) for j in jobs]  # one batch per arrival slot
-        assert _list_lengths(pool, N) == pending
-        assert pool_free[FREE_COUNT] == pool.shape[0] - N - sum(pending)
+        assert _list_lengths(pool, tails, N) == pending
+        # the heads live in nodes 0..N−1: only the batches behind them take pool nodes
+        assert pool_free[FREE_COUNT] == pool.shape[0] - N - sum(max(k - 1, 0) for k in pending)
     assert grown >= 2
     assert len(expected) > 1000 and max(expected) < EXACT_DELAY_BINS
     assert (hist == np.bincount(expected, minlength=DELAY_BINS)).all()

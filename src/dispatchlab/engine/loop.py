@@ -295,11 +295,15 @@ LOOP_SIGNATURE = _i64(
 # Delay tracking: the FIFO of each server is a linked list of (arrival slot, job count)
 # batches in one shared pool of nodes, so memory follows the number of pending batches
 # (at most ΣQ), not N × the longest queue. A node is two int64: the arrival slot, and
-# ``link`` = (next node << 32) | jobs left (next = −1: the end of the list). Nodes 0..N−1 are
-# the servers' sentinels (their ``next`` is the head of the list); free nodes form a stack
-# linked the same way, with its head and size in ``pool_free``. A server gains at most one
-# batch per slot, so a segment stops when fewer than N nodes are free and the pool grows
-# (doubles) outside the hot loop; node indices stay valid across growth.
+# ``link`` = (next node << 32) | jobs left (next = −1: the end of the list). Node n < N
+# holds the batch at the head of server n's FIFO in place (jobs left 0: the FIFO is empty,
+# and then next = −1), so that a departure reads its arrival slot at a known address
+# instead of at the end of a chain of two loads; the batches behind it follow its ``next``.
+# ``tails[n]`` is the last node of server n's list (n itself when the head is all there
+# is). Free nodes form a stack linked the same way, with its head and size in
+# ``pool_free``. A server gains at most one batch per slot, so a segment stops when fewer
+# than N nodes are free and the pool grows (doubles) outside the hot loop; node indices
+# stay valid across growth.
 COUNT_MASK = np.int64(0xFFFFFFFF)
 NIL_LINK = np.int64(-1) << np.int64(32)  # next = −1, count 0
 FREE_HEAD, FREE_COUNT = 0, 1
@@ -307,7 +311,7 @@ FREE_HEAD, FREE_COUNT = 0, 1
 
 @njit(cache=True)
 def _new_pool(N, capacity):
-    """A pool of ``capacity`` ≥ N nodes: N empty lists (tails at their sentinels), the rest
+    """A pool of ``capacity`` ≥ N nodes: N empty FIFOs (tails at their head nodes), the rest
     free. Returns (pool, tails, pool_free)."""
     pool = np.zeros((capacity, 2), np.int64)
     tails = np.empty(N, np.int64)
@@ -344,7 +348,11 @@ def _grow_pool(pool, pool_free):
 
 @njit(inline="always", cache=True)
 def _fifo_append(n, slot, jobs, pool, tails, pool_free):
-    """Append a batch of ``jobs`` jobs arrived in ``slot`` to server n's list."""
+    """Append a batch of ``jobs`` jobs arrived in ``slot`` to server n's FIFO."""
+    if pool[n, 1] & COUNT_MASK == 0:  # empty: the batch becomes the head, in place
+        pool[n, 0] = slot
+        pool[n, 1] = NIL_LINK | jobs
+        return
     node = pool_free[FREE_HEAD]
     pool_free[FREE_HEAD] = pool[node, 1] >> np.int64(32)
     pool_free[FREE_COUNT] -= 1
@@ -356,32 +364,42 @@ def _fifo_append(n, slot, jobs, pool, tails, pool_free):
 
 
 @njit(inline="always", cache=True)
+def _fifo_pop(n, pool, tails, pool_free):
+    """Server n's head batch is done: the next batch moves into the head node (its own node
+    is freed), or the FIFO is left empty."""
+    h = pool[n, 1] >> np.int64(32)
+    if h < 0:
+        pool[n, 1] = NIL_LINK
+        return
+    pool[n, 0] = pool[h, 0]
+    pool[n, 1] = pool[h, 1]
+    if tails[n] == h:
+        tails[n] = n
+    pool[h, 1] = pool_free[FREE_HEAD] << np.int64(32)
+    pool_free[FREE_HEAD] = h
+    pool_free[FREE_COUNT] += 1
+
+
+@njit(inline="always", cache=True)
 def _fifo_update(n, arrived_now, served, t, warmup, pool, tails, pool_free, delay_hist,
                  moments):
     """Append this slot's arrivals to server n's FIFO, then time its ``served`` departures."""
     if arrived_now > 0:
         _fifo_append(n, t, arrived_now, pool, tails, pool_free)
     while served > 0:
-        h = pool[n, 1] >> np.int64(32)
-        link = pool[h, 1]
+        link = pool[n, 1]
         count = link & COUNT_MASK
         take = min(served, count)
-        arrived = pool[h, 0]
+        arrived = pool[n, 0]
         if arrived >= warmup:
             delay = t - arrived
             delay_hist[_delay_bin(delay)] += take
             moments[SUM_DELAY] += delay * take
         served -= take
         if take == count:
-            nxt = link >> np.int64(32)
-            pool[n, 1] = nxt << np.int64(32)
-            if nxt < 0:
-                tails[n] = n
-            pool[h, 1] = pool_free[FREE_HEAD] << np.int64(32)
-            pool_free[FREE_HEAD] = h
-            pool_free[FREE_COUNT] += 1
+            _fifo_pop(n, pool, tails, pool_free)
         else:
-            pool[h, 1] = link - take
+            pool[n, 1] = link - take
 
 
 @njit(inline="always", cache=True)
@@ -464,41 +482,55 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S
             shift = np.uint64(n - base)
             arrived_bits |= np.uint64(A[np.uint64(n)] > 0) << shift
             departed_bits |= np.uint64(S[np.uint64(n)]) << shift
-        # (unsigned indices below: a signed one costs a wraparound fix-up, two
-        # instructions on the chain of dependent loads that each departure walks)
+        # (unsigned indices below: a signed one costs a wraparound fix-up on every access;
+        # selects, not branches, where the outcome is random)
         while arrived_bits != 0:
-            # append the batch of A_n jobs that arrived in slot t to server n's list
+            # append the batch of A_n jobs that arrived in slot t to server n's FIFO: in
+            # the head node n when the FIFO is empty, else in a node off the free stack
+            # (there is one: a segment starts with ≥ N free and a slot appends ≤ N)
             n = np.uint64(base) + trailing_zeros(arrived_bits)
             arrived_bits &= arrived_bits - np.uint64(1)
-            node = np.uint64(free_head)
-            free_head = pool[node, 1] >> np.int64(32)
-            pool[node, 0] = t
-            pool[node, 1] = NIL_LINK | A[n]
+            empty = (pool[n, 1] & COUNT_MASK) == 0
+            node = np.uint64(select_unpredictable(empty, np.int64(n), free_head))
+            free_head = select_unpredictable(
+                empty, free_head, pool[np.uint64(free_head), 1] >> np.int64(32))
+            free_count -= np.int64(not empty)
             tail = np.uint64(tails[n])
-            pool[tail, 1] = (pool[tail, 1] & COUNT_MASK) | (np.int64(node) << np.int64(32))
+            batch = NIL_LINK | A[n]
+            pool[node, 0] = t
+            pool[node, 1] = batch
+            pool[tail, 1] = select_unpredictable(
+                empty, batch, (pool[tail, 1] & COUNT_MASK) | (np.int64(node) << np.int64(32)))
             tails[n] = node
-            free_count -= 1
+        popped_bits = np.uint64(0)
         while departed_bits != 0:
-            # one departure from the head batch h of server n
-            n = np.uint64(base) + trailing_zeros(departed_bits)
+            # one departure from server n's head batch (in node n)
+            shift = trailing_zeros(departed_bits)
+            n = np.uint64(base) + shift
             departed_bits &= departed_bits - np.uint64(1)
-            h = np.uint64(pool[n, 1] >> np.int64(32))
-            arrived = pool[h, 0]
+            arrived = pool[n, 0]
             if arrived >= warmup:
                 delay = t - arrived
                 delay_hist[_delay_bin(delay)] += 1
                 delay_sum += delay
-            link = pool[h, 1] - 1
-            emptied = (link & COUNT_MASK) == 0
-            nxt = link >> np.int64(32)
-            # without branches (h empties about a third of the time, at random; LLVM
-            # turns plain selects back into branches): unlink an emptied h from the list
-            # and push it on the free stack
-            pool[n, 1] = select_unpredictable(emptied, nxt, np.int64(h)) << np.int64(32)
-            tails[n] = select_unpredictable(emptied & (nxt < 0), np.int64(n), tails[n])
-            pool[h, 1] = select_unpredictable(emptied, free_head << np.int64(32), link)
-            free_head = select_unpredictable(emptied, np.int64(h), free_head)
-            free_count += np.int64(emptied)
+            link = pool[n, 1] - 1
+            pool[n, 1] = link
+            popped_bits |= np.uint64((link & COUNT_MASK) == 0) << shift
+        while popped_bits != 0:
+            # server n's head batch is done (about a third of the departures): the next
+            # batch h, if any, moves into node n and h goes on the free stack
+            n = np.uint64(base) + trailing_zeros(popped_bits)
+            popped_bits &= popped_bits - np.uint64(1)
+            h = pool[n, 1] >> np.int64(32)
+            has_next = h >= 0
+            source = np.uint64(select_unpredictable(has_next, h, np.int64(n)))
+            link = pool[source, 1]
+            pool[n, 0] = pool[source, 0]
+            pool[n, 1] = link
+            tails[n] = select_unpredictable(has_next & (link < 0), np.int64(n), tails[n])
+            pool[source, 1] = select_unpredictable(has_next, free_head << np.int64(32), link)
+            free_head = select_unpredictable(has_next, h, free_head)
+            free_count += np.int64(has_next)
     pool_free[FREE_HEAD] = free_head
     pool_free[FREE_COUNT] = free_count
     moments[SUM_DELAY] = delay_sum

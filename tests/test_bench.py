@@ -308,6 +308,26 @@ def _split_poisson_draws(rates, slots, rng):
     return out
 
 
+def test_poisson_tables_take_any_rate_without_hanging() -> None:
+    """Rows for λ = 0 (always 0 arrivals), NaN or negative (treated as 0, as the draw does:
+    no endless CDF loop), just under and at the table limit, and a huge λ (PTRS's set-up,
+    six numbers, not a CDF of 10¹² entries)."""
+    from dispatchlab.engine.loop import POISSON_GUIDE, POISSON_TABLE_LIMIT, PTRS_CONSTANTS
+
+    rates = np.array([0.0, np.nan, -3.0, POISSON_TABLE_LIMIT - 1e-9, POISSON_TABLE_LIMIT, 1e12])
+    offsets, table = _poisson_tables(rates)
+    sizes = np.diff(offsets)
+    assert list(sizes[:3]) == [POISSON_GUIDE + 1] * 3
+    assert list(table[offsets[0] + POISSON_GUIDE: offsets[1]]) == [1.0]  # F(0) = 1
+    assert POISSON_GUIDE + 600 < sizes[3] < POISSON_GUIDE + 600 + 12 * 25
+    cdf = table[offsets[3] + POISSON_GUIDE: offsets[4]]
+    assert (np.diff(cdf) >= 0).all() and 1 - 1e-12 < cdf[-1] <= 1.0
+    assert list(sizes[4:]) == [PTRS_CONSTANTS, PTRS_CONSTANTS]
+    draws = _split_poisson_draws(np.array([0.0, 1e12]), 50, make_rng_state(3))
+    assert (draws[:, 0] == 0).all()
+    assert abs(draws[:, 1].mean() - 1e12) < 5 * math.sqrt(1e12 / 50)
+
+
 def test_poisson_split_by_table_inversion_has_poisson_law() -> None:
     from scipy import stats
 

@@ -40,11 +40,11 @@ from dispatchlab.engine.loop import (
     _bernoulli_draws,
     _draw_arrivals,
     _fifo_append,
-    _grow_pool,
-    _new_pool,
-    _poisson_tables,
     _serve_bernoulli,
     _serve_bernoulli_fifo,
+    grow_pool,
+    new_pool,
+    poisson_tables,
     serve_other_law,
 )
 from dispatchlab.errors import ValidationError
@@ -291,15 +291,17 @@ def test_bernoulli_service_draws_are_bernoulli_and_independent() -> None:
         assert stats.chi2_contingency(table).pvalue > 1e-4
 
 
-@njit(cache=True)
-def _split_poisson_draws(rates, slots, rng):
-    M = rates.size
+def _split_poisson_draws(rates: np.ndarray, slots: int, rng: np.ndarray) -> np.ndarray:
+    """``slots`` slots of the loop's per-dispatcher Poisson draws at rates λ_m."""
     total_rate = rates.sum()
     p = rates / total_rate
-    cumulative = np.cumsum(p)
-    offsets, table = _poisson_tables(rates)
-    A_m = np.zeros(M, np.int64)
-    out = np.zeros((slots, M), np.int64)
+    return _draws_from_tables(total_rate, p, np.cumsum(p), *poisson_tables(rates), slots, rng)
+
+
+@njit(cache=True)
+def _draws_from_tables(total_rate, p, cumulative, offsets, table, slots, rng):
+    A_m = np.zeros(p.size, np.int64)
+    out = np.zeros((slots, p.size), np.int64)
     trace = np.zeros(1, np.int64)
     for t in range(slots):
         _draw_arrivals(0, total_rate, 0, trace, t, p, cumulative, offsets, table, False, A_m,
@@ -312,10 +314,11 @@ def test_poisson_tables_take_any_rate_without_hanging() -> None:
     """Rows for λ = 0 (always 0 arrivals), NaN or negative (treated as 0, as the draw does:
     no endless CDF loop), just under and at the table limit, and a huge λ (PTRS's set-up,
     six numbers, not a CDF of 10¹² entries)."""
-    from dispatchlab.engine.loop import POISSON_GUIDE, POISSON_TABLE_LIMIT, PTRS_CONSTANTS
+    from dispatchlab.compiled.rng import PTRS_CONSTANTS
+    from dispatchlab.engine.loop import POISSON_GUIDE, POISSON_TABLE_LIMIT
 
     rates = np.array([0.0, np.nan, -3.0, POISSON_TABLE_LIMIT - 1e-9, POISSON_TABLE_LIMIT, 1e12])
-    offsets, table = _poisson_tables(rates)
+    offsets, table = poisson_tables(rates)
     sizes = np.diff(offsets)
     assert list(sizes[:3]) == [POISSON_GUIDE + 1] * 3
     assert list(table[offsets[0] + POISSON_GUIDE: offsets[1]]) == [1.0]  # F(0) = 1
@@ -385,7 +388,7 @@ def test_fifo_times_each_job_like_a_plain_fifo(law: str) -> None:
     thresholds = np.array([bernoulli_threshold(m) for m in mu], np.uint64)
     Q = np.array([3, 0, 1, 0, 0, 2, 0, 0], np.int64)
     Q_plain = Q.copy()
-    pool, tails, pool_free = _new_pool(N, 2 * N + 1)
+    pool, tails, pool_free = new_pool(N, 2 * N + 1)
     jobs: list[list[int]] = [[-1] * int(q) for q in Q]  # arrival slot of each job waiting
     for n in range(N):
         if Q[n] > 0:
@@ -401,7 +404,7 @@ def test_fifo_times_each_job_like_a_plain_fifo(law: str) -> None:
     grown = 0
     for t in range(slots):
         if pool_free[FREE_COUNT] < N:
-            pool = _grow_pool(pool, pool_free)
+            pool = grow_pool(pool, pool_free)
             grown += 1
         A = arrivals.binomial(3, 0.25, N).astype(np.int64)
         before = Q + A

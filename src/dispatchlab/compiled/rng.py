@@ -145,6 +145,12 @@ def bernoulli_threshold(p):
     return np.uint64(0)
 
 
+def bernoulli_thresholds(mu: np.ndarray) -> np.ndarray:
+    """:func:`bernoulli_threshold` of every μ_n, in NumPy (p·2⁵³ and its ceiling are exact
+    in doubles, so the same integers)."""
+    return np.ceil(np.clip(mu, 0.0, 1.0) * 9007199254740992.0).astype(np.uint64)
+
+
 @njit(inline="always", cache=True)
 def uniform(s):
     """A double uniform on [0, 1)."""

@@ -26,6 +26,7 @@ returns is checked (0 ≤ target < N): a bad one stops the chunk before it is us
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, types
@@ -36,8 +37,7 @@ from numba.extending import intrinsic
 from dispatchlab.compiled.histogram import DELAY_BINS, EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
 from dispatchlab.compiled.rng import (
     INV_2_53,
-    PTRS_CONSTANTS,
-    bernoulli_threshold,
+    bernoulli_thresholds,
     binomial,
     geometric0,
     poisson,
@@ -126,64 +126,52 @@ POISSON_GUIDE_BITS = 6
 POISSON_GUIDE = 1 << POISSON_GUIDE_BITS
 
 
-@njit(inline="always", cache=True)
-def _poisson_cdf_length(lam):
-    """How many CDF values F(0), F(1), … the inversion row of Poisson(λ) keeps: up to where
-    F reaches 1 in double precision or, past λ, the pmf falls below 10⁻¹⁸."""
-    term = math.exp(-lam)
-    cdf = term
-    k = 0
-    while not (cdf >= 1.0 or (k > lam and term < 1e-18)):
-        k += 1
-        term *= lam / k
-        cdf += term
-    return max(k, 1)
+def _poisson_row(lam: float) -> np.ndarray:
+    """One dispatcher's row of :func:`poisson_tables` for λ = ``lam`` ≥ 0."""
+    if lam >= POISSON_TABLE_LIMIT:
+        return np.array(ptrs_constants(lam))
+    # the pmf by its recursion p_k = p_(k−1)·(λ/k) from e^−λ and the CDF by running sums,
+    # each a sequential product or sum as in a loop; kept up to where F reaches 1 in double
+    # precision or, past λ, the pmf falls below 10⁻¹⁸
+    span = int(lam + 15.0 * math.sqrt(lam) + 50.0)
+    while True:
+        steps = np.empty(span)
+        steps[0] = math.exp(-lam)
+        steps[1:] = lam / np.arange(1, span)
+        pmf = np.cumprod(steps)
+        cdf = np.cumsum(pmf)
+        stop = (cdf >= 1.0) | ((np.arange(span) > lam) & (pmf < 1e-18))
+        if stop.any():
+            break
+        span *= 2
+    cdf = np.minimum(cdf[:max(int(stop.argmax()), 1)], 1.0)
+    edges = np.arange(POISSON_GUIDE) / POISSON_GUIDE
+    guide = np.searchsorted(cdf, edges, side="right")  # #{j : F(j) ≤ b/G}
+    return np.concatenate([guide.astype(np.float64), cdf])
 
 
-@njit(cache=True)
-def _poisson_tables(rates):
+def poisson_tables(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The per-dispatcher tables of :func:`_draw_arrivals`: ``(offsets, table)``, row m at
-    ``table[offsets[m]:offsets[m + 1]]``.
+    ``table[offsets[m]:offsets[m + 1]]`` (NumPy, once a run; equal rates share the work).
 
     λ_m < POISSON_TABLE_LIMIT: a guide of POISSON_GUIDE entries, then the CDF F(0), F(1), …
-    of Poisson(λ_m) for inversion (see :func:`_poisson_cdf_length`); guide entry b =
-    #{j : F(j) ≤ b/POISSON_GUIDE} (a small integer, stored as a float). The CDF is summed
-    from e^−λ by the pmf's recursion (relative error ≲ 10⁻¹³ at λ = 600), and the tail
-    beyond the row (below 10⁻¹⁸) is the only other approximation: both far under what any
-    run can resolve. Otherwise PTRS's set-up
-    (:func:`~dispatchlab.compiled.rng.ptrs_constants` (λ_m)), so that a slot's M draws do not
-    each recompute a square root, two logarithms and two divisions."""
-    M = rates.size
-    offsets = np.zeros(M + 1, np.int64)
-    for m in range(M):
-        lam = rates[m] if rates[m] > 0.0 else 0.0  # (NaN too: no endless loop below)
-        if lam >= POISSON_TABLE_LIMIT:
-            size = PTRS_CONSTANTS
-        else:
-            size = POISSON_GUIDE + _poisson_cdf_length(lam)
-        offsets[m + 1] = offsets[m] + size
-    table = np.zeros(offsets[M])
-    for m in range(M):
-        lam = rates[m] if rates[m] > 0.0 else 0.0
-        row = table[offsets[m]:offsets[m + 1]]
-        if lam >= POISSON_TABLE_LIMIT:
-            constants = ptrs_constants(lam)
-            for j in range(PTRS_CONSTANTS):
-                row[j] = constants[j]
-            continue
-        cdf_row = row[POISSON_GUIDE:]
-        term = math.exp(-lam)
-        cdf = term
-        for k in range(cdf_row.size):
-            cdf_row[k] = min(cdf, 1.0)
-            term *= lam / (k + 1)
-            cdf += term
-        below = 0  # #{j : F(j) ≤ b/G}, nondecreasing in b: one merge pass
-        for b in range(POISSON_GUIDE):
-            edge = b / POISSON_GUIDE
-            while below < cdf_row.size and cdf_row[below] <= edge:
-                below += 1
-            row[b] = below
+    of Poisson(λ_m) for inversion; guide entry b = #{j : F(j) ≤ b/POISSON_GUIDE} (a small
+    integer, stored as a float). The CDF is summed from e^−λ by the pmf's recursion
+    (relative error ≲ 10⁻¹³ at λ = 600), and the tail beyond the row (below 10⁻¹⁸) is the
+    only other approximation: both far under what any run can resolve. Otherwise PTRS's
+    set-up (:func:`~dispatchlab.compiled.rng.ptrs_constants` (λ_m)), so that a slot's M
+    draws do not each recompute a square root, two logarithms and two divisions. A rate
+    that is not positive (NaN included) is 0: no arrivals."""
+    rows: dict[float, np.ndarray] = {}
+    chosen = []
+    for rate in np.asarray(rates, np.float64):
+        lam = float(rate) if rate > 0.0 else 0.0
+        if lam not in rows:
+            rows[lam] = _poisson_row(lam)
+        chosen.append(rows[lam])
+    offsets = np.zeros(len(chosen) + 1, np.int64)
+    offsets[1:] = np.cumsum([row.size for row in chosen])
+    table = np.concatenate(chosen) if chosen else np.zeros(0)
     return offsets, table
 
 
@@ -195,7 +183,7 @@ def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_offsets,
     M = A_m.size
     if code == 0 and M > 1 and not batch_split:
         # a Poisson total split multinomially is M independent Poissons: draw those, by
-        # inversion of a tabulated CDF (see _poisson_tables) below POISSON_TABLE_LIMIT
+        # inversion of a tabulated CDF (see poisson_tables) below POISSON_TABLE_LIMIT
         total = 0
         s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
         for m in range(M):
@@ -286,9 +274,10 @@ LOOP_SIGNATURE = _i64(
     _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1], types.uint64[::1],
     # state and accumulators
     _iv, _iv, _iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv,
-    # loop state carried between chunks (init_loop_state): work, carry, pool, tails,
-    # pool_free, thresholds
-    types.int64[:, ::1], _iv, types.int64[:, ::1], _iv, _iv, types.uint64[::1],
+    # loop state carried between chunks and the run's tables (init_loop_state, LoopState):
+    # work, carry, pool, tails, pool_free, thresholds, cumulative, poisson_offsets,
+    # poisson_table
+    types.int64[:, ::1], _iv, types.int64[:, ::1], _iv, _iv, types.uint64[::1], _fv, _iv, _fv,
 )
 
 
@@ -309,37 +298,26 @@ NIL_LINK = np.int64(-1) << np.int64(32)  # next = −1, count 0
 FREE_HEAD, FREE_COUNT = 0, 1
 
 
-@njit(cache=True)
-def _new_pool(N, capacity):
+def new_pool(N: int, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A pool of ``capacity`` ≥ N nodes: N empty FIFOs (tails at their head nodes), the rest
-    free. Returns (pool, tails, pool_free)."""
+    free. Returns (pool, tails, pool_free). (NumPy, not compiled: it runs once a run.)"""
     pool = np.zeros((capacity, 2), np.int64)
-    tails = np.empty(N, np.int64)
-    for n in range(N):
-        pool[n, 1] = NIL_LINK
-        tails[n] = n
-    for i in range(N, capacity):
-        pool[i, 1] = np.int64(i + 1) << np.int64(32)
+    pool[:N, 1] = NIL_LINK
+    pool[N:, 1] = np.arange(N + 1, capacity + 1, dtype=np.int64) << np.int64(32)
     pool[capacity - 1, 1] = NIL_LINK
-    pool_free = np.zeros(2, np.int64)
-    pool_free[FREE_HEAD] = N if capacity > N else -1
-    pool_free[FREE_COUNT] = capacity - N
+    tails = np.arange(N, dtype=np.int64)
+    pool_free = np.array([N if capacity > N else -1, capacity - N], np.int64)
     return pool, tails, pool_free
 
 
-@njit(cache=True)
-def _grow_pool(pool, pool_free):
-    """The pool at twice its capacity; the new nodes go on top of the free stack."""
+def grow_pool(pool: np.ndarray, pool_free: np.ndarray) -> np.ndarray:
+    """The FIFO pool at twice its capacity (after a chunk stopped with CARRY_FIFO_FULL; node
+    indices stay valid); the new nodes go on top of the free stack, ``pool_free`` is
+    updated in place."""
     capacity = pool.shape[0]
-    grown = np.empty((2 * capacity, 2), np.int64)
-    # a loop, not ``grown[:capacity] = pool``: numba's slice assignment (its shape-check
-    # error path) took 3 s of the first run's compile time
-    for i in range(capacity):
-        grown[i, 0] = pool[i, 0]
-        grown[i, 1] = pool[i, 1]
-    for i in range(capacity, 2 * capacity):
-        grown[i, 0] = 0
-        grown[i, 1] = np.int64(i + 1) << np.int64(32)
+    grown = np.zeros((2 * capacity, 2), np.int64)
+    grown[:capacity] = pool
+    grown[capacity:, 1] = np.arange(capacity + 1, 2 * capacity + 1, dtype=np.int64) << 32
     grown[2 * capacity - 1, 1] = pool_free[FREE_HEAD] << np.int64(32)
     pool_free[FREE_HEAD] = capacity
     pool_free[FREE_COUNT] += capacity
@@ -612,39 +590,40 @@ def _imbalance(Q, total):
     return absolute, square
 
 
-@njit(cache=True)
-def init_loop_state(Q, mu, track_delay):
-    """The loop state that :func:`run_slots` carries from chunk to chunk, for a run that
-    starts from queues ``Q``: (work, carry, pool, tails, pool_free, thresholds)."""
+class LoopState(NamedTuple):
+    """What :func:`run_slots` carries from chunk to chunk, and the per-run tables it reads."""
+
+    work: np.ndarray  # A, Q_prev, last slot chosen, last chooser, S(t) (then the jobs served)
+    carry: np.ndarray  # CARRY_* entries
+    pool: np.ndarray  # the FIFOs (see new_pool); replaced by grow_pool
+    tails: np.ndarray
+    pool_free: np.ndarray
+    thresholds: np.ndarray  # ⌈μ_n·2⁵³⌉, Bernoulli service as an integer compare
+    cumulative: np.ndarray  # the cumulative sum of the dispatcher weights p_m
+    poisson_offsets: np.ndarray  # the per-dispatcher Poisson tables (poisson_tables)
+    poisson_table: np.ndarray
+
+
+def init_loop_state(Q: np.ndarray, mu: np.ndarray, track_delay: bool, arrival_rate: float,
+                    dispatcher_p: np.ndarray) -> LoopState:
+    """The :class:`LoopState` of a run that starts from queues ``Q`` (NumPy, not compiled:
+    it runs once a run, and compiling it cost a cold first run about a second)."""
     N = Q.size
-    # A, Q_prev, last slot chosen, last chooser, service S(t) (then the jobs served)
     work = np.zeros((5, N), np.int64)
-    work[2, :] = -1
+    work[2] = -1
     carry = np.zeros(N_CARRY, np.int64)
-    for n in range(N):
-        carry[CARRY_POOLED] += Q[n]  # the pooled queue q(0) = ΣQ(0)
-    # the FIFOs of (arrival slot, job count) batches (see _new_pool): room for the initial
-    # batches and one slot's arrivals; a tiny unused pool without delay tracking (sizes
-    # as int64: literal arguments would compile _new_pool a second time)
+    carry[CARRY_POOLED] = Q.sum()  # the pooled queue q(0) = ΣQ(0)
     if track_delay:
-        pool, tails, pool_free = _new_pool(N, 3 * N + 16)
+        # room for one slot's arrivals and more; the initial jobs wait in their servers'
+        # head nodes as one batch "arrived" in slot −1 each
+        pool, tails, pool_free = new_pool(N, 3 * N + 16)
+        waiting = np.flatnonzero(Q > 0)
+        pool[waiting, 0] = -1
+        pool[waiting, 1] = NIL_LINK | Q[waiting]
     else:
-        pool, tails, pool_free = _new_pool(np.int64(1), np.int64(2))
-    if track_delay:
-        for n in range(N):
-            if Q[n] > 0:
-                _fifo_append(n, -1, Q[n], pool, tails, pool_free)
-    # Bernoulli(μ_n) service as an integer compare on 53 random bits (bernoulli_threshold)
-    thresholds = np.zeros(N, np.uint64)
-    for n in range(N):
-        thresholds[n] = bernoulli_threshold(mu[n])
-    return work, carry, pool, tails, pool_free, thresholds
-
-
-def grow_pool(pool: np.ndarray, pool_free: np.ndarray) -> np.ndarray:
-    """The FIFO pool at twice its capacity (after a chunk stopped with CARRY_FIFO_FULL);
-    updates ``pool_free`` in place."""
-    return _grow_pool(pool, pool_free)
+        pool, tails, pool_free = new_pool(1, 2)  # never used
+    return LoopState(work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
+                     np.cumsum(dispatcher_p), *poisson_tables(arrival_rate * dispatcher_p))
 
 
 def _run_slots(
@@ -656,7 +635,8 @@ def _run_slots(
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
     diag,
     counters, moments,
-    work, carry, pool, tails, pool_free, thresholds,
+    work, carry, pool, tails, pool_free, thresholds, cumulative, poisson_offsets,
+    poisson_table,
 ):
     """Run slots [``t_start``, ``t_stop``) of a ``slots``-slot run from the state left by the
     previous chunk (or :func:`init_loop_state`). Returns the next slot to run; it is below
@@ -676,13 +656,13 @@ def _run_slots(
     counters, moments, work = _borrowed(counters), _borrowed(moments), _borrowed(work)
     carry, pool, tails = _borrowed(carry), _borrowed(pool), _borrowed(tails)
     pool_free, thresholds = _borrowed(pool_free), _borrowed(thresholds)
+    cumulative, poisson_offsets = _borrowed(cumulative), _borrowed(poisson_offsets)
+    poisson_table = _borrowed(poisson_table)
     carry[CARRY_STATUS] = STATUS_RUNNING
     if not (0 <= t_start <= t_stop <= slots):
         return t_start
     N = Q.size
     M = A_m.size
-    cumulative = np.cumsum(dispatcher_p)
-    poisson_offsets, poisson_table = _poisson_tables(arrival_rate * dispatcher_p)
     A = work[0]
     Q_prev = work[1]
     last_slot_chosen = work[2]

@@ -97,8 +97,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)
     dispatcher_arrivals = np.zeros(m, np.int64)
-    work, carry, pool, tails, pool_free, thresholds = loop.init_loop_state(
-        queues, system.mu, track_delay)
+    state = loop.init_loop_state(queues, system.mu, track_delay, float(system.arrival_rate),
+                                 system.weights)
+    carry = state.carry
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer(n + m + (float(system.arrival_rate) if per_job else 0.0))
     progress = current_progress()
@@ -126,8 +127,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
                 block_length, bound, track_delay, detail, rng, service_stream,
                 queues, dispatcher_arrivals, out.queue_sum, out.block_sum, out.block_pooled,
                 out.delay_hist, out.queue_hist, out.messages, messages_at_warmup, out.diag,
-                out.counters, out.moments,
-                work, carry, pool, tails, pool_free, thresholds,
+                out.counters, out.moments, *state,
             ))
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
             status = carry[loop.CARRY_STATUS]
@@ -140,7 +140,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
                 out.hit_bound = True
                 break
             if carry[loop.CARRY_FIFO_FULL]:
-                pool = loop.grow_pool(pool, pool_free)
+                state = state._replace(pool=loop.grow_pool(state.pool, state.pool_free))
                 carry[loop.CARRY_FIFO_FULL] = 0
             if interrupted():
                 raise RunInterrupted(t, slots, policy)

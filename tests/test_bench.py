@@ -38,7 +38,7 @@ from dispatchlab.engine.loop import (
     FREE_COUNT,
     SUM_DELAY,
     _bernoulli_draws,
-    _draw_arrivals,
+    _draw_split_poisson,
     _fifo_append,
     _serve_bernoulli,
     _serve_bernoulli_fifo,
@@ -295,17 +295,15 @@ def _split_poisson_draws(rates: np.ndarray, slots: int, rng: np.ndarray) -> np.n
     """``slots`` slots of the loop's per-dispatcher Poisson draws at rates λ_m."""
     total_rate = rates.sum()
     p = rates / total_rate
-    return _draws_from_tables(total_rate, p, np.cumsum(p), *poisson_tables(rates), slots, rng)
+    return _draws_from_tables(total_rate, p, *poisson_tables(rates), slots, rng)
 
 
 @njit(cache=True)
-def _draws_from_tables(total_rate, p, cumulative, offsets, table, slots, rng):
+def _draws_from_tables(total_rate, p, offsets, table, slots, rng):
     A_m = np.zeros(p.size, np.int64)
     out = np.zeros((slots, p.size), np.int64)
-    trace = np.zeros(1, np.int64)
     for t in range(slots):
-        _draw_arrivals(0, total_rate, 0, trace, t, p, cumulative, offsets, table, False, A_m,
-                       rng)
+        _draw_split_poisson(total_rate, p, offsets, table, A_m, rng)
         out[t] = A_m
     return out
 

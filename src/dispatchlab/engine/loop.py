@@ -151,7 +151,7 @@ def _poisson_row(lam: float) -> np.ndarray:
 
 
 def poisson_tables(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The per-dispatcher tables of :func:`_draw_arrivals`: ``(offsets, table)``, row m at
+    """The per-dispatcher tables of :func:`_draw_split_poisson`: ``(offsets, table)``, row m at
     ``table[offsets[m]:offsets[m + 1]]`` (NumPy, once a run; equal rates share the work).
 
     λ_m < POISSON_TABLE_LIMIT: a guide of POISSON_GUIDE entries, then the CDF F(0), F(1), …
@@ -176,41 +176,44 @@ def poisson_tables(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_offsets, poisson_table,
-                   batch_split, A_m, rng):
-    """Draw A_Σ(t) and its split A^m(t) among dispatchers: multinomial by p_m (per-job
-    split) or the whole batch to one dispatcher drawn from p. Returns A_Σ(t)."""
+def _draw_split_poisson(rate, p, poisson_offsets, poisson_table, A_m, rng):
+    """A^m(t) for Poisson(λ_Σ) arrivals split among M > 1 dispatchers job by job: M
+    independent Poisson(λ_Σ·p_m) draws into ``A_m``, by inversion of a tabulated CDF (see
+    :func:`poisson_tables`) below POISSON_TABLE_LIMIT, by PTRS above. Returns A_Σ(t)."""
+    total = 0
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    for m in range(A_m.size):
+        lam = rate * p[m]
+        row = poisson_offsets[m]  # (indices into the flat table: a row slice is a view
+        # whose reference counting cost two calls per dispatcher)
+        if lam >= POISSON_TABLE_LIMIT:
+            rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+            k = poisson_ptrs(rng, lam, poisson_table[row], poisson_table[row + 1],
+                             poisson_table[row + 2], poisson_table[row + 3],
+                             poisson_table[row + 4], poisson_table[row + 5])
+            s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+        else:
+            bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+            u = np.float64(bits >> np.uint64(11)) * INV_2_53
+            # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: the guide gives the count below
+            # u's bucket, u ≥ b/G (b = the top bits of u), then a short scan
+            bucket = np.int64(bits >> np.uint64(64 - POISSON_GUIDE_BITS))
+            k = np.int64(poisson_table[row + bucket])
+            cdf = row + POISSON_GUIDE
+            length = poisson_offsets[m + 1] - cdf
+            while k < length and poisson_table[cdf + k] <= u:
+                k += 1
+        A_m[m] = k
+        total += k
+    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    return total
+
+
+def _draw_other_arrivals(code, rate, trials, trace, t, p, cumulative, batch_split, A_m, rng):
+    """A_Σ(t) and its split A^m(t) for every case but :func:`_draw_split_poisson`'s: the
+    total by its law, then all of it to one dispatcher (M = 1, or drawn from p for the
+    ``batch`` split) or split multinomially by p_m. Returns A_Σ(t)."""
     M = A_m.size
-    if code == 0 and M > 1 and not batch_split:
-        # a Poisson total split multinomially is M independent Poissons: draw those, by
-        # inversion of a tabulated CDF (see poisson_tables) below POISSON_TABLE_LIMIT
-        total = 0
-        s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-        for m in range(M):
-            lam = rate * p[m]
-            row = poisson_offsets[m]  # (indices into the flat table: a row slice is a
-            # view whose reference counting cost two calls per dispatcher)
-            if lam >= POISSON_TABLE_LIMIT:
-                rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-                k = poisson_ptrs(rng, lam, poisson_table[row], poisson_table[row + 1],
-                                 poisson_table[row + 2], poisson_table[row + 3],
-                                 poisson_table[row + 4], poisson_table[row + 5])
-                s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-            else:
-                bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-                u = np.float64(bits >> np.uint64(11)) * INV_2_53
-                # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: the guide gives the count
-                # below u's bucket, u ≥ b/G (b = the top bits of u), then a short scan
-                bucket = np.int64(bits >> np.uint64(64 - POISSON_GUIDE_BITS))
-                k = np.int64(poisson_table[row + bucket])
-                cdf = row + POISSON_GUIDE
-                length = poisson_offsets[m + 1] - cdf
-                while k < length and poisson_table[cdf + k] <= u:
-                    k += 1
-            A_m[m] = k
-            total += k
-        rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-        return total
     total = _draw_total(code, rate, trials, trace, t, rng)
     for m in range(M):
         A_m[m] = 0
@@ -231,6 +234,11 @@ def _draw_arrivals(code, rate, trials, trace, t, p, cumulative, poisson_offsets,
             left -= p[m]
         A_m[M - 1] += remaining
     return total
+
+
+def _split_poisson_only(code, rate, trials, trace, t, p, cumulative, batch_split, A_m, rng):
+    """The arrival step a split-Poisson run passes for the other cases: never called."""
+    return np.int64(0)
 
 
 @njit(cache=True)
@@ -261,10 +269,18 @@ SERVE_SIGNATURE = types.UniTuple(_i64, 3)(
     _b, _i64, _i64, types.int64[:, ::1], _iv, _iv, _iv, _fv,
 )
 SERVE_TYPE = types.FunctionType(SERVE_SIGNATURE)
+#: arrivals(code, rate, trials, trace, t, p, cumulative, batch_split, A_m, rng) -> A_Σ(t):
+#: the arrival step for every case but Poisson arrivals split job by job among M > 1
+#: dispatchers (which the loop draws itself, :func:`_draw_split_poisson`); a first-class
+#: function like ``serve_other``, so that the other laws and splits (Binomial, PTRS, the
+#: multinomial split) compile only for a run that uses them
+ARRIVALS_SIGNATURE = _i64(_i64, _f64, _i64, _iv, _i64, _fv, _fv, _b, _iv, types.uint64[::1])
+ARRIVALS_TYPE = types.FunctionType(ARRIVALS_SIGNATURE)
 LOOP_SIGNATURE = _i64(
     # model: mu, service_code, service_trials, the other laws' service step (SERVE_TYPE),
-    # arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job
-    _fv, _i64, _i64, SERVE_TYPE, _i64, _f64, _i64, _iv, _fv, _b, _b,
+    # arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
+    # the arrival step of the cases the loop does not draw itself (ARRIVALS_TYPE)
+    _fv, _i64, _i64, SERVE_TYPE, _i64, _f64, _i64, _iv, _fv, _b, _b, ARRIVALS_TYPE,
     # policy: the adapters (engine.adapter) of choose and the hooks, has_begin, has_end,
     # memory
     ADAPTER_TYPE, HOOK_ADAPTER_TYPE, HOOK_ADAPTER_TYPE, _b, _b,
@@ -552,6 +568,16 @@ def _bernoulli_only(Q, A, Q_prev, mu, service_code, service_trials, rng, record,
 #: under a law other than Bernoulli, and for a Bernoulli run the stub that is never called
 serve_other_law = lazy_function(_serve_other_law, SERVE_SIGNATURE, allocates=False)
 bernoulli_only = lazy_function(_bernoulli_only, SERVE_SIGNATURE, allocates=False)
+#: the loop's ``draw_other_arrivals`` (:data:`ARRIVALS_SIGNATURE`), compiled on first use
+#: (see :func:`needs_other_arrivals`), and the stub of split-Poisson runs
+other_arrivals = lazy_function(_draw_other_arrivals, ARRIVALS_SIGNATURE, allocates=False)
+split_poisson_only = lazy_function(_split_poisson_only, ARRIVALS_SIGNATURE, allocates=False)
+
+
+def needs_other_arrivals(arrival_code: int, dispatchers: int, batch_split: bool) -> bool:
+    """Whether a run draws its arrivals with ``other_arrivals``: all but Poisson arrivals
+    split job by job among M > 1 dispatchers."""
+    return not (arrival_code == 0 and dispatchers > 1 and not batch_split)
 
 
 # _imbalance is exact in int64 while N·(ΣQ)² stays below this
@@ -629,7 +655,7 @@ def init_loop_state(Q: np.ndarray, mu: np.ndarray, track_delay: bool, arrival_ra
 def _run_slots(
     mu, service_code, service_trials, serve_other,
     arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
-    choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
+    draw_other_arrivals, choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
     t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng,
     service_stream,
     Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
@@ -663,6 +689,8 @@ def _run_slots(
         return t_start
     N = Q.size
     M = A_m.size
+    # the case drawn here; needs_other_arrivals is its complement (keep the two in step)
+    split_poisson = arrival_code == 0 and M > 1 and not batch_split
     A = work[0]
     Q_prev = work[1]
     last_slot_chosen = work[2]
@@ -686,9 +714,12 @@ def _run_slots(
             begin_slot(t, record, begin_packed)
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
-        total = _draw_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
-                               dispatcher_p, cumulative, poisson_offsets, poisson_table,
-                               batch_split, A_m, rng)
+        if split_poisson:
+            total = _draw_split_poisson(arrival_rate, dispatcher_p, poisson_offsets,
+                                        poisson_table, A_m, rng)
+        else:
+            total = draw_other_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
+                                        dispatcher_p, cumulative, batch_split, A_m, rng)
         for n in range(N):
             A[n] = 0
         herded = False

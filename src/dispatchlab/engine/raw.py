@@ -110,6 +110,10 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
     serve_other = compiled(loop.serve_other_law if system.service.code != 0
                            else loop.bernoulli_only)
+    batch_split = system.split == "batch"
+    other_arrivals = compiled(
+        loop.other_arrivals if loop.needs_other_arrivals(system.arrivals.code, m, batch_split)
+        else loop.split_poisson_only)
     start = time.perf_counter()
     t = 0
     with sigint_caught() as interrupted:
@@ -119,7 +123,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             t = int(run_slots(
                 system.mu, system.service.code, system.service.trials, serve_other,
                 system.arrivals.code, float(system.arrival_rate), system.arrivals.trials,
-                trace, system.weights, system.split == "batch", per_job,
+                trace, system.weights, batch_split, per_job, other_arrivals,
                 choose, begin_slot, end_slot,
                 kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
                 ip, fp, ist, fst,

@@ -131,3 +131,22 @@ def test_precompile_skips_a_policy_the_small_system_does_not_fit() -> None:
 
     system = System.build("20x0.5", load=0.5, dispatchers=2, dispatch="per_job")
     precompile(system, ["jsq", make_policy("pod", d=20)])  # d = 20 > 8 servers: skipped
+
+
+def test_precompile_compiles_the_loop_steps_of_the_system_s_laws() -> None:
+    """A system with one dispatcher and Poisson service needs the loop's other-arrivals and
+    other-service steps, which the small warm system does not run: precompile compiles them
+    too (here: in a fresh process, where nothing else has), so that the workers do not
+    each compile them."""
+    script = (
+        "from dispatchlab import System\n"
+        "from dispatchlab.cli.warm import precompile\n"
+        "from dispatchlab.engine import loop\n"
+        "assert not loop.other_arrivals.overloads and not loop.serve_other_law.overloads\n"
+        "precompile(System.build('20x0.5', load=0.5, dispatchers=1, service='poisson'),"
+        " ['jsq'])\n"
+        "print(bool(loop.other_arrivals.overloads), bool(loop.serve_other_law.overloads))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]

@@ -314,12 +314,22 @@ NIL_LINK = np.int64(-1) << np.int64(32)  # next = −1, count 0
 FREE_HEAD, FREE_COUNT = 0, 1
 
 
+def _link_free(pool: np.ndarray, first: int, stop: int) -> None:
+    """Link free nodes first … stop − 1 each to the next, (k + 1) << 32, a million at a
+    time (at N = 10⁶ the pool grows to millions of nodes: no temporary of their size)."""
+    for start in range(first, stop, 1 << 20):
+        end = min(stop, start + (1 << 20))
+        links = pool[start:end, 1]
+        links[:] = np.arange(start + 1, end + 1, dtype=np.int64)
+        links <<= 32
+
+
 def new_pool(N: int, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A pool of ``capacity`` ≥ N nodes: N empty FIFOs (tails at their head nodes), the rest
     free. Returns (pool, tails, pool_free). (NumPy, not compiled: it runs once a run.)"""
     pool = np.zeros((capacity, 2), np.int64)
     pool[:N, 1] = NIL_LINK
-    pool[N:, 1] = np.arange(N + 1, capacity + 1, dtype=np.int64) << np.int64(32)
+    _link_free(pool, N, capacity)
     pool[capacity - 1, 1] = NIL_LINK
     tails = np.arange(N, dtype=np.int64)
     pool_free = np.array([N if capacity > N else -1, capacity - N], np.int64)
@@ -333,7 +343,7 @@ def grow_pool(pool: np.ndarray, pool_free: np.ndarray) -> np.ndarray:
     capacity = pool.shape[0]
     grown = np.zeros((2 * capacity, 2), np.int64)
     grown[:capacity] = pool
-    grown[capacity:, 1] = np.arange(capacity + 1, 2 * capacity + 1, dtype=np.int64) << 32
+    _link_free(grown, capacity, 2 * capacity)
     grown[2 * capacity - 1, 1] = pool_free[FREE_HEAD] << np.int64(32)
     pool_free[FREE_HEAD] = capacity
     pool_free[FREE_COUNT] += capacity

@@ -16,7 +16,9 @@ whole run (batch means and the stability trend). The run stops early, reporting 
 slot reached, when ΣQ exceeds ``bound``.
 
 :func:`run_slots` runs one *chunk* of slots [t_start, t_stop) on state that persists
-between chunks (:func:`init_loop_state`), so the Python driver (:mod:`dispatchlab.engine.raw`)
+between chunks (:func:`init_loop_state`, set up in NumPy: only the loop and what a run
+uses are compiled — the steps for laws and splits other than Bernoulli service and
+split-Poisson arrivals come as first-class functions), so the Python driver (:mod:`dispatchlab.engine.raw`)
 can check for Ctrl-C and report progress between chunks; a run cut into chunks is
 bit-identical to the same run in one chunk. Every server index a policy's ``choose``
 returns is checked (0 ≤ target < N): a bad one stops the chunk before it is used, with

@@ -293,29 +293,28 @@ def test_bernoulli_service_draws_are_bernoulli_and_independent() -> None:
 
 def _split_poisson_draws(rates: np.ndarray, slots: int, rng: np.ndarray) -> np.ndarray:
     """``slots`` slots of the loop's per-dispatcher Poisson draws at rates λ_m."""
-    total_rate = rates.sum()
-    p = rates / total_rate
-    return _draws_from_tables(total_rate, p, *poisson_tables(rates), slots, rng)
+    return _draws_from_tables(*poisson_tables(rates), rates.size, slots, rng)
 
 
 @njit(cache=True)
-def _draws_from_tables(total_rate, p, offsets, table, slots, rng):
-    A_m = np.zeros(p.size, np.int64)
-    out = np.zeros((slots, p.size), np.int64)
+def _draws_from_tables(offsets, table, dispatchers, slots, rng):
+    A_m = np.zeros(dispatchers, np.int64)
+    out = np.zeros((slots, dispatchers), np.int64)
     for t in range(slots):
-        _draw_split_poisson(total_rate, p, offsets, table, A_m, rng)
+        _draw_split_poisson(offsets, table, A_m, rng)
         out[t] = A_m
     return out
 
 
 def test_poisson_tables_take_any_rate_without_hanging() -> None:
-    """Rows for λ = 0 (always 0 arrivals), NaN or negative (treated as 0, as the draw does:
-    no endless CDF loop), just under and at the table limit, and a huge λ (PTRS's set-up,
-    six numbers, not a CDF of 10¹² entries)."""
-    from dispatchlab.compiled.rng import PTRS_CONSTANTS
-    from dispatchlab.engine.loop import POISSON_GUIDE, POISSON_TABLE_LIMIT
+    """Rows for λ = 0 (always 0 arrivals), NaN or negative (treated as 0: no endless CDF
+    loop), one ulp under and at the table limit (a CDF row, then a PTRS row: λ and its
+    six set-up numbers, which the draw tells apart by the row's length), and a huge λ
+    (PTRS, not a CDF of 10¹² entries)."""
+    from dispatchlab.engine.loop import POISSON_GUIDE, POISSON_TABLE_LIMIT, PTRS_ROW
 
-    rates = np.array([0.0, np.nan, -3.0, POISSON_TABLE_LIMIT - 1e-9, POISSON_TABLE_LIMIT, 1e12])
+    below = np.nextafter(POISSON_TABLE_LIMIT, 0.0)
+    rates = np.array([0.0, np.nan, -3.0, below, POISSON_TABLE_LIMIT, 1e12])
     offsets, table = poisson_tables(rates)
     sizes = np.diff(offsets)
     assert list(sizes[:3]) == [POISSON_GUIDE + 1] * 3
@@ -323,10 +322,30 @@ def test_poisson_tables_take_any_rate_without_hanging() -> None:
     assert POISSON_GUIDE + 600 < sizes[3] < POISSON_GUIDE + 600 + 12 * 25
     cdf = table[offsets[3] + POISSON_GUIDE: offsets[4]]
     assert (np.diff(cdf) >= 0).all() and 1 - 1e-12 < cdf[-1] <= 1.0
-    assert list(sizes[4:]) == [PTRS_CONSTANTS, PTRS_CONSTANTS]
-    draws = _split_poisson_draws(np.array([0.0, 1e12]), 50, make_rng_state(3))
-    assert (draws[:, 0] == 0).all()
-    assert abs(draws[:, 1].mean() - 1e12) < 5 * math.sqrt(1e12 / 50)
+    assert list(sizes[4:]) == [PTRS_ROW, PTRS_ROW]
+    assert table[offsets[4]] == POISSON_TABLE_LIMIT and table[offsets[5]] == 1e12
+    draws = _split_poisson_draws(np.array([0.0, np.nan, below, POISSON_TABLE_LIMIT, 1e12]),
+                                 400, make_rng_state(3))
+    assert (draws[:, :2] == 0).all()
+    for column, lam in ((2, 600.0), (3, 600.0), (4, 1e12)):
+        assert abs(draws[:, column].mean() - lam) < 5 * math.sqrt(lam / 400), column
+
+
+def test_a_run_s_initial_queues_wait_in_the_head_nodes() -> None:
+    """init_loop_state: each server's initial queue is one batch "arrived" in slot −1, in
+    its head node; empty servers have empty FIFOs; the free nodes all follow; no Poisson
+    tables unless the run draws split-Poisson arrivals."""
+    from dispatchlab.engine.loop import CARRY_POOLED, COUNT_MASK, FREE_HEAD, init_loop_state
+
+    Q = np.array([3, 0, 2], np.int64)
+    state = init_loop_state(Q, np.full(3, 0.5), True, 1.2, np.full(4, 0.25), True)
+    assert list(state.pool[:3, 0]) == [-1, 0, -1]
+    assert [int(x) & int(COUNT_MASK) for x in state.pool[:3, 1]] == [3, 0, 2]
+    assert list(state.pool[:3, 1] >> 32) == [-1, -1, -1] and list(state.tails) == [0, 1, 2]
+    assert state.pool_free[FREE_HEAD] == 3 and state.pool_free[FREE_COUNT] == 3 * 3 + 16 - 3
+    assert state.carry[CARRY_POOLED] == 5 and state.poisson_offsets.size == 5
+    none = init_loop_state(Q, np.full(3, 0.5), False, 1.2, np.full(1, 1.0), False)
+    assert none.poisson_offsets.size == 1 and none.pool.shape == (2, 2)
 
 
 def test_poisson_split_by_table_inversion_has_poisson_law() -> None:

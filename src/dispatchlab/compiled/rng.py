@@ -147,8 +147,9 @@ def bernoulli_threshold(p):
 
 def bernoulli_thresholds(mu: np.ndarray) -> np.ndarray:
     """:func:`bernoulli_threshold` of every μ_n, in NumPy (p·2⁵³ and its ceiling are exact
-    in doubles, so the same integers)."""
-    return np.ceil(np.clip(mu, 0.0, 1.0) * 9007199254740992.0).astype(np.uint64)
+    in doubles, so the same integers; NaN is 0 there too)."""
+    p = np.clip(np.nan_to_num(mu, nan=0.0), 0.0, 1.0)
+    return np.ceil(p * 9007199254740992.0).astype(np.uint64)
 
 
 @njit(inline="always", cache=True)

@@ -18,11 +18,12 @@ slot reached, when ΣQ exceeds ``bound``.
 :func:`run_slots` runs one *chunk* of slots [t_start, t_stop) on state that persists
 between chunks (:func:`init_loop_state`, set up in NumPy: only the loop and what a run
 uses are compiled — the steps for laws and splits other than Bernoulli service and
-split-Poisson arrivals come as first-class functions), so the Python driver (:mod:`dispatchlab.engine.raw`)
-can check for Ctrl-C and report progress between chunks; a run cut into chunks is
-bit-identical to the same run in one chunk. Every server index a policy's ``choose``
-returns is checked (0 ≤ target < N): a bad one stops the chunk before it is used, with
-``STATUS_BAD_TARGET`` and the offending value, slot and dispatcher in ``carry``.
+split-Poisson arrivals come as first-class functions), so the Python driver
+(:mod:`dispatchlab.engine.raw`) can check for Ctrl-C and report progress between chunks; a
+run cut into chunks is bit-identical to the same run in one chunk. Every server index a
+policy's ``choose`` returns is checked (0 ≤ target < N): a bad one stops the chunk before
+it is used, with ``STATUS_BAD_TARGET`` and the offending value, slot and dispatcher in
+``carry``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from numba.extending import intrinsic
 from dispatchlab.compiled.histogram import DELAY_BINS, EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
 from dispatchlab.compiled.rng import (
     INV_2_53,
+    PTRS_CONSTANTS,
     bernoulli_thresholds,
     binomial,
     geometric0,
@@ -128,10 +130,15 @@ POISSON_GUIDE_BITS = 6
 POISSON_GUIDE = 1 << POISSON_GUIDE_BITS
 
 
+#: a PTRS row of :func:`poisson_tables`: λ and :func:`ptrs_constants` (λ); an inversion row
+#: is longer (the guide alone has POISSON_GUIDE entries), so a row's length says its kind
+PTRS_ROW = 1 + PTRS_CONSTANTS
+
+
 def _poisson_row(lam: float) -> np.ndarray:
     """One dispatcher's row of :func:`poisson_tables` for λ = ``lam`` ≥ 0."""
     if lam >= POISSON_TABLE_LIMIT:
-        return np.array(ptrs_constants(lam))
+        return np.array((lam, *ptrs_constants(lam)))
     # the pmf by its recursion p_k = p_(k−1)·(λ/k) from e^−λ and the CDF by running sums,
     # each a sequential product or sum as in a loop; kept up to where F reaches 1 in double
     # precision or, past λ, the pmf falls below 10⁻¹⁸
@@ -159,11 +166,13 @@ def poisson_tables(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     λ_m < POISSON_TABLE_LIMIT: a guide of POISSON_GUIDE entries, then the CDF F(0), F(1), …
     of Poisson(λ_m) for inversion; guide entry b = #{j : F(j) ≤ b/POISSON_GUIDE} (a small
     integer, stored as a float). The CDF is summed from e^−λ by the pmf's recursion
-    (relative error ≲ 10⁻¹³ at λ = 600), and the tail beyond the row (below 10⁻¹⁸) is the
-    only other approximation: both far under what any run can resolve. Otherwise PTRS's
-    set-up (:func:`~dispatchlab.compiled.rng.ptrs_constants` (λ_m)), so that a slot's M
-    draws do not each recompute a square root, two logarithms and two divisions. A rate
-    that is not positive (NaN included) is 0: no arrivals."""
+    (relative error a few 10⁻¹⁵ at λ = 600) and ends where the sum reaches 1 in double
+    precision or, past λ, the pmf falls below 10⁻¹⁸: the mass beyond the row is below
+    10⁻¹⁴ (at λ = 600; 10⁻¹⁸ below λ ≈ 40), under what any run can resolve. Otherwise
+    (PTRS_ROW entries) λ_m and PTRS's set-up
+    (:func:`~dispatchlab.compiled.rng.ptrs_constants` (λ_m)), so that a slot's M draws do not
+    each recompute a square root, two logarithms and two divisions. A rate that is not
+    positive (NaN included) is 0: no arrivals."""
     rows: dict[float, np.ndarray] = {}
     chosen = []
     for rate in np.asarray(rates, np.float64):
@@ -178,21 +187,22 @@ def poisson_tables(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _draw_split_poisson(rate, p, poisson_offsets, poisson_table, A_m, rng):
+def _draw_split_poisson(poisson_offsets, poisson_table, A_m, rng):
     """A^m(t) for Poisson(λ_Σ) arrivals split among M > 1 dispatchers job by job: M
-    independent Poisson(λ_Σ·p_m) draws into ``A_m``, by inversion of a tabulated CDF (see
-    :func:`poisson_tables`) below POISSON_TABLE_LIMIT, by PTRS above. Returns A_Σ(t)."""
+    independent Poisson(λ_Σ·p_m) draws into ``A_m`` from the rows of
+    :func:`poisson_tables`, by inversion of the tabulated CDF or, for a PTRS row, by PTRS.
+    Returns A_Σ(t)."""
     total = 0
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     for m in range(A_m.size):
-        lam = rate * p[m]
         row = poisson_offsets[m]  # (indices into the flat table: a row slice is a view
         # whose reference counting cost two calls per dispatcher)
-        if lam >= POISSON_TABLE_LIMIT:
+        if poisson_offsets[m + 1] - row == PTRS_ROW:
             rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-            k = poisson_ptrs(rng, lam, poisson_table[row], poisson_table[row + 1],
+            k = poisson_ptrs(rng, poisson_table[row], poisson_table[row + 1],
                              poisson_table[row + 2], poisson_table[row + 3],
-                             poisson_table[row + 4], poisson_table[row + 5])
+                             poisson_table[row + 4], poisson_table[row + 5],
+                             poisson_table[row + 6])
             s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
         else:
             bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
@@ -239,7 +249,10 @@ def _draw_other_arrivals(code, rate, trials, trace, t, p, cumulative, batch_spli
 
 
 def _split_poisson_only(code, rate, trials, trace, t, p, cumulative, batch_split, A_m, rng):
-    """The arrival step a split-Poisson run passes for the other cases: never called."""
+    """The arrival step a split-Poisson run passes for the other cases: never called (and
+    no arrivals if it were)."""
+    for m in range(A_m.size):
+        A_m[m] = 0
     return np.int64(0)
 
 
@@ -395,6 +408,8 @@ def _fifo_update(n, arrived_now, served, t, warmup, pool, tails, pool_free, dela
     while served > 0:
         link = pool[n, 1]
         count = link & COUNT_MASK
+        if count == 0:  # more served than queued (a policy wrote Q): check_invariants says so
+            break
         take = min(served, count)
         arrived = pool[n, 0]
         if arrived >= warmup:
@@ -469,8 +484,9 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S
     sets one bit per server with an arrival and one per server with a departure (at most
     one each under Bernoulli service), then the set bits are visited in server order
     (a branch per server on "arrival or departure" mispredicted about a third of the
-    time, and listing them took a serial pass over all servers). Per server the order
-    stays arrivals first, then departures; departures are timed in server order."""
+    time, and listing them took a serial pass over all servers): the appends, the
+    departures, then the head batches left empty by them. Per server the order stays
+    arrivals first, then departures; departures are timed in server order."""
     _bernoulli_draws(thresholds, S, stream)
     total_queue, total_service, departures = _apply_service(Q, A, Q_prev, S, record,
                                                             queue_sum)
@@ -638,14 +654,17 @@ class LoopState(NamedTuple):
     pool_free: np.ndarray
     thresholds: np.ndarray  # ⌈μ_n·2⁵³⌉, Bernoulli service as an integer compare
     cumulative: np.ndarray  # the cumulative sum of the dispatcher weights p_m
-    poisson_offsets: np.ndarray  # the per-dispatcher Poisson tables (poisson_tables)
+    poisson_offsets: np.ndarray  # the per-dispatcher Poisson tables (poisson_tables), or
+    # none (one offset) when the run's arrivals are not split Poisson
     poisson_table: np.ndarray
 
 
 def init_loop_state(Q: np.ndarray, mu: np.ndarray, track_delay: bool, arrival_rate: float,
-                    dispatcher_p: np.ndarray) -> LoopState:
+                    dispatcher_p: np.ndarray, split_poisson: bool) -> LoopState:
     """The :class:`LoopState` of a run that starts from queues ``Q`` (NumPy, not compiled:
-    it runs once a run, and compiling it cost a cold first run about a second)."""
+    it runs once a run, and compiling it cost a cold first run about a second). The
+    Poisson tables only for ``split_poisson`` (the loop then draws the arrivals itself; see
+    :func:`needs_other_arrivals`), else none."""
     N = Q.size
     work = np.zeros((5, N), np.int64)
     work[2] = -1
@@ -660,8 +679,10 @@ def init_loop_state(Q: np.ndarray, mu: np.ndarray, track_delay: bool, arrival_ra
         pool[waiting, 1] = NIL_LINK | Q[waiting]
     else:
         pool, tails, pool_free = new_pool(1, 2)  # never used
+    tables = (poisson_tables(arrival_rate * dispatcher_p) if split_poisson
+              else (np.zeros(1, np.int64), np.zeros(0)))
     return LoopState(work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
-                     np.cumsum(dispatcher_p), *poisson_tables(arrival_rate * dispatcher_p))
+                     np.cumsum(dispatcher_p), *tables)
 
 
 def _run_slots(
@@ -701,8 +722,9 @@ def _run_slots(
         return t_start
     N = Q.size
     M = A_m.size
-    # the case drawn here; needs_other_arrivals is its complement (keep the two in step)
-    split_poisson = arrival_code == 0 and M > 1 and not batch_split
+    # split-Poisson arrivals are drawn here exactly when the run has their tables
+    # (init_loop_state builds them for those runs alone, raw passes the other step then)
+    split_poisson = poisson_offsets.size > 1
     A = work[0]
     Q_prev = work[1]
     last_slot_chosen = work[2]
@@ -727,8 +749,7 @@ def _run_slots(
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
         if split_poisson:
-            total = _draw_split_poisson(arrival_rate, dispatcher_p, poisson_offsets,
-                                        poisson_table, A_m, rng)
+            total = _draw_split_poisson(poisson_offsets, poisson_table, A_m, rng)
         else:
             total = draw_other_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
                                         dispatcher_p, cumulative, batch_split, A_m, rng)

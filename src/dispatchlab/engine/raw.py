@@ -97,8 +97,10 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)
     dispatcher_arrivals = np.zeros(m, np.int64)
+    batch_split = system.split == "batch"
+    split_poisson = not loop.needs_other_arrivals(system.arrivals.code, m, batch_split)
     state = loop.init_loop_state(queues, system.mu, track_delay, float(system.arrival_rate),
-                                 system.weights)
+                                 system.weights, split_poisson)
     carry = state.carry
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer(n + m + (float(system.arrival_rate) if per_job else 0.0))
@@ -110,10 +112,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
     serve_other = compiled(loop.serve_other_law if system.service.code != 0
                            else loop.bernoulli_only)
-    batch_split = system.split == "batch"
-    other_arrivals = compiled(
-        loop.other_arrivals if loop.needs_other_arrivals(system.arrivals.code, m, batch_split)
-        else loop.split_poisson_only)
+    other_arrivals = compiled(loop.split_poisson_only if split_poisson
+                              else loop.other_arrivals)
     start = time.perf_counter()
     t = 0
     with sigint_caught() as interrupted:

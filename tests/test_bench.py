@@ -25,7 +25,7 @@ from dispatchlab.compiled.kernels import (
     slot_argmin_cache,
 )
 from dispatchlab.compiled.rng import (
-    bernoulli_threshold,
+    bernoulli_thresholds,
     make_rng_state,
     make_service_stream,
     uniform,
@@ -242,9 +242,10 @@ def test_alias_draws_follow_the_weights(weights: list[float]) -> None:
         assert stats.chi2.sf(chi2, df=live.sum() - 1) > 1e-4
 
 
-@pytest.mark.parametrize("p", [0.0, 1e-300, 0.1, 0.3, 0.5, 1 / 3, 1 - 2**-53, 1.0, 1.5])
+@pytest.mark.parametrize("p", [0.0, 1e-300, 0.1, 0.3, 0.5, 1 / 3, 1 - 2**-53, 1.0, 1.5,
+                               -0.5, math.nan])
 def test_bernoulli_threshold_matches_float_compare(p: float) -> None:
-    threshold = int(bernoulli_threshold(p))
+    threshold = int(bernoulli_thresholds(np.array([p]))[0])
     for k in {0, 1, threshold - 1, threshold, threshold + 1, 2**53 - 1}:
         if 0 <= k < 2**53:
             assert (k < threshold) == (k * 2.0**-53 < p), (p, k)
@@ -278,7 +279,7 @@ def test_bernoulli_service_draws_are_bernoulli_and_independent() -> None:
     from scipy import stats
 
     mu = np.array([0.05, 0.3, 0.5, 0.77, 0.999])
-    thresholds = np.array([bernoulli_threshold(m) for m in mu], np.uint64)
+    thresholds = bernoulli_thresholds(mu)
     stream = make_service_stream(12)
     start = stream.copy()
     slots = 200_000
@@ -402,7 +403,7 @@ def test_fifo_times_each_job_like_a_plain_fifo(law: str) -> None:
     left). Bernoulli: also the same queues and draws as the service without delay tracking."""
     N, slots, warmup = 8, 600, 40
     mu = np.linspace(0.15, 0.9, N)
-    thresholds = np.array([bernoulli_threshold(m) for m in mu], np.uint64)
+    thresholds = bernoulli_thresholds(mu)
     Q = np.array([3, 0, 1, 0, 0, 2, 0, 0], np.int64)
     Q_plain = Q.copy()
     pool, tails, pool_free = new_pool(N, 2 * N + 1)

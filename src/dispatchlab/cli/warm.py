@@ -46,7 +46,7 @@ def precompile(system: System, policies: Sequence[Policy | str]) -> None:
     ``dispatchlab compare``). A policy the small system does not fit is left to the
     workers."""
     from dispatchlab.compiled.lazy import compiled
-    from dispatchlab.engine import loop
+    from dispatchlab.engine.raw import loop_steps
     from dispatchlab.simulation import simulate
 
     small = warm_system(system.dispatch)
@@ -56,12 +56,9 @@ def precompile(system: System, policies: Sequence[Policy | str]) -> None:
                 simulate(small, policy, slots=WARM_SLOTS, seed=0)
             except ValidationError:
                 continue
-        # the loop's steps for laws and splits the small system does not use
-        if system.service.code != 0:
-            compiled(loop.serve_other_law)
-        if loop.needs_other_arrivals(system.arrivals.code, system.dispatchers,
-                                     system.split == "batch"):
-            compiled(loop.other_arrivals)
+        # the loop's steps for laws and splits the small system may not use
+        for step in loop_steps(system):
+            compiled(step)
 
 
 @app.command("warm")

@@ -134,21 +134,12 @@ def xoshiro_step(s0, s1, s2, s3):
     return result, s0, s1, s2, s3
 
 
-@njit(cache=True)
-def bernoulli_threshold(p):
-    """Integer threshold for a Bernoulli(p) draw from 53 random bits: ``(bits >> 11) < it``
-    holds exactly when ``uniform(s) < p`` would (k·2⁻⁵³ < p ⇔ k < ⌈p·2⁵³⌉ for integer k)."""
-    if p >= 1.0:
-        return np.uint64(9007199254740992)
-    if p > 0.0:
-        return np.uint64(math.ceil(p * 9007199254740992.0))
-    return np.uint64(0)
-
-
 def bernoulli_thresholds(mu: np.ndarray) -> np.ndarray:
-    """:func:`bernoulli_threshold` of every μ_n, in NumPy (p·2⁵³ and its ceiling are exact
-    in doubles, so the same integers; NaN is 0 there too)."""
-    p = np.clip(np.nan_to_num(mu, nan=0.0), 0.0, 1.0)
+    """Integer thresholds for Bernoulli(μ_n) draws from 53 random bits: ``(bits >> 11) <
+    it`` holds exactly when ``uniform(s) < μ_n`` would (k·2⁻⁵³ < p ⇔ k < ⌈p·2⁵³⌉ for
+    integer k; p·2⁵³ and its ceiling are exact in doubles). μ is clipped to [0, 1], NaN
+    reads 0."""
+    p = np.clip(np.nan_to_num(np.asarray(mu, np.float64), nan=0.0), 0.0, 1.0)
     return np.ceil(p * 9007199254740992.0).astype(np.uint64)
 
 

@@ -428,7 +428,7 @@ def _bernoulli_draws(thresholds, S, stream):
     """S_n(t) ~ Bernoulli(μ_n) into ``S``, from the service stream ``stream`` = (start, γ)
     (:mod:`dispatchlab.compiled.rng`): server n's draw is the stream's next-but-n output
     and the integer compare ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` (exactly ``uniform < μ_n``, see
-    bernoulli_threshold). The outputs depend on the counter alone, so the loop vectorises."""
+    bernoulli_thresholds). The outputs depend on the counter alone, so the loop vectorises."""
     start = stream[0]
     gamma = stream[1]
     N = thresholds.size

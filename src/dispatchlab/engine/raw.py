@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,16 @@ def default_bound(system: System) -> int:
     return int(min(2**40, max(10**6, 10**4 * system.n_servers)))
 
 
+def loop_steps(system: System) -> tuple[Any, Any]:
+    """The slot loop's service and arrival steps for ``system`` (not yet compiled): the
+    other laws' service step or the Bernoulli stub, the other arrivals' step or the stub of
+    split-Poisson runs (see loop.needs_other_arrivals)."""
+    serve = loop.serve_other_law if system.service.code != 0 else loop.bernoulli_only
+    split_poisson = not loop.needs_other_arrivals(system.arrivals.code, system.dispatchers,
+                                                  system.split == "batch")
+    return serve, loop.split_poisson_only if split_poisson else loop.other_arrivals
+
+
 def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
              seed: int | np.random.SeedSequence, bound: int, track_delay: bool = True,
              detail: bool = True, initial_queues: np.ndarray | None = None,
@@ -97,10 +108,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)
     dispatcher_arrivals = np.zeros(m, np.int64)
-    batch_split = system.split == "batch"
-    split_poisson = not loop.needs_other_arrivals(system.arrivals.code, m, batch_split)
+    serve_step, arrival_step = loop_steps(system)
     state = loop.init_loop_state(queues, system.mu, track_delay, float(system.arrival_rate),
-                                 system.weights, split_poisson)
+                                 system.weights, arrival_step is loop.split_poisson_only)
     carry = state.carry
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer(n + m + (float(system.arrival_rate) if per_job else 0.0))
@@ -110,10 +120,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     run_slots = compiled(loop.run_slots, only=True)
     choose = choose_adapter(kernel.choose)
     begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
-    serve_other = compiled(loop.serve_other_law if system.service.code != 0
-                           else loop.bernoulli_only)
-    other_arrivals = compiled(loop.split_poisson_only if split_poisson
-                              else loop.other_arrivals)
+    serve_other, other_arrivals = compiled(serve_step), compiled(arrival_step)
     start = time.perf_counter()
     t = 0
     with sigint_caught() as interrupted:
@@ -123,7 +130,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             t = int(run_slots(
                 system.mu, system.service.code, system.service.trials, serve_other,
                 system.arrivals.code, float(system.arrival_rate), system.arrivals.trials,
-                trace, system.weights, batch_split, per_job, other_arrivals,
+                trace, system.weights, system.split == "batch", per_job, other_arrivals,
                 choose, begin_slot, end_slot,
                 kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
                 ip, fp, ist, fst,

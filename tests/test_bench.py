@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -496,3 +498,27 @@ def test_scaling_cell_ends_when_its_runs_stop_early(monkeypatch: pytest.MonkeyPa
     cell = bench_scaling.time_cell(family, 100, 1, jobs=10**9)
     assert len(asked) == 2  # the probe and one long run, not a growing series
     assert cell["slots"] == 300 - bench_scaling.MIN_SLOTS
+
+
+def test_more_served_than_queued_ends_the_fifo_pass() -> None:
+    """A state no run reaches by itself (a policy that wrote its queues): Q_n = 5 while
+    server n's FIFO holds one job. The Poisson(50) service step times that job and stops,
+    instead of popping an empty head forever (the run's invariant check then reports the
+    mismatch). In a child process, so that a regression fails by timeout, not a hung suite."""
+    script = (
+        "import numpy as np\n"
+        "from dispatchlab.compiled.rng import make_rng_state\n"
+        "from dispatchlab.engine.loop import (DELAY_BINS, _fifo_append, new_pool,\n"
+        "                                     serve_other_law)\n"
+        "pool, tails, free = new_pool(1, 8)\n"
+        "_fifo_append(0, 0, 1, pool, tails, free)\n"
+        "Q, A, prev = np.array([5]), np.zeros(1, np.int64), np.zeros(1, np.int64)\n"
+        "hist, moments = np.zeros(DELAY_BINS, np.int64), np.zeros(8)\n"
+        "served = serve_other_law(Q, A, prev, np.array([50.0]), 2, 0, make_rng_state(1),\n"
+        "                         True, np.zeros(1, np.int64), True, 5, 0, pool, tails,\n"
+        "                         free, hist, moments)[2]\n"
+        "print(served, int(hist.sum()), int(hist[5]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["5", "1", "1"]  # 5 served, 1 of them timed (delay 5)

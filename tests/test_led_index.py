@@ -16,6 +16,18 @@ from dispatchlab.engine.alias import alias_table
 from dispatchlab.policies.led import LEDPolicy
 from dispatchlab.policies.led.layout import INDEX_BLOCKS, INDEX_SUM, write_estimate
 from dispatchlab.policies.led.min_blocks import block_argmin, block_shift, new_block_rows
+from dispatchlab.policies.led.min_tree import (
+    mark_dirty,
+    new_tree_rows,
+    rebuild,
+    tree_argmin,
+    tree_depth,
+    tree_leaves,
+    tree_min,
+    tree_ties,
+    tree_width,
+    write_through,
+)
 from dispatchlab.policies.led.strategies import (
     builtin_strategy,
     l_jba_pick,
@@ -81,6 +93,45 @@ def test_block_minima_pick_like_the_scan(servers, levels):
         if index[3 + 2 * k] != -1:
             assert (index[2 + 2 * k], index[3 + 2 * k]) == (block.min(),
                                                            (block == block.min()).sum())
+
+
+@njit(cache=True)
+def _tree_and_scan_picks(values, tree, writes, levels, burst, rng_writes, rng_a, rng_b):
+    """Bursts of up to ``burst`` random writes marked dirty (coalescing in the tree until
+    the next pick); after each burst the tree's pick (rng_a) and the scan's (rng_b), then
+    two writes through: the pick's estimate + 1 (LSQ) and a random one."""
+    out = np.zeros((writes, 2), np.int64)
+    for i in range(writes):
+        for _ in range(randint(rng_writes, burst + 1)):
+            n = randint(rng_writes, values.size)
+            mark_dirty(tree, n)
+            values[n] = randint(rng_writes, levels)
+        out[i, 0] = tree_argmin(values, tree, rng_a)
+        out[i, 1] = argmin_random_ties(values, rng_b)
+        write_through(values, tree, out[i, 0], values[out[i, 0]] + 1)
+        n = randint(rng_writes, values.size)
+        write_through(values, tree, n, randint(rng_writes, levels))
+    return out
+
+
+@pytest.mark.parametrize("servers, levels, burst", [
+    (64, 2, 3), (100, 3, 1), (129, 2, 5), (1000, 40, 2), (5000, 2, 400), (40_000, 3, 30),
+    (40_000, 2, 3_000)])
+def test_min_tree_picks_like_the_scan(servers, levels, burst):
+    """Random writes (few levels: many ties; a partial last block, bursts that rebuild,
+    LSQ's increment of the chosen server): the tree picks the scan's server with the scan's draws,
+    and every node ends as a rebuild from the estimates makes it."""
+    values = np.zeros(servers, np.int64)
+    tree = new_tree_rows(servers, 1, tree_width(servers))[0]
+    picks = _tree_and_scan_picks(values, tree, 2_000, levels, burst, make_rng_state(1),
+                                 make_rng_state(2), make_rng_state(2))
+    assert (picks[:, 0] == picks[:, 1]).all()
+    assert (tree_min(tree), tree_ties(tree)) == (values.min(), (values == values.min()).sum())
+    fresh = new_tree_rows(servers, 1, tree_width(servers))[0]
+    rebuild(values, fresh)
+    nodes = slice(2, 4 * tree_leaves(servers))  # every node's (min, count)
+    assert (tree[nodes] == fresh[nodes]).all()
+    assert 1 << tree_depth(tree) == tree_leaves(servers)
 
 
 @njit(cache=True)

@@ -59,8 +59,11 @@ from dispatchlab.policies.led.min_tree import (
     new_tree_rows,
     rebuild,
     refresh,
+    tree_depth,
+    tree_min,
     tree_pick,
     tree_select,
+    tree_ties,
     update_block,
     uses_tree,
 )
@@ -188,10 +191,7 @@ def _entry(n, listed, length):
 @njit(inline="always", cache=True)
 def _overlay_is_cheaper(listed, N, tree):
     """An overlay costs about 2·(BLOCK + depth) per touched server, a scan about N."""
-    depth = 0
-    while (1 << depth) < tree[0]:
-        depth += 1
-    return 2 * listed * (BLOCK + depth) < N
+    return 2 * listed * (BLOCK + tree_depth(tree)) < N
 
 
 @njit(inline="always", cache=True)
@@ -200,7 +200,7 @@ def _untouched_minimiser(R, tree, listed, length, work, rng):
     the scan's draw: Q̃^m = R off the touched list and > R on it, so the minimisers of Q̃^m
     are the c − t untouched minimisers of R (c of R's, t of them touched); r uniform on
     c − t picks the r-th of them in index order, read off the tree."""
-    best = tree[2]
+    best = tree_min(tree)
     touched_minimisers = 0
     for i in range(length):
         n = listed[i]
@@ -211,7 +211,7 @@ def _untouched_minimiser(R, tree, listed, length, work, rng):
                 k -= 1
             work[k] = n
             touched_minimisers += 1
-    ties = tree[3] - touched_minimisers
+    ties = tree_ties(tree) - touched_minimisers
     if ties <= 0:
         return -1
     untouched = randint(rng, ties) if ties > 1 else 0

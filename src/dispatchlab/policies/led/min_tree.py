@@ -70,6 +70,27 @@ def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
 
 
 @njit(inline="always", cache=True)
+def tree_min(tree):
+    """The smallest value (the root's min; tree up to date)."""
+    return tree[2]
+
+
+@njit(inline="always", cache=True)
+def tree_ties(tree):
+    """How many servers hold the smallest value (the root's count; tree up to date)."""
+    return tree[3]
+
+
+@njit(inline="always", cache=True)
+def tree_depth(tree):
+    """log₂ P, the number of levels from the root to the leaves."""
+    depth = 0
+    while (1 << depth) < tree[0]:
+        depth += 1
+    return depth
+
+
+@njit(inline="always", cache=True)
 def _block_leaf(values, tree, P, b):
     """Set leaf P + b to (min, count) of the estimates of block b."""
     start = b * BLOCK
@@ -132,7 +153,17 @@ def write_through(values, tree, n, value):
         mark_dirty(tree, n)
         values[n] = value
         return
+    old = values[n]
     values[n] = value
+    node = tree[0] + n // BLOCK
+    if value > old and tree[2 * node] == old and tree[2 * node + 1] > 1:
+        # n leaves the minimisers of its block (LSQ's increment of the chosen server), which
+        # keeps another: every node on the path whose min is ``old`` loses one tie, no other
+        # entry changes (the nodes above one with a smaller min do not count n)
+        while node >= 1 and tree[2 * node] == old:
+            tree[2 * node + 1] -= 1
+            node >>= 1
+        return
     update_block(values, tree, n // BLOCK)
 
 
@@ -143,10 +174,7 @@ def refresh(values, tree):
     dirty = tree[1]
     if dirty == 0:
         return
-    depth = 0
-    while (1 << depth) < P:
-        depth += 1
-    if dirty * (BLOCK + depth) >= values.size + 2 * P:
+    if dirty * (BLOCK + tree_depth(tree)) >= values.size + 2 * P:
         rebuild(values, tree)  # most blocks changed: everything bottom-up
         return
     for k in range(dirty):

@@ -476,6 +476,36 @@ def test_scaling_benchmark_refuses_an_unknown_family() -> None:
     assert main(["bench", "--scaling", "--quick", "--family", "no-such"]) == 2
 
 
+def test_scaling_rounds_pair_the_costs_of_a_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With repeats the cells of one N are measured in rounds (every M, then every M
+    again), the table's cost is a cell's median, and a ratio the median of the rounds'
+    ratios: a slow spell that hits one round (both of its cells) leaves the ratio alone."""
+    from dispatchlab import bench_scaling
+
+    order: list[tuple[int, int]] = []
+    spell = iter([1.0, 1.0, 5.0, 5.0, 1.0, 1.0] * 2)  # round 1 of each N runs 5× slower
+
+    def timed(family, servers, dispatchers, jobs):
+        order.append((servers, dispatchers))
+        cost = next(spell) * (2.0 if dispatchers == 10 else 1.0)
+        return {"family": family.label, "policy": family.policy, "dispatch": family.dispatch,
+                "servers": servers, "dispatchers": dispatchers, "slots": 1, "jobs": 1,
+                "cpu_seconds": cost, "ns_per_job": cost, "ns_per_slot": cost}
+
+    monkeypatch.setattr(bench_scaling, "time_cell", timed)
+    monkeypatch.setattr(bench_scaling, "warm_family", lambda family: None)
+    cells = bench_scaling.run_scaling(["jsq"], quick=True, repeat=3)
+    assert order == [(n, m) for n in (100, 1000) for _ in range(3) for m in (1, 10)]
+    assert [c["round"] for c in cells[:6]] == [0, 0, 1, 1, 2, 2]
+    assert bench_scaling.dispatcher_ratios(cells, servers=1000) == {"jsq": (2.0, 2.0, 2.0)}
+    medians = {(c["servers"], c["dispatchers"]): (c["ns_per_job"], c["repeats"])
+               for c in bench_scaling.median_cells(cells)}
+    assert medians == {(100, 1): (1.0, 3), (100, 10): (2.0, 3), (1000, 1): (1.0, 3),
+                       (1000, 10): (2.0, 3)}
+    with pytest.raises(ValidationError, match="repeat"):
+        bench_scaling.run_scaling(["jsq"], quick=True, repeat=0)
+
+
 def test_scaling_cell_ends_when_its_runs_stop_early(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run that stops at the bound (an unstable family) stays as short whatever the slots
     asked for: the cell must not keep lengthening it (it would never reach the budget)."""

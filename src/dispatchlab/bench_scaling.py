@@ -11,13 +11,18 @@ policy parameter at its default. The figure is ns per job = CPU seconds / jobs a
 
 Two summaries come with the table: cost(M = 100)/cost(M = 1) at N = 10⁴ for every family
 (issue target: ≤ 3), and ``pi-jsq``/``jsq`` at every (N, M) (target: ≤ 2).
-Absolute figures move with the machine's load; compare ratios from one run.
+Absolute figures move with the machine's load; compare ratios from one run. With
+``repeat`` > 1 every cell is measured that many times, the cells of one N in rounds (all
+its M, then all its M again), so that the two costs of a ratio are measured back to back:
+the table shows per-cell medians and a ratio is the median of the per-round ratios (on a
+shared machine the cost of M = 100, out of cache, moved by ±30–50 % within minutes).
 """
 
 from __future__ import annotations
 
 import gc
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -156,9 +161,10 @@ def warm_family(family: Family) -> None:
 
 def run_scaling(families: Sequence[str] | None = None, *, quick: bool = False,
                 servers: Sequence[int] | None = None, dispatchers: Sequence[int] | None = None,
-                jobs: int | None = None,
+                jobs: int | None = None, repeat: int = 1,
                 on_cell: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Time every selected family on the (N, M) grid; one dict per cell."""
+    """Time every selected family on the (N, M) grid ``repeat`` times; one dict per
+    measurement, its ``round`` in 0 … repeat − 1 (see the module's docstring)."""
     grid_n = tuple(servers or (QUICK_SERVERS if quick else SCALING_SERVERS))
     grid_m = tuple(dispatchers or (QUICK_DISPATCHERS if quick else SCALING_DISPATCHERS))
     jobs = jobs or (QUICK_JOBS if quick else SCALING_JOBS)
@@ -167,36 +173,57 @@ def run_scaling(families: Sequence[str] | None = None, *, quick: bool = False,
     require(all(isinstance(m, int) and m >= 1 for m in grid_m), "dispatchers",
             f"every M must be an integer ≥ 1 (got {grid_m})")
     require(isinstance(jobs, int) and jobs >= 1, "jobs", f"must be ≥ 1 (got {jobs!r})")
+    require(isinstance(repeat, int) and repeat >= 1, "repeat",
+            f"must be an integer ≥ 1 (got {repeat!r})")
     cells = []
     for family in select_families(families):
         warm_family(family)
         for n in grid_n:
-            for m in grid_m:
-                cell = time_cell(family, n, m, jobs)
-                cells.append(cell)
-                if on_cell is not None:
-                    on_cell(cell)
+            for round_ in range(repeat):
+                for m in grid_m:
+                    cell = {**time_cell(family, n, m, jobs), "round": round_}
+                    cells.append(cell)
+                    if on_cell is not None:
+                        on_cell(cell)
     return cells
 
 
+def median_cells(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One dict per (family, N, M): the medians of its measurements' costs, ``repeats``."""
+    groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    for c in cells:
+        groups.setdefault((c["family"], c["servers"], c["dispatchers"]), []).append(c)
+    out = []
+    for group in groups.values():
+        cell = {k: v for k, v in group[0].items() if k != "round"}
+        for key in ("ns_per_job", "ns_per_slot", "cpu_seconds"):
+            cell[key] = statistics.median(c[key] for c in group)
+        out.append({**cell, "repeats": len(group)})
+    return out
+
+
 def _cost(cells: Sequence[dict[str, Any]]) -> dict[tuple[str, int, int], float]:
-    return {(c["family"], c["servers"], c["dispatchers"]): c["ns_per_job"] for c in cells}
+    return {(c["family"], c["servers"], c["dispatchers"]): c["ns_per_job"]
+            for c in median_cells(cells)}
 
 
 def dispatcher_ratios(cells: Sequence[dict[str, Any]],
-                      servers: int = RATIO_SERVERS) -> dict[str, float]:
-    """cost(M = largest)/cost(M = 1) at N = ``servers`` (the largest N run when absent)."""
+                      servers: int = RATIO_SERVERS) -> dict[str, tuple[float, float, float]]:
+    """cost(M = largest)/cost(M = 1) at N = ``servers`` (the largest N run when absent):
+    per family the median, smallest and largest of the ratios of one round each."""
     if not cells:
         return {}
     if all(c["servers"] != servers for c in cells):
         servers = max(c["servers"] for c in cells)
     top = max(c["dispatchers"] for c in cells)
-    cost = _cost(cells)
+    cost = {(c["family"], c["dispatchers"], c.get("round", 0)): c["ns_per_job"]
+            for c in cells if c["servers"] == servers}
     out = {}
     for family in dict.fromkeys(c["family"] for c in cells):
-        low, high = cost.get((family, servers, 1)), cost.get((family, servers, top))
-        if low and high is not None:
-            out[family] = high / low
+        ratios = [cost[(family, top, r)] / low for (f, m, r), low in cost.items()
+                  if f == family and m == 1 and low and (family, top, r) in cost]
+        if ratios:
+            out[family] = (statistics.median(ratios), min(ratios), max(ratios))
     return out
 
 

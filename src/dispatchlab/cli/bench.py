@@ -59,7 +59,8 @@ def bench(
         "default: ../shared/bench/refsim.c beside the repository")] = None,
     no_refsim: Annotated[bool, typer.Option("--no-refsim", help="do not run refsim")] = False,
     repeat: Annotated[int, typer.Option(
-        help="timed runs per workload; speeds and ratios are medians")] = 1,
+        help="timed runs per workload (with --scaling: per cell, in rounds); speeds and "
+        "ratios are medians")] = 1,
     scaling: Annotated[bool, typer.Option(
         "--scaling", help="run the scaling benchmark instead: ns per job of every policy "
         "family over N ∈ {10², …, 10⁵} × M ∈ {1, 10, 100}")] = False,
@@ -76,7 +77,7 @@ def bench(
     if scaling:
         from dispatchlab.cli.bench_scaling import show_scaling
 
-        show_scaling(family, quick=quick, json_output=json_output)
+        show_scaling(family, quick=quick, json_output=json_output, repeat=repeat)
         return
     console = Console(stderr=not json_output)
     use: Path | bool = False if no_refsim else (refsim if refsim is not None else True)

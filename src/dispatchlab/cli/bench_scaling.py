@@ -18,9 +18,15 @@ def _grid(cells: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
 
 
 def scaling_table(cells: Sequence[dict[str, Any]]) -> Table:
-    """ns per job: one row per family, one column per (N, M)."""
+    """ns per job (the median of a cell's measurements): one row per family, one column
+    per (N, M)."""
+    from dispatchlab.bench_scaling import median_cells
+
+    cells = median_cells(cells)
     grid = _grid(cells)
-    table = Table(title="dispatchlab bench --scaling: ns per job (CPU time / jobs arrived)")
+    repeats = max(c["repeats"] for c in cells)
+    table = Table(title="dispatchlab bench --scaling: ns per job (CPU time / jobs arrived)"
+                  + (f", median of {repeats}" if repeats > 1 else ""))
     table.add_column("family", no_wrap=True)
     for n, m in grid:
         table.add_column(f"N={n:g} M={m}", justify="right", no_wrap=True)
@@ -32,7 +38,8 @@ def scaling_table(cells: Sequence[dict[str, Any]]) -> Table:
 
 
 def ratio_table(cells: Sequence[dict[str, Any]]) -> Table:
-    """cost(M = largest)/cost(M = 1) at N = 10⁴ (or the largest N run) per family."""
+    """cost(M = largest)/cost(M = 1) at N = 10⁴ (or the largest N run) per family: the
+    median of the rounds' ratios and, with several rounds, their range."""
     from dispatchlab.bench_scaling import RATIO_SERVERS, dispatcher_ratios
 
     ratios = dispatcher_ratios(cells)
@@ -42,13 +49,16 @@ def ratio_table(cells: Sequence[dict[str, Any]]) -> Table:
     table = Table(title=f"cost(M = {top}) / cost(M = 1) at N = {servers:g} (target ≤ 3)")
     table.add_column("family", no_wrap=True)
     table.add_column("ratio", justify="right")
-    for family, ratio in ratios.items():
-        table.add_row(family, f"{ratio:.2f}")
+    table.add_column("rounds' range", justify="right")
+    for family, (ratio, low, high) in ratios.items():
+        table.add_row(family, f"{ratio:.2f}", f"{low:.2f}–{high:.2f}" if high > low else "")
     return table
 
 
-def show_scaling(families: Sequence[str] | None, *, quick: bool, json_output: bool) -> None:
-    """Run the scaling benchmark; print JSON lines, or the tables at the end."""
+def show_scaling(families: Sequence[str] | None, *, quick: bool, json_output: bool,
+                 repeat: int = 1) -> None:
+    """Run the scaling benchmark; print JSON lines (one per measurement), or the tables at
+    the end."""
     from dispatchlab.bench_scaling import relative_cost, run_scaling  # simulate: numba
 
     console = Console(stderr=not json_output)
@@ -60,7 +70,7 @@ def show_scaling(families: Sequence[str] | None, *, quick: bool, json_output: bo
             console.print(f"[dim]{cell['family']} N={cell['servers']} M={cell['dispatchers']}: "
                           f"{cell['ns_per_job']:,.0f} ns/job[/dim]")
 
-    cells = run_scaling(families, quick=quick, on_cell=show)
+    cells = run_scaling(families, quick=quick, repeat=repeat, on_cell=show)
     if json_output or not cells:
         return
     console.width = max(console.width, TABLE_WIDTH)

@@ -155,16 +155,28 @@ def write_through(values, tree, n, value):
         return
     old = values[n]
     values[n] = value
-    node = tree[0] + n // BLOCK
-    if value > old and tree[2 * node] == old and tree[2 * node + 1] > 1:
-        # n leaves the minimisers of its block (LSQ's increment of the chosen server), which
-        # keeps another: every node on the path whose min is ``old`` loses one tie, no other
-        # entry changes (the nodes above one with a smaller min do not count n)
-        while node >= 1 and tree[2 * node] == old:
-            tree[2 * node + 1] -= 1
+    P = tree[0]
+    node = P + n // BLOCK
+    if not _keeps_min(tree, node, old, value):
+        _block_leaf(values, tree, P, n // BLOCK)
+        node >>= 1
+        while node >= 1 and not _keeps_min(tree, node, old, value):
+            if not _combine(tree, node):
+                return
             node >>= 1
-        return
-    update_block(values, tree, n // BLOCK)
+    # n was one of several servers at ``old`` below this node (LSQ's increment of the chosen
+    # server, usually at its leaf): every node from here up whose min is ``old`` keeps it
+    # and loses one tie; the nodes above one with a smaller min do not count n
+    while node >= 1 and tree[2 * node] == old:
+        tree[2 * node + 1] -= 1
+        node >>= 1
+
+
+@njit(inline="always", cache=True)
+def _keeps_min(tree, node, old, value):
+    """Whether ``node`` keeps its min when one server below it goes from ``old`` up to
+    ``value``: the min is ``old`` and another server holds it too."""
+    return value > old and tree[2 * node] == old and tree[2 * node + 1] > 1
 
 
 @njit(inline="always", cache=True)

@@ -106,11 +106,11 @@ def _tree_and_scan_picks(values, tree, writes, levels, burst, rng_writes, rng_a,
             n = randint(rng_writes, values.size)
             mark_dirty(tree, n)
             values[n] = randint(rng_writes, levels)
-        out[i, 0] = tree_argmin(values, tree, rng_a)
+        out[i, 0] = tree_argmin(values, tree, rng_a, i % 2 == 0)
         out[i, 1] = argmin_random_ties(values, rng_b)
-        write_through(values, tree, out[i, 0], values[out[i, 0]] + 1)
+        write_through(values, tree, out[i, 0], values[out[i, 0]], values[out[i, 0]] + 1)
         n = randint(rng_writes, values.size)
-        write_through(values, tree, n, randint(rng_writes, levels))
+        write_through(values, tree, n, values[n], randint(rng_writes, levels))
     return out
 
 

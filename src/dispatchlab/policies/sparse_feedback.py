@@ -220,7 +220,7 @@ def _untouched_minimiser(R, tree, listed, length, work, rng):
     # or two walks, where a rank query per touched minimiser took up to |touched|)
     counted = 0
     while True:
-        target = tree_select(R, tree, untouched + counted)
+        target = tree_select(R, tree, untouched + counted, False)
         below = counted
         while below < touched_minimisers and work[below] <= target:
             below += 1
@@ -239,7 +239,7 @@ def _overlaid_minimiser(R, tree, own, listed, length, work, rng):
         R[n] = own[i]
     for i in range(length):
         update_block(R, tree, listed[i] // BLOCK)
-    target = tree_pick(R, tree, rng)
+    target = tree_pick(R, tree, rng, False)
     for i in range(length):
         R[listed[i]] = work[i]
     for i in range(length):

@@ -121,11 +121,12 @@ def prefetch_estimate(memory, m, n):
 
 
 @njit(inline="always", cache=True)
-def write_chosen_estimate(values, index, kind, n, value):
-    """:func:`write_estimate` for the server n the dispatcher has just chosen: a min tree
-    is updated at once (:func:`~.min_tree.write_through`), while n's path is in cache."""
+def write_chosen_estimate(values, index, kind, n, current, value):
+    """:func:`write_estimate` for the server n the dispatcher has just chosen, whose
+    estimate is ``current``: a min tree is updated at once
+    (:func:`~.min_tree.write_through`), while n's path is in cache."""
     if kind == INDEX_TREE:
-        write_through(values, index, n, value)
+        write_through(values, index, n, current, value)
     else:
         write_estimate(values, index, kind, n, value)
 

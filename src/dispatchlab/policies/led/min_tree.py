@@ -10,8 +10,11 @@ choice of that dispatcher refreshes the dirty blocks and their paths to the root
 rebuilds the whole tree when that is cheaper), then walks down to the r-th minimiser in
 index order for r uniform on the tie count — exactly the draw of
 :func:`dispatchlab.compiled.kernels.argmin_random_ties`, so runs are bit-identical to the scan.
+A leaf also keeps which servers of its block hold its min (a bit mask), so that the walk
+ends on the mask and never reads the estimates: with M trees out of cache those were a
+miss per walk, and the lines prefetched for them evicted the slot's other data.
 
-One ``ist`` row per dispatcher (width ≥ 5P, P = the power of two ≥ ⌈N/BLOCK⌉ leaves):
+One ``ist`` row per dispatcher (width ≥ 6P, P = the power of two ≥ ⌈N/BLOCK⌉ leaves):
 
     [0]             P
     [1]             number of dirty blocks
@@ -20,6 +23,8 @@ One ``ist`` row per dispatcher (width ≥ 5P, P = the power of two ≥ ⌈N/BLOC
                     a dirty leaf's count is DIRTY (the flag shares the leaf's cache line,
                     which the refresh writes anyway)
     [4P + k]        the k-th dirty block
+    [5P + b]        block b's minimisers: bit j set when estimate b·BLOCK + j is its min
+                    (eight blocks to a cache line, next to one another)
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.bits import bit_count
 from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint
 
@@ -53,7 +59,7 @@ def uses_tree(n_servers: int, width: int) -> bool:
 
 def tree_width(n_servers: int) -> int:
     """Entries a dispatcher's tree row needs."""
-    return 5 * tree_leaves(n_servers)
+    return 6 * tree_leaves(n_servers)
 
 
 def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
@@ -64,6 +70,7 @@ def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
     sizes = np.minimum(BLOCK, n_servers - BLOCK * np.arange(P)).clip(min=0)
     tree[2 * P: 4 * P: 2] = np.where(sizes > 0, 0, EMPTY)
     tree[2 * P + 1: 4 * P: 2] = sizes
+    tree[5 * P: 6 * P] = (1 << sizes) - 1
     for i in range(P - 1, 0, -1):
         _combine(tree, i)
     return np.tile(tree, (dispatchers, 1))
@@ -92,27 +99,28 @@ def tree_depth(tree):
 
 @njit(inline="always", cache=True)
 def _block_leaf(values, tree, P, b):
-    """Set leaf P + b to (min, count) of the estimates of block b."""
+    """Set leaf P + b to (min, count) of the estimates of block b, and its minimisers."""
     start = b * BLOCK
     stop = min(start + BLOCK, values.size)
     best = EMPTY
-    count = 0
+    mask = 0
     if stop - start == BLOCK:
         # a full block: constant trip counts, which the compiler unrolls
         best = values[start]
         for j in range(1, BLOCK):
             best = min(best, values[start + j])
         for j in range(BLOCK):
-            count += values[start + j] == best
+            mask |= np.int64(values[start + j] == best) << j
     elif start < stop:
         best = values[start]
         for n in range(start + 1, stop):
             best = min(best, values[n])
         for n in range(start, stop):
-            count += values[n] == best
+            mask |= np.int64(values[n] == best) << (n - start)
     leaf = 2 * (P + b)
     tree[leaf] = best
-    tree[leaf + 1] = count
+    tree[leaf + 1] = bit_count(mask)
+    tree[5 * P + b] = mask
 
 
 @njit(inline="always", cache=True)
@@ -144,21 +152,24 @@ def mark_dirty(tree, n):
 
 
 @njit(inline="always", cache=True)
-def write_through(values, tree, n, value):
-    """values[n] ← value with the tree brought up to date at once, when it is up to date
+def write_through(values, tree, n, old, value):
+    """values[n] ← value (from ``old`` = values[n], which the caller knows: for the chosen
+    server, the tree's min) with the tree brought up to date at once, when it is up to date
     (else n's block joins the dirty ones). For a write to the server just chosen: the walk
-    down has just brought its block and path into cache, where a later refresh would find
-    them evicted by the other dispatchers' trees. The tree is the same either way."""
+    down has just brought its path into cache, where a later refresh would find it evicted
+    by the other dispatchers' trees. The tree is the same either way."""
     if tree[1] != 0:
         mark_dirty(tree, n)
         values[n] = value
         return
-    old = values[n]
     values[n] = value
     P = tree[0]
-    node = P + n // BLOCK
-    if not _keeps_min(tree, node, old, value):
-        _block_leaf(values, tree, P, n // BLOCK)
+    b = n // BLOCK
+    node = P + b
+    if _keeps_min(tree, node, old, value):
+        tree[5 * P + b] &= ~(np.int64(1) << (n - b * BLOCK))  # n leaves the block's minimisers
+    else:
+        _block_leaf(values, tree, P, b)
         node >>= 1
         while node >= 1 and not _keeps_min(tree, node, old, value):
             if not _combine(tree, node):
@@ -198,12 +209,13 @@ def refresh(values, tree):
 
 @njit(inline="always", cache=True)
 def _prefetch_block_update(values, tree, P, b):
-    """Prefetch what :func:`update_block` of block b reads: its estimates and its path to
-    the root (known in advance: with M trees out of cache the path's loads would otherwise
-    wait for one another)."""
+    """Prefetch what :func:`update_block` of block b touches: its estimates, its mask and
+    its path to the root (known in advance: with M trees out of cache the path's loads
+    would otherwise wait for one another)."""
     start = b * BLOCK
     for k in range(0, BLOCK, 8):
         prefetch(values, start + k)
+    prefetch(tree, 5 * P + b)
     i = P + b
     while i >= 1:
         prefetch(tree, 2 * i)
@@ -232,23 +244,27 @@ def update_block(values, tree, b):
 
 
 @njit(inline="always", cache=True)
-def tree_argmin(values, tree, rng):
-    """The smallest estimate's server, ties uniform (the r-th minimiser in index order)."""
+def tree_argmin(values, tree, rng, warm):
+    """The smallest estimate's server, ties uniform (the r-th minimiser in index order);
+    ``warm``: see :func:`tree_select`."""
     refresh(values, tree)
-    return tree_pick(values, tree, rng)
+    return tree_pick(values, tree, rng, warm)
 
 
 @njit(inline="always", cache=True)
-def tree_pick(values, tree, rng):
+def tree_pick(values, tree, rng, warm):
     """:func:`tree_argmin` on a tree that is up to date with ``values`` (no refresh)."""
     ties = tree[3]
-    return tree_select(values, tree, randint(rng, ties) if ties > 1 else 0)
+    return tree_select(values, tree, randint(rng, ties) if ties > 1 else 0, warm)
 
 
 @njit(inline="always", cache=True)
-def tree_select(values, tree, skip):
+def tree_select(values, tree, skip, warm):
     """The (skip + 1)-th server in index order that holds the smallest value (tree up to
-    date, 0 ≤ skip < its tie count)."""
+    date, 0 ≤ skip < its tie count). The walk reads the tree only; with ``warm`` it also
+    brings the estimates of the block it ends in towards the cache, for a caller that
+    writes the chosen estimate next (LSQ: a write that empties a leaf's minimisers reads
+    the block)."""
     P = tree[0]
     i = 1
     # branches, not a branch-free step: with M trees out of cache, a predicted branch lets
@@ -262,10 +278,15 @@ def tree_select(values, tree, skip):
         prefetch(tree, 16 * i)
         prefetch(tree, 16 * i + 8)
         if 4 * left >= P and 2 * left < P:
-            # three levels above the leaves: the estimates of the 8 blocks below i too
-            first = (4 * left - P) * BLOCK
-            for k in range(0, 8 * BLOCK, 8):
-                prefetch(values, first + k)
+            # three levels above the leaves: the masks of the 8 blocks below i too (one
+            # line, or two when the row's alignment splits them)
+            first = 5 * P + 4 * left - P
+            prefetch(tree, first)
+            prefetch(tree, first + 7)
+        if warm and left >= P:
+            # one level above the leaves: the estimates of the two blocks below i
+            for k in range(0, 2 * BLOCK, 8):
+                prefetch(values, (left - P) * BLOCK + k)
         if tree[2 * left] == tree[2 * i]:
             left_count = tree[2 * left + 1]
             if skip < left_count:
@@ -273,19 +294,11 @@ def tree_select(values, tree, skip):
                 continue
             skip -= left_count
         i = left + 1
-    best = tree[2 * i]
-    start = (i - P) * BLOCK
-    if start + BLOCK <= values.size:
-        # branch-free: the hit at which skip reaches 0 (skip then goes negative)
-        found = start
-        for j in range(BLOCK):
-            hit = values[start + j] == best
-            found = start + j if hit and skip == 0 else found
-            skip -= hit
-        return found
-    for n in range(start, values.size):
-        if values[n] == best:
-            if skip == 0:
-                return n
-            skip -= 1
-    return start
+    # branch-free: the set bit of the leaf's mask at which skip reaches 0 (then < 0)
+    mask = tree[5 * P + i - P]
+    found = 0
+    for j in range(BLOCK):
+        hit = (mask >> j) & 1
+        found = j if hit and skip == 0 else found
+        skip -= hit
+    return (i - P) * BLOCK + found

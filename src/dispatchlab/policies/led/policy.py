@@ -56,7 +56,7 @@ from dispatchlab.policies.led.layout import (
     write_estimate,
 )
 from dispatchlab.policies.led.min_blocks import block_argmin, new_block_rows, uses_blocks
-from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, uses_tree
+from dispatchlab.policies.led.min_tree import new_tree_rows, tree_argmin, tree_min, uses_tree
 from dispatchlab.policies.led.strategies import (
     CODE_JBA,
     CODE_JSQ,
@@ -120,8 +120,9 @@ def po2_matched_p(update: str, d: int, trigger: str, system: System,
 
 
 @njit(inline="always", cache=True)
-def estimate_after_send(m, target, jobs, slot, memory, ctx):
-    """Q̃^m_target after the ``jobs`` just sent to ``target``, or −1 when it is left alone.
+def estimate_after_send(m, target, jobs, current, slot, memory, ctx):
+    """Q̃^m_target after the ``jobs`` just sent to ``target``, or −1 when it is left alone;
+    ``current`` is Q̃^m_target before the send.
 
     learn_on_send (the LSQ of the group's simulator): the destination answers with its
     queue length Q_target(t) (1 message, kind ``answer``, once per dispatcher, destination
@@ -130,16 +131,15 @@ def estimate_after_send(m, target, jobs, slot, memory, ctx):
     time). Otherwise the estimate is left alone. The caller writes the value through
     write_(chosen_)estimate, so that the strategy's index stays current.
     """
-    own = estimates(memory, m)
     if learns_on_send(memory):
         learnt = learnt_slots(memory, m)
         if learnt[target] != slot.t:
             learnt[target] = slot.t
             ctx.msg[ANSWER] += 1
             return slot.Q[target] + jobs
-        return own[target] + jobs
+        return current + jobs
     if increments(memory):
-        return own[target] + jobs
+        return current + jobs
     return np.int64(-1)
 
 
@@ -147,17 +147,34 @@ def estimate_after_send(m, target, jobs, slot, memory, ctx):
 def _builtin_choose(m, jobs, slot, memory, ctx):
     own = estimates(memory, m)
     code = strategy_code(memory)
+    kind = index_kind(memory)
+    if code == CODE_JSQ and kind == INDEX_TREE:
+        # the incremental minimum: its walk does not read the estimates, and the chosen
+        # one is the tree's min (reading it would be a cache miss with M trees)
+        index = estimate_index(memory, m)
+        writes = increments(memory) or learns_on_send(memory)
+        target = tree_argmin(own, index, ctx.rng, writes)
+        current = tree_min(index)
+    else:
+        target = _scan_choice(own, code, kind, m, slot, memory, ctx)
+        current = own[target]  # in cache: the choice has just read it
+    value = estimate_after_send(m, target, jobs, current, slot, memory, ctx)
+    if value >= 0:
+        write_chosen_estimate(own, estimate_index(memory, m), kind, target, current, value)
+    return target
+
+
+@njit(inline="always", cache=True)
+def _scan_choice(own, code, kind, m, slot, memory, ctx):
+    """The built-in strategies' choice other than L-JSQ's on a min tree."""
     if code == CODE_JSQ:
-        # the incremental minimum when the kernel built one; the scan otherwise (same draw)
-        kind = index_kind(memory)
+        # the block minima when the kernel built them; the scan otherwise (same draw)
         if kind == INDEX_BLOCKS:
             target = block_argmin(own, estimate_index(memory, m), ctx.rng)
-        elif kind == INDEX_TREE:
-            target = tree_argmin(own, estimate_index(memory, m), ctx.rng)
         else:
             target = l_jsq_pick(own, ctx.rng)
     elif code == CODE_JBA:
-        if index_kind(memory) == INDEX_SUM:
+        if kind == INDEX_SUM:
             # the plain average from the kept sum, alias draws ∝ μ (same law as the scan)
             target = l_jba_pick_by_sum(own, estimate_index(memory, m)[0], slot.mu,
                                        rate_alias_table(memory), ctx.rng)
@@ -167,10 +184,6 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
     else:
         target = l_pod_pick(own, ctx.rng, np.int64(strategy_params(memory)[0]), memory.ist,
                             strategy_scratch_row(memory))
-    value = estimate_after_send(m, target, jobs, slot, memory, ctx)
-    if value >= 0:
-        write_chosen_estimate(own, estimate_index(memory, m), index_kind(memory), target,
-                              value)
     return target
 
 
@@ -186,7 +199,7 @@ def custom_choose(strategy_fn: Any) -> Any:
         own = estimates(memory, m)
         target = strategy_fn(own, slot.mu, ctx.rng, strategy_params(memory),
                              memory.ist[strategy_scratch_row(memory)])
-        value = estimate_after_send(m, target, jobs, slot, memory, ctx)
+        value = estimate_after_send(m, target, jobs, own[target], slot, memory, ctx)
         if value >= 0:
             # (write_estimate, not the built-in's write-through: a user rule walks no
             # tree, and inlining the tree update tripled its compile time)

@@ -476,6 +476,13 @@ def test_scaling_benchmark_refuses_an_unknown_family() -> None:
     assert main(["bench", "--scaling", "--quick", "--family", "no-such"]) == 2
 
 
+@pytest.mark.parametrize("repeat", ["0", "-3"])
+def test_scaling_benchmark_refuses_fewer_than_one_round(
+        repeat: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--scaling", "--quick", "--family", "rand", "--repeat", repeat]) == 2
+    assert "repeat" in capsys.readouterr().err
+
+
 def test_scaling_rounds_pair_the_costs_of_a_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
     """With repeats the cells of one N are measured in rounds (every M, then every M
     again), the table's cost is a cell's median, and a ratio the median of the rounds'

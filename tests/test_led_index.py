@@ -152,6 +152,8 @@ JBA_STATES = [
     ([0] + [5] * 30, [0.2] + [0.6] * 30),
     # B empty (all equal): JBA_TRIES misses, then L-JSQ's uniform tie
     ([4] * 6, [0.2, 0.2, 0.2, 0.6, 0.6, 0.6]),
+    # all 0 (nothing learnt yet): B empty, the uniform tie at once
+    ([0] * 6, [0.2, 0.2, 0.2, 0.6, 0.6, 0.6]),
     # N·Q̃_n = Σ Q̃ exactly for n = 1 (on the average, not below it)
     ([0, 2, 4, 2], [1.0, 0.5, 0.25, 0.25]),
 ]

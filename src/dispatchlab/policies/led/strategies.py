@@ -36,7 +36,7 @@ from numba import njit
 from numba.core.registry import CPUDispatcher
 
 from dispatchlab.compiled.kernels import argmin_random_ties, shorter_of_two, shortest_of_row
-from dispatchlab.compiled.rng import sample_distinct_row, uniform
+from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
 from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE
 from dispatchlab.engine.alias import alias_draw
 from dispatchlab.engine.interface import compiled, lazy_function
@@ -127,9 +127,13 @@ def l_jba_pick_by_sum(estimates, total, mu, table, rng):
     a draw ∝ μ within B. After JBA_TRIES misses (B holds little of μ_Σ, or is empty)
     the scan :func:`l_jba_pick` decides with fresh draws; both branches draw from the
     same law, so their mixture does too (a different random sequence from the scan's
-    alone, the same law).
+    alone, the same law). A zero ``total`` means every estimate is 0 (a dispatcher that
+    has not learnt anything yet): B is empty and L-JSQ's tie is uniform over the N servers,
+    drawn at once (the scan cost O(N) per choice until the dispatcher's first update).
     """
     N = estimates.size
+    if total == 0:
+        return randint(rng, N)
     for _ in range(JBA_TRIES):
         n = alias_draw(rng, table)
         if N * estimates[n] < total:

@@ -33,7 +33,7 @@ from numba import njit
 
 from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.policies.led.min_blocks import block_write
-from dispatchlab.policies.led.min_tree import mark_dirty, write_through
+from dispatchlab.policies.led.min_tree import mark_dirty
 
 # ip entries
 IP_DISPATCHERS, IP_SERVERS, IP_INCREMENT, IP_UPDATE, IP_TRIGGER = range(5)
@@ -118,17 +118,6 @@ def prefetch_estimate(memory, m, n):
         first = index_rows_start(memory)
         shift = memory.ist[first, 0]  # log2 B, the same in every dispatcher's row
         prefetch(memory.ist, (first + m) * width + 2 + 2 * (n >> shift))
-
-
-@njit(inline="always", cache=True)
-def write_chosen_estimate(values, index, kind, n, current, value):
-    """:func:`write_estimate` for the server n the dispatcher has just chosen, whose
-    estimate is ``current``: a min tree is updated at once
-    (:func:`~.min_tree.write_through`), while n's path is in cache."""
-    if kind == INDEX_TREE:
-        write_through(values, index, n, current, value)
-    else:
-        write_estimate(values, index, kind, n, value)
 
 
 @njit(inline="always", cache=True)

@@ -124,6 +124,17 @@ def po2_matched_p(update: str, d: int, trigger: str, system: System,
     return float(min(1.0, p))
 
 
+#: ``current`` of :func:`estimate_after_send` when the caller has not read Q̃^m_target
+#: (estimates are never negative)
+UNREAD = -1
+
+
+@njit(inline="always", cache=True)
+def _estimate(m, target, current, memory):
+    """Q̃^m_target: ``current``, or read when UNREAD."""
+    return estimates(memory, m)[target] if current == UNREAD else current
+
+
 @njit(inline="always", cache=True)
 def estimate_after_send(m, target, jobs, current, slot, memory, ctx):
     """Q̃^m_target after the ``jobs`` just sent to ``target``, or −1 when it is left alone.
@@ -136,7 +147,8 @@ def estimate_after_send(m, target, jobs, current, slot, memory, ctx):
     and slot) and the estimate becomes Q_target(t) + the jobs m has sent there this slot.
     increment (LSQ of [LSQ]): Q̃^m_target += jobs (per-job mode: water-filling one job at a
     time). Otherwise the estimate is left alone. The caller writes the value through
-    write_(chosen_)estimate, so that the strategy's index stays current.
+    write_estimate (or the min tree's write_through), so that the strategy's index stays
+    current.
     """
     if learns_on_send(memory):
         learnt = learnt_slots(memory, m)
@@ -148,16 +160,6 @@ def estimate_after_send(m, target, jobs, current, slot, memory, ctx):
     if increments(memory):
         return _estimate(m, target, current, memory) + jobs
     return np.int64(-1)
-
-
-#: ``current`` of :func:`estimate_after_send` when the caller has not read Q̃^m_target
-#: (estimates are never negative)
-UNREAD = -1
-
-
-@njit(inline="always", cache=True)
-def _estimate(m, target, current, memory):
-    return estimates(memory, m)[target] if current == UNREAD else current
 
 
 @choose_function

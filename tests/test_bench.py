@@ -486,15 +486,17 @@ def test_scaling_benchmark_refuses_fewer_than_one_round(
 def test_scaling_rounds_pair_the_costs_of_a_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
     """With repeats the cells of one N are measured in rounds (every M, then every M
     again), the table's cost is a cell's median, and a ratio the median of the rounds'
-    ratios: a slow spell that hits one round (both of its cells) leaves the ratio alone."""
+    ratios (2, of 2, 3 and 1.5 here), not the ratio of the medians (3/2): a slow spell
+    that hits one round (both of its cells, 4× here) does not decide it."""
     from dispatchlab import bench_scaling
 
     order: list[tuple[int, int]] = []
-    spell = iter([1.0, 1.0, 5.0, 5.0, 1.0, 1.0] * 2)  # round 1 of each N runs 5× slower
+    # (M = 1, M = 10) in rounds 0, 1, 2 of each N
+    costs = iter([1.0, 2.0, 4.0, 12.0, 2.0, 3.0] * 2)
 
     def timed(family, servers, dispatchers, jobs):
         order.append((servers, dispatchers))
-        cost = next(spell) * (2.0 if dispatchers == 10 else 1.0)
+        cost = next(costs)
         return {"family": family.label, "policy": family.policy, "dispatch": family.dispatch,
                 "servers": servers, "dispatchers": dispatchers, "slots": 1, "jobs": 1,
                 "cpu_seconds": cost, "ns_per_job": cost, "ns_per_slot": cost}
@@ -504,11 +506,11 @@ def test_scaling_rounds_pair_the_costs_of_a_ratio(monkeypatch: pytest.MonkeyPatc
     cells = bench_scaling.run_scaling(["jsq"], quick=True, repeat=3)
     assert order == [(n, m) for n in (100, 1000) for _ in range(3) for m in (1, 10)]
     assert [c["round"] for c in cells[:6]] == [0, 0, 1, 1, 2, 2]
-    assert bench_scaling.dispatcher_ratios(cells, servers=1000) == {"jsq": (2.0, 2.0, 2.0)}
+    assert bench_scaling.dispatcher_ratios(cells, servers=1000) == {"jsq": (2.0, 1.5, 3.0)}
     medians = {(c["servers"], c["dispatchers"]): (c["ns_per_job"], c["repeats"])
                for c in bench_scaling.median_cells(cells)}
-    assert medians == {(100, 1): (1.0, 3), (100, 10): (2.0, 3), (1000, 1): (1.0, 3),
-                       (1000, 10): (2.0, 3)}
+    assert medians == {(100, 1): (2.0, 3), (100, 10): (3.0, 3), (1000, 1): (2.0, 3),
+                       (1000, 10): (3.0, 3)}
     with pytest.raises(ValidationError, match="repeat"):
         bench_scaling.run_scaling(["jsq"], quick=True, repeat=0)
 

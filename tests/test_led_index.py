@@ -20,6 +20,7 @@ from dispatchlab.policies.led.min_tree import (
     mark_dirty,
     new_tree_rows,
     rebuild,
+    refresh,
     tree_argmin,
     tree_depth,
     tree_leaves,
@@ -99,7 +100,8 @@ def test_block_minima_pick_like_the_scan(servers, levels):
 def _tree_and_scan_picks(values, tree, writes, levels, burst, rng_writes, rng_a, rng_b):
     """Bursts of up to ``burst`` random writes marked dirty (coalescing in the tree until
     the next pick); after each burst the tree's pick (rng_a) and the scan's (rng_b), then
-    two writes through: the pick's estimate + 1 (LSQ) and a random one."""
+    two writes through: the pick's estimate + 1 (LSQ) and a random one (every third
+    burst, one more into a tree made dirty first)."""
     out = np.zeros((writes, 2), np.int64)
     for i in range(writes):
         for _ in range(randint(rng_writes, burst + 1)):
@@ -111,6 +113,12 @@ def _tree_and_scan_picks(values, tree, writes, levels, burst, rng_writes, rng_a,
         write_through(values, tree, out[i, 0], values[out[i, 0]], values[out[i, 0]] + 1)
         n = randint(rng_writes, values.size)
         write_through(values, tree, n, values[n], randint(rng_writes, levels))
+        if i % 3 == 0:  # a write through into a dirty tree only marks the block
+            n = randint(rng_writes, values.size)
+            mark_dirty(tree, n)
+            values[n] = randint(rng_writes, levels)
+            n = randint(rng_writes, values.size)
+            write_through(values, tree, n, values[n], randint(rng_writes, levels))
     return out
 
 
@@ -119,18 +127,21 @@ def _tree_and_scan_picks(values, tree, writes, levels, burst, rng_writes, rng_a,
     (40_000, 2, 3_000)])
 def test_min_tree_picks_like_the_scan(servers, levels, burst):
     """Random writes (few levels: many ties; a partial last block, bursts that rebuild,
-    LSQ's increment of the chosen server): the tree picks the scan's server with the scan's draws,
-    and every node ends as a rebuild from the estimates makes it."""
+    LSQ's increment of the chosen server, writes through into clean and dirty trees): the
+    tree picks the scan's server with the scan's draws, and every node and mask ends as a
+    rebuild from the estimates makes it."""
     values = np.zeros(servers, np.int64)
     tree = new_tree_rows(servers, 1, tree_width(servers))[0]
     picks = _tree_and_scan_picks(values, tree, 2_000, levels, burst, make_rng_state(1),
                                  make_rng_state(2), make_rng_state(2))
     assert (picks[:, 0] == picks[:, 1]).all()
+    refresh(values, tree)  # (the last write may have left blocks dirty)
     assert (tree_min(tree), tree_ties(tree)) == (values.min(), (values == values.min()).sum())
     fresh = new_tree_rows(servers, 1, tree_width(servers))[0]
     rebuild(values, fresh)
-    nodes = slice(2, 4 * tree_leaves(servers))  # every node's (min, count)
-    assert (tree[nodes] == fresh[nodes]).all()
+    P = tree_leaves(servers)
+    assert (tree[2:4 * P] == fresh[2:4 * P]).all()  # every node's (min, count)
+    assert (tree[5 * P:6 * P] == fresh[5 * P:6 * P]).all()  # every block's minimisers
     assert 1 << tree_depth(tree) == tree_leaves(servers)
 
 

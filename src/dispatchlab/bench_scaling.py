@@ -189,14 +189,15 @@ def run_scaling(families: Sequence[str] | None = None, *, quick: bool = False,
 
 
 def median_cells(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One dict per (family, N, M): the medians of its measurements' costs, ``repeats``."""
+    """One dict per (family, N, M): the medians of its measurements (costs, slots, jobs),
+    ``repeats``."""
     groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
     for c in cells:
         groups.setdefault((c["family"], c["servers"], c["dispatchers"]), []).append(c)
     out = []
     for group in groups.values():
         cell = {k: v for k, v in group[0].items() if k != "round"}
-        for key in ("ns_per_job", "ns_per_slot", "cpu_seconds"):
+        for key in ("ns_per_job", "ns_per_slot", "cpu_seconds", "slots", "jobs"):
             cell[key] = statistics.median(c[key] for c in group)
         out.append({**cell, "repeats": len(group)})
     return out

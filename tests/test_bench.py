@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -513,6 +514,30 @@ def test_scaling_rounds_pair_the_costs_of_a_ratio(monkeypatch: pytest.MonkeyPatc
                        (1000, 10): (3.0, 3)}
     with pytest.raises(ValidationError, match="repeat"):
         bench_scaling.run_scaling(["jsq"], quick=True, repeat=0)
+
+
+def test_ctrl_c_stops_a_huge_number_of_scaling_rounds() -> None:
+    """``--repeat 10**12``: SIGINT after the first measurements ends the benchmark with exit
+    status 130 and no traceback, every JSON line printed so far whole."""
+    import signal
+
+    child = subprocess.Popen(
+        [str(Path(sys.executable).with_name("dispatchlab")), "bench", "--scaling", "--quick",
+         "--family",
+         "rand", "--repeat", str(10**12), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # (a shell's background job ignores SIGINT, and a child inherits that)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        first = child.stdout.readline()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130, err
+    assert "Traceback" not in err
+    for line in [first, *out.splitlines()]:
+        assert json.loads(line)["family"] == "rand"
 
 
 def test_scaling_cell_ends_when_its_runs_stop_early(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from dispatchlab.bench import WORKLOADS
+from dispatchlab.bench.workloads import WORKLOADS
 from dispatchlab.engine import loop
 from dispatchlab.engine.interface import compiled
 from dispatchlab.engine.raw import default_bound, run_once

@@ -59,7 +59,7 @@ def main() -> None:
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     with tempfile.TemporaryDirectory() as tmp:
         _load_old(old_src, Path(tmp))
-        from dispatchlab.bench import WORKLOAD_NAMES
+        from dispatchlab.bench.workloads import WORKLOAD_NAMES
 
         for name in sys.argv[4:] or WORKLOAD_NAMES:
             old, new = _runner("dispatchlab_old", name, slots), _runner("dispatchlab", name, slots)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab import System, simulate
-from dispatchlab.compiled.kernels import argmin_random_ties
+from dispatchlab.compiled.argmin import argmin_random_ties
 from dispatchlab.compiled.rng import randint
 from dispatchlab.policies.led import (
     LEDPolicy,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from dispatchlab.bench import (
+from dispatchlab.bench.workloads import (
     WORKLOAD_NAMES,
     WORKLOADS,
     c_compiler,
@@ -21,7 +21,7 @@ from dispatchlab.bench import (
     reference_agreement,
 )
 from dispatchlab.cli import main
-from dispatchlab.compiled.kernels import (
+from dispatchlab.compiled.argmin import (
     argmin_random_ties,
     argmin_random_ties_per_slot,
     shortest_of_row,
@@ -34,6 +34,7 @@ from dispatchlab.compiled.rng import (
     uniform,
     weighted_index,
 )
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.loop import (
     DELAY_BINS,
@@ -50,7 +51,6 @@ from dispatchlab.engine.loop import (
     poisson_tables,
     serve_other_law,
 )
-from dispatchlab.errors import ValidationError
 
 REQUIRED = ("name", "slots_per_second", "jobs_per_second", "slots_per_second_full",
             "mean_total_queue", "ci_low", "ci_high", "messages_per_arrival",
@@ -489,7 +489,7 @@ def test_scaling_rounds_pair_the_costs_of_a_ratio(monkeypatch: pytest.MonkeyPatc
     again), the table's cost is a cell's median, and a ratio the median of the rounds'
     ratios (2, of 2, 3 and 1.5 here), not the ratio of the medians (3/2): a slow spell
     that hits one round (both of its cells, 4× here) does not decide it."""
-    from dispatchlab import bench_scaling
+    from dispatchlab.bench import scaling as bench_scaling
 
     order: list[tuple[int, int]] = []
     # (M = 1, M = 10) in rounds 0, 1, 2 of each N
@@ -545,7 +545,7 @@ def test_scaling_cell_ends_when_its_runs_stop_early(monkeypatch: pytest.MonkeyPa
     asked for: the cell must not keep lengthening it (it would never reach the budget)."""
     from types import SimpleNamespace
 
-    from dispatchlab import bench_scaling
+    from dispatchlab.bench import scaling as bench_scaling
 
     asked: list[int] = []
 

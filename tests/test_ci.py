@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from dispatchlab import System
-from dispatchlab.simulation import simulate, theory_stability
+from dispatchlab.simulation.run import simulate
+from dispatchlab.simulation.summary import theory_stability
 from dispatchlab.stats.autocorrelation import integrated_autocorrelation_time
 from dispatchlab.stats.estimators import Estimate, batch_means, pooled_estimate
 
@@ -85,7 +86,7 @@ def _policy(name: str):
 
 
 def test_a_disagreement_with_theory_is_named() -> None:
-    from dispatchlab.simulation import _cross_check
+    from dispatchlab.simulation.summary import _cross_check
     from dispatchlab.stats.stability import StabilityVerdict
 
     named = _cross_check(StabilityVerdict("stable", "flat"), "unstable", "λ̄ = 1")

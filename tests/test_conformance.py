@@ -1,5 +1,5 @@
 """The conformance suite: every registered policy, on small random systems, must keep the
-model's invariants (THEORY.md §1, §5). The checks live in :mod:`dispatchlab.testing`
+model's invariants (THEORY.md §1, §5). The checks live in :mod:`dispatchlab.testing.conformance`
 (``check_policy``), which users run on their own policies; policies are discovered at
 collection time, so a policy registered by a new module is tested here without touching
 this file."""
@@ -16,7 +16,7 @@ from dispatchlab.compiled.rng import randint
 from dispatchlab.engine.interface import choose_function
 from dispatchlab.policies.base import Kernel, Param, Policy, policy_entry
 from dispatchlab.policies.led import LEDPolicy
-from dispatchlab.testing import CHECKS, ConformanceError, check_policy, run_check
+from dispatchlab.testing.conformance import CHECKS, ConformanceError, check_policy, run_check
 
 POLICIES = policy_names()
 SYSTEM_CHECKS = CHECKS[:5]  # conservation … seed-sensitivity share their runs

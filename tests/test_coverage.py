@@ -8,7 +8,7 @@ import math
 import pytest
 
 from dispatchlab.cli import main
-from dispatchlab.coverage import CASES, measure_coverage, select_cases
+from dispatchlab.testing.coverage_study import CASES, measure_coverage, select_cases
 
 # Binomial tolerance. Over K runs a calibrated 95 % CI covers the truth Bin(K, 0.95) times.
 # Fast subset: K = 20 per case, 5 cases (100 runs of 10^6 slots pooled, ≈ 30 s of CPU). A

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dispatchlab.cli import main
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.experiments import (
     ExperimentSpec,
     FigureSpec,
@@ -188,7 +188,7 @@ def test_local_workers_are_spawned_not_forked():
 _SWEEP_SCRIPT = """
 import sys
 from dispatchlab.experiments.runner import run_experiment
-from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.specs.experiment import ExperimentSpec
 spec = ExperimentSpec.from_json(open(sys.argv[1]).read())
 run_experiment(spec, store=sys.argv[2], workers=int(sys.argv[3]))
 """

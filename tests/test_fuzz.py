@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dispatchlab import System, ValidationError, simulate
-from dispatchlab.budget import WORK_LIMIT
 from dispatchlab.cli.experiment import sweep_work
-from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.simulation.work_guard import WORK_LIMIT
+from dispatchlab.specs.experiment import ExperimentSpec
 from test_fuzz_cases import run_clean
 
 #: DISPATCHLAB_FUZZ_EXAMPLES=N: a longer, randomised hunt (the default suite is derandomised)

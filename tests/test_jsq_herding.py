@@ -7,8 +7,8 @@ import pytest
 
 from dispatchlab import System, simulate
 from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.interface import MESSAGE_KINDS, Context, Slot
-from dispatchlab.errors import ValidationError
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.base import Kernel
 from dispatchlab.policies.classic import JoinShortestQueue

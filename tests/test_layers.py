@@ -1,10 +1,9 @@
 """The package's layers, checked statically on every import statement of every module
 (imports inside functions included; ``if TYPE_CHECKING:`` blocks excluded, they never run).
 
-A module may import its own unit, a unit of a lower layer, and the units its own layer
-explicitly allows (the ``SIDEWAYS`` table); never a unit of a higher layer. A unit is a
-top-level module or subpackage of ``dispatchlab``, or one of the few modules that
-``MODULE_UNITS`` places in a layer of their own (see docs/CONTRIBUTING.md, "Layers").
+A module may import its own unit and the units of lower layers, never a unit of its own
+layer or a higher one. A unit is a subpackage of ``dispatchlab``; the package root holds
+only the facade, ``__init__.py`` (see docs/CONTRIBUTING.md, "Layers").
 """
 
 from __future__ import annotations
@@ -18,35 +17,24 @@ PACKAGE = Path(__file__).parent.parent / "src" / "dispatchlab"
 
 # bottom to top; the index is the layer's rank
 LAYERS: list[set[str]] = [
-    {"errors"},  # ValidationError: every layer raises it
-    {"convert", "paths", "parallel", "display", "memory"},  # converters, files, pools, …
-    {"model", "compiled", "result"},  # the model, compiled building blocks, the Result record
-    {"engine", "theory", "stats", "budget", "report.figures"},  # side by side
+    {"core"},  # the one error, converters, files, the RAM guard, pools, number formatting
+    {"model", "compiled"},  # the validated model; the compiled building blocks
+    {"engine", "theory", "stats"},  # side by side
     {"policies"},  # run by the engine, described by the theory
-    {"simulation"},  # one run of a system and a policy: simulate(), simulate_each()
-    {"runspec", "bench", "coverage", "testing"},  # specs and checks built on simulate
-    {"experiments"},  # grids, the store, notebook sweeps
+    {"simulation"},  # one run of a system and a policy: plan, execute, summarise -> Result
+    {"specs", "bench"},  # what users write down (runs, grids, figures); the benchmarks
+    {"testing"},  # the conformance kit, the coverage study, the known-answer fingerprint
+    {"experiments"},  # grids run into the store, notebook sweeps
     {"report"},  # pages and figures from stored points
     {"cli", "__init__"},  # front ends: the command line and the package facade
 ]
-
-# modules whose layer differs from their package's: the figures' vocabulary (FigureSpec),
-# which experiment specs hold and the report draws, sits below both; the scaling benchmark
-# sits with the benchmark
-MODULE_UNITS = {"report/figures.py": "report.figures", "bench_scaling.py": "bench"}
-
-# imports within a layer that are allowed, importer -> imported
-SIDEWAYS: dict[str, set[str]] = {}
 
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
 
 def unit_of_file(path: Path) -> str:
     """The unit (layer member) of a source file under ``PACKAGE``."""
-    relative = path.relative_to(PACKAGE).as_posix()
-    if relative in MODULE_UNITS:
-        return MODULE_UNITS[relative]
-    return relative.split("/")[0].removesuffix(".py")
+    return path.relative_to(PACKAGE).as_posix().split("/")[0].removesuffix(".py")
 
 
 def unit_of_module(name: str) -> str | None:
@@ -54,10 +42,7 @@ def unit_of_module(name: str) -> str | None:
     parts = name.split(".")
     if parts[0] != "dispatchlab":
         return None
-    if len(parts) == 1:
-        return "__init__"
-    candidate = "/".join(parts[1:]) + ".py"
-    return MODULE_UNITS.get(candidate, parts[1])
+    return "__init__" if len(parts) == 1 else parts[1]
 
 
 def _is_submodule(name: str) -> bool:
@@ -106,15 +91,18 @@ def test_every_module_has_a_layer() -> None:
     assert not units - set(RANK), f"give these a layer: {sorted(units - set(RANK))}"
 
 
+def test_the_package_root_holds_only_the_facade() -> None:
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py"]
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
 def test_no_import_runs_upward(path: Path) -> None:
     own = unit_of_file(path)
     for unit in imported_units(path):
         if unit == own or unit not in RANK:
             continue
-        allowed = RANK[unit] < RANK[own] or unit in SIDEWAYS.get(own, set())
-        assert allowed, (f"{path.relative_to(PACKAGE)} ({own}, layer {RANK[own]}) imports "
-                         f"{unit} (layer {RANK[unit]})")
+        assert RANK[unit] < RANK[own], (f"{path.relative_to(PACKAGE)} ({own}, layer "
+                                        f"{RANK[own]}) imports {unit} (layer {RANK[unit]})")
 
 
 def test_theory_never_imports_policies_or_the_engine() -> None:
@@ -125,8 +113,8 @@ def test_theory_never_imports_policies_or_the_engine() -> None:
 def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("def f():\n    from dispatchlab.policies.base import Policy\n"
-                      "from dispatchlab import simulation\nimport dispatchlab.report.figures\n")
-    assert imported_units(source) == {"policies", "simulation", "report.figures"}
+                      "from dispatchlab import simulation\nimport dispatchlab.specs.figure\n")
+    assert imported_units(source) == {"policies", "simulation", "specs"}
 
 
 def test_the_checker_sees_the_facade(tmp_path: Path) -> None:
@@ -138,6 +126,6 @@ def test_the_checker_sees_the_facade(tmp_path: Path) -> None:
 def test_the_checker_skips_type_checking_blocks(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                      "    from dispatchlab.result import Result\nelse:\n"
+                      "    from dispatchlab.simulation.result import Result\nelse:\n"
                       "    from dispatchlab.model import System\n")
     assert imported_units(source) == {"model"}

@@ -9,8 +9,8 @@ import pytest
 
 from dispatchlab import System, simulate
 from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.interface import MESSAGE_KINDS, Context, Memory, Slot
-from dispatchlab.errors import ValidationError
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.led import LEDPolicy
 from dispatchlab.policies.led.layout import (

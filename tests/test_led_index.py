@@ -10,7 +10,7 @@ from numba import njit
 from scipy import stats
 
 from dispatchlab import System, simulate
-from dispatchlab.compiled.kernels import argmin_random_ties
+from dispatchlab.compiled.argmin import argmin_random_ties
 from dispatchlab.compiled.rng import make_rng_state, randint
 from dispatchlab.engine.alias import alias_table
 from dispatchlab.policies.led import LEDPolicy

@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 
 from dispatchlab import System
+from dispatchlab.core.errors import ValidationError
+from dispatchlab.core.pools import map_tasks, resolve_workers
 from dispatchlab.engine.raw import default_bound
-from dispatchlab.errors import ValidationError
-from dispatchlab.parallel import map_tasks, resolve_workers
 from dispatchlab.policies.base import make_policy
-from dispatchlab.simulation import Replication, run_replications, simulate, simulate_each
+from dispatchlab.simulation.execute import run_replications
+from dispatchlab.simulation.plan import Replication
+from dispatchlab.simulation.run import simulate, simulate_each
 
 TIMING = ("seconds", "slots_per_second")
 

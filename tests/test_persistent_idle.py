@@ -8,8 +8,8 @@ from numba import njit
 
 from dispatchlab import System, simulate
 from dispatchlab.compiled.rng import make_rng_state, randint
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.interface import Memory
-from dispatchlab.errors import ValidationError
 from dispatchlab.policies.persistent_idle import (
     NOT_MEMBER,
     _join,

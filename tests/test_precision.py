@@ -8,8 +8,8 @@ import pytest
 
 from dispatchlab import System
 from dispatchlab.cli import main
-from dispatchlab.errors import ValidationError
-from dispatchlab.simulation import simulate
+from dispatchlab.core.errors import ValidationError
+from dispatchlab.simulation.run import simulate
 from dispatchlab.theory.closed_forms import geo_geo_1_mean
 
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dispatchlab import System, simulate
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.raw import run_once
-from dispatchlab.errors import ValidationError
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.pull import ROW_REGISTERED, threshold_for
 from dispatchlab.theory.closed_forms import random_routing_constant, random_routing_total_mean

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import load_example
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.base import _REGISTRY, Policy, cache_allowed, register, register_preset
 from dispatchlab.policies.classic import RandomRouting

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from dispatchlab.cli import main
-from dispatchlab.experiments.spec import ExperimentSpec
 from dispatchlab.experiments.store import Store
-from dispatchlab.report.figures import FigureSpec, ReferenceLine
 from dispatchlab.report.plots import reference_curve, summarize
-from dispatchlab.runspec import PolicySpec, SystemSpec
+from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.specs.figure import FigureSpec, ReferenceLine
+from dispatchlab.specs.run import PolicySpec, SystemSpec
 from dispatchlab.theory.bounds import heavy_traffic_limit
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dispatchlab.errors import ValidationError
-from dispatchlab.experiments.spec import ExperimentSpec
-from dispatchlab.runspec import DEFAULT_LOAD, PolicySpec, RunSpec, SystemSpec, parse_assignments
+from dispatchlab.core.errors import ValidationError
+from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.specs.run import DEFAULT_LOAD, PolicySpec, RunSpec, SystemSpec, parse_assignments
 
 FULL_SPEC = """
 [system]

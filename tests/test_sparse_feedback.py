@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dispatchlab import System, simulate
-from dispatchlab.compiled.kernels import argmin_random_ties
+from dispatchlab.compiled.argmin import argmin_random_ties
 from dispatchlab.compiled.rng import uniform
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
 from dispatchlab.model.system import System as SystemType

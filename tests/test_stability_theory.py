@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dispatchlab.cli import main
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.model.service import parse_rates
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.base import Policy

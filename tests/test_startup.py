@@ -16,7 +16,7 @@ import pytest
 
 #: modules whose import costs tenths of a second to a second of CPU each
 HEAVY = ("numba", "scipy", "pandas", "matplotlib", "dask", "dispatchlab.policies",
-         "dispatchlab.simulation", "dispatchlab.experiments.catalog")
+         "dispatchlab.simulation.run", "dispatchlab.experiments.catalog")
 
 REPORT_LOADED = (f"\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} "
                  "if m in sys.modules)))")
@@ -53,9 +53,9 @@ def test_the_store_loads_no_policy() -> None:
 
 
 def test_the_facade_gives_the_function_simulate_whatever_was_imported_first() -> None:
-    # the module is dispatchlab.simulation: importing it first must not shadow the function
-    _python("import dispatchlab.simulation\nfrom dispatchlab import simulate\n"
-            "assert callable(simulate) and simulate.__module__ == 'dispatchlab.simulation'\n"
+    # the module is dispatchlab.simulation.run: importing it first must not shadow the function
+    _python("import dispatchlab.simulation.run\nfrom dispatchlab import simulate\n"
+            "assert callable(simulate) and simulate.__module__ == 'dispatchlab.simulation.run'\n"
             "import dispatchlab\nassert dispatchlab.simulate is simulate")
 
 

@@ -12,7 +12,7 @@ from scipy import stats as scipy_stats
 from dispatchlab import System, simulate
 from dispatchlab.engine import loop
 from dispatchlab.policies import make_policy
-from dispatchlab.simulation import server_arrival_rates
+from dispatchlab.simulation.summary import server_arrival_rates
 from dispatchlab.stats import (
     batch_means,
     delay_quantiles,

@@ -19,11 +19,11 @@ import pytest
 
 from dispatchlab import System, simulate
 from dispatchlab.cli import main
+from dispatchlab.core.errors import PolicyError, SimulationError, ValidationError
+from dispatchlab.core.ram import format_bytes, require_memory
 from dispatchlab.engine.control import ChunkSizer, Progress, format_seconds, progress_to
 from dispatchlab.engine.interface import Kernel, choose_function, hook_function
 from dispatchlab.engine.raw import default_bound, run_once
-from dispatchlab.errors import PolicyError, SimulationError, ValidationError
-from dispatchlab.memory import format_bytes, require_memory
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.base import Policy, policy_names, register
 

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from dispatchlab.cli import main
-from dispatchlab.errors import ValidationError
-from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.experiments.store import Store
-from dispatchlab.runspec import PolicySpec, SystemSpec
+from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 
 def grid(name: str = "grid") -> ExperimentSpec:
@@ -93,7 +93,7 @@ def test_frame_flattens_results_and_filters(tmp_path):
 def test_a_stored_point_is_the_pandas_row_of_its_result(tmp_path):
     """Result.to_row() is the row of a DataFrame, and the store's frame is made of it."""
     from dispatchlab.experiments.runner import run_point
-    from dispatchlab.result import Result
+    from dispatchlab.simulation.result import Result
 
     spec = ExperimentSpec("rows", systems=(SystemSpec("3x0.5", dispatchers=2),),
                           policies=(PolicySpec("pod", {"d": 2}),), loads=(0.7,), slots=2000)

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.experiments.runner import run_experiment
 from dispatchlab.experiments.store import LEASE_SECONDS, Store
 from test_experiments import _start_sweep, _wait_for_points, numbers, small_spec

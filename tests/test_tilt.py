@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import load_example as load_example_module
 from dispatchlab.cli import main
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.policies.led import as_strategy, builtin_strategy, custom_strategy
 from dispatchlab.policies.led.strategies import l_jsq
 from dispatchlab.theory.tilt import check_tilt, preference

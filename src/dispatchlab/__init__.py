@@ -19,26 +19,26 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr__ below
     from dispatchlab import policies
-    from dispatchlab.errors import ValidationError
+    from dispatchlab.core.errors import ValidationError
     from dispatchlab.experiments.notebook import sweep
     from dispatchlab.model import System
     from dispatchlab.policies import Policy, make_policy, policy_names
     from dispatchlab.report.notebook import plot
-    from dispatchlab.result import Result
-    from dispatchlab.simulation import simulate
+    from dispatchlab.simulation.result import Result
+    from dispatchlab.simulation.run import simulate
 
 __version__ = "0.1.0"
 
 #: public name -> the module that defines it (``policies`` is the subpackage itself)
 _HOMES = {
     "Policy": "dispatchlab.policies",
-    "Result": "dispatchlab.result",
+    "Result": "dispatchlab.simulation.result",
     "System": "dispatchlab.model",
-    "ValidationError": "dispatchlab.errors",
+    "ValidationError": "dispatchlab.core.errors",
     "make_policy": "dispatchlab.policies",
     "plot": "dispatchlab.report.notebook",  # matplotlib
     "policy_names": "dispatchlab.policies",
-    "simulate": "dispatchlab.simulation",
+    "simulate": "dispatchlab.simulation.run",
     "sweep": "dispatchlab.experiments.notebook",  # pandas and the store
 }
 

@@ -2,10 +2,10 @@
 
 Every module in this package attaches its commands to :data:`app` (or a sub-app
 such as :data:`check_app`) when imported; :func:`main` imports them all, runs the
-app, and turns bad input (:class:`~dispatchlab.errors.ValidationError`) into one
+app, and turns bad input (:class:`~dispatchlab.core.errors.ValidationError`) into one
 line on stderr and exit status 2. A run that breaks an invariant or a policy that breaks
-the compiled interface (:class:`~dispatchlab.errors.SimulationError`, e.g.
-:class:`~dispatchlab.errors.PolicyError`) is a bug, not bad input: one ``error:`` line,
+the compiled interface (:class:`~dispatchlab.core.errors.SimulationError`, e.g.
+:class:`~dispatchlab.core.errors.PolicyError`) is a bug, not bad input: one ``error:`` line,
 exit status 1. Ctrl-C: one line ("interrupted at slot t of T" when a run was under way),
 exit status 130.
 """
@@ -22,7 +22,7 @@ import sys
 import typer
 
 from dispatchlab.cli.app import app, check_app
-from dispatchlab.errors import SimulationError, ValidationError
+from dispatchlab.core.errors import SimulationError, ValidationError
 
 EXIT_BAD_INPUT = 2
 EXIT_BUG = 1

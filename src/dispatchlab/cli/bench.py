@@ -10,7 +10,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dispatchlab.bench import DEFAULT_SEED, DEFAULT_SLOTS, WORKLOAD_NAMES, run_bench, to_json
+from dispatchlab.bench.workloads import (
+    DEFAULT_SEED,
+    DEFAULT_SLOTS,
+    WORKLOAD_NAMES,
+    run_bench,
+    to_json,
+)
 from dispatchlab.cli.app import app
 
 SCALING_FAMILIES_HELP = "scaling: policy family to run (repeatable; default all; see README)"

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from dispatchlab.bench import to_json
+from dispatchlab.bench.workloads import to_json
 
 TABLE_WIDTH = 160
 
@@ -20,7 +20,7 @@ def _grid(cells: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
 def scaling_table(cells: Sequence[dict[str, Any]]) -> Table:
     """ns per job (the median of a cell's measurements): one row per family, one column
     per (N, M)."""
-    from dispatchlab.bench_scaling import median_cells
+    from dispatchlab.bench.scaling import median_cells
 
     cells = median_cells(cells)
     grid = _grid(cells)
@@ -40,7 +40,7 @@ def scaling_table(cells: Sequence[dict[str, Any]]) -> Table:
 def ratio_table(cells: Sequence[dict[str, Any]]) -> Table:
     """cost(M = largest)/cost(M = 1) at N = 10⁴ (or the largest N run) per family: the
     median of the rounds' ratios and, with several rounds, their range."""
-    from dispatchlab.bench_scaling import RATIO_SERVERS, dispatcher_ratios
+    from dispatchlab.bench.scaling import RATIO_SERVERS, dispatcher_ratios
 
     ratios = dispatcher_ratios(cells)
     servers = (RATIO_SERVERS if any(c["servers"] == RATIO_SERVERS for c in cells)
@@ -59,7 +59,7 @@ def show_scaling(families: Sequence[str] | None, *, quick: bool, json_output: bo
                  repeat: int = 1) -> None:
     """Run the scaling benchmark; print JSON lines (one per measurement), or the tables at
     the end."""
-    from dispatchlab.bench_scaling import relative_cost, run_scaling  # simulate: numba
+    from dispatchlab.bench.scaling import relative_cost, run_scaling  # simulate: numba
 
     console = Console(stderr=not json_output)
 

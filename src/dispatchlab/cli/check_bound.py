@@ -13,7 +13,7 @@ from rich.table import Table
 from dispatchlab.cli import options
 from dispatchlab.cli.app import check_app
 from dispatchlab.cli.output import number, print_json, stdout_console
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System
@@ -94,7 +94,7 @@ def bound_command(
 ) -> None:
     """The lower bound ζ/2 (and its finite-ε form), the pooled queue and the random-routing
     references of a system, without simulating."""
-    from dispatchlab.runspec import RunSpec
+    from dispatchlab.specs.run import RunSpec
 
     system = RunSpec().with_overrides(
         servers=servers, dispatchers=dispatchers, load=load, epsilon=epsilon,

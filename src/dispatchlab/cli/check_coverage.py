@@ -11,14 +11,14 @@ from rich.table import Table
 
 from dispatchlab.cli.app import check_app
 from dispatchlab.cli.output import integer, number, print_json, stderr_console, stdout_console
-from dispatchlab.coverage import (
+from dispatchlab.core.errors import require
+from dispatchlab.testing.coverage_study import (
     CASE_NAMES,
     DEFAULT_RUNS,
     CoverageRow,
     measure_coverage,
     select_cases,
 )
-from dispatchlab.errors import require
 
 
 @check_app.command("coverage")

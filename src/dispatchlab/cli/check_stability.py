@@ -8,7 +8,7 @@ import typer
 
 from dispatchlab.cli.app import check_app
 from dispatchlab.cli.output import number, print_json, stdout_console
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 
 if TYPE_CHECKING:
     from dispatchlab.theory.stability import StabilityRegion
@@ -84,7 +84,7 @@ def stability_command(
 ) -> None:
     """λ̄ of Eq. (3), ρ̄ = λ̄/μ_Σ, the bottleneck and throughput optimality of a Π policy
     (THEORY.md §4.3–4.6, §6.4), computed from its dispatch fractions without simulating."""
-    from dispatchlab.runspec import parse_assignments
+    from dispatchlab.specs.run import parse_assignments
 
     data, region = stability_report(policy, parse_assignments(set_), servers, load)
     if json:

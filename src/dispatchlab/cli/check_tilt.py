@@ -9,7 +9,7 @@ import typer
 
 from dispatchlab.cli.app import check_app
 from dispatchlab.cli.output import number, print_json, stdout_console
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, require
 
 if TYPE_CHECKING:  # the strategies and the tilt check are compiled (numba): loaded when run
     from dispatchlab.policies.led.strategies import Strategy

@@ -26,13 +26,13 @@ from dispatchlab.cli.output import (
 )
 from dispatchlab.cli.run import run_status
 from dispatchlab.cli.warm import precompile
-from dispatchlab.errors import ValidationError, require
-from dispatchlab.result import Result
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.simulation.result import Result
 
 if TYPE_CHECKING:  # imported where used: the policies load numba (`--help` needs neither)
     from dispatchlab.model.system import System
     from dispatchlab.policies import Policy
-    from dispatchlab.runspec import RunSpec
+    from dispatchlab.specs.run import RunSpec
 
 RUN = "Run"
 CLASSICAL = ("wrand", "jsq", "jsed", "pod:d=2", "balanced-pod", "rr")
@@ -72,7 +72,7 @@ def parse_policy(text: str) -> Entry:
     """
     from dispatchlab.policies import make_policy
     from dispatchlab.policies.base import policy_entry
-    from dispatchlab.runspec import parse_assignments
+    from dispatchlab.specs.run import parse_assignments
 
     name, _, rest = text.partition(":")
     name = name.strip().lower()
@@ -147,10 +147,10 @@ def compare_command(
     yes: options.Yes = False,
 ) -> None:
     """Run several policies on one system (same seed) and print one comparison table."""
-    from dispatchlab.budget import check_work, system_work
-    from dispatchlab.parallel import resolve_workers
-    from dispatchlab.runspec import RunSpec
-    from dispatchlab.simulation import simulate_each
+    from dispatchlab.core.pools import resolve_workers
+    from dispatchlab.simulation.run import simulate_each
+    from dispatchlab.simulation.work_guard import check_work, system_work
+    from dispatchlab.specs.run import RunSpec
     from dispatchlab.stats.stability import below_lower_bound
 
     spec = RunSpec(slots=slots, seed=seed, replications=replications).with_overrides(

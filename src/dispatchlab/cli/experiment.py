@@ -23,12 +23,12 @@ from rich.table import Table
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import integer, number, stderr_console, stdout_console
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.paths import guarded_io, require_readable_file, require_writable_file
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
-from dispatchlab.paths import guarded_io, require_readable_file, require_writable_file
 
 if TYPE_CHECKING:  # specs hold policies (numba): imported where a command needs them
-    from dispatchlab.experiments.spec import ExperimentSpec, Point
+    from dispatchlab.specs.experiment import ExperimentSpec, Point
 
 RESULTS_DIR = Path("results")
 CLUSTER_ADDRESS = re.compile(r"^([a-z]+://)?[^\s:/]+:\d+/?$")
@@ -111,10 +111,10 @@ def _adjust(spec: ExperimentSpec, *, quick: bool, slots: int | None,
 
 
 def sweep_work(spec: ExperimentSpec, done: int = 0) -> float:
-    """Server-slot updates of the grid of ``spec`` (see dispatchlab.budget), computed
+    """Server-slot updates of the grid of ``spec`` (see dispatchlab.simulation.work_guard), computed
     from its shape, without listing its points (10^8 replications must not hang here);
     ``done`` points already stored are taken off pro rata."""
-    from dispatchlab.budget import system_work
+    from dispatchlab.simulation.work_guard import system_work
 
     points = len(spec.systems) * len(spec.policies) * len(spec.values) * spec.replications
     if points == 0:
@@ -130,9 +130,9 @@ def sweep_work(spec: ExperimentSpec, done: int = 0) -> float:
 
 def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, workers: int | None,
                    cluster: str | None, progress: bool, yes: bool = False) -> None:
-    from dispatchlab.budget import check_work
     from dispatchlab.experiments.runner import run_experiment
     from dispatchlab.report.plots import write_figures
+    from dispatchlab.simulation.work_guard import check_work
 
     console = stderr_console()
     directory = out or RESULTS_DIR / spec.name
@@ -235,7 +235,7 @@ def sweep_command(
     yes: options.Yes = False,
 ) -> None:
     """Run the grid of a spec file; resumes if interrupted."""
-    from dispatchlab.experiments.spec import ExperimentSpec
+    from dispatchlab.specs.experiment import ExperimentSpec
 
     if spec_file.suffix == ".json":
         require_readable_file(spec_file, "spec", "spec file")

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 
 SYSTEM = "System"
 
@@ -63,7 +63,7 @@ def parse_weights(text: str | None) -> tuple[float, ...] | None:
 
 Yes = Annotated[bool, typer.Option(
     "--yes", help="Run even when the estimated work is above the guard's limit "
-    "(see dispatchlab.budget).")]
+    "(see dispatchlab.simulation.work_guard).")]
 
 PRECISION = "Precision"
 Workers = Annotated[int | None, typer.Option(

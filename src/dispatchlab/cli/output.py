@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from dispatchlab.result import Result
+from dispatchlab.simulation.result import Result
 
 MISSING = "—"
 

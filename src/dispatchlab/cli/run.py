@@ -25,7 +25,7 @@ from dispatchlab.cli.output import (
 )
 from dispatchlab.cli.warm import precompile
 from dispatchlab.engine.control import Progress, RunInterrupted, progress_to
-from dispatchlab.result import Result
+from dispatchlab.simulation.result import Result
 
 RUN = "Run"
 
@@ -76,8 +76,8 @@ def run_command(
     yes: options.Yes = False,
 ) -> None:
     """Simulate one policy on one system and report ΣQ, delay, messages and stability."""
-    from dispatchlab.budget import check_work, system_work
-    from dispatchlab.runspec import RunSpec, parse_assignments
+    from dispatchlab.simulation.work_guard import check_work, system_work
+    from dispatchlab.specs.run import RunSpec, parse_assignments
 
     base = RunSpec.from_toml(spec) if spec is not None else RunSpec()
     run_spec = base.with_overrides(
@@ -110,7 +110,7 @@ def run_command(
 
 def pooled(workers: int | None, replications: int, precision: float | None) -> bool:
     """Whether a run's replications go to a pool of several worker processes."""
-    from dispatchlab.parallel import resolve_workers
+    from dispatchlab.core.pools import resolve_workers
 
     # a precision run adds replications up to its budget: the pool is sized for many
     return resolve_workers(workers, replications if precision is None else 1 << 20) > 1

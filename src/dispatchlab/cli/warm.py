@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import number, stderr_console
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System
@@ -47,7 +47,7 @@ def precompile(system: System, policies: Sequence[Policy | str]) -> None:
     workers."""
     from dispatchlab.compiled.lazy import compiled
     from dispatchlab.engine.raw import loop_steps
-    from dispatchlab.simulation import simulate
+    from dispatchlab.simulation.run import simulate
 
     small = warm_system(system.dispatch)
     with stderr_console().status("compiling (once, for every worker) …"):
@@ -74,7 +74,7 @@ def warm_command(
     A run compiles what it needs on first use anyway; this only moves that wait to the
     install (`make venv` runs it)."""
     from dispatchlab.policies import policy_names
-    from dispatchlab.simulation import simulate
+    from dispatchlab.simulation.run import simulate
 
     names = list(policy_names()) if all_ else list(policy or DEFAULT_POLICIES)
     system = warm_system()

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 
 INV_2_53 = 1.0 / 9007199254740992.0  # 2⁻⁵³
 

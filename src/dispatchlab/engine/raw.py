@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state, make_service_stream
+from dispatchlab.core.errors import PolicyError, SimulationError
 from dispatchlab.engine import loop
 from dispatchlab.engine.adapter import choose_adapter, hook_adapter
 from dispatchlab.engine.control import (
@@ -18,7 +19,6 @@ from dispatchlab.engine.control import (
     sigint_caught,
 )
 from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, compiled, no_hook
-from dispatchlab.errors import PolicyError, SimulationError
 from dispatchlab.model.system import System
 
 BLOCKS = 1000
@@ -79,8 +79,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     """Run the slot loop once, in chunks (see :mod:`dispatchlab.engine.control`), and
     return its raw accumulators.
 
-    Raises :class:`~dispatchlab.errors.PolicyError` when ``choose`` returns no valid
-    server, :class:`~dispatchlab.errors.SimulationError` when the final state breaks an
+    Raises :class:`~dispatchlab.core.errors.PolicyError` when ``choose`` returns no valid
+    server, :class:`~dispatchlab.core.errors.SimulationError` when the final state breaks an
     invariant (:func:`check_invariants`), and
     :class:`~dispatchlab.engine.control.RunInterrupted` on Ctrl-C (between two chunks).
     ``policy`` names the policy in these messages. ``chunk`` fixes the slots per chunk

@@ -5,7 +5,7 @@
     >>> outcome = run_experiment(spec, store="dispatchlab-results.sqlite")
 
 The grid's systems and policies are the run spec's :class:`SystemSpec` and
-:class:`PolicySpec` (``dispatchlab.runspec``); its figures are ``dispatchlab.report.figures``.
+:class:`PolicySpec` (``dispatchlab.specs.run``); its figures are ``dispatchlab.specs.figure``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ if TYPE_CHECKING:  # loaded on first use (__getattr__): the store needs none of 
         register_experiment,
     )
     from dispatchlab.experiments.runner import run_experiment
-    from dispatchlab.experiments.spec import ExperimentSpec, Point, SlotsRule
-    from dispatchlab.report.figures import FigureSpec, ReferenceLine
-    from dispatchlab.runspec import PolicySpec, SystemSpec
+    from dispatchlab.specs.experiment import ExperimentSpec, Point, SlotsRule
+    from dispatchlab.specs.figure import FigureSpec, ReferenceLine
+    from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 __all__ = [
     "ExperimentSpec",
@@ -41,13 +41,13 @@ __all__ = [
 #: public name -> its module; every name is loaded on first use, so that importing a
 #: submodule (the store, for ``dispatchlab results``) loads neither numba nor the catalog
 _HOMES = {
-    "ExperimentSpec": "dispatchlab.experiments.spec",
-    "FigureSpec": "dispatchlab.report.figures",
-    "Point": "dispatchlab.experiments.spec",
-    "PolicySpec": "dispatchlab.runspec",
-    "ReferenceLine": "dispatchlab.report.figures",
-    "SlotsRule": "dispatchlab.experiments.spec",
-    "SystemSpec": "dispatchlab.runspec",
+    "ExperimentSpec": "dispatchlab.specs.experiment",
+    "FigureSpec": "dispatchlab.specs.figure",
+    "Point": "dispatchlab.specs.experiment",
+    "PolicySpec": "dispatchlab.specs.run",
+    "ReferenceLine": "dispatchlab.specs.figure",
+    "SlotsRule": "dispatchlab.specs.experiment",
+    "SystemSpec": "dispatchlab.specs.run",
     "build_experiment": "dispatchlab.experiments.catalog",
     "experiment_names": "dispatchlab.experiments.catalog",
     "register_experiment": "dispatchlab.experiments.catalog",

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dispatchlab.errors import ValidationError, require
-from dispatchlab.experiments.spec import Point, PolicySpec, SystemSpec
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
-from dispatchlab.result import Result
+from dispatchlab.simulation.result import Result
+from dispatchlab.specs.experiment import Point, PolicySpec, SystemSpec
 
 SystemLike = System | SystemSpec | str
 PolicyLike = Policy | str
@@ -191,7 +191,7 @@ class _Task:
 
 def _run(system: System, policy: Policy, point: Mapping[str, Any],
          options: Mapping[str, Any]) -> Result:
-    from dispatchlab.simulation import simulate
+    from dispatchlab.simulation.run import simulate
 
     return simulate(system, policy, slots=int(point["slots"]), warmup=point["warmup"],
                     seed=int(point["seed"]), **options)

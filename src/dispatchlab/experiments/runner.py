@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from dispatchlab.errors import ValidationError, require
-from dispatchlab.experiments.spec import ExperimentSpec, Point
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.experiments.store import DEFAULT_STORE, HEARTBEAT_SECONDS, Store
+from dispatchlab.specs.experiment import ExperimentSpec, Point
 
 WARM_SLOTS = 200
 #: how local workers start (see the module docstring: never ``fork``)
@@ -58,7 +58,7 @@ class PointError(Exception):
 
 def run_point(point_data: dict[str, Any]) -> dict[str, Any]:
     """Simulate one point (in a worker): ``{"result": Result.to_dict(), "worker", "seconds"}``."""
-    from dispatchlab.simulation import simulate
+    from dispatchlab.simulation.run import simulate
 
     point = Point.from_dict(point_data)
     started = time.perf_counter()
@@ -76,7 +76,7 @@ def warm_compiled_code(points: list[Point]) -> None:
     """Run each distinct (system, policy, options) for a few slots so numba compiles (and
     caches on disk) before workers start: workers then load the compiled code from the
     cache instead of each compiling it again."""
-    from dispatchlab.simulation import simulate
+    from dispatchlab.simulation.run import simulate
 
     seen: set[str] = set()
     for point in points:

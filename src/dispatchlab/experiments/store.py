@@ -44,8 +44,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from dispatchlab.errors import ValidationError, require
-from dispatchlab.result import flat_row
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.simulation.result import flat_row
 
 DEFAULT_STORE = "dispatchlab-results.sqlite"
 BUSY_TIMEOUT_MS = 60_000
@@ -358,7 +358,7 @@ class Store:
         Returns whether a row was written: a point already ``done`` is never
         overwritten (another sweep finished it first); a failed row is replaced.
         """
-        from dispatchlab.runspec import PolicySpec, SystemSpec  # the policies: numba
+        from dispatchlab.specs.run import PolicySpec, SystemSpec  # the policies: numba
 
         status = "done" if result is not None else "failed"
         metrics = result or {}
@@ -419,7 +419,7 @@ class Store:
 
     def frame(self, experiment: str | None = None, **filters: Any):  # -> pandas.DataFrame
         """The stored points as a DataFrame: the store's columns plus each Result as the
-        flat row of :func:`dispatchlab.result.flat_row` (``diag.*``, ``params.*``, …)."""
+        flat row of :func:`dispatchlab.simulation.result.flat_row` (``diag.*``, ``params.*``, …)."""
         import pandas as pd
 
         records = []

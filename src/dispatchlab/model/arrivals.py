@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.paths import guarded_io, require_readable_file
 from dispatchlab.model.limits import MAX_JOBS_PER_SLOT, check_arrival_rate, check_trace_counts
 from dispatchlab.model.values import as_int, as_text
-from dispatchlab.paths import guarded_io, require_readable_file
 
 # Codes understood by the compiled slot loop.
 ARRIVAL_LAWS = ("poisson", "bernoulli", "binomial", "deterministic", "trace")

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 
 MAX_SERVERS = 1_000_000  # N: memory stays in the hundreds of MB
 MAX_DISPATCHERS = 100_000  # M

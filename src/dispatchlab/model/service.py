@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.limits import MAX_JOBS_PER_SLOT, MAX_SERVERS, check_rates
 from dispatchlab.model.values import as_int, as_numbers, as_text
 

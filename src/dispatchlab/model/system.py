@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.arrivals import ArrivalProcess, arrival_process
 from dispatchlab.model.limits import (
     MAX_DISPATCHERS,
@@ -220,11 +220,11 @@ class System:
         }
 
     def __repr__(self) -> str:
-        from dispatchlab.display import system_line
+        from dispatchlab.model.display import system_line
 
         return system_line(self)
 
     def _repr_html_(self) -> str:
-        from dispatchlab.display import system_html
+        from dispatchlab.model.display import system_html
 
         return system_html(self)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 
 
 def _kind(value: Any) -> str:

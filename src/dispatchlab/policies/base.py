@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.engine.interface import Kernel
-from dispatchlab.errors import ValidationError, require
 from dispatchlab.model.system import System
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
-from dispatchlab.compiled.kernels import (
+from dispatchlab.compiled.argmin import (
     argmin_random_ties_per_slot,
     shorter_of_two,
     shortest_of_row,
@@ -26,9 +26,9 @@ from dispatchlab.compiled.rng import (
     sample_distinct_row,
     uniform,
 )
+from dispatchlab.core.errors import require
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
-from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
 from dispatchlab.policies.herding import (
@@ -138,7 +138,7 @@ def scaled_argmin_per_slot(Q, offset, mu, t, cache, row, rng):
     """argmin_n (Q_n + offset)/μ_n with uniform ties, on the slot-start Q(t) that every call
     of slot t sees: the minimisers are listed once per slot in ``cache[row]`` = (slot,
     number of ties, their indices…) (the layout of
-    :func:`~dispatchlab.compiled.kernels.slot_argmin_cache`); each call draws one of them."""
+    :func:`~dispatchlab.compiled.argmin.slot_argmin_cache`); each call draws one of them."""
     if cache[row, 0] != t:
         best = (Q[0] + offset) / mu[0]
         for n in range(1, Q.size):

@@ -139,7 +139,7 @@ def _draw_shared_order(t, N, memory, rng):
 @njit(inline="always", cache=True)
 def _pick_filled(m, slot, memory, rng):
     """argmin of dispatcher m's scores with the tie rule (one draw for random ties, as
-    :func:`dispatchlab.compiled.kernels.argmin_random_ties` does)."""
+    :func:`dispatchlab.compiled.argmin.argmin_random_ties` does)."""
     own = scores(memory, m)
     N = slot.Q.size
     best = own[0]

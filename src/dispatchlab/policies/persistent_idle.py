@@ -58,8 +58,8 @@ from numba import njit
 
 from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint
+from dispatchlab.core.errors import require
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
-from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Policy, register
 

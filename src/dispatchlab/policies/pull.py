@@ -32,8 +32,9 @@ import math
 import numpy as np
 from numba import njit
 
-from dispatchlab.compiled.kernels import shortest_of_row
+from dispatchlab.compiled.argmin import shortest_of_row
 from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
+from dispatchlab.core.errors import require
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import (
     PROBE,
@@ -42,7 +43,6 @@ from dispatchlab.engine.interface import (
     choose_function,
     hook_function,
 )
-from dispatchlab.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
 

@@ -27,7 +27,7 @@ uniform on their number, and the r-th of them in index order is the minimiser of
 position r + (the touched ones before it), found by walks down the tree to that fixed
 point (usually one or two walks, no write). When every minimiser of R is touched, m's
 entries are overlaid on R and the tree, the walk picks, and R is restored. Either way the
-draw is that of :func:`~dispatchlab.compiled.kernels.argmin_random_ties` on Q̃^m, so runs are
+draw is that of :func:`~dispatchlab.compiled.argmin.argmin_random_ties` on Q̃^m, so runs are
 bit-identical to a scan of explicit estimates. When the touched list is long (per-job
 dispatch with few dispatchers) or N is tiny, the choice scans Q̃^m instead (same draw).
 
@@ -47,10 +47,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dispatchlab.compiled.kernels import argmin_random_ties
+from dispatchlab.compiled.argmin import argmin_random_ties
 from dispatchlab.compiled.rng import randint, uniform
+from dispatchlab.core.ram import require_memory
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
-from dispatchlab.memory import require_memory
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
 from dispatchlab.policies.led.min_tree import (

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from dispatchlab.errors import require
-from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.core.errors import require
 from dispatchlab.experiments.store import Store, code_version
 from dispatchlab.report.plots import figure_notes, figures_of, summarize, write_figures
+from dispatchlab.specs.experiment import ExperimentSpec
 
 PACKAGES = ("numpy", "numba", "scipy", "pandas", "matplotlib", "distributed")
 

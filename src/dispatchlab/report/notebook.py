@@ -9,7 +9,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 from dispatchlab.report.plots import AXIS_LABELS, Y_LABELS, FigureSpec, summarize
 
 

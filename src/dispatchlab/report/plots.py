@@ -26,8 +26,8 @@ import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from dispatchlab.experiments.spec import ExperimentSpec  # noqa: E402
-from dispatchlab.report.figures import CI_SCALED_Y, FigureSpec, ReferenceLine  # noqa: E402
+from dispatchlab.specs.experiment import ExperimentSpec  # noqa: E402
+from dispatchlab.specs.figure import CI_SCALED_Y, FigureSpec, ReferenceLine  # noqa: E402
 
 AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ"}
 Y_LABELS = {

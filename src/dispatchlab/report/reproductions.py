@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from dispatchlab.experiments.spec import ExperimentSpec
 from dispatchlab.experiments.store import Store
 from dispatchlab.report.plots import FigureSpec, reference_curve, summarize, write_figures
+from dispatchlab.specs.experiment import ExperimentSpec
 
 #: |ε·E[ΣQ] / limit − 1| within this counts as reaching a limit at the smallest ε run
 LIMIT_TOLERANCE = 0.05

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.model.system import System
 
 

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.system import System
 from dispatchlab.theory.bounds import limit_arrival_variance
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 
 MAX_ENUMERATION = 8
 KINDS = ("rank", "server", "order")

@@ -34,7 +34,7 @@ from numba import types
 from dispatchlab.compiled.lazy import compiled, lazy_function
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.compiled.signatures import STRATEGY_TYPE
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 
 EXACT_TOLERANCE = 1e-12
 MONTE_CARLO_SAMPLES = 20_000

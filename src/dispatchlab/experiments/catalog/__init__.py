@@ -6,16 +6,16 @@ so adding a catalog experiment is adding one module that registers a builder.
 How to add a catalog experiment
 -------------------------------
 
-A catalog entry is a function returning an :class:`~dispatchlab.experiments.spec.ExperimentSpec`.
+A catalog entry is a function returning an :class:`~dispatchlab.specs.experiment.ExperimentSpec`.
 It may run pilot simulations first (e.g. calibrate p̂ to match Po-2's message rate);
 it may accept ``quick: bool`` (``--quick``: make pilots and the grid small — the runner
 also multiplies the slots by ``spec.quick_scale``). Register it with
 :func:`register_experiment`::
 
     # src/dispatchlab/experiments/catalog/mypaper.py
-    from dispatchlab.experiments.spec import ExperimentSpec, SlotsRule
-    from dispatchlab.report.figures import FigureSpec, ReferenceLine
-    from dispatchlab.runspec import PolicySpec, SystemSpec
+    from dispatchlab.specs.experiment import ExperimentSpec, SlotsRule
+    from dispatchlab.specs.figure import FigureSpec, ReferenceLine
+    from dispatchlab.specs.run import PolicySpec, SystemSpec
     from dispatchlab.experiments.catalog import register_experiment
     from dispatchlab.theory.bounds import lower_bound_total_queue
 
@@ -65,8 +65,8 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dispatchlab.errors import ValidationError, require
-from dispatchlab.experiments.spec import ExperimentSpec
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.specs.experiment import ExperimentSpec
 
 Builder = Callable[..., ExperimentSpec]
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dispatchlab.experiments.catalog import register_experiment
-from dispatchlab.experiments.spec import ExperimentSpec
 from dispatchlab.model.system import System
-from dispatchlab.report.figures import (
+from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.specs.figure import (
     FigureSpec,
     ReferenceLine,
 )
-from dispatchlab.runspec import (
+from dispatchlab.specs.run import (
     PolicySpec,
     SystemSpec,
 )

@@ -4,15 +4,15 @@ models, is in :mod:`.led_fig1`)."""
 from __future__ import annotations
 
 from dispatchlab.experiments.catalog import register_experiment
-from dispatchlab.experiments.spec import (
+from dispatchlab.specs.experiment import (
     ExperimentSpec,
     SlotsRule,
 )
-from dispatchlab.report.figures import (
+from dispatchlab.specs.figure import (
     FigureSpec,
     ReferenceLine,
 )
-from dispatchlab.runspec import (
+from dispatchlab.specs.run import (
     PolicySpec,
     SystemSpec,
 )

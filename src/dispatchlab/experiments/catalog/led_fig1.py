@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from dispatchlab.experiments.catalog import register_experiment
-from dispatchlab.experiments.spec import ExperimentSpec, FigureSpec, PolicySpec, SystemSpec
 from dispatchlab.policies import make_policy
-from dispatchlab.simulation import simulate
+from dispatchlab.simulation.run import simulate
+from dispatchlab.specs.experiment import ExperimentSpec, FigureSpec, PolicySpec, SystemSpec
 
 LOADS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
 QUICK_LOADS = (0.5, 0.9)

@@ -13,19 +13,19 @@ from __future__ import annotations
 import numpy as np
 
 from dispatchlab.experiments.catalog import register_experiment
-from dispatchlab.experiments.spec import (
-    ExperimentSpec,
-    SlotsRule,
-)
 from dispatchlab.model.service import parse_rates
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.framework.fractions import dispatch_fractions
-from dispatchlab.report.figures import (
+from dispatchlab.simulation.result import Result
+from dispatchlab.specs.experiment import (
+    ExperimentSpec,
+    SlotsRule,
+)
+from dispatchlab.specs.figure import (
     FigureSpec,
     ReferenceLine,
 )
-from dispatchlab.result import Result
-from dispatchlab.runspec import (
+from dispatchlab.specs.run import (
     PolicySpec,
     SystemSpec,
 )

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError, require
-from dispatchlab.memory import require_memory
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.ram import require_memory
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 from dispatchlab.policies.framework.decisions import (

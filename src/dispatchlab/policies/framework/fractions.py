@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.engine.interface import compiled
-from dispatchlab.errors import ValidationError, require
 from dispatchlab.policies.base import Policy, Preset, policy_entry, policy_names
 from dispatchlab.policies.framework.kernel import count_destinations
 from dispatchlab.theory.stability import (

@@ -8,7 +8,7 @@ block's pair in O(1) from the old and new value (:func:`block_write`); only when
 block's last minimiser rises is the pair marked DIRTY and recomputed at the next choice.
 A choice streams the ⌈N/B⌉ pairs (refreshing the dirty ones), draws r uniform on the tie
 count and finds the r-th minimiser in index order by a pass over the pairs and one scan
-of one block — exactly the draw of :func:`dispatchlab.compiled.kernels.argmin_random_ties`,
+of one block — exactly the draw of :func:`dispatchlab.compiled.argmin.argmin_random_ties`,
 so runs are bit-identical to the scan.
 
 Why not the segment tree of :mod:`.min_tree` for pull: pull updates write p̂·N estimates

@@ -9,7 +9,7 @@ dirty (a slot's updates to one block coalesce; see layout.write_estimate); the n
 choice of that dispatcher refreshes the dirty blocks and their paths to the root (or
 rebuilds the whole tree when that is cheaper), then walks down to the r-th minimiser in
 index order for r uniform on the tie count — exactly the draw of
-:func:`dispatchlab.compiled.kernels.argmin_random_ties`, so runs are bit-identical to the scan.
+:func:`dispatchlab.compiled.argmin.argmin_random_ties`, so runs are bit-identical to the scan.
 A leaf also keeps which servers of its block hold its min (a bit mask), so that the walk
 ends on the mask and never reads the estimates: with M trees out of cache those were a
 miss per walk, and the lines prefetched for them evicted the slot's other data.

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from dispatchlab.core.errors import require
+from dispatchlab.core.ram import require_memory
 from dispatchlab.engine.alias import alias_table
 from dispatchlab.engine.interface import ANSWER, choose_function
-from dispatchlab.errors import require
-from dispatchlab.memory import require_memory
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 from dispatchlab.policies.led.layout import (

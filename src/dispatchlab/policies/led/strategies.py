@@ -35,12 +35,12 @@ import numpy as np
 from numba import njit
 from numba.core.registry import CPUDispatcher
 
-from dispatchlab.compiled.kernels import argmin_random_ties, shorter_of_two, shortest_of_row
+from dispatchlab.compiled.argmin import argmin_random_ties, shorter_of_two, shortest_of_row
 from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
 from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.alias import alias_draw
 from dispatchlab.engine.interface import compiled, lazy_function
-from dispatchlab.errors import ValidationError
 from dispatchlab.policies.base import cache_allowed
 
 

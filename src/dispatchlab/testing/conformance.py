@@ -1,6 +1,6 @@
 """The conformance kit: the checks every dispatching policy must pass, importable by users.
 
-    >>> from dispatchlab.testing import check_policy
+    >>> from dispatchlab.testing.conformance import check_policy
     >>> report = check_policy("pod")            # or a Policy object, a class, a factory
     >>> report                                  # one line per named check
 
@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Param, Policy, Preset, make_policy, policy_entry
-from dispatchlab.simulation import simulate
+from dispatchlab.simulation.run import simulate
 
 SHORT_SLOTS = 2_000
 LITTLE_SLOTS = 50_000

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import resource
 
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 
 #: the share of the available memory one run may ask for
 USABLE_FRACTION = 0.5

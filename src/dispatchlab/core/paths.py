@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 
 T = TypeVar("T")
 

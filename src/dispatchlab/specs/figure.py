@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from dispatchlab.convert import as_float, as_table, check_keys
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.convert import as_float, as_table, check_keys
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.system import System
 
 #: the x of a figure: the experiment's swept axis

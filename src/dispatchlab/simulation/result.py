@@ -138,12 +138,12 @@ class Result:
         return pd.DataFrame.from_records(self.to_records())
 
     def __repr__(self) -> str:
-        from dispatchlab.display import result_line
+        from dispatchlab.simulation.display import result_line
 
         return result_line(self)
 
     def _repr_html_(self) -> str:
-        from dispatchlab.display import result_html
+        from dispatchlab.simulation.display import result_html
 
         return result_html(self)
 

@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.system import System
 
 # the policies, simulate and the estimators (numba, scipy) are imported where a benchmark
@@ -181,7 +181,7 @@ def run_refsim(binary: Path, workload: Workload, slots: int, seed: int) -> dict[
 # --- our side --------------------------------------------------------------------------------
 
 def _simulate(workload: Workload, system: System, slots: int, seed: int, *, full: bool):
-    from dispatchlab.simulation import simulate
+    from dispatchlab.simulation.run import simulate
 
     params = dict(workload.params) if full else {**workload.params, **workload.lean_params}
     return simulate(system, workload.policy, policy_params=params, slots=slots, seed=seed,

@@ -3,7 +3,7 @@
 Every spec reads its input through these: each takes the value and the name of its
 field (``"system.dispatchers"``, ``"systems[0].split"``) and returns the converted
 value or raises :class:`ValidationError` naming that field. They sit on the bottom
-layer (they import only :mod:`dispatchlab.errors`), so the run spec, the experiment
+layer (they import only :mod:`dispatchlab.core.errors`), so the run spec, the experiment
 grid and the report's figure specs share them.
 """
 
@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 
 
 def as_int(value: Any, name: str, low: int = 0) -> int:

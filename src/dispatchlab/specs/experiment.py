@@ -10,10 +10,10 @@ the grid is a :class:`Point`; a point's seed is derived from a hash of its ident
 and the root seed, never from its position, so a point gives the same numbers
 whatever grid it sits in, whatever executor runs it and in whatever order.
 
-The systems and policies are the run spec's :class:`~dispatchlab.runspec.SystemSpec` and
-:class:`~dispatchlab.runspec.PolicySpec` (one model and one converter for ``dispatchlab
+The systems and policies are the run spec's :class:`~dispatchlab.specs.run.SystemSpec` and
+:class:`~dispatchlab.specs.run.PolicySpec` (one model and one converter for ``dispatchlab
 run`` and for sweeps: any system field, dispatcher weights included, can differ between
-the systems of a grid); the figures are :mod:`dispatchlab.report.figures`.
+the systems of a grid); the figures are :mod:`dispatchlab.specs.figure`.
 
 Everything here is plain data (frozen dataclasses). ``ExperimentSpec.to_dict()`` /
 ``ExperimentSpec.from_dict()`` round-trip through JSON (what the store keeps), and
@@ -32,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.convert import as_float, as_table, check_keys
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.convert import as_float, as_table, check_keys
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.paths import require_readable_file
 from dispatchlab.model.system import System
-from dispatchlab.paths import require_readable_file
-from dispatchlab.report.figures import FigureSpec
-from dispatchlab.runspec import PolicySpec, SystemSpec
+from dispatchlab.specs.figure import FigureSpec
+from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 SLOTS_RULE_PER = ("epsilon", "load")
 SIMULATE_OPTIONS = ("warmup_method", "track_delay", "detail", "bound")

@@ -4,7 +4,7 @@ A confidence interval is a claim about repeated experiments: the 95 % CI of E[Σ
 contain the true mean in 95 % of independent runs. For systems whose stationary mean is
 known exactly (THEORY.md §6: Geo/Geo/1, Poisson/Bernoulli single queues, random and
 weighted random routing in batch and per-job mode, and the ``wrand`` bench workload) this
-module runs K independent runs with :func:`~dispatchlab.simulation.simulate`'s default
+module runs K independent runs with :func:`~dispatchlab.simulation.run.simulate`'s default
 settings and counts how many CIs contain the truth. The binomial standard error of the
 empirical coverage p̂ over K runs is sqrt(p̂(1 − p̂)/K).
 """
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
+from dispatchlab.core.pools import map_tasks
 from dispatchlab.model.system import System
-from dispatchlab.parallel import map_tasks
 from dispatchlab.theory.closed_forms import (
     geo_geo_1_mean,
     poisson_bernoulli_mean,
@@ -128,7 +128,7 @@ class CoverageRow:
 
 def _one_run(item: tuple[CoverageCase, int, dict[str, Any]]) -> tuple[float, float, float, int,
                                                                      str]:
-    from dispatchlab.simulation import simulate  # numba: not for `check coverage --help`
+    from dispatchlab.simulation.run import simulate  # numba: not for `check coverage --help`
 
     case, seed, settings = item
     result = simulate(case.system(), case.policy, seed=seed, track_delay=False, detail=False,

@@ -15,7 +15,7 @@ into a rough duration for the message.
 
 from __future__ import annotations
 
-from dispatchlab.errors import ValidationError
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.model.system import System
 
 #: about 17 minutes of one core (a sweep spreads it over its workers)

@@ -1,28 +1,37 @@
-"""Fingerprint of simulation results, for refactorings that must not change a single draw.
+"""Known-answer fingerprint of simulation results, for changes that must not alter a draw.
 
-Runs the five bench workloads (``dispatchlab.bench``) at reduced slots and a list of policy
-configurations that between them exercise every built-in policy family, both dispatch modes,
-both update styles of LED, the Π hooks, a user LED strategy and a user Π decision, and
-delay tracking under two service laws; writes every number of each :class:`Result` (except
-timings) with full precision to a JSON file. Compare two files with ``--compare``.
+Runs the five bench workloads (``dispatchlab.bench.workloads``) at reduced slots and a list
+of policy configurations that between them exercise every built-in policy family, both
+dispatch modes, both update styles of LED, the Π hooks, a user LED strategy and a user Π
+decision, and delay tracking under two service laws; writes every number of each
+:class:`Result` (except timings) with full precision to a JSON file.
+Compare two files with ``--compare``.
 
-    .venv/bin/python benchmarks/fingerprint.py out.json
-    .venv/bin/python benchmarks/fingerprint.py --compare before.json after.json
+The default suite compares a fresh fingerprint with the known answers committed in
+``tests/known_answers/fingerprint.json`` (:func:`known_answers`: a SHA-256 digest of each
+configuration's numbers, over the fields that existed when the answers were written, so a
+new ``Result`` field does not invalidate them; the headline E[ΣQ] is kept readable).
+
+    python -m dispatchlab.testing.fingerprint out.json
+    python -m dispatchlab.testing.fingerprint --compare before.json after.json
+    python -m dispatchlab.testing.fingerprint --known tests/known_answers/fingerprint.json
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from dataclasses import asdict
 from typing import Any
 
-from dispatchlab import System, simulate
-from dispatchlab.bench import WORKLOADS
+from dispatchlab.bench.workloads import WORKLOADS
+from dispatchlab.model.system import System
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.framework import decision_function, register_decision
 from dispatchlab.policies.led import LEDPolicy, strategy_function
+from dispatchlab.simulation.run import simulate
 
 SLOTS = 20_000
 TIMING_FIELDS = {"seconds", "slots_per_second"}
@@ -118,6 +127,27 @@ def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def digest(numbers: dict[str, Any], fields: list[str]) -> str:
+    """SHA-256 of one configuration's ``fields``, as canonical JSON (floats digit for digit)."""
+    return hashlib.sha256(_text({f: numbers.get(f) for f in fields}).encode()).hexdigest()
+
+
+def known_answers(found: dict[str, Any], slots: int = SLOTS) -> dict[str, Any]:
+    """The committed form of a fingerprint: per configuration its digest and E[ΣQ]."""
+    fields = sorted({f for numbers in found.values() for f in numbers})
+    return {"slots": slots, "fields": fields,
+            "configurations": {label: {"sha256": digest(numbers, fields),
+                                       "mean_total_queue": numbers.get("mean_total_queue")}
+                               for label, numbers in sorted(found.items())}}
+
+
+def differing(found: dict[str, Any], known: dict[str, Any]) -> list[str]:
+    """The configurations whose numbers differ from the known answers (or are missing)."""
+    fields = known["fields"]
+    return [label for label, answer in known["configurations"].items()
+            if label not in found or digest(found[label], fields) != answer["sha256"]]
+
+
 def _compare(before: dict[str, Any], after: dict[str, Any]) -> int:
     bad = 0
     for key in sorted(set(before) | set(after)):
@@ -135,12 +165,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("out", nargs="?", help="write the fingerprint to this JSON file")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
                         help="compare two fingerprint files; exit 1 if any differ")
+    parser.add_argument("--known", metavar="FILE",
+                        help="with OUT: read that fingerprint; write its known answers to FILE")
     args = parser.parse_args(argv)
     if args.compare:
         with open(args.compare[0]) as f1, open(args.compare[1]) as f2:
             return _compare(json.load(f1), json.load(f2))
     if not args.out:
         parser.error("give an output file, or --compare BEFORE AFTER")
+    if args.known:
+        with open(args.out) as source:
+            found = json.load(source)
+        with open(args.known, "w") as f:
+            json.dump(known_answers(found), f, indent=1, sort_keys=True)
+            f.write("\n")
+        return 0
     with open(args.out, "w") as f:
         json.dump(fingerprint(), f, indent=0, sort_keys=True)
     return 0

@@ -3,7 +3,7 @@
 :class:`SystemSpec` (a system without its arrival rate) and :class:`PolicySpec` (a
 registered policy, its parameters, a label) are the one description of what to simulate:
 ``dispatchlab run`` holds one of each in a :class:`RunSpec`; an experiment grid
-(:class:`dispatchlab.experiments.spec.ExperimentSpec`) holds lists of them and sweeps the
+(:class:`dispatchlab.specs.experiment.ExperimentSpec`) holds lists of them and sweeps the
 load ρ or ε, so every system field (dispatcher weights included) can vary across a sweep.
 Each spec has one converter, ``from_mapping``, for TOML tables, JSON and keyword
 mappings; it names the offending field in every :class:`ValidationError`.
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from dispatchlab.convert import (
+from dispatchlab.core.convert import (
     as_bool,
     as_choice,
     as_float,
@@ -59,13 +59,14 @@ from dispatchlab.convert import (
     as_table,
     check_keys,
 )
-from dispatchlab.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.paths import guarded_io, require_readable_file
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
-from dispatchlab.paths import guarded_io, require_readable_file
 from dispatchlab.policies import Policy, make_policy
-from dispatchlab.result import Result
-from dispatchlab.simulation import WARMUP_METHODS, simulate
+from dispatchlab.simulation.plan import WARMUP_METHODS
+from dispatchlab.simulation.result import Result
+from dispatchlab.simulation.run import simulate
 
 DEFAULT_SERVERS = "50x0.1,50x0.5"
 DEFAULT_DISPATCHERS = 10

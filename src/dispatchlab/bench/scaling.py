@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dispatchlab.bench import select_named
-from dispatchlab.errors import require
+from dispatchlab.bench.workloads import select_named
+from dispatchlab.core.errors import require
 from dispatchlab.model.system import System
-from dispatchlab.simulation import simulate
+from dispatchlab.simulation.run import simulate
 
 SCALING_SERVERS = (100, 1_000, 10_000, 100_000)
 SCALING_DISPATCHERS = (1, 10, 100)

@@ -19,7 +19,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
-from dispatchlab.errors import require
+from dispatchlab.core.errors import require
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -1,0 +1,89 @@
+"""Run a :class:`~dispatchlab.simulation.plan.Plan`: its replications, on worker processes
+when asked, in rounds until a precision target is met."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import Executor
+from contextlib import ExitStack
+from dataclasses import replace
+from typing import Any
+
+from dispatchlab.core.pools import map_tasks, process_pool, resolve_workers
+from dispatchlab.engine.raw import RawRun
+from dispatchlab.simulation.plan import Plan, Replication, Target
+from dispatchlab.simulation.result import Result
+from dispatchlab.simulation.summary import summarize
+
+# rounds of a precision run aim this much beyond the replications the t-CI says it needs
+PRECISION_OVERSHOOT = 1.2
+
+
+def execute(plan: Plan, workers: int | None) -> Result:
+    if plan.target is None:
+        runs = run_replications(plan.task, plan.indices, workers)
+        return summarize(plan.task.system, plan.task.policy, runs, seed=plan.task.seed,
+                         warmup_method=plan.warmup_method)
+    return _to_precision(plan.task, len(plan.indices), workers, plan.warmup_method,
+                         plan.target, plan.budget)
+
+
+def run_indexed(item: tuple[Replication, int | None]) -> RawRun:
+    task, index = item
+    return task.run(index)
+
+
+def run_replications(task: Replication, indices: Any, workers: int | None = 1,
+                     pool: Executor | None = None) -> list[RawRun]:
+    """The raw runs of replications ``indices`` (``None``: the single root-seeded run), in
+    order, on ``workers`` processes (or ``pool``); each is bit-identical to its sequential
+    run."""
+    return map_tasks(run_indexed, [(task, index) for index in indices], workers=workers,
+                     pool=pool)
+
+
+def _to_precision(task: Replication, first: int, workers: int | None, warmup_method: str,
+                  target: Target, budget: int) -> Result:
+    """Replications in rounds until the CI meets ``target`` or the slot budget is spent.
+
+    Each round sizes itself from the current half-width h: about R·(h/h*)² replications
+    reach h* (the half-width shrinks as 1/√R), PRECISION_OVERSHOOT beyond, rounded up to
+    whole rounds of ``workers`` (the first round too); replication r always has the same
+    seed, so a precision run's result is that of ``simulate(…, replications=R)`` for the R
+    it stopped at (R may depend on the number of workers, as rounds are whole).
+    """
+    per_round = resolve_workers(workers, budget // task.slots)
+    with ExitStack() as stack:
+        pool = stack.enter_context(process_pool(per_round)) if per_round > 1 else None
+        return _rounds(task, first, per_round, pool, warmup_method, target, budget)
+
+
+def _rounds(task: Replication, first: int, per_round: int, pool: Executor | None,
+            warmup_method: str, target: Target, budget: int) -> Result:
+    affordable = budget // task.slots
+    count = min(max(first, per_round), affordable)
+    runs = run_replications(task, range(count), 1, pool)
+    while True:
+        result = summarize(task.system, task.policy, runs, seed=task.seed,
+                           warmup_method=warmup_method)
+        half = (result.ci_high - result.ci_low) / 2
+        if result.stability == "unstable":
+            reason = "unstable: no mean to estimate"
+        elif target.met(result.mean_total_queue, half):
+            reason = "target reached"
+        elif count >= affordable:
+            reason = f"slot budget spent ({count * task.slots} of {budget} slots)"
+        else:
+            reason = ""
+        if reason:
+            return replace(result, stop_reason=reason, precision_target=target.relative,
+                           precision_abs_target=target.absolute, slot_budget=budget)
+        if math.isfinite(half) and half > 0:
+            wanted = math.ceil(count * (half / target.half_width(result.mean_total_queue)) ** 2
+                               * PRECISION_OVERSHOOT)
+        else:
+            wanted = 2 * count
+        more = max(wanted - count, 1)
+        more = min(-(-more // per_round) * per_round, affordable - count)
+        runs += run_replications(task, range(count, count + more), 1, pool)
+        count += more

@@ -1,0 +1,148 @@
+"""Validate the arguments of ``simulate`` into a :class:`Plan`: the replications to run
+(a :class:`Replication` each worker can run) and, for a precision run, its :class:`Target`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.engine.raw import RawRun, default_bound, run_once
+from dispatchlab.model.limits import check_run_jobs
+from dispatchlab.model.system import System
+from dispatchlab.policies.base import Policy, make_policy
+
+WARMUP_FRACTION = 0.1
+WARMUP_METHODS = ("fraction", "mser5")
+# a precision run stops when its slots (all replications, warm-ups included) would pass
+# this multiple of ``slots``, unless ``max_slots`` says otherwise
+PRECISION_BUDGET_FACTOR = 64
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated simulation: its replications and, for a precision run, the target."""
+
+    task: Replication
+    indices: list[int | None]  # the replications of a fixed-length run
+    warmup_method: str
+    target: Target | None
+    budget: int
+
+
+def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
+          warmup: int | None = None, seed: int = 0, replications: int = 1,
+          warmup_method: str = "fraction", bound: int | None = None, track_delay: bool = True,
+          detail: bool = True, policy_params: dict[str, Any] | None = None,
+          precision: float | None = None, precision_abs: float | None = None,
+          max_slots: int | None = None) -> Plan:
+    """Validate the arguments of :func:`simulate` (ValidationError on bad input)."""
+    require(isinstance(system, System), "system",
+            f"expected a System (System.build(...)), got {type(system).__name__}")
+    require(policy_params is None or isinstance(policy_params, dict), "policy_params",
+            f"expected a dict of parameter: value (got {type(policy_params).__name__})")
+    if isinstance(policy, str):
+        policy = make_policy(policy, **(policy_params or {}))
+    else:
+        require(isinstance(policy, Policy), "policy", "expected a registered policy name or a "
+                f"Policy (got {policy!r})")
+        require(not policy_params, "policy_params",
+                "give parameters to make_policy, not with a Policy object")
+    require(is_int(slots) and slots >= 1, "slots", f"must be an integer ≥ 1 (got {slots!r})")
+    check_run_jobs(system.arrival_rate, system.mu_sum, int(slots))
+    require(warmup is None or is_int(warmup), "warmup", f"must be an integer (got {warmup!r})")
+    require(is_int(seed) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
+    require(is_int(replications), "replications",
+            f"must be an integer ≥ 1 (got {replications!r})")
+    warmup = int(slots * WARMUP_FRACTION) if warmup is None else warmup
+    require(0 <= warmup < slots, "warmup", f"must be in [0, slots) (got {warmup})")
+    require(replications >= 1, "replications", f"must be ≥ 1 (got {replications})")
+    require(bound is None or (is_int(bound) and bound >= 1), "bound",
+            f"must be an integer ≥ 1 (got {bound!r})")
+    for name, flag in (("track_delay", track_delay), ("detail", detail)):
+        require(isinstance(flag, bool), name, f"expected True or False (got {flag!r})")
+    require(isinstance(warmup_method, str) and warmup_method in WARMUP_METHODS, "warmup_method",
+            f"allowed: {', '.join(WARMUP_METHODS)}")
+    for name, value in (("precision", precision), ("precision_abs", precision_abs)):
+        require(value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                                  and math.isfinite(value) and value > 0),
+                name, f"must be a number > 0 (got {value!r})")
+    require(max_slots is None or (is_int(max_slots) and max_slots >= slots), "max_slots",
+            f"must be an integer ≥ slots = {slots} (got {max_slots!r})")
+    policy.check_system(system)
+    try:  # policies check their memory first (dispatchlab.core.ram); this is the backstop
+        policy.kernel(system)  # validates the policy's parameters against the system here
+    except MemoryError:
+        raise out_of_memory(system, policy) from None
+    task = Replication(system, policy, int(slots), int(warmup), int(seed),
+                       default_bound(system) if bound is None else int(bound),
+                       bool(track_delay), bool(detail))
+    if precision is None and precision_abs is None:
+        require(max_slots is None, "max_slots", "a slot budget needs a precision target")
+        indices: list[int | None] = list(range(replications)) if replications > 1 else [None]
+        return Plan(task, indices, warmup_method, None, int(slots) * replications)
+    budget = PRECISION_BUDGET_FACTOR * int(slots) if max_slots is None else int(max_slots)
+    require(budget // int(slots) >= 2, "max_slots", f"the budget {budget} slots does not "
+            f"cover two replications of {slots} slots")
+    return Plan(task, list(range(max(replications, 2))), warmup_method,
+                Target(precision, precision_abs), budget)
+
+
+@dataclass(frozen=True)
+class Replication:
+    """What one worker needs to run replications of one configuration (picklable)."""
+
+    system: System
+    policy: Policy
+    slots: int
+    warmup: int
+    seed: int
+    bound: int
+    track_delay: bool
+    detail: bool
+
+    def seed_sequence(self, index: int | None) -> np.random.SeedSequence:
+        """Replication ``index``'s seed: ``SeedSequence(seed).spawn(R)[index]``, and the root
+        ``SeedSequence(seed)`` for a single run (``None``)."""
+        if index is None:
+            return np.random.SeedSequence(self.seed)
+        return np.random.SeedSequence(self.seed, spawn_key=(index,))
+
+    def run(self, index: int | None) -> RawRun:
+        try:
+            return run_once(self.system, self.policy.kernel(self.system), slots=self.slots,
+                            warmup=self.warmup, seed=self.seed_sequence(index),
+                            bound=self.bound, track_delay=self.track_delay,
+                            detail=self.detail, policy=self.policy.name)
+        except MemoryError:
+            raise out_of_memory(self.system, self.policy) from None
+
+
+def out_of_memory(system: System, policy: Policy) -> ValidationError:
+    return ValidationError("memory", f"out of memory running {policy.name} on N = "
+                           f"{system.n_servers} servers, M = {system.dispatchers} dispatchers")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A precision target: relative and/or absolute half-width of the 95 % CI of E[ΣQ]."""
+
+    relative: float | None
+    absolute: float | None
+
+    def half_width(self, mean: float) -> float:
+        """The half-width that meets every given target at this mean."""
+        widths = [self.absolute] if self.absolute is not None else []
+        if self.relative is not None:
+            widths.append(self.relative * abs(mean))
+        return min(widths)
+
+    def met(self, estimate_mean: float, half_width: float) -> bool:
+        return math.isfinite(half_width) and half_width <= self.half_width(estimate_mean)
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)

@@ -1,0 +1,258 @@
+"""Turn the raw runs of one configuration into a :class:`Result`: estimates with their CIs,
+the stability verdict and the theory's context (ζ/2, the lower bound, Π's threshold)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from dispatchlab.core.errors import ValidationError
+from dispatchlab.engine import loop
+from dispatchlab.engine.interface import MESSAGE_KINDS
+from dispatchlab.engine.raw import RawRun
+from dispatchlab.model.system import System
+from dispatchlab.policies.base import Policy
+from dispatchlab.simulation.result import Result
+from dispatchlab.stats.estimators import (
+    MIN_TAU_BATCHES,
+    Estimate,
+    batch_means,
+    delay_quantiles,
+    mser5_truncation,
+    pooled_estimate,
+    with_standard_error_floor,
+)
+from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
+from dispatchlab.stats.stability import StabilityVerdict, below_lower_bound, stability_verdict
+from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
+from dispatchlab.theory.stability import induced_threshold
+
+FIXED_LENGTH = "fixed run length"
+
+
+def _total_queue_estimate(run: RawRun, warmup_method: str,
+                          rates: tuple[np.ndarray, np.ndarray] | None = None
+                          ) -> tuple[Estimate, int]:
+    """Mean ΣQ of one run after warm-up, with its CI and the warm-up used.
+
+    The CI is batch means sized by τ̂ (:func:`batch_means`), its SE floored by the
+    heavy-traffic model SE from the run's per-server mean queues when the per-server
+    service and arrival rates (μ_n, λ_n) are known (``rates``; docs/statistics.md).
+    """
+    blocks = run.block_means()
+    first = -(-run.warmup // run.block_length)
+    if warmup_method == "mser5":  # MSER-5 on top of the fixed warm-up (≥ 10 %, §1.8)
+        first += mser5_truncation(blocks[first:])
+    measured = blocks[first:]
+    if warmup_method == "fraction":
+        mean = run.moments[loop.SUM_TOTAL_QUEUE] / max(run.measured_slots, 1)
+        estimate, warmup = batch_means(measured).shifted(float(mean)), run.warmup
+    else:
+        estimate, warmup = batch_means(measured), first * run.block_length
+    if rates is not None and run.measured_slots > 0:
+        floor = heavy_traffic_standard_error(
+            run.queue_sum / run.measured_slots, rates[0], rates[1],
+            measured.size * run.block_length)
+        estimate = with_standard_error_floor(estimate, floor, "heavy-traffic model SE")
+    return estimate, warmup
+
+
+def server_arrival_rates(system: System, policy: Policy) -> np.ndarray | None:
+    """λ_n, each server's long-run arrival rate, where the policy fixes it whatever the
+    state: λ_Σ·w_n for a per-server split (weighted RAND), λ_Σ/N for an equal split by
+    rank (RAND, round robin), λ_Σ on one server; ``None`` otherwise (state-dependent
+    policies such as JSQ, whose split depends on the queues)."""
+    if system.n_servers == 1:
+        return np.array([system.arrival_rate])
+    try:
+        fractions = policy.dispatch_fractions(system.mu)
+    except ValidationError:  # a member whose fractions are not implemented
+        return None
+    if fractions is None:
+        return None
+    values = fractions.values
+    if values is None:
+        return None
+    values = np.asarray(values, dtype=float)
+    if fractions.kind == "rank" and np.allclose(values, values[0]):
+        return np.full(system.n_servers, system.arrival_rate / system.n_servers)
+    if fractions.kind == "server" and values.shape == (system.n_servers,):
+        return system.arrival_rate * values
+    return None
+
+
+RELAXATION_FACTOR = 10
+
+
+def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: System,
+                      measured_slots: int, per_run: list[Estimate],
+                      block_length: int) -> StabilityVerdict:
+    """Downgrade a "stable" verdict to "undetermined" when the run cannot support it.
+
+    Three checks that a trend test alone misses near ρ = 1: the CI lies entirely below the
+    proven lower bound on E[ΣQ] (§5); the measured window is shorter than
+    RELAXATION_FACTOR × ζ/ε², the relaxation time of the resource-pooled queue; or it is
+    shorter than MIN_TAU_BATCHES batches of 5 τ̂, the series' own integrated
+    autocorrelation time (each run's batch means then said "too short to say").
+    """
+    bound = lower_bound_total_queue(system)
+    if math.isfinite(bound) and estimate.ci_high < bound:
+        return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
+            f"; but the CI lies below the lower bound {bound:.4g} on E[ΣQ]: run longer"))
+    relaxation = 2 * heavy_traffic_limit(system) / system.epsilon**2
+    if measured_slots < RELAXATION_FACTOR * relaxation:
+        return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
+            f"; but {measured_slots} measured slots < {RELAXATION_FACTOR}·ζ/ε² = "
+            f"{RELAXATION_FACTOR * relaxation:.3g} (the pooled queue's relaxation time): "
+            "run longer"))
+    if all(run.too_short for run in per_run):
+        tau = max(run.autocorrelation_time for run in per_run) * block_length
+        return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
+            f"; but the measured window is shorter than {MIN_TAU_BATCHES} batches of 5·τ̂ "
+            f"(τ̂ = {tau:.3g} slots, the integrated autocorrelation time of ΣQ): too short "
+            "to say, run longer"))
+    return verdict
+
+
+def theory_stability(system: System, policy: Policy) -> tuple[str, str]:
+    """What theory says of this policy's stability on ``system``, and why.
+
+    ``unstable`` when λ_Σ ≥ μ_Σ (§1.7); for a member of framework Π (rand, wrand, rr, jsq,
+    jsed, pod and the pi-* policies) the induced threshold λ̄ of Eq. (3) (§4.3–4.6):
+    ``stable`` below it, ``unstable`` above it when §4.6 certifies transience; otherwise
+    ``unknown``.
+    """
+    if system.epsilon <= 0:
+        return "unstable", "λ_Σ ≥ μ_Σ"
+    try:
+        fractions = policy.dispatch_fractions(system.mu)
+        if fractions is None:  # not a member of framework Π
+            return "unknown", "no stability theory for this policy"
+        region = induced_threshold(fractions, system.mu)
+    except ValidationError:  # e.g. Monte Carlo fractions of a user decision need N ≤ 6
+        return "unknown", "no stability theory for this policy"
+    verdict = region.verdict(system.arrival_rate)
+    why = f"induced threshold λ̄ = {region.threshold_rate:.6g} (ρ̄ = {region.threshold_load:.4g})"
+    return {"transient": "unstable"}.get(verdict, verdict), why
+
+
+def _cross_check(verdict: StabilityVerdict, theory: str, why: str) -> StabilityVerdict:
+    """Name a disagreement between the simulated verdict and theory in the evidence."""
+    if {verdict.verdict, theory} == {"stable", "unstable"}:
+        return replace(verdict, evidence=verdict.evidence + (
+            f"; DISAGREES with theory ({theory}: {why})"))
+    return verdict
+
+
+def _pooled_relaxation(system: System) -> float:
+    """RELAXATION_FACTOR × ζ/ε² (see _check_run_length); infinite when ε ≤ 0."""
+    if system.epsilon <= 0:
+        return math.inf
+    return RELAXATION_FACTOR * 2 * heavy_traffic_limit(system) / system.epsilon**2
+
+
+def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
+              warmup_method: str) -> Result:
+    verdicts = [
+        stability_verdict(run.block_means()[-(-run.warmup // run.block_length):],
+                          run.block_length, hit_bound=run.hit_bound, bound=run.bound,
+                          slots_run=run.slots_run, overloaded=system.epsilon <= 0,
+                          relaxation_slots=_pooled_relaxation(system))
+        for run in runs
+    ]
+    order = {"unstable": 2, "undetermined": 1, "stable": 0}
+    worst = max(verdicts, key=lambda v: order[v.verdict])
+    arrivals = server_arrival_rates(system, policy)
+    rates = None if arrivals is None else (np.asarray(system.mu, dtype=float), arrivals)
+    per_run = [_total_queue_estimate(run, warmup_method, rates) for run in runs]
+    estimates = [e for e, _ in per_run]
+    estimate = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
+    warmup_used = per_run[0][1]
+    if worst.verdict == "undetermined" and (note := below_lower_bound(
+            estimate.ci_high, lower_bound_total_queue(system), estimate.mean)):
+        worst = replace(worst, evidence=f"{worst.evidence}; but {note}")
+    if worst.verdict == "stable":
+        worst = _check_run_length(worst, estimate, system, min(r.measured_slots for r in runs),
+                                  estimates, runs[0].block_length)
+    theory, why = theory_stability(system, policy)
+    worst = _cross_check(worst, theory, why)
+    tau_blocks = [e.autocorrelation_time for e in estimates if math.isfinite(
+        e.autocorrelation_time)]
+
+    counters = sum(run.counters for run in runs)
+    moments = sum(run.moments for run in runs)
+    if counters[loop.MEASURED_SLOTS] == 0:  # stopped before the warm-up ended
+        moments = moments * math.nan
+    measured = max(int(counters[loop.MEASURED_SLOTS]), 1)
+    arrivals = max(int(counters[loop.ARRIVALS_MEASURED]), 1)
+    dispatches = max(int(counters[loop.DISPATCH_EVENTS_MEASURED]), 1)
+    messages = sum(run.messages for run in runs)
+    hist = sum(run.delay_hist for run in runs)
+    delayed = int(hist.sum())
+    p50, p90, p99, p999 = delay_quantiles(hist, (0.5, 0.9, 0.99, 0.999))
+    unstable = worst.verdict == "unstable"
+    window = counters[loop.MEASURED_SLOTS] > 0
+    nan = math.nan
+
+    def stable_only(value: float) -> float:
+        return nan if unstable else float(value)
+
+    mean_total = stable_only(estimate.mean)
+    diag = sum(run.diag for run in runs)
+    seconds = sum(run.seconds for run in runs)
+    slots_run = sum(run.slots_run for run in runs)
+    return Result(
+        policy=policy.name, params=dict(policy.params), system=system.describe(),
+        slots=runs[0].slots, warmup=warmup_used, seed=seed, replications=len(runs),
+        mean_total_queue=mean_total,
+        ci_low=stable_only(estimate.ci_low), ci_high=stable_only(estimate.ci_high),
+        ci_method=estimate.method,
+        mean_queues=[stable_only(x) for x in sum(run.queue_sum for run in runs) / measured],
+        mean_pooled_queue=float(moments[loop.SUM_POOLED] / measured),
+        invariant_violations=int(counters[loop.INVARIANT_VIOLATIONS]),
+        mean_delay=stable_only(estimate.mean / system.arrival_rate),
+        mean_delay_measured=stable_only(moments[loop.SUM_DELAY] / delayed if delayed else nan),
+        delay_p50=stable_only(p50), delay_p90=stable_only(p90), delay_p99=stable_only(p99),
+        delay_p999=stable_only(p999),
+        messages_per_arrival=float(messages.sum() / arrivals) if window else nan,
+        messages_per_dispatch=float(messages.sum() / dispatches) if window else nan,
+        messages_by_kind={k: float(messages[i] / arrivals) if window else nan
+                          for i, k in enumerate(MESSAGE_KINDS)},
+        stability=worst.verdict, stability_evidence=worst.evidence,
+        lower_bound_total_queue=lower_bound_total_queue(system),
+        heavy_traffic_limit=heavy_traffic_limit(system),
+        epsilon_total_queue=stable_only(system.epsilon * estimate.mean),
+        idle_while_busy=float(moments[loop.SUM_QU] / measured),
+        queue_imbalance_l1=stable_only(moments[loop.SUM_DQI1] / measured),
+        queue_imbalance_l2=stable_only(moments[loop.SUM_DQI2] / measured),
+        herding_fraction=float(counters[loop.HERDING_SLOTS] / measured) if window else nan,
+        arrival_rate_measured=float(counters[loop.ARRIVALS_MEASURED] / measured) if window
+        else nan,
+        jobs_arrived=int(counters[loop.ARRIVALS]),
+        jobs_departed=int(counters[loop.DEPARTURES]),
+        jobs_in_system=int(sum(run.final_queues.sum() for run in runs)),
+        mean_completion_time=stable_only(moments[loop.SUM_DELAY] / delayed + 1 if delayed
+                                         else nan),
+        total_queue_distribution=[] if unstable else _distribution(
+            sum(run.queue_hist for run in runs)),
+        diagnostics=policy.summarize(diag, measured, system),
+        slots_run=slots_run, seconds=seconds,
+        slots_per_second=slots_run / seconds if seconds > 0 else nan,
+        half_width=stable_only(estimate.half_width),
+        relative_half_width=stable_only(estimate.relative_half_width),
+        ci_dof=float(estimate.dof),
+        autocorrelation_time=(max(tau_blocks) * runs[0].block_length if tau_blocks else nan),
+        stop_reason=FIXED_LENGTH,
+        theory_stability=theory,
+    )
+
+
+def _distribution(histogram: np.ndarray) -> list[float]:
+    """Normalised histogram, trimmed after its last non-empty bin."""
+    nonzero = np.flatnonzero(histogram)
+    if nonzero.size == 0:
+        return []
+    trimmed = histogram[: nonzero[-1] + 1]
+    return (trimmed / trimmed.sum()).tolist()

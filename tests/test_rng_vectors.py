@@ -1,0 +1,420 @@
+"""Known answers of the random-number core (``dispatchlab.compiled.rng``).
+
+The compiled generators are checked two ways:
+
+(a) against an independent pure-Python implementation written here from the published
+    algorithms: xoshiro256++ and SplitMix64 (Blackman & Vigna, "Scrambled linear
+    pseudorandom number generators", and their reference C code), SplittableRandom's
+    ``mixGamma`` (Steele, Lea & Flood, "Fast splittable pseudorandom number generators"),
+    NumPy's ``SeedSequence`` (O'Neill's ``seed_seq_fe`` hash as NumPy implements it), and
+    the samplers as ``compiled/rng.py`` documents them (53-bit uniform, Lemire's
+    multiply-shift, inversion and Hörmann's PTRS for Poisson, …); the Python reference
+    itself is first pinned to the outputs the algorithms' authors publish;
+(b) against committed vectors: the first outputs for fixed seeds, written below as
+    literals. A change that alters them changes every simulation's draws: the fingerprint
+    (``tests/test_fingerprint.py``) changes with it, and both are rewritten on purpose.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dispatchlab.compiled import rng
+
+MASK32 = (1 << 32) - 1
+MASK64 = (1 << 64) - 1
+GOLDEN_GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment in the reference code
+
+
+# -- the independent reference ---------------------------------------------------------------
+
+
+def rotl(x: int, k: int) -> int:
+    return ((x << k) | (x >> (64 - k))) & MASK64
+
+
+class Xoshiro256PlusPlus:
+    """xoshiro256++ as in Blackman & Vigna's reference ``xoshiro256plusplus.c``."""
+
+    def __init__(self, state) -> None:
+        self.s = [int(word) for word in state]
+
+    def next(self) -> int:
+        s = self.s
+        result = (rotl((s[0] + s[3]) & MASK64, 23) + s[0]) & MASK64
+        t = (s[1] << 17) & MASK64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+    # the samplers, as compiled/rng.py defines them on the 64-bit outputs
+
+    def uniform(self) -> float:
+        return (self.next() >> 11) * 2.0**-53
+
+    def randint(self, n: int) -> int:
+        return ((self.next() >> 32) * n) >> 32
+
+    def bernoulli(self, p: float) -> int:
+        return 1 if self.uniform() < p else 0
+
+    def poisson(self, lam: float) -> int:
+        if lam <= 0.0:
+            return 0
+        if lam < 10.0:  # multiplication of uniforms until the product falls to e^−λ
+            limit = math.exp(-lam)
+            k = 0
+            p = self.uniform()
+            while p > limit:
+                p *= self.uniform()
+                k += 1
+            return k
+        # Hörmann (1993), "The transformed rejection method for generating Poisson random
+        # variables", algorithm PTRS
+        loglam = math.log(lam)
+        b = 0.931 + 2.53 * math.sqrt(lam)
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2.0)
+        while True:
+            u = self.uniform() - 0.5
+            v = self.uniform()
+            us = 0.5 - abs(u)
+            k = math.floor((2.0 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= (
+                    -lam + k * loglam - math.lgamma(k + 1.0)):
+                return k
+
+    def geometric0(self, mean: float) -> int:
+        if mean <= 0.0:
+            return 0
+        q = mean / (1.0 + mean)
+        return math.floor(math.log(1.0 - self.uniform()) / math.log(q))
+
+    def binomial(self, trials: int, p: float) -> int:
+        if trials <= 0 or p <= 0.0:
+            return 0
+        if p >= 1.0:
+            return trials
+        flip = p > 0.5
+        q = 1.0 - p if flip else p
+        if trials * q < 30.0:  # inversion from 0
+            ratio = q / (1.0 - q)
+            prob = math.exp(trials * math.log1p(-q))
+            u = self.uniform()
+            k = 0
+            while u > prob and k < trials:
+                u -= prob
+                prob *= ratio * (trials - k) / (k + 1.0)
+                k += 1
+            result = k
+        else:  # geometric gaps between successes
+            log_fail = math.log1p(-q)
+            position = result = -1
+            while position < trials:
+                result += 1
+                position += 1 + math.floor(math.log(1.0 - self.uniform()) / log_fail)
+            result = min(result, trials)
+        return trials - result if flip else result
+
+
+def splitmix64_mix(z: int) -> int:
+    """SplitMix64's output function (Stafford's Mix13), reference ``splitmix64.c``."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def splitmix64_outputs(seed: int, count: int, gamma: int = GOLDEN_GAMMA) -> list[int]:
+    """The reference generator: x += γ, then the output mix of x."""
+    x, out = seed, []
+    for _ in range(count):
+        x = (x + gamma) & MASK64
+        out.append(splitmix64_mix(x))
+    return out
+
+
+def mix_gamma(z: int) -> int:
+    """``java.util.SplittableRandom.mixGamma``: an odd increment with enough bit transitions."""
+    z = ((z ^ (z >> 33)) * 0xFF51AFD7ED558CCD) & MASK64
+    z = ((z ^ (z >> 33)) * 0xC4CEB9FE1A85EC53) & MASK64
+    z = (z ^ (z >> 33)) | 1
+    return z ^ 0xAAAAAAAAAAAAAAAA if bin(z ^ (z >> 1)).count("1") < 24 else z
+
+
+def seed_sequence_words(entropy: int, spawn_key: tuple[int, ...] = (), count: int = 4) -> list[int]:
+    """``numpy.random.SeedSequence(entropy, spawn_key=…).generate_state(count, uint64)``
+    in pure Python: the entropy and spawn key as little-endian 32-bit words, hashed into a
+    pool of 4 words, which then generates 32-bit words paired (low, high) into 64."""
+    init_a, mult_a, init_b, mult_b = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+    mix_l, mix_r, shift, pool_size = 0xCA01F9DD, 0x4973F715, 16, 4
+
+    def words32(n: int) -> list[int]:
+        out = [n & MASK32]
+        while n >> 32:
+            n >>= 32
+            out.append(n & MASK32)
+        return out
+
+    words = words32(entropy)
+    key = [w for k in spawn_key for w in words32(k)]
+    if key and len(words) < pool_size:
+        words += [0] * (pool_size - len(words))
+    words += key
+    hash_const = init_a
+
+    def hashmix(value: int) -> int:
+        nonlocal hash_const
+        value = (value ^ hash_const) & MASK32
+        hash_const = (hash_const * mult_a) & MASK32
+        value = (value * hash_const) & MASK32
+        return value ^ (value >> shift)
+
+    def mix(x: int, y: int) -> int:
+        result = (mix_l * x - mix_r * y) & MASK32
+        return result ^ (result >> shift)
+
+    pool = [hashmix(words[i] if i < len(words) else 0) for i in range(pool_size)]
+    for src in range(pool_size):
+        for dst in range(pool_size):
+            if src != dst:
+                pool[dst] = mix(pool[dst], hashmix(pool[src]))
+    for src in range(pool_size, len(words)):
+        for dst in range(pool_size):
+            pool[dst] = mix(pool[dst], hashmix(words[src]))
+    out32 = []
+    hash_b = init_b
+    for i in range(2 * count):
+        value = pool[i % pool_size] ^ hash_b
+        hash_b = (hash_b * mult_b) & MASK32
+        value = (value * hash_b) & MASK32
+        out32.append(value ^ (value >> shift))
+    return [out32[2 * i] | (out32[2 * i + 1] << 32) for i in range(count)]
+
+
+def reference_rng_state(entropy: int, spawn_key: tuple[int, ...] = ()) -> list[int]:
+    """What make_rng_state does: SeedSequence words 0–3 (all zero is replaced by s₀ = 1)."""
+    state = seed_sequence_words(entropy, spawn_key, 4)
+    return state if any(state) else [1, 0, 0, 0]
+
+
+def reference_service_stream(entropy: int, spawn_key: tuple[int, ...] = ()) -> list[int]:
+    """What make_service_stream does: (word 4, mixGamma(word 5)) of the same sequence."""
+    words = seed_sequence_words(entropy, spawn_key, 6)
+    return [words[4], mix_gamma(words[5])]
+
+
+def compiled_state(words) -> np.ndarray:
+    return np.array([int(w) for w in words], np.uint64)
+
+
+# -- (a0) the reference reproduces the published outputs ---------------------------------------
+
+
+def test_the_reference_gives_the_published_outputs() -> None:
+    # xoshiro256++ from the state {1, 2, 3, 4}: the reference C code's first outputs (also
+    # the test vector of rand_xoshiro's Xoshiro256PlusPlus)
+    x = Xoshiro256PlusPlus([1, 2, 3, 4])
+    assert [x.next() for _ in range(10)] == [
+        41943041, 58720359, 3588806011781223, 3591011842654386, 9228616714210784205,
+        9973669472204895162, 14011001112246962877, 12406186145184390807,
+        15849039046786891736, 10450023813501588000,
+    ]
+    # SplitMix64 seeded with 0: the reference splitmix64.c's first outputs
+    assert splitmix64_outputs(0, 3) == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4,
+                                        0x06C45D188009454F]
+
+
+@pytest.mark.parametrize("entropy, spawn_key", [
+    (0, ()), (1, ()), (7, ()), (2026, ()), (2**64 + 3, ()), (2**200 - 1, ()),
+    (2026, (2,)), (12345, (0, 7)), (5, (2**40,)),
+])
+def test_the_seed_sequence_reference_agrees_with_numpy(entropy, spawn_key) -> None:
+    numpy_words = np.random.SeedSequence(entropy, spawn_key=spawn_key).generate_state(
+        6, np.uint64)
+    assert [int(w) for w in numpy_words] == seed_sequence_words(entropy, spawn_key, 6)
+
+
+# -- (a) the compiled code against the reference --------------------------------------------
+
+
+SEEDS = (0, 1, 7, 2026, 2**63 + 1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_seeding_is_the_seed_sequence(seed: int) -> None:
+    assert [int(w) for w in rng.make_rng_state(seed)] == reference_rng_state(seed)
+    assert [int(w) for w in rng.make_service_stream(seed)] == reference_service_stream(seed)
+    # a spawned child (the replications' seeds) seeds both streams the same way
+    child = np.random.SeedSequence(seed).spawn(3)[2]
+    assert [int(w) for w in rng.make_rng_state(child)] == reference_rng_state(seed, (2,))
+    assert [int(w) for w in rng.make_service_stream(child)] == reference_service_stream(
+        seed, (2,))
+
+
+def test_the_service_increment_is_mix_gamma() -> None:
+    # both branches of mixGamma: most words, and the ones whose finalised value has
+    # fewer than 24 bit transitions (flipped in alternate bits)
+    flipped = 0
+    for word in [*range(2000), 0x5555555555555555, MASK64, 0x0123456789ABCDEF]:
+        gamma = rng._mix_gamma(word)
+        assert gamma == mix_gamma(word)
+        assert gamma & 1
+        finalised = _finalised(word) | 1
+        flipped += gamma != finalised
+        assert gamma == finalised or bin(finalised ^ (finalised >> 1)).count("1") < 24
+    assert flipped > 0
+
+
+def _finalised(z: int) -> int:
+    z = ((z ^ (z >> 33)) * 0xFF51AFD7ED558CCD) & MASK64
+    z = ((z ^ (z >> 33)) * 0xC4CEB9FE1A85EC53) & MASK64
+    return z ^ (z >> 33)
+
+
+@pytest.mark.parametrize("start", [[1, 2, 3, 4], "seed:0", "seed:2026", [MASK64] * 4])
+def test_xoshiro_steps_match_the_reference(start) -> None:
+    words = (reference_rng_state(int(start[5:])) if isinstance(start, str) else start)
+    reference = Xoshiro256PlusPlus(words)
+    state = compiled_state(words)
+    registers = tuple(np.uint64(w) for w in words)
+    for _ in range(1000):
+        expected = reference.next()
+        assert int(rng.next_u64(state)) == expected
+        bits, *registers = rng.xoshiro_step(*registers)
+        registers = [np.uint64(w) for w in registers]  # (returned as Python ints)
+        assert int(bits) == expected
+    assert [int(w) for w in state] == reference.s == [int(w) for w in registers]
+
+
+def test_the_service_stream_matches_splitmix64() -> None:
+    # the k-th output of the stream (start, γ) is mix(start + k·γ): the reference
+    # generator seeded with start and incremented by γ
+    for seed in (0, 2026):
+        start, gamma = (int(w) for w in rng.make_service_stream(seed))
+        expected = splitmix64_outputs(start, 64, gamma)
+        found = [int(rng.splitmix64(np.uint64((start + k * gamma) & MASK64)))
+                 for k in range(1, 65)]
+        assert found == expected
+    assert [int(rng.splitmix64(np.uint64((k * GOLDEN_GAMMA) & MASK64))) for k in (1, 2, 3)] \
+        == splitmix64_outputs(0, 3)
+
+
+def test_bernoulli_service_thresholds_are_the_uniform_compare() -> None:
+    # the loop serves server n when (bits >> 11) < ⌈μ_n·2⁵³⌉, which must be uniform < μ_n:
+    # on the service stream's outputs and on the 53-bit values at each threshold's edge
+    mu = np.array([0.0, 2.0**-53, 0.1, 0.25, 0.5, 1 / 3, 0.9, 1.0 - 2.0**-53, 1.0])
+    thresholds = [int(t) for t in rng.bernoulli_thresholds(mu)]
+    start, gamma = (int(w) for w in rng.make_service_stream(11))
+    values = [bits >> 11 for bits in splitmix64_outputs(start, 2000, gamma)]
+    values += [v for t in thresholds for v in (t - 1, t, t + 1) if 0 <= v < 2**53]
+    for value in values:
+        for p, threshold in zip(mu, thresholds, strict=True):
+            assert (value < threshold) == (value * 2.0**-53 < p)
+
+
+@pytest.mark.parametrize("seed", [3, 2026])
+def test_the_samplers_match_the_reference(seed: int) -> None:
+    words = reference_rng_state(seed)
+    reference = Xoshiro256PlusPlus(words)
+    state = compiled_state(words)
+    for _ in range(200):
+        assert rng.uniform(state) == reference.uniform()
+    for n in (1, 2, 3, 10, 100, 12345, 2**31 - 1, 2**32 - 1):
+        for _ in range(20):
+            assert rng.randint(state, n) == reference.randint(n)
+    for p in (0.0, 0.1, 0.5, 0.9, 1.0):
+        for _ in range(50):
+            assert rng.bernoulli(state, p) == reference.bernoulli(p)
+    for lam in (0.0, 0.05, 0.5, 3.0, 9.99, 10.0, 36.0, 590.0, 650.0, 1e5):
+        for _ in range(50):
+            assert rng.poisson(state, lam) == reference.poisson(lam)
+    for mean in (0.0, 0.1, 1.0, 9.0):
+        for _ in range(50):
+            assert rng.geometric0(state, mean) == reference.geometric0(mean)
+    for trials, p in ((1, 0.5), (10, 0.3), (40, 0.9), (1000, 0.2), (500, 0.95), (7, 1.0)):
+        for _ in range(30):
+            assert rng.binomial(state, trials, p) == reference.binomial(trials, p)
+    assert [int(w) for w in state] == reference.s  # the same number of draws in all
+
+
+# -- (b) committed vectors ------------------------------------------------------------------------
+
+#: make_rng_state(seed) and its first four xoshiro256++ outputs
+XOSHIRO_VECTORS = {
+    0: ([0xDB2CD7E7B0F478BE, 0xABF4641A2C71BA49, 0x20C6ED6D9D7B8D41, 0x2C4099DE223C39D4],
+        [0xBE167040F9F82F76, 0xE9C7636234C08110, 0xE6652A49B34A983C, 0x0D1E90DC33800343]),
+    1: ([0x672D8EE56D6791FF, 0x8AE19CA14EB1072C, 0x4915796D1322FC4A, 0xD0CC2BDCABA049BD],
+        [0xC83A12D34B838EDC, 0xAC1FECE690AA48A0, 0x7AC6B7411A8272CA, 0x920B4F59A246018B]),
+    2026: ([0x838E72EAA293040D, 0x59BF224C1E488BA7, 0x5F633C176582396C, 0x6EBB35E84C2A4205],
+           [0xED05D18DAC0C28E1, 0xCC44587AEE78AD05, 0xBF24A2ADF8652FFA, 0xCADE61C28F6BDC60]),
+}
+#: make_service_stream(seed) = (start, γ) and its first three outputs mix(start + k·γ)
+SERVICE_VECTORS = {
+    0: ([0x08FED0759AD485FE, 0xF53D86EA35E7E7A5],
+        [0xD57B2AE5113F6125, 0x1AB2E19899070524, 0x18D9469D8DED8742]),
+    1: ([0xBA254E0D6E408E78, 0x4C0BC5F61D35C5D5],
+        [0x5A9A6D3D7B23F443, 0x36C2898DBE3A3237, 0x677FB54722BB7BF7]),
+    2026: ([0xC47954FDBC5A78A4, 0x680715646B03A65B],
+           [0xF0C9B48EB78BF61E, 0xB2DF99745F9DE30B, 0x74390C70D588D9FD]),
+}
+#: SeedSequence(2026).spawn(3)[2]: the xoshiro state and the service stream
+CHILD_VECTORS = (
+    [0x2F6760D46C67F034, 0x4A9B215BAABC0156, 0xBED791A4B9690D9A, 0x6DAB4F3B1F124B48],
+    [0x5D8FF1FC290AE459, 0xDDD5EC303656CF3D],
+)
+
+
+@pytest.mark.parametrize("seed", sorted(XOSHIRO_VECTORS))
+def test_the_committed_xoshiro_vectors(seed: int) -> None:
+    words, outputs = XOSHIRO_VECTORS[seed]
+    state = rng.make_rng_state(seed)
+    assert [int(w) for w in state] == words == reference_rng_state(seed)
+    assert [int(rng.next_u64(state)) for _ in outputs] == outputs
+    reference = Xoshiro256PlusPlus(words)
+    assert [reference.next() for _ in outputs] == outputs
+
+
+@pytest.mark.parametrize("seed", sorted(SERVICE_VECTORS))
+def test_the_committed_service_vectors(seed: int) -> None:
+    words, outputs = SERVICE_VECTORS[seed]
+    assert [int(w) for w in rng.make_service_stream(seed)] == words
+    start, gamma = words
+    assert [int(rng.splitmix64(np.uint64((start + k * gamma) & MASK64))) for k in (1, 2, 3)] \
+        == outputs == splitmix64_outputs(start, 3, gamma)
+
+
+def test_the_committed_child_vectors() -> None:
+    child = np.random.SeedSequence(2026).spawn(3)[2]
+    assert [int(w) for w in rng.make_rng_state(child)] == CHILD_VECTORS[0]
+    assert [int(w) for w in rng.make_service_stream(child)] == CHILD_VECTORS[1]
+
+
+def test_the_committed_sampler_vectors() -> None:
+    # one stream from make_rng_state(5), drawn in this order by every sampler
+    state = rng.make_rng_state(5)
+    reference = Xoshiro256PlusPlus([int(w) for w in state])
+    uniforms = [0.8616911768985321, 0.6604342403295345, 0.2881348651372294]
+    assert [rng.uniform(state) for _ in uniforms] == uniforms
+    assert [reference.uniform() for _ in uniforms] == uniforms
+    bounds, integers = (1, 2, 3, 10, 100, 2**31 + 11), [0, 0, 2, 3, 53, 650270092]
+    assert [rng.randint(state, n) for n in bounds] == integers
+    assert [reference.randint(n) for n in bounds] == integers
+    flips = [1, 0, 1, 0, 1, 0, 0, 1, 0, 0, 1, 1]
+    assert [rng.bernoulli(state, 0.3) for _ in flips] == flips
+    assert [reference.bernoulli(0.3) for _ in flips] == flips
+    rates, counts = (0.0, 0.5, 3.0, 9.5, 10.0, 36.0, 650.0), [0, 1, 3, 3, 10, 37, 648]
+    assert [rng.poisson(state, lam) for lam in rates] == counts
+    assert [reference.poisson(lam) for lam in rates] == counts
+    assert int(rng.next_u64(state)) == reference.next() == 9640099234725503416

@@ -342,13 +342,15 @@ def test_a_run_s_initial_queues_wait_in_the_head_nodes() -> None:
     from dispatchlab.engine.loop import CARRY_POOLED, COUNT_MASK, FREE_HEAD, init_loop_state
 
     Q = np.array([3, 0, 2], np.int64)
-    state = init_loop_state(Q, np.full(3, 0.5), True, 1.2, np.full(4, 0.25), True)
+    rng, stream = make_rng_state(1), make_service_stream(1)
+    state = init_loop_state(Q, rng, stream, np.full(3, 0.5), True, 1.2, np.full(4, 0.25), True)
     assert list(state.pool[:3, 0]) == [-1, 0, -1]
     assert [int(x) & int(COUNT_MASK) for x in state.pool[:3, 1]] == [3, 0, 2]
     assert list(state.pool[:3, 1] >> 32) == [-1, -1, -1] and list(state.tails) == [0, 1, 2]
     assert state.pool_free[FREE_HEAD] == 3 and state.pool_free[FREE_COUNT] == 3 * 3 + 16 - 3
     assert state.carry[CARRY_POOLED] == 5 and state.poisson_offsets.size == 5
-    none = init_loop_state(Q, np.full(3, 0.5), False, 1.2, np.full(1, 1.0), False)
+    assert state.Q is Q and state.A_m.shape == (4,) and state.rng is rng
+    none = init_loop_state(Q, rng, stream, np.full(3, 0.5), False, 1.2, np.full(1, 1.0), False)
     assert none.poisson_offsets.size == 1 and none.pool.shape == (2, 2)
 
 

@@ -176,8 +176,8 @@ class Kernel:
     def memory(self) -> Memory:
         """Fresh copies of the parameter and memory arrays, in the loop's layout."""
         return Memory(
-            np.ascontiguousarray(self.int_params, dtype=np.int64),
-            np.ascontiguousarray(self.float_params, dtype=np.float64),
+            np.ascontiguousarray(self.int_params, dtype=np.int64).copy(),
+            np.ascontiguousarray(self.float_params, dtype=np.float64).copy(),
             np.ascontiguousarray(np.atleast_2d(self.int_state), dtype=np.int64).copy(),
             np.ascontiguousarray(np.atleast_2d(self.float_state), dtype=np.float64).copy(),
         )

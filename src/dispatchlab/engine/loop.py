@@ -55,6 +55,18 @@ from dispatchlab.compiled.rng import (
 )
 from dispatchlab.engine.adapter import ADAPTER_TYPE, HOOK_ADAPTER_TYPE, pack_arrays
 from dispatchlab.engine.interface import lazy_function
+from dispatchlab.model.arrivals import (
+    ARRIVAL_BERNOULLI,
+    ARRIVAL_BINOMIAL,
+    ARRIVAL_DETERMINISTIC,
+    ARRIVAL_POISSON,
+)
+from dispatchlab.model.service import (
+    SERVICE_BERNOULLI,
+    SERVICE_BINOMIAL,
+    SERVICE_GEOMETRIC,
+    SERVICE_POISSON,
+)
 
 # counters[...] layout
 ARRIVALS, ARRIVALS_MEASURED, DEPARTURES, DISPATCH_EVENTS, DISPATCH_EVENTS_MEASURED = range(5)
@@ -108,15 +120,15 @@ def _delay_bin(delay):
 @njit(cache=True)
 def _draw_total(code, rate, trials, trace, t, rng):
     """A_Σ(t)."""
-    if code == 0:
+    if code == ARRIVAL_POISSON:
         return poisson(rng, rate)
-    if code == 1:
+    if code == ARRIVAL_BERNOULLI:
         return np.int64(uniform(rng) < rate)
-    if code == 2:
+    if code == ARRIVAL_BINOMIAL:
         return binomial(rng, trials, rate / trials)
-    if code == 3:
+    if code == ARRIVAL_DETERMINISTIC:
         return np.int64(rate)
-    return trace[t % trace.size]
+    return trace[t % trace.size]  # ARRIVAL_TRACE
 
 
 #: below this λ_m a dispatcher's Poisson arrivals are drawn by inversion of a table (about
@@ -259,13 +271,13 @@ def _split_poisson_only(code, rate, trials, trace, t, p, cumulative, batch_split
 @njit(cache=True)
 def _draw_service(code, mu, trials, rng):
     """S_n(t) for the laws other than Bernoulli (which the loop draws inline)."""
-    if code == 1:
+    if code == SERVICE_BINOMIAL:
         return binomial(rng, trials, mu / trials)
-    if code == 2:
+    if code == SERVICE_POISSON:
         return poisson(rng, mu)
-    if code == 3:
+    if code == SERVICE_GEOMETRIC:
         return geometric0(rng, mu)
-    return np.int64(mu)
+    return np.int64(mu)  # SERVICE_DETERMINISTIC
 
 
 _i64 = types.int64
@@ -291,25 +303,6 @@ SERVE_TYPE = types.FunctionType(SERVE_SIGNATURE)
 #: multinomial split) compile only for a run that uses them
 ARRIVALS_SIGNATURE = _i64(_i64, _f64, _i64, _iv, _i64, _fv, _fv, _b, _iv, types.uint64[::1])
 ARRIVALS_TYPE = types.FunctionType(ARRIVALS_SIGNATURE)
-LOOP_SIGNATURE = _i64(
-    # model: mu, service_code, service_trials, the other laws' service step (SERVE_TYPE),
-    # arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
-    # the arrival step of the cases the loop does not draw itself (ARRIVALS_TYPE)
-    _fv, _i64, _i64, SERVE_TYPE, _i64, _f64, _i64, _iv, _fv, _b, _b, ARRIVALS_TYPE,
-    # policy: the adapters (engine.adapter) of choose and the hooks, has_begin, has_end,
-    # memory
-    ADAPTER_TYPE, HOOK_ADAPTER_TYPE, HOOK_ADAPTER_TYPE, _b, _b,
-    _iv, _fv, types.int64[:, ::1], types.float64[:, ::1],
-    # run control: t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail,
-    # rng, service_stream
-    _i64, _i64, _i64, _i64, _i64, _i64, _b, _b, types.uint64[::1], types.uint64[::1],
-    # state and accumulators
-    _iv, _iv, _iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv,
-    # loop state carried between chunks and the run's tables (init_loop_state, LoopState):
-    # work, carry, pool, tails, pool_free, thresholds, cumulative, poisson_offsets,
-    # poisson_table
-    types.int64[:, ::1], _iv, types.int64[:, ::1], _iv, _iv, types.uint64[::1], _fv, _iv, _fv,
-)
 
 
 # Delay tracking: the FIFO of each server is a linked list of (arrival slot, job count)
@@ -605,7 +598,7 @@ split_poisson_only = lazy_function(_split_poisson_only, ARRIVALS_SIGNATURE, allo
 def needs_other_arrivals(arrival_code: int, dispatchers: int, batch_split: bool) -> bool:
     """Whether a run draws its arrivals with ``other_arrivals``: all but Poisson arrivals
     split job by job among M > 1 dispatchers."""
-    return not (arrival_code == 0 and dispatchers > 1 and not batch_split)
+    return not (arrival_code == ARRIVAL_POISSON and dispatchers > 1 and not batch_split)
 
 
 # _imbalance is exact in int64 while N·(ΣQ)² stays below this
@@ -644,9 +637,68 @@ def _imbalance(Q, total):
     return absolute, square
 
 
+class LoopLaws(NamedTuple):
+    """The model as the slot loop reads it (one record, built once a run by
+    :func:`dispatchlab.engine.raw.loop_laws`)."""
+
+    mu: np.ndarray  # μ_n, the mean service of each server
+    service_code: int  # the law of S_n(t) (model.service.SERVICE_CODES)
+    service_trials: int  # K of a binomial service law
+    arrival_code: int  # the law of A_Σ(t) (model.arrivals.ARRIVAL_CODES)
+    arrival_rate: float  # λ_Σ
+    arrival_trials: int  # K of binomial arrivals
+    trace: np.ndarray  # the per-slot counts of a trace, replayed cyclically (else one 0)
+    dispatcher_p: np.ndarray  # p_m, each dispatcher's share of the arrivals
+    batch_split: bool  # all of a slot's arrivals to one dispatcher (else job by job)
+    per_job: bool  # ``choose`` once per job (else once per dispatcher and slot)
+
+
+class LoopPolicy(NamedTuple):
+    """The policy's side of the loop besides its compiled functions: which hooks it has,
+    and its :class:`~dispatchlab.engine.interface.Memory` arrays."""
+
+    has_begin: bool
+    has_end: bool
+    ip: np.ndarray
+    fp: np.ndarray
+    ist: np.ndarray
+    fst: np.ndarray
+
+
+class LoopControl(NamedTuple):
+    """What one run asks of the loop."""
+
+    slots: int  # the run's length (a chunk runs part of it)
+    warmup: int  # statistics from this slot on
+    block_length: int  # slots per block of the block sums (batch means, the trend)
+    bound: int  # ΣQ above which the run stops, unstable
+    track_delay: bool  # time every job through its FIFO
+    detail: bool  # measure the queue imbalance every slot
+
+
+class LoopAccumulators(NamedTuple):
+    """The run's statistics, which the loop adds to (the layouts: ``ARRIVALS`` … for
+    ``counters``, ``SUM_TOTAL_QUEUE`` … for ``moments``)."""
+
+    queue_sum: np.ndarray  # Σ_t Q_n(t+1), measured slots
+    block_sum: np.ndarray  # Σ ΣQ(t+1) per block, every slot
+    block_pooled: np.ndarray  # Σ q(t+1) per block, every slot
+    delay_hist: np.ndarray  # the delay histogram (compiled.histogram)
+    queue_hist: np.ndarray  # the distribution of ΣQ(t+1); the last bin is ≥ its index
+    msg: np.ndarray  # messages by kind, the whole run
+    msg_at_warmup: np.ndarray  # ``msg`` when slot ``warmup`` began
+    diag: np.ndarray  # the policy's diagnostics
+    counters: np.ndarray
+    moments: np.ndarray
+
+
 class LoopState(NamedTuple):
     """What :func:`run_slots` carries from chunk to chunk, and the per-run tables it reads."""
 
+    Q: np.ndarray  # Q_n(t), the queues at the start of the next slot to run
+    A_m: np.ndarray  # A^m(t), the current slot's arrivals at each dispatcher
+    rng: np.ndarray  # the xoshiro256++ state of arrivals and the policies' draws
+    service_stream: np.ndarray  # the SplitMix64 state of Bernoulli service
     work: np.ndarray  # A, Q_prev, last slot chosen, last chooser, S(t) (then the jobs served)
     carry: np.ndarray  # CARRY_* entries
     pool: np.ndarray  # the FIFOs (see new_pool); replaced by grow_pool
@@ -659,7 +711,8 @@ class LoopState(NamedTuple):
     poisson_table: np.ndarray
 
 
-def init_loop_state(Q: np.ndarray, mu: np.ndarray, track_delay: bool, arrival_rate: float,
+def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
+                    mu: np.ndarray, track_delay: bool, arrival_rate: float,
                     dispatcher_p: np.ndarray, split_poisson: bool) -> LoopState:
     """The :class:`LoopState` of a run that starts from queues ``Q`` (NumPy, not compiled:
     it runs once a run, and compiling it cost a cold first run about a second). The
@@ -681,42 +734,50 @@ def init_loop_state(Q: np.ndarray, mu: np.ndarray, track_delay: bool, arrival_ra
         pool, tails, pool_free = new_pool(1, 2)  # never used
     tables = (poisson_tables(arrival_rate * dispatcher_p) if split_poisson
               else (np.zeros(1, np.int64), np.zeros(0)))
-    return LoopState(work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
+    return LoopState(Q, np.zeros(dispatcher_p.size, np.int64), rng, service_stream, work,
+                     carry, pool, tails, pool_free, bernoulli_thresholds(mu),
                      np.cumsum(dispatcher_p), *tables)
 
 
-def _run_slots(
-    mu, service_code, service_trials, serve_other,
-    arrival_code, arrival_rate, arrival_trials, trace, dispatcher_p, batch_split, per_job,
-    draw_other_arrivals, choose, begin_slot, end_slot, has_begin, has_end, ip, fp, ist, fst,
-    t_start, t_stop, slots, warmup, block_length, bound, track_delay, detail, rng,
-    service_stream,
-    Q, A_m, queue_sum, block_sum, block_pooled, delay_hist, queue_hist, msg, msg_at_warmup,
-    diag,
-    counters, moments,
-    work, carry, pool, tails, pool_free, thresholds, cumulative, poisson_offsets,
-    poisson_table,
-):
-    """Run slots [``t_start``, ``t_stop``) of a ``slots``-slot run from the state left by the
-    previous chunk (or :func:`init_loop_state`). Returns the next slot to run; it is below
-    ``t_stop`` when the chunk stopped early: ``carry[CARRY_STATUS]`` says why (the bound or
-    a bad target; the slot of a bad target is returned, left half done), or
-    ``carry[CARRY_FIFO_FULL]`` is set and the caller grows the FIFO pool (:func:`grow_pool`)
-    before the next call."""
+def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
+               begin_slot, end_slot, t_start, t_stop):
+    """Run slots [``t_start``, ``t_stop``) of a ``control.slots``-slot run from the state
+    left by the previous chunk (or :func:`init_loop_state`). Returns the next slot to run;
+    it is below ``t_stop`` when the chunk stopped early: ``carry[CARRY_STATUS]`` says why
+    (the bound or a bad target; the slot of a bad target is returned, left half done), or
+    ``carry[CARRY_FIFO_FULL]`` is set and the caller grows the FIFO pool
+    (:func:`grow_pool`) before the next call.
+
+    ``laws`` (:class:`LoopLaws`), ``policy`` (:class:`LoopPolicy`), ``control``
+    (:class:`LoopControl`), ``acc`` (:class:`LoopAccumulators`) and ``state``
+    (:class:`LoopState`) are named records; ``serve_other`` and ``draw_other_arrivals``
+    are the steps of the laws the loop does not draw itself, ``choose`` and the hooks the
+    policy's adapters (engine.adapter)."""
     # every array is used borrowed (see _borrowed): the originals live in the caller. (One
     # function, not a wrapper that borrows and calls the loop: that compiled ~0.7 s longer.)
-    mu, trace, dispatcher_p = _borrowed(mu), _borrowed(trace), _borrowed(dispatcher_p)
-    ip, fp, ist, fst = _borrowed(ip), _borrowed(fp), _borrowed(ist), _borrowed(fst)
-    rng, service_stream = _borrowed(rng), _borrowed(service_stream)
-    Q, A_m, queue_sum = _borrowed(Q), _borrowed(A_m), _borrowed(queue_sum)
-    block_sum, block_pooled = _borrowed(block_sum), _borrowed(block_pooled)
-    delay_hist, queue_hist = _borrowed(delay_hist), _borrowed(queue_hist)
-    msg, msg_at_warmup, diag = _borrowed(msg), _borrowed(msg_at_warmup), _borrowed(diag)
-    counters, moments, work = _borrowed(counters), _borrowed(moments), _borrowed(work)
-    carry, pool, tails = _borrowed(carry), _borrowed(pool), _borrowed(tails)
-    pool_free, thresholds = _borrowed(pool_free), _borrowed(thresholds)
-    cumulative, poisson_offsets = _borrowed(cumulative), _borrowed(poisson_offsets)
-    poisson_table = _borrowed(poisson_table)
+    mu, trace = _borrowed(laws.mu), _borrowed(laws.trace)
+    dispatcher_p = _borrowed(laws.dispatcher_p)
+    service_code, service_trials = laws.service_code, laws.service_trials
+    arrival_code, arrival_rate = laws.arrival_code, laws.arrival_rate
+    arrival_trials, batch_split, per_job = laws.arrival_trials, laws.batch_split, laws.per_job
+    has_begin, has_end = policy.has_begin, policy.has_end
+    ip, fp = _borrowed(policy.ip), _borrowed(policy.fp)
+    ist, fst = _borrowed(policy.ist), _borrowed(policy.fst)
+    slots, warmup, block_length = control.slots, control.warmup, control.block_length
+    bound, track_delay, detail = control.bound, control.track_delay, control.detail
+    queue_sum, block_sum = _borrowed(acc.queue_sum), _borrowed(acc.block_sum)
+    block_pooled = _borrowed(acc.block_pooled)
+    delay_hist, queue_hist = _borrowed(acc.delay_hist), _borrowed(acc.queue_hist)
+    msg, msg_at_warmup = _borrowed(acc.msg), _borrowed(acc.msg_at_warmup)
+    diag, counters, moments = _borrowed(acc.diag), _borrowed(acc.counters), _borrowed(acc.moments)
+    Q, A_m = _borrowed(state.Q), _borrowed(state.A_m)
+    rng, service_stream = _borrowed(state.rng), _borrowed(state.service_stream)
+    work, carry = _borrowed(state.work), _borrowed(state.carry)
+    pool, tails = _borrowed(state.pool), _borrowed(state.tails)
+    pool_free, thresholds = _borrowed(state.pool_free), _borrowed(state.thresholds)
+    cumulative = _borrowed(state.cumulative)
+    poisson_offsets = _borrowed(state.poisson_offsets)
+    poisson_table = _borrowed(state.poisson_table)
     carry[CARRY_STATUS] = STATUS_RUNNING
     if not (0 <= t_start <= t_stop <= slots):
         return t_start
@@ -791,10 +852,10 @@ def _run_slots(
                 counters[HERDING_SLOTS] += 1
 
         # service, unused service and FIFO departures
-        if service_code == 0 and not track_delay:
+        if service_code == SERVICE_BERNOULLI and not track_delay:
             total_queue, total_service, departures = _serve_bernoulli(
                 Q, A, Q_prev, thresholds, service_stream, record, queue_sum, S)
-        elif service_code == 0:
+        elif service_code == SERVICE_BERNOULLI:
             total_queue, total_service, departures = _serve_bernoulli_fifo(
                 Q, A, Q_prev, thresholds, service_stream, record, queue_sum, S, t, warmup,
                 pool, tails, pool_free, delay_hist, moments)
@@ -841,6 +902,26 @@ def _run_slots(
             return t + 1
     carry[CARRY_POOLED] = pooled
     return t_stop
+
+
+_u64v = types.uint64[::1]
+_i2 = types.int64[:, ::1]
+_f2 = types.float64[:, ::1]
+LOOP_LAWS_TYPE = types.NamedTuple([_fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b],
+                                  LoopLaws)
+LOOP_POLICY_TYPE = types.NamedTuple([_b, _b, _iv, _fv, _i2, _f2], LoopPolicy)
+LOOP_CONTROL_TYPE = types.NamedTuple([_i64, _i64, _i64, _i64, _b, _b], LoopControl)
+LOOP_ACCUMULATORS_TYPE = types.NamedTuple([_iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv],
+                                          LoopAccumulators)
+LOOP_STATE_TYPE = types.NamedTuple(
+    [_iv, _iv, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv], LoopState)
+#: run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
+#: begin_slot, end_slot, t_start, t_stop) -> the next slot to run
+LOOP_SIGNATURE = _i64(
+    LOOP_LAWS_TYPE, LOOP_POLICY_TYPE, LOOP_CONTROL_TYPE, LOOP_ACCUMULATORS_TYPE,
+    LOOP_STATE_TYPE, SERVE_TYPE, ARRIVALS_TYPE, ADAPTER_TYPE, HOOK_ADAPTER_TYPE,
+    HOOK_ADAPTER_TYPE, _i64, _i64,
+)
 
 
 #: one chunk of the slot loop, compiled once for every policy with :data:`LOOP_SIGNATURE`

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from dispatchlab.engine.control import (
     sigint_caught,
 )
 from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, compiled, no_hook
+from dispatchlab.model.service import SERVICE_BERNOULLI
 from dispatchlab.model.system import System
 
 BLOCKS = 1000
@@ -51,10 +53,64 @@ class RawRun:
     def measured_slots(self) -> int:
         return int(self.counters[loop.MEASURED_SLOTS])
 
+    @property
+    def mean_total_queue(self) -> float:
+        """The mean of ΣQ(t+1) over the measured slots (0 when none was)."""
+        return float(self.moments[loop.SUM_TOTAL_QUEUE] / max(self.measured_slots, 1))
+
     def block_means(self) -> np.ndarray:
         """Mean ΣQ of each complete block run (the last block may be partial and is dropped)."""
         complete = self.slots_run // self.block_length
         return self.block_sum[:complete] / self.block_length
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The loop's counters and moments summed over runs, by name (see the ``counters`` and
+    ``moments`` layouts of :mod:`dispatchlab.engine.loop`). Counts are over the measured
+    window unless they say otherwise; the sums are NaN when no slot was measured."""
+
+    arrivals: int  # every slot
+    arrivals_measured: int
+    departures: int  # every slot
+    dispatch_events: int  # every slot
+    dispatch_events_measured: int
+    herding_slots: int  # slots in which two dispatchers chose one server
+    invariant_violations: int  # slots with ΣQ < q, every slot
+    measured_slots: int
+    sum_total_queue: float  # Σ ΣQ(t+1)
+    sum_total_queue_sq: float  # Σ ΣQ(t+1)²
+    sum_pooled: float  # Σ q(t+1), the pooled queue
+    sum_queue_unused: float  # Σ ΣQ(t+1)·ΣU(t)
+    sum_imbalance_l1: float  # Σ_t Σ_n |Q_n − ΣQ/N|
+    sum_imbalance_l2: float  # Σ_t ‖Q − ΣQ/N‖₂
+    sum_delay: float  # Σ of the measured jobs' delays
+    sum_unused: float  # Σ ΣU(t)
+
+    @classmethod
+    def of(cls, runs: list[RawRun]) -> Totals:
+        counters = sum(run.counters for run in runs)
+        moments = sum(run.moments for run in runs)
+        if counters[loop.MEASURED_SLOTS] == 0:  # stopped before the warm-up ended
+            moments = moments * math.nan
+        return cls(
+            arrivals=int(counters[loop.ARRIVALS]),
+            arrivals_measured=int(counters[loop.ARRIVALS_MEASURED]),
+            departures=int(counters[loop.DEPARTURES]),
+            dispatch_events=int(counters[loop.DISPATCH_EVENTS]),
+            dispatch_events_measured=int(counters[loop.DISPATCH_EVENTS_MEASURED]),
+            herding_slots=int(counters[loop.HERDING_SLOTS]),
+            invariant_violations=int(counters[loop.INVARIANT_VIOLATIONS]),
+            measured_slots=int(counters[loop.MEASURED_SLOTS]),
+            sum_total_queue=float(moments[loop.SUM_TOTAL_QUEUE]),
+            sum_total_queue_sq=float(moments[loop.SUM_TOTAL_QUEUE_SQ]),
+            sum_pooled=float(moments[loop.SUM_POOLED]),
+            sum_queue_unused=float(moments[loop.SUM_QU]),
+            sum_imbalance_l1=float(moments[loop.SUM_DQI1]),
+            sum_imbalance_l2=float(moments[loop.SUM_DQI2]),
+            sum_delay=float(moments[loop.SUM_DELAY]),
+            sum_unused=float(moments[loop.SUM_UNUSED]),
+        )
 
 
 def default_bound(system: System) -> int:
@@ -66,10 +122,19 @@ def loop_steps(system: System) -> tuple[Any, Any]:
     """The slot loop's service and arrival steps for ``system`` (not yet compiled): the
     other laws' service step or the Bernoulli stub, the other arrivals' step or the stub of
     split-Poisson runs (see loop.needs_other_arrivals)."""
-    serve = loop.serve_other_law if system.service.code != 0 else loop.bernoulli_only
+    bernoulli = system.service.code == SERVICE_BERNOULLI
+    serve = loop.bernoulli_only if bernoulli else loop.serve_other_law
     split_poisson = not loop.needs_other_arrivals(system.arrivals.code, system.dispatchers,
                                                   system.split == "batch")
     return serve, loop.split_poisson_only if split_poisson else loop.other_arrivals
+
+
+def loop_laws(system: System, trace: np.ndarray) -> loop.LoopLaws:
+    """The model as the slot loop reads it; ``trace``: the arrival trace as int64 (else one 0)."""
+    return loop.LoopLaws(system.mu, system.service.code, system.service.trials,
+                         system.arrivals.code, float(system.arrival_rate),
+                         system.arrivals.trials, trace, system.weights,
+                         system.split == "batch", system.dispatch == "per_job")
 
 
 def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
@@ -93,7 +158,6 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     initial_total = int(queues.sum())
     trace = (system.arrivals.trace if system.arrivals.trace is not None
              else np.zeros(1, np.int64)).astype(np.int64)
-    ip, fp, ist, fst = kernel.memory()
     out = RawRun(
         slots=slots, slots_run=0, warmup=warmup, block_length=block_length, bound=bound,
         block_sum=np.zeros(blocks), block_pooled=np.zeros(blocks),
@@ -104,14 +168,20 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         diag=np.zeros(max(1, kernel.n_diagnostics)), counters=np.zeros(loop.N_COUNTERS, np.int64),
         moments=np.zeros(loop.N_MOMENTS), final_queues=queues, seconds=0.0,
     )
-    messages_at_warmup = np.zeros_like(out.messages)
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)
-    dispatcher_arrivals = np.zeros(m, np.int64)
     serve_step, arrival_step = loop_steps(system)
-    state = loop.init_loop_state(queues, system.mu, track_delay, float(system.arrival_rate),
-                                 system.weights, arrival_step is loop.split_poisson_only)
+    state = loop.init_loop_state(queues, rng, service_stream, system.mu, track_delay,
+                                 float(system.arrival_rate), system.weights,
+                                 arrival_step is loop.split_poisson_only)
     carry = state.carry
+    laws = loop_laws(system, trace)
+    memory = loop.LoopPolicy(kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
+                             *kernel.memory())
+    control = loop.LoopControl(slots, warmup, block_length, bound, track_delay, detail)
+    accumulators = loop.LoopAccumulators(
+        out.queue_sum, out.block_sum, out.block_pooled, out.delay_hist, out.queue_hist,
+        out.messages, np.zeros_like(out.messages), out.diag, out.counters, out.moments)
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer(n + m + (float(system.arrival_rate) if per_job else 0.0))
     progress = current_progress()
@@ -127,19 +197,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         while t < slots:
             chunk_start = time.perf_counter()
             t_before = t
-            t = int(run_slots(
-                system.mu, system.service.code, system.service.trials, serve_other,
-                system.arrivals.code, float(system.arrival_rate), system.arrivals.trials,
-                trace, system.weights, system.split == "batch", per_job, other_arrivals,
-                choose, begin_slot, end_slot,
-                kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
-                ip, fp, ist, fst,
-                t, min(slots, t + (chunk or sizer.size)), slots, warmup,
-                block_length, bound, track_delay, detail, rng, service_stream,
-                queues, dispatcher_arrivals, out.queue_sum, out.block_sum, out.block_pooled,
-                out.delay_hist, out.queue_hist, out.messages, messages_at_warmup, out.diag,
-                out.counters, out.moments, *state,
-            ))
+            t = int(run_slots(laws, memory, control, accumulators, state, serve_other,
+                              other_arrivals, choose, begin_slot, end_slot,
+                              t, min(slots, t + (chunk or sizer.size))))
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
             status = carry[loop.CARRY_STATUS]
             if status == loop.STATUS_BAD_TARGET:
@@ -161,7 +221,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     out.slots_run = t
     if progress is not None:
         progress.finish_run(slots)
-    out.messages -= messages_at_warmup
+    out.messages -= accumulators.msg_at_warmup
     check_invariants(out, initial_total, policy)
     return out
 

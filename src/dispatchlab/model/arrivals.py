@@ -13,8 +13,13 @@ from dispatchlab.core.paths import guarded_io, require_readable_file
 from dispatchlab.model.limits import MAX_JOBS_PER_SLOT, check_arrival_rate, check_trace_counts
 from dispatchlab.model.values import as_int, as_text
 
-# Codes understood by the compiled slot loop.
-ARRIVAL_LAWS = ("poisson", "bernoulli", "binomial", "deterministic", "trace")
+# the law's code in the compiled slot loop, by name (the loop compares with the constants)
+ARRIVAL_POISSON, ARRIVAL_BERNOULLI, ARRIVAL_BINOMIAL, ARRIVAL_DETERMINISTIC = 0, 1, 2, 3
+ARRIVAL_TRACE = 4
+ARRIVAL_CODES = {"poisson": ARRIVAL_POISSON, "bernoulli": ARRIVAL_BERNOULLI,
+                 "binomial": ARRIVAL_BINOMIAL, "deterministic": ARRIVAL_DETERMINISTIC,
+                 "trace": ARRIVAL_TRACE}
+ARRIVAL_LAWS = tuple(ARRIVAL_CODES)
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,8 @@ class ArrivalProcess:
 
     @property
     def code(self) -> int:
-        return ARRIVAL_LAWS.index(self.law)
+        """The law's code in the compiled slot loop (``ARRIVAL_CODES``)."""
+        return ARRIVAL_CODES[self.law]
 
     @property
     def variance(self) -> float:

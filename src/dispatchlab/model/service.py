@@ -11,14 +11,13 @@ from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.limits import MAX_JOBS_PER_SLOT, MAX_SERVERS, check_rates
 from dispatchlab.model.values import as_int, as_numbers, as_text
 
-# Codes understood by the compiled slot loop.
-SERVICE_BERNOULLI = 0
-SERVICE_BINOMIAL = 1
-SERVICE_POISSON = 2
-SERVICE_GEOMETRIC = 3
+# the law's code in the compiled slot loop, by name (the loop compares with the constants)
+SERVICE_BERNOULLI, SERVICE_BINOMIAL, SERVICE_POISSON, SERVICE_GEOMETRIC = 0, 1, 2, 3
 SERVICE_DETERMINISTIC = 4
-
-SERVICE_LAWS = ("bernoulli", "binomial", "poisson", "geometric", "deterministic")
+SERVICE_CODES = {"bernoulli": SERVICE_BERNOULLI, "binomial": SERVICE_BINOMIAL,
+                 "poisson": SERVICE_POISSON, "geometric": SERVICE_GEOMETRIC,
+                 "deterministic": SERVICE_DETERMINISTIC}
+SERVICE_LAWS = tuple(SERVICE_CODES)
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,8 @@ class ServiceLaw:
 
     @property
     def code(self) -> int:
-        return SERVICE_LAWS.index(self.kind)
+        """The law's code in the compiled slot loop (``SERVICE_CODES``)."""
+        return SERVICE_CODES[self.kind]
 
     def validate_rates(self, rates: np.ndarray) -> None:
         """Check that every μ_n is admissible for this law."""

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.engine.interface import Kernel
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
 from dispatchlab.model.limits import check_run_jobs
 from dispatchlab.model.system import System
@@ -103,6 +104,7 @@ class Replication:
     bound: int
     track_delay: bool
     detail: bool
+    kernel: Kernel | None = field(default=None, compare=False, repr=False)
 
     def seed_sequence(self, index: int | None) -> np.random.SeedSequence:
         """Replication ``index``'s seed: ``SeedSequence(seed).spawn(R)[index]``, and the root
@@ -111,9 +113,16 @@ class Replication:
             return np.random.SeedSequence(self.seed)
         return np.random.SeedSequence(self.seed, spawn_key=(index,))
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a worker builds the kernel again: its compiled functions need not pickle
+        return {**self.__dict__, "kernel": None}
+
     def run(self, index: int | None) -> RawRun:
+        """Replication ``index`` (see :meth:`seed_sequence`), on the plan's kernel when this
+        process built it (``Kernel.memory()`` gives every run fresh memory arrays)."""
         try:
-            return run_once(self.system, self.policy.kernel(self.system), slots=self.slots,
+            kernel = self.policy.kernel(self.system) if self.kernel is None else self.kernel
+            return run_once(self.system, kernel, slots=self.slots,
                             warmup=self.warmup, seed=self.seed_sequence(index),
                             bound=self.bound, track_delay=self.track_delay,
                             detail=self.detail, policy=self.policy.name)

@@ -9,9 +9,8 @@ from dataclasses import replace
 import numpy as np
 
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.engine import loop
 from dispatchlab.engine.interface import MESSAGE_KINDS
-from dispatchlab.engine.raw import RawRun
+from dispatchlab.engine.raw import RawRun, Totals
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
 from dispatchlab.simulation.result import Result
@@ -47,8 +46,7 @@ def _total_queue_estimate(run: RawRun, warmup_method: str,
         first += mser5_truncation(blocks[first:])
     measured = blocks[first:]
     if warmup_method == "fraction":
-        mean = run.moments[loop.SUM_TOTAL_QUEUE] / max(run.measured_slots, 1)
-        estimate, warmup = batch_means(measured).shifted(float(mean)), run.warmup
+        estimate, warmup = batch_means(measured).shifted(run.mean_total_queue), run.warmup
     else:
         estimate, warmup = batch_means(measured), first * run.block_length
     if rates is not None and run.measured_slots > 0:
@@ -181,19 +179,16 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     tau_blocks = [e.autocorrelation_time for e in estimates if math.isfinite(
         e.autocorrelation_time)]
 
-    counters = sum(run.counters for run in runs)
-    moments = sum(run.moments for run in runs)
-    if counters[loop.MEASURED_SLOTS] == 0:  # stopped before the warm-up ended
-        moments = moments * math.nan
-    measured = max(int(counters[loop.MEASURED_SLOTS]), 1)
-    arrivals = max(int(counters[loop.ARRIVALS_MEASURED]), 1)
-    dispatches = max(int(counters[loop.DISPATCH_EVENTS_MEASURED]), 1)
+    totals = Totals.of(runs)
+    measured = max(totals.measured_slots, 1)
+    arrivals = max(totals.arrivals_measured, 1)
+    dispatches = max(totals.dispatch_events_measured, 1)
     messages = sum(run.messages for run in runs)
     hist = sum(run.delay_hist for run in runs)
     delayed = int(hist.sum())
     p50, p90, p99, p999 = delay_quantiles(hist, (0.5, 0.9, 0.99, 0.999))
     unstable = worst.verdict == "unstable"
-    window = counters[loop.MEASURED_SLOTS] > 0
+    window = totals.measured_slots > 0
     nan = math.nan
 
     def stable_only(value: float) -> float:
@@ -210,10 +205,10 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         ci_low=stable_only(estimate.ci_low), ci_high=stable_only(estimate.ci_high),
         ci_method=estimate.method,
         mean_queues=[stable_only(x) for x in sum(run.queue_sum for run in runs) / measured],
-        mean_pooled_queue=float(moments[loop.SUM_POOLED] / measured),
-        invariant_violations=int(counters[loop.INVARIANT_VIOLATIONS]),
+        mean_pooled_queue=totals.sum_pooled / measured,
+        invariant_violations=totals.invariant_violations,
         mean_delay=stable_only(estimate.mean / system.arrival_rate),
-        mean_delay_measured=stable_only(moments[loop.SUM_DELAY] / delayed if delayed else nan),
+        mean_delay_measured=stable_only(totals.sum_delay / delayed if delayed else nan),
         delay_p50=stable_only(p50), delay_p90=stable_only(p90), delay_p99=stable_only(p99),
         delay_p999=stable_only(p999),
         messages_per_arrival=float(messages.sum() / arrivals) if window else nan,
@@ -224,16 +219,16 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         lower_bound_total_queue=lower_bound_total_queue(system),
         heavy_traffic_limit=heavy_traffic_limit(system),
         epsilon_total_queue=stable_only(system.epsilon * estimate.mean),
-        idle_while_busy=float(moments[loop.SUM_QU] / measured),
-        queue_imbalance_l1=stable_only(moments[loop.SUM_DQI1] / measured),
-        queue_imbalance_l2=stable_only(moments[loop.SUM_DQI2] / measured),
-        herding_fraction=float(counters[loop.HERDING_SLOTS] / measured) if window else nan,
-        arrival_rate_measured=float(counters[loop.ARRIVALS_MEASURED] / measured) if window
+        idle_while_busy=totals.sum_queue_unused / measured,
+        queue_imbalance_l1=stable_only(totals.sum_imbalance_l1 / measured),
+        queue_imbalance_l2=stable_only(totals.sum_imbalance_l2 / measured),
+        herding_fraction=totals.herding_slots / measured if window else nan,
+        arrival_rate_measured=totals.arrivals_measured / measured if window
         else nan,
-        jobs_arrived=int(counters[loop.ARRIVALS]),
-        jobs_departed=int(counters[loop.DEPARTURES]),
+        jobs_arrived=totals.arrivals,
+        jobs_departed=totals.departures,
         jobs_in_system=int(sum(run.final_queues.sum() for run in runs)),
-        mean_completion_time=stable_only(moments[loop.SUM_DELAY] / delayed + 1 if delayed
+        mean_completion_time=stable_only(totals.sum_delay / delayed + 1 if delayed
                                          else nan),
         total_queue_distribution=[] if unstable else _distribution(
             sum(run.queue_hist for run in runs)),

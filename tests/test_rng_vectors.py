@@ -2,14 +2,15 @@
 
 The compiled generators are checked two ways:
 
-(a) against an independent pure-Python implementation written here from the published
-    algorithms: xoshiro256++ and SplitMix64 (Blackman & Vigna, "Scrambled linear
-    pseudorandom number generators", and their reference C code), SplittableRandom's
-    ``mixGamma`` (Steele, Lea & Flood, "Fast splittable pseudorandom number generators"),
-    NumPy's ``SeedSequence`` (O'Neill's ``seed_seq_fe`` hash as NumPy implements it), and
-    the samplers as ``compiled/rng.py`` documents them (53-bit uniform, Lemire's
-    multiply-shift, inversion and Hörmann's PTRS for Poisson, …); the Python reference
-    itself is first pinned to the outputs the algorithms' authors publish;
+(a) against an independent pure-Python implementation (``tests/naive.py``) written from
+    the published algorithms: xoshiro256++ and SplitMix64 (Blackman & Vigna, "Scrambled
+    linear pseudorandom number generators", and their reference C code),
+    SplittableRandom's ``mixGamma`` (Steele, Lea & Flood, "Fast splittable pseudorandom
+    number generators"), NumPy's ``SeedSequence`` (O'Neill's ``seed_seq_fe`` hash as NumPy
+    implements it), and the samplers as ``compiled/rng.py`` documents them (53-bit
+    uniform, Lemire's multiply-shift, inversion and Hörmann's PTRS for Poisson, …); the
+    Python reference itself is first pinned to the outputs the algorithms' authors
+    publish;
 (b) against committed vectors: the first outputs for fixed seeds, written below as
     literals. A change that alters them changes every simulation's draws: the fingerprint
     (``tests/test_fingerprint.py``) changes with it, and both are rewritten on purpose.
@@ -17,202 +18,20 @@ The compiled generators are checked two ways:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 from dispatchlab.compiled import rng
-
-MASK32 = (1 << 32) - 1
-MASK64 = (1 << 64) - 1
-GOLDEN_GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment in the reference code
-
-
-# -- the independent reference ---------------------------------------------------------------
-
-
-def rotl(x: int, k: int) -> int:
-    return ((x << k) | (x >> (64 - k))) & MASK64
-
-
-class Xoshiro256PlusPlus:
-    """xoshiro256++ as in Blackman & Vigna's reference ``xoshiro256plusplus.c``."""
-
-    def __init__(self, state) -> None:
-        self.s = [int(word) for word in state]
-
-    def next(self) -> int:
-        s = self.s
-        result = (rotl((s[0] + s[3]) & MASK64, 23) + s[0]) & MASK64
-        t = (s[1] << 17) & MASK64
-        s[2] ^= s[0]
-        s[3] ^= s[1]
-        s[1] ^= s[2]
-        s[0] ^= s[3]
-        s[2] ^= t
-        s[3] = rotl(s[3], 45)
-        return result
-
-    # the samplers, as compiled/rng.py defines them on the 64-bit outputs
-
-    def uniform(self) -> float:
-        return (self.next() >> 11) * 2.0**-53
-
-    def randint(self, n: int) -> int:
-        return ((self.next() >> 32) * n) >> 32
-
-    def bernoulli(self, p: float) -> int:
-        return 1 if self.uniform() < p else 0
-
-    def poisson(self, lam: float) -> int:
-        if lam <= 0.0:
-            return 0
-        if lam < 10.0:  # multiplication of uniforms until the product falls to e^−λ
-            limit = math.exp(-lam)
-            k = 0
-            p = self.uniform()
-            while p > limit:
-                p *= self.uniform()
-                k += 1
-            return k
-        # Hörmann (1993), "The transformed rejection method for generating Poisson random
-        # variables", algorithm PTRS
-        loglam = math.log(lam)
-        b = 0.931 + 2.53 * math.sqrt(lam)
-        a = -0.059 + 0.02483 * b
-        invalpha = 1.1239 + 1.1328 / (b - 3.4)
-        vr = 0.9277 - 3.6224 / (b - 2.0)
-        while True:
-            u = self.uniform() - 0.5
-            v = self.uniform()
-            us = 0.5 - abs(u)
-            k = math.floor((2.0 * a / us + b) * u + lam + 0.43)
-            if us >= 0.07 and v <= vr:
-                return k
-            if k < 0 or (us < 0.013 and v > us):
-                continue
-            if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= (
-                    -lam + k * loglam - math.lgamma(k + 1.0)):
-                return k
-
-    def geometric0(self, mean: float) -> int:
-        if mean <= 0.0:
-            return 0
-        q = mean / (1.0 + mean)
-        return math.floor(math.log(1.0 - self.uniform()) / math.log(q))
-
-    def binomial(self, trials: int, p: float) -> int:
-        if trials <= 0 or p <= 0.0:
-            return 0
-        if p >= 1.0:
-            return trials
-        flip = p > 0.5
-        q = 1.0 - p if flip else p
-        if trials * q < 30.0:  # inversion from 0
-            ratio = q / (1.0 - q)
-            prob = math.exp(trials * math.log1p(-q))
-            u = self.uniform()
-            k = 0
-            while u > prob and k < trials:
-                u -= prob
-                prob *= ratio * (trials - k) / (k + 1.0)
-                k += 1
-            result = k
-        else:  # geometric gaps between successes
-            log_fail = math.log1p(-q)
-            position = result = -1
-            while position < trials:
-                result += 1
-                position += 1 + math.floor(math.log(1.0 - self.uniform()) / log_fail)
-            result = min(result, trials)
-        return trials - result if flip else result
-
-
-def splitmix64_mix(z: int) -> int:
-    """SplitMix64's output function (Stafford's Mix13), reference ``splitmix64.c``."""
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-    return z ^ (z >> 31)
-
-
-def splitmix64_outputs(seed: int, count: int, gamma: int = GOLDEN_GAMMA) -> list[int]:
-    """The reference generator: x += γ, then the output mix of x."""
-    x, out = seed, []
-    for _ in range(count):
-        x = (x + gamma) & MASK64
-        out.append(splitmix64_mix(x))
-    return out
-
-
-def mix_gamma(z: int) -> int:
-    """``java.util.SplittableRandom.mixGamma``: an odd increment with enough bit transitions."""
-    z = ((z ^ (z >> 33)) * 0xFF51AFD7ED558CCD) & MASK64
-    z = ((z ^ (z >> 33)) * 0xC4CEB9FE1A85EC53) & MASK64
-    z = (z ^ (z >> 33)) | 1
-    return z ^ 0xAAAAAAAAAAAAAAAA if bin(z ^ (z >> 1)).count("1") < 24 else z
-
-
-def seed_sequence_words(entropy: int, spawn_key: tuple[int, ...] = (), count: int = 4) -> list[int]:
-    """``numpy.random.SeedSequence(entropy, spawn_key=…).generate_state(count, uint64)``
-    in pure Python: the entropy and spawn key as little-endian 32-bit words, hashed into a
-    pool of 4 words, which then generates 32-bit words paired (low, high) into 64."""
-    init_a, mult_a, init_b, mult_b = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
-    mix_l, mix_r, shift, pool_size = 0xCA01F9DD, 0x4973F715, 16, 4
-
-    def words32(n: int) -> list[int]:
-        out = [n & MASK32]
-        while n >> 32:
-            n >>= 32
-            out.append(n & MASK32)
-        return out
-
-    words = words32(entropy)
-    key = [w for k in spawn_key for w in words32(k)]
-    if key and len(words) < pool_size:
-        words += [0] * (pool_size - len(words))
-    words += key
-    hash_const = init_a
-
-    def hashmix(value: int) -> int:
-        nonlocal hash_const
-        value = (value ^ hash_const) & MASK32
-        hash_const = (hash_const * mult_a) & MASK32
-        value = (value * hash_const) & MASK32
-        return value ^ (value >> shift)
-
-    def mix(x: int, y: int) -> int:
-        result = (mix_l * x - mix_r * y) & MASK32
-        return result ^ (result >> shift)
-
-    pool = [hashmix(words[i] if i < len(words) else 0) for i in range(pool_size)]
-    for src in range(pool_size):
-        for dst in range(pool_size):
-            if src != dst:
-                pool[dst] = mix(pool[dst], hashmix(pool[src]))
-    for src in range(pool_size, len(words)):
-        for dst in range(pool_size):
-            pool[dst] = mix(pool[dst], hashmix(words[src]))
-    out32 = []
-    hash_b = init_b
-    for i in range(2 * count):
-        value = pool[i % pool_size] ^ hash_b
-        hash_b = (hash_b * mult_b) & MASK32
-        value = (value * hash_b) & MASK32
-        out32.append(value ^ (value >> shift))
-    return [out32[2 * i] | (out32[2 * i + 1] << 32) for i in range(count)]
-
-
-def reference_rng_state(entropy: int, spawn_key: tuple[int, ...] = ()) -> list[int]:
-    """What make_rng_state does: SeedSequence words 0–3 (all zero is replaced by s₀ = 1)."""
-    state = seed_sequence_words(entropy, spawn_key, 4)
-    return state if any(state) else [1, 0, 0, 0]
-
-
-def reference_service_stream(entropy: int, spawn_key: tuple[int, ...] = ()) -> list[int]:
-    """What make_service_stream does: (word 4, mixGamma(word 5)) of the same sequence."""
-    words = seed_sequence_words(entropy, spawn_key, 6)
-    return [words[4], mix_gamma(words[5])]
+from naive import (
+    GOLDEN_GAMMA,
+    MASK64,
+    Xoshiro256PlusPlus,
+    mix_gamma,
+    reference_rng_state,
+    reference_service_stream,
+    seed_sequence_words,
+    splitmix64_outputs,
+)
 
 
 def compiled_state(words) -> np.ndarray:

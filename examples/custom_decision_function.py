@@ -1,7 +1,7 @@
 """A new framework-Π policy in a few lines: write a decision function, register it, use it.
 
 The decision below alternates the cycle's slots between the shortest and the second
-shortest scaled queue: a_{N−1} = a_N = 1/2 (THEORY.md §4.3). Eq. (3) then gives
+shortest scaled queue: a_{N−1} = a_N = 1/2 (docs/model.md#pi-fractions). Eq. (3) then gives
 λ̄ = min(2·Σ_{i≤N−1} μ_(i), μ_Σ): throughput optimal unless the fastest server carries
 more than half of the total rate.
 

@@ -16,7 +16,7 @@ estimates Q̃^m and the service rates μ. Decorate it with ``strategy_function``
   ``examples/`` on PYTHONPATH; checked by Monte Carlo).
 
 The rule below — a *uniform* choice among the servers whose estimate is below the
-plain average — is the counter-example of THEORY.md §2.3: tilted for homogeneous
+plain average — is the counter-example of docs/model.md#led-strategies: tilted for homogeneous
 servers, not tilted for μ = (8, 1, 1), which is why L-JBA weights its choice by μ.
 
 Run: ``.venv/bin/python examples/custom_led_strategy.py``

@@ -1,8 +1,8 @@
 """The conformance suite: every registered policy, on small random systems, must keep the
-model's invariants (THEORY.md §1, §5). The checks live in :mod:`dispatchlab.testing.conformance`
-(``check_policy``), which users run on their own policies; policies are discovered at
-collection time, so a policy registered by a new module is tested here without touching
-this file."""
+model's invariants (docs/model.md#queue-dynamics, docs/model.md#lower-bound). The checks live in
+:mod:`dispatchlab.testing.conformance` (``check_policy``), which users run on their own policies;
+policies are discovered at collection time, so a policy registered by a new module is tested here
+without touching this file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Framework Π policies (THEORY.md §4.2, §4.8): agreement with the classical policies,
+"""Framework Π policies (docs/model.md#pi-components,
+docs/model.md#pi-members): agreement with the classical policies,
 periodic reads and their messages, the predicted stability threshold in simulation,
 custom decision functions."""
 

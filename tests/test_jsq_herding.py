@@ -1,4 +1,4 @@
-"""JSQ/JSED herding options (THEORY.md §2.7 "Fig. 1 revisited"): tie rule, lag, water-filling."""
+"""JSQ/JSED herding options (docs/model.md#herding): tie rule, lag, water-filling."""
 
 from __future__ import annotations
 

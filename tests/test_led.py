@@ -1,4 +1,5 @@
-"""The LED policy (THEORY.md §2): reductions, messages, options, validation, qualitative claims."""
+"""The LED policy (docs/model.md#led): reductions, messages, options, validation, qualitative
+claims."""
 
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ JBA_STATES = [
 @pytest.mark.parametrize("values, rates", JBA_STATES)
 def test_jba_by_sum_has_the_exact_law(values, rates):
     """χ² of both L-JBA picks (rejection sampling with the kept sum, and the scan) against
-    the exact law of THEORY.md §2.3 (JBAStrategy.exact_probabilities)."""
+    the exact law of docs/model.md#led-strategies (JBAStrategy.exact_probabilities)."""
     estimates = np.array(values, np.int64)
     mu = np.array(rates)
     order = np.argsort(estimates, kind="stable")

@@ -1,4 +1,5 @@
-"""LSQ learn-on-send and the unit of LED's message budget (THEORY.md §2.7, §7.12)."""
+"""LSQ learn-on-send and the unit of LED's message budget (docs/model.md#herding,
+docs/model.md#lsq)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The model (THEORY.md §1.4–1.6): parsing, validation, the laws' moments and the samplers."""
+"""The model (docs/model.md#arrivals, docs/model.md#service): parsing, validation, the laws' moments
+and the samplers."""
 
 from __future__ import annotations
 

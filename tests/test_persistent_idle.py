@@ -1,4 +1,4 @@
-"""Persistent-Idle as published and PI-Split (THEORY.md §7.9, corrected reading)."""
+"""Persistent-Idle as published and PI-Split (docs/model.md#persistent-idle)."""
 
 from __future__ import annotations
 

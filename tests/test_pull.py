@@ -1,4 +1,5 @@
-"""Pull-based policies: JBT-r memory, JIQ, persistent-idle, JID, SUJSQ/AUJSQ (THEORY.md §3, §7)."""
+"""Pull-based policies: JBT-r memory, JIQ, persistent-idle, JID, SUJSQ/AUJSQ (docs/model.md#jbt,
+docs/model.md#baselines)."""
 
 from __future__ import annotations
 

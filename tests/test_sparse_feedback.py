@@ -1,4 +1,4 @@
-"""SUJSQ / AUJSQ (THEORY.md §7.13): the shared-report implementation against the definition.
+"""SUJSQ / AUJSQ (docs/model.md#sujsq): the shared-report implementation against the definition.
 
 The policy keeps one row of reports, a per-dispatcher list of servers sent to since their
 last report and one shared min tree; the reference below keeps the M × N estimates

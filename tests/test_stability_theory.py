@@ -1,4 +1,5 @@
-"""Stability theory of framework Π (THEORY.md §4.3–4.6, §6.4) and `dispatchlab check stability`."""
+"""Stability theory of framework Π (docs/model.md#pi-stability,
+docs/model.md#stability-thresholds) and `dispatchlab check stability`."""
 
 from __future__ import annotations
 

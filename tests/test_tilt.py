@@ -1,4 +1,5 @@
-"""Dispatching preference Δ, tilt, δ-tilt and p of Eq. (5) (THEORY.md §2.2–2.4)."""
+"""Dispatching preference Δ, tilt, δ-tilt and p of Eq. (5) (docs/model.md#led-tilt,
+docs/model.md#led-updates)."""
 
 from __future__ import annotations
 

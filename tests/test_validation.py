@@ -1,4 +1,5 @@
-"""Simulation against the closed forms of THEORY.md §5–§6 (and refsim's reference values).
+"""Simulation against the closed forms of docs/model.md#closed-forms (and refsim's reference
+values).
 
 Each comparison asserts that the exact value lies in the CI reported by ``simulate``
 (widened by ``conftest.CI_WIDEN``) *and* that the CI is narrow enough to have power.

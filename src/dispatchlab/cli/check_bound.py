@@ -1,5 +1,5 @@
 """``dispatchlab check bound``: the heavy-traffic reference values of a system, without
-simulating (THEORY.md §5, §6.2)."""
+simulating (docs/model.md#lower-bound, docs/model.md#random-routing)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``dispatchlab check coverage``: the measured coverage of the default 95 % CI on systems
-whose mean is known exactly (THEORY.md §6; docs/statistics.md)."""
+whose mean is known exactly (docs/model.md#closed-forms; docs/statistics.md)."""
 
 from __future__ import annotations
 

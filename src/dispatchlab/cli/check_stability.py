@@ -83,7 +83,8 @@ def stability_command(
     json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """λ̄ of Eq. (3), ρ̄ = λ̄/μ_Σ, the bottleneck and throughput optimality of a Π policy
-    (THEORY.md §4.3–4.6, §6.4), computed from its dispatch fractions without simulating."""
+    ([Π] Eq. (3); docs/model.md#pi-stability, docs/model.md#stability-thresholds), computed from its
+    dispatch fractions without simulating."""
     from dispatchlab.specs.run import parse_assignments
 
     data, region = stability_report(policy, parse_assignments(set_), servers, load)

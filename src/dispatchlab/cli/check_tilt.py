@@ -72,7 +72,7 @@ def tilt_command(
     json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Search estimate vectors for the worst dispatching preference Δ and print the verdict:
-    tilted, δ-tilted and δ (THEORY.md §2.2–2.3)."""
+    tilted, δ-tilted and δ (docs/model.md#led-tilt)."""
     import numpy as np
 
     from dispatchlab.model.service import parse_rates
@@ -107,7 +107,7 @@ def tilt_command(
     console.print(f"tilted: {'yes' if report.tilted else 'no'}   partial sums ≥ 0: "
                   f"{'yes' if report.partial_sums_hold else 'no'}   δ-tilted: "
                   f"{'yes' if report.delta_tilted else 'no'}   δ = {number(report.delta)}"
-                  + (f"   (THEORY.md §2.3: {number(report.delta_theory)})"
+                  + (f"   (δ quoted by [LED]: {number(report.delta_theory)})"
                      if report.delta_theory is not None else ""))
     for note in report.notes:
         console.print(f"note: {note}")

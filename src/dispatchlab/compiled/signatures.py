@@ -1,6 +1,7 @@
 """Compiled signatures shared by a plug-in family and the theory that checks it.
 
-:data:`STRATEGY_SIGNATURE` is the signature of an LED dispatching strategy (THEORY.md §2.3)::
+:data:`STRATEGY_SIGNATURE` is the signature of an LED dispatching strategy
+(docs/model.md#led-strategies)::
 
     strategy(estimates, mu, rng, params, scratch) -> server
 

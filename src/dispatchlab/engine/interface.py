@@ -40,7 +40,7 @@ so its rules never index these arrays with bare constants.
 
 ``begin_slot`` runs before the slot's arrivals, ``choose`` once per dispatcher with
 arrivals (per job in per-job mode), ``end_slot`` in the end-of-slot update phase
-(THEORY.md §1.2). A policy without a hook leaves it :func:`no_hook`: the loop then skips
+(docs/model.md#slot-order). A policy without a hook leaves it :func:`no_hook`: the loop then skips
 the call.
 
 Why ``choose`` gets no :class:`Step`: the fields of the tuples are passed one by one (7

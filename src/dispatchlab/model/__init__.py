@@ -1,4 +1,4 @@
-"""The model: arrival process, service laws and the system (THEORY.md §1)."""
+"""The model: arrival process, service laws and the system (docs/model.md#slotted-model)."""
 
 from dispatchlab.model.arrivals import ArrivalProcess, arrival_process, parse_arrival_law
 from dispatchlab.model.service import SERVICE_LAWS, ServiceLaw, parse_rates

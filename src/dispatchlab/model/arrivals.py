@@ -1,4 +1,4 @@
-"""The total arrival process A_Σ(t) (THEORY.md §1.4)."""
+"""The total arrival process A_Σ(t) (docs/model.md#arrivals)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Service laws S_n(t) per server and the parsing of heterogeneous rate lists (THEORY.md §1.5)."""
+"""Service laws S_n(t) per server and the parsing of heterogeneous rate lists
+(docs/model.md#service)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The system: N servers, M dispatchers and the arrival process (THEORY.md §1)."""
+"""The system: N servers, M dispatchers and the arrival process (docs/model.md#slotted-model)."""
 
 from __future__ import annotations
 

@@ -162,8 +162,8 @@ class Policy(metaclass=_FrozenAfterInit):
         raise NotImplementedError
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions | None:
-        """a_l(η), the induced dispatch fractions of THEORY.md §4.3 on rates μ, for a member
-        of framework Π; None (the default) when the Π stability theory does not apply."""
+        """a_l(η), the induced dispatch fractions of docs/model.md#pi-fractions on rates μ, for a
+        member of framework Π; None (the default) when the Π stability theory does not apply."""
         return None
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Classical dispatching policies on true queue lengths (THEORY.md §7.1–7.7).
+"""Classical dispatching policies on true queue lengths (docs/model.md#classical).
 
 Every dispatcher acts on the slot-start state Q(t) with its own randomness; ties
 are broken uniformly (JSQ and JSED also offer the herding options of
@@ -390,7 +390,7 @@ class JoinShortestQueue(_HerdingOptions):
                "Herding options: ties, lag, fill (water-filling).")
     theory = ("Throughput and heavy-traffic delay optimal with one dispatcher (ε·E[ΣQ] → ζ/2, "
               "[ES12]); herds with several dispatchers, hard with shared ties or lag ≥ 1 "
-              "(THEORY.md §2.7).")
+              "(docs/model.md#herding).")
     parameters = _herding_params()
 
     def kernel(self, system: System) -> Kernel:

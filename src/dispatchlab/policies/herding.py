@@ -1,4 +1,4 @@
-"""JSQ and JSED with the herding options of THEORY.md §2.7 ("Fig. 1 revisited").
+"""JSQ and JSED with the herding options of docs/model.md#herding.
 
 Three options, each off by default (then ``jsq``/``jsed`` run their plain compiled rule):
 

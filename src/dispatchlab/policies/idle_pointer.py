@@ -1,4 +1,4 @@
-"""JID, "join the ID" (THEORY.md §7.10): a pull policy with one stored server ID.
+"""JID, "join the ID" ([GTZ]; docs/model.md#jid): a pull policy with one stored server ID.
 
 Each dispatcher stores a single server ID and sends every job to it until a report
 replaces it. At the end of each slot every idle server (Q_n(t+1) = 0) reports with

@@ -1,4 +1,4 @@
-"""Persistent-Idle as published, and PI-Split (THEORY.md §7.9, corrected reading).
+"""Persistent-Idle as published, and PI-Split ([PI]; docs/model.md#persistent-idle).
 
 "The dispatcher always sends to the server that has last been idle" (Atar et al.): a
 server that reported idle and has been sent nothing since is *still* idle, so it outranks

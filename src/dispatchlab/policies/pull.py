@@ -1,4 +1,5 @@
-"""Pull-based ID-memory policies: JBT-r (THEORY.md §3.2–3.3) and JIQ (§7.8).
+"""Pull-based ID-memory policies: JBT-r (docs/model.md#jbt-rule, docs/model.md#jbt-memory)
+and JIQ (docs/model.md#jiq).
 
 Both keep, at each dispatcher, a list of server IDs that reported themselves below
 a threshold r (r = 1: idle servers). The memory is real, not read from Q:

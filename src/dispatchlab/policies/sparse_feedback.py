@@ -1,4 +1,4 @@
-"""JSQ on occasionally refreshed estimates: SUJSQ and AUJSQ ([HSJSQ], THEORY.md §7.13).
+"""JSQ on occasionally refreshed estimates: SUJSQ and AUJSQ ([HSJSQ]; docs/model.md#sujsq).
 
 Each dispatcher keeps estimates Q̃^m of the queue lengths, sends each dispatch (the
 slot's batch, or one job in per-job mode) to argmin_n Q̃^m_n (ties uniform) and adds

@@ -4,8 +4,8 @@
     >>> report = check_policy("pod")            # or a Policy object, a class, a factory
     >>> report                                  # one line per named check
 
-Checks (THEORY.md §1, §5), each on small random systems (N ≤ 6, M ≤ 3, every
-arrival/service law, batch and per-job dispatch):
+Checks (docs/model.md#queue-dynamics, docs/model.md#lower-bound), each on small random systems (N ≤
+6, M ≤ 3, every arrival/service law, batch and per-job dispatch):
 
 ``conservation``      arrived = departed + in system; nothing negative
 ``invariants``        ΣQ(t) ≥ q(t), the resource-pooled queue, every slot; E[ΣQ] ≥ E[q];

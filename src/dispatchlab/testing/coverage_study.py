@@ -2,7 +2,7 @@
 
 A confidence interval is a claim about repeated experiments: the 95 % CI of E[ΣQ] should
 contain the true mean in 95 % of independent runs. For systems whose stationary mean is
-known exactly (THEORY.md §6: Geo/Geo/1, Poisson/Bernoulli single queues, random and
+known exactly (docs/model.md#closed-forms: Geo/Geo/1, Poisson/Bernoulli single queues, random and
 weighted random routing in batch and per-job mode, and the ``wrand`` bench workload) this
 module runs K independent runs with :func:`~dispatchlab.simulation.run.simulate`'s default
 settings and counts how many CIs contain the truth. The binomial standard error of the
@@ -53,7 +53,7 @@ class CoverageCase:
                             dispatch=self.dispatch, split=self.split)
 
     def exact_mean(self) -> float:
-        """E[ΣQ] in closed form (THEORY.md §6.1, §6.2)."""
+        """E[ΣQ] in closed form (docs/model.md#single-queue, docs/model.md#random-routing)."""
         system = self.system()
         if system.n_servers == 1:
             mean: Callable[[float, float], float] = (

@@ -1,1 +1,1 @@
-"""Theory: pure functions of the model and policy parameters (THEORY.md §2–6)."""
+"""Theory: pure functions of the model and policy parameters (docs/model.md)."""

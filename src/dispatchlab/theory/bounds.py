@@ -1,4 +1,4 @@
-"""The resource-pooled heavy-traffic lower bound (THEORY.md §5)."""
+"""The resource-pooled heavy-traffic lower bound ([ES12] Lemma 5; docs/model.md#lower-bound)."""
 
 from __future__ import annotations
 

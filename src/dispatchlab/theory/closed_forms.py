@@ -1,4 +1,5 @@
-"""Closed forms that validate the simulator (THEORY.md §5, §6.1, §6.2).
+"""Closed forms that validate the simulator (docs/model.md#lower-bound,
+docs/model.md#single-queue, docs/model.md#random-routing).
 
 Single queue ``q' = max(q + a − s, 0)`` (§6.1) with i.i.d. arrivals a (mean λ,
 variance σ_a²) and service s (mean μ, variance σ_s²), drift ε = μ − λ > 0, and unused
@@ -295,7 +296,7 @@ def routed_arrival_variance(p: np.ndarray | float, arrival_rate: float, arrival_
         Var(A_n) = p_n[(1−W)λ + W(σ² + λ²)] + p_n²(1−W)(σ² + λ² − λ) − p_n²λ².
 
     W = 1 gives the single-dispatcher batch form p_n(σ² + λ²) − p_n²λ², and W → 0 the
-    per-job form p_n(1−p_n)λ + p_n²σ² (THEORY.md §6.2).
+    per-job form p_n(1−p_n)λ + p_n²σ² (docs/model.md#random-routing).
     """
     require(dispatch in DISPATCH_MODES, "dispatch", f"allowed: {', '.join(DISPATCH_MODES)}")
     require(0 <= concentration <= 1, "concentration", "W must be in [0, 1]")
@@ -360,7 +361,7 @@ def random_routing_constant_raw(mu: np.ndarray, arrival_variance: float,
         ½·[(N−1)(1−W)μ_Σ + (NW + 1 − W)σ_Σ² + (N−1)W·μ_Σ² + Σ_n ν_n²·μ_Σ/μ_n]:
 
     W = 1 (batch, one dispatcher): ½[Nσ_Σ² + (N−1)μ_Σ² + Σ ν_n² μ_Σ/μ_n];
-    per-job dispatch (W = 0): ½[σ_Σ² + (N−1)μ_Σ + Σ ν_n² μ_Σ/μ_n] (THEORY.md §6.2).
+    per-job dispatch (W = 0): ½[σ_Σ² + (N−1)μ_Σ + Σ ν_n² μ_Σ/μ_n] (docs/model.md#random-routing).
 
     Args:
         mu: μ_n. arrival_variance: σ_Σ², the limit of Var A_Σ at λ_Σ = μ_Σ.
@@ -379,7 +380,8 @@ def random_routing_constant_raw(mu: np.ndarray, arrival_variance: float,
 
 def random_routing_constant(system: System) -> float:
     """The random-routing constant lim ε·E[ΣQ̄] of weighted RAND for ``system``'s rates,
-    laws and dispatch mode (THEORY.md §6.2); compare with ζ/2 on heavy-traffic plots."""
+    laws and dispatch mode (docs/model.md#random-routing); compare with ζ/2 on heavy-traffic
+    plots."""
     return random_routing_constant_raw(system.mu, limit_arrival_variance(system),
                                        system.service_variances, system.dispatch,
                                        dispatcher_concentration(system))
@@ -392,5 +394,5 @@ def uniform_rand_critical_load(mu: np.ndarray) -> float:
 
 
 def uniform_rand_is_stable(system: System) -> bool:
-    """True iff λ_Σ/N < μ_min (THEORY.md §6.2, §4.4)."""
+    """True iff λ_Σ/N < μ_min (docs/model.md#random-routing)."""
     return system.arrival_rate / system.n_servers < float(system.mu.min())

@@ -1,4 +1,5 @@
-"""The two heavy-traffic reference lines of every ε·E[ΣQ] plot (THEORY.md §3.4, §5, §6.2).
+"""The two heavy-traffic reference lines of every ε·E[ΣQ] plot (docs/model.md#lower-bound,
+docs/model.md#random-routing).
 
 * ζ/2, the resource-pooled limit reached by heavy-traffic delay-optimal policies
   (JSQ, JBT-r with K·log(1/ε) ≤ r = o(1/ε), Theorem 2);
@@ -25,7 +26,7 @@ def pooled_limit(system: System) -> float:
 
 def random_routing_limit(system: System) -> float:
     """lim_{ε↓0} ε·E[ΣQ̄] under weighted random routing for ``system``'s rates, laws,
-    dispatch mode and dispatchers (THEORY.md §6.2)."""
+    dispatch mode and dispatchers (docs/model.md#random-routing)."""
     return random_routing_constant(system)
 
 

@@ -1,4 +1,5 @@
-"""Stability of framework-Π policies from their dispatch fractions (THEORY.md §4.3–4.6, §6.4).
+"""Stability of framework-Π policies from their dispatch fractions ([Π] Eq. (3);
+docs/model.md#pi-stability, docs/model.md#stability-thresholds).
 
 A Π policy enters the theory only through its induced dispatch fractions
 a_l(η) (§4.3): the long-run fraction of a cycle's slots sent to the queue ranked

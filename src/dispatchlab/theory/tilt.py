@@ -1,4 +1,4 @@
-"""Dispatching preference Δ, tilt and δ-tilt of LED strategies (THEORY.md §2.2–2.3).
+"""Dispatching preference Δ, tilt and δ-tilt of LED strategies (docs/model.md#led-tilt).
 
 For one dispatcher with estimates Q̃ and a tie-broken sorting order σ
 (Q̃_σ(1) ≤ … ≤ Q̃_σ(N)), the dispatching preference is
@@ -166,7 +166,7 @@ class TiltReport:
     delta: float  # the largest δ the searched states allow (0 when not δ-tilted)
     min_delta_1: float  # min over states of Δ₁
     min_minus_delta_n: float  # min over states of −Δ_N
-    delta_theory: float | None  # δ quoted in THEORY.md §2.3 (None when none applies)
+    delta_theory: float | None  # δ quoted in docs/model.md#led-strategies (None when none applies)
     max_abs_delta_sum: float  # |Σ_n Δ_n|, 0 up to rounding (or sampling)
     worst_case: Case
     failing_case: Case | None = None

@@ -1,4 +1,4 @@
-"""p of Eq. (5) for the LED update strategies (THEORY.md §2.4): a lower bound of
+"""p of [LED] Eq. (5) for the LED update strategies (docs/model.md#led-updates): a lower bound of
 P(I^m_n(t) = 1 | Z(t)), the probability that an update refreshes Q̃^m_n in a slot, and the
 expected number of dispatch events per slot it needs for arrival-triggered push."""
 

@@ -20,7 +20,7 @@ QUICK_LOADS = (0.5, 0.7, 0.9)
 
 
 def weighted_random_total_mean(system: System) -> float:
-    """E[ΣQ] of weighted random routing, exact (THEORY.md §6)."""
+    """E[ΣQ] of weighted random routing, exact (docs/model.md#random-routing)."""
     return random_routing_total_mean(system, weighted=True)
 
 

@@ -1,4 +1,5 @@
-"""JBT-r thresholds in heavy traffic: the regimes of Theorems 1–2 of [JBT] (THEORY.md §3.4)."""
+"""JBT-r thresholds in heavy traffic: the regimes of Theorems 1–2 of [JBT]
+(docs/model.md#jbt-results)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ THRESHOLD_RULES = (
 @register_experiment(
     "jbt-thresholds",
     title="ε·E[ΣQ] of JBT-r against ε for constant, logarithmic and polynomial thresholds",
-    paper="[JBT] Theorems 1–2 (proposal of THEORY.md §3.4)",
+    paper="[JBT] Theorems 1–2 (our experiment, docs/model.md#jbt-results)",
 )
 def jbt_thresholds(quick: bool = False) -> ExperimentSpec:
     """JBT-r on N = 10 servers (10×0.5, and 5×0.2 + 5×0.8), Poisson arrivals, Bernoulli
@@ -60,7 +61,7 @@ def jbt_thresholds(quick: bool = False) -> ExperimentSpec:
 @register_experiment(
     "jbt-thresholds-full",
     title="jbt-thresholds at full scale: ε down to 0.005 (≈ 1.6·10¹⁰ slots in all)",
-    paper="[JBT] Theorems 1–2 (proposal of THEORY.md §3.4)",
+    paper="[JBT] Theorems 1–2 (our experiment, docs/model.md#jbt-results)",
 )
 def jbt_thresholds_full(quick: bool = False) -> ExperimentSpec:
     """:func:`jbt_thresholds` with ε ∈ {0.5, …, 0.02, 0.01, 0.005}: the regime where

@@ -1,4 +1,4 @@
-"""[LED] §6 Fig. 2 (THEORY.md §2.7) and a heavy-traffic check of Theorem 2 (Fig. 1, in two
+"""[LED] §6 Fig. 2 (docs/model.md#led-fig2) and a heavy-traffic check of Theorem 2 (Fig. 1, in two
 models, is in :mod:`.led_fig1`)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _queue_figures(title: str) -> tuple[FigureSpec, ...]:
 
 @register_experiment("led-fig2", title="Rare updates (p̂ = 0.01, d = 2): L-JSQ-Push vs "
                      "L-JBA-Push and L-Pod-Push (100×0.3 servers, M = 10)",
-                     paper="[LED] §6, Fig. 2 (proposal of THEORY.md §2.7)")
+                     paper="[LED] §6, Fig. 2 (our setting, docs/model.md#led-fig2)")
 def led_fig2(quick: bool = False) -> ExperimentSpec:
     """Fig. 2, "randomness helps with heavily delayed information": N = 100 homogeneous
     servers (μ = 0.3), M = 10, Poisson arrivals; push updates every slot with p̂ = 0.01 and
@@ -70,7 +70,7 @@ QUICK_EPSILONS = (1.0, 0.5)
 
 @register_experiment("led-heavy-traffic", title="ε·E[ΣQ] of LED policies as ε → 0 against ζ/2 "
                      "(5×0.2 + 5×0.8 servers, M = 3)",
-                     paper="[LED] Theorem 2 (THEORY.md §2.5)")
+                     paper="[LED] Theorem 2 (docs/model.md#led-results)")
 def led_heavy_traffic(quick: bool = False) -> ExperimentSpec:
     """Theorem 2: a δ-tilted strategy with p independent of ε is heavy-traffic delay
     optimal, ε·E[ΣQ] → ζ/2. N = 10 heterogeneous servers (5 at 0.2, 5 at 0.8), M = 3,

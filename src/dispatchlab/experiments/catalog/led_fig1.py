@@ -1,7 +1,7 @@
-"""[LED] Fig. 1 in two models (THEORY.md §2.7, "Fig. 1 revisited").
+"""[LED] Fig. 1 in two models (docs/model.md#led-fig1, docs/model.md#herding).
 
-* ``led-fig1`` — the batch model of THEORY.md §1: Bernoulli service, 50 servers at μ = 0.1
-  and 50 at μ = 0.5 (μ_Σ = 30), all jobs of a dispatcher-slot to one server.
+* ``led-fig1`` — the batch model of docs/model.md#slot-order: Bernoulli service, 50 servers
+  at μ = 0.1 and 50 at μ = 0.5 (μ_Σ = 30), all jobs of a dispatcher-slot to one server.
 * ``led-fig1-slotted`` (and ``led-fig1-slotted-spread``) — the slot model of the public
   simulator of the LED/LSQ group (GitHub guy-goren/stochastically-coordinated-dispatching):
   per-job dispatch, geometric service with mean μ_n per slot, 50×1 + 50×5 (or μ_n = 1, 2,
@@ -240,10 +240,11 @@ def _led_policies(unit: str, d: int, suffix: str = "") -> tuple[PolicySpec, ...]
 
 @register_experiment("led-fig1", title="Fig. 1, batch model: LED at Po-2's overhead (4 per job "
                      "and per dispatch event) vs JSQ variants, Po-2, JIQ, LSQ (50×0.1 + 50×0.5, "
-                     "M = 10)", paper="[LED] §6, Fig. 1 (THEORY.md §2.7)", summary=fig1_summary)
+                     "M = 10)", paper="[LED] §6, Fig. 1 (docs/model.md#led-fig1)",
+                     summary=fig1_summary)
 def led_fig1(quick: bool = False) -> ExperimentSpec:
-    """Fig. 1 in the batch model of THEORY.md §1: N = 100 servers (50 at μ = 0.1, 50 at 0.5,
-    Bernoulli service), M = 10, Poisson arrivals, all of a dispatcher's jobs in a slot to
+    """Fig. 1 in the batch model of docs/model.md#slot-order: N = 100 servers (50 at μ = 0.1,
+    50 at 0.5, Bernoulli service), M = 10, Poisson arrivals, all of a dispatcher's jobs in a slot to
     one server. LED curves at 4 messages per job (push d chosen so that p̂ ≤ 1 reaches it;
     pull capped at p̂ = 1 above ρ ≈ 0.83) and at Po-2's 4 per dispatch event (push d = 2).
     JSQ: uniform ties (scatters the dispatchers over the many tied servers), shared ties

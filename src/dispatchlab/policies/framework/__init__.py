@@ -1,4 +1,5 @@
-"""Framework Π: periodic, order-based dispatching (THEORY.md §4), as one policy family.
+"""Framework Π: periodic, order-based dispatching ([Π]; docs/model.md#framework-pi), as one policy
+family.
 
 A Π policy has three parts (§4.2):
 

@@ -1,4 +1,5 @@
-"""Decision functions Y(η, μ, W) of framework Π (THEORY.md §4.2, item 3) and their registry.
+"""Decision functions Y(η, μ, W) of framework Π (docs/model.md#pi-components, item 3) and their
+registry.
 
 A decision function fixes the destinations of a whole dispatching cycle from the
 sampled order η and the rates μ. It is compiled with :func:`decision_function`,

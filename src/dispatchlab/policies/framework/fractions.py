@@ -1,4 +1,5 @@
-"""Induced dispatch fractions a_l(η) (THEORY.md §4.3) of Π policies and of their classical twins.
+"""Induced dispatch fractions a_l(η) (docs/model.md#pi-fractions) of Π policies and of their
+classical twins.
 
 :func:`dispatch_fractions` maps a policy to its
 :class:`~dispatchlab.theory.stability.DispatchFractions`: exactly for the catalog of

@@ -1,4 +1,5 @@
-"""LED — local-estimation-driven load balancing with multiple dispatchers (THEORY.md §2).
+"""LED — local-estimation-driven load balancing with multiple dispatchers ([LED];
+docs/model.md#led).
 
 :mod:`.strategies`: dispatching strategies (L-JSQ, L-JBA, L-Pod, the registry of named
 strategies and the wrapping of a user rule); :mod:`.updates`: push/pull refresh of the

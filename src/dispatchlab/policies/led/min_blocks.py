@@ -1,5 +1,5 @@
 """A two-level minimum of one dispatcher's estimates, for L-JSQ and LSQ with pull updates
-(THEORY.md §2.3, §2.4).
+(docs/model.md#led-strategies, docs/model.md#led-updates).
 
 L-JSQ picks σ_t(1), the smallest local estimate Q̃^m_n with uniform ties. Each dispatcher
 keeps, for blocks of B ≈ √N consecutive estimates (a power of two, at least 32), the

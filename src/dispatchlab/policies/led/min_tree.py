@@ -1,5 +1,6 @@
 """An incremental minimum of one dispatcher's estimates, for L-JSQ and LSQ with push updates
-(THEORY.md §2.3; with pull updates see :mod:`.min_blocks`), and SUJSQ/AUJSQ's shared tree.
+(docs/model.md#led-strategies; with pull updates see :mod:`.min_blocks`), and SUJSQ/AUJSQ's shared
+tree.
 
 L-JSQ picks σ_t(1), the smallest local estimate Q̃^m_n with uniform ties; a scan of the N
 estimates per dispatcher and slot made its cost grow as M·N. Here each dispatcher keeps a

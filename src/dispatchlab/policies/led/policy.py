@@ -1,4 +1,5 @@
-"""The ``led`` policy (THEORY.md §2): local-estimation-driven dispatching with M dispatchers.
+"""The ``led`` policy ([LED]; docs/model.md#led): local-estimation-driven dispatching with M
+dispatchers.
 
 Each dispatcher m keeps its own estimate vector Q̃^m (length N), decides with a
 dispatching strategy on Q̃^m alone (:mod:`.strategies`), and refreshes Q̃^m in the
@@ -237,7 +238,8 @@ def custom_choose(strategy_fn: Any) -> Any:
 
 @register
 class LEDPolicy(Policy):
-    """LED: dispatch on local estimates Q̃^m, refresh them by push or pull (THEORY.md §2).
+    """LED: dispatch on local estimates Q̃^m, refresh them by push or pull
+    ([LED]; docs/model.md#led).
 
     ``strategy`` is ``jsq``, ``jba``, ``pod`` or a user rule compiled with
     :func:`~dispatchlab.policies.led.strategies.strategy_function` (or a

@@ -1,4 +1,5 @@
-"""LED dispatching strategies (THEORY.md §2.3): compiled rules on one dispatcher's estimates.
+"""LED dispatching strategies (docs/model.md#led-strategies): compiled rules on one dispatcher's
+estimates.
 
 A dispatching strategy is a compiled function with the fixed signature
 :data:`STRATEGY_SIGNATURE`::
@@ -212,7 +213,7 @@ class Strategy:
         return None
 
     def delta(self, mu: np.ndarray) -> float | None:
-        """δ of THEORY.md §2.3 on rates μ (None when the theory quotes none)."""
+        """δ of docs/model.md#led-strategies on rates μ (None when the theory quotes none)."""
         return None
 
     def tilt_notes(self, mu: np.ndarray) -> list[str]:

@@ -1,4 +1,5 @@
-"""LED update strategies (THEORY.md §2.4): the end-of-slot refresh of the local estimates.
+"""LED update strategies (docs/model.md#led-updates): the end-of-slot refresh of the local
+estimates.
 
 Both run in the end-of-slot phase, on Q(t+1), after every dispatch of slot t:
 

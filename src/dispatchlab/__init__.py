@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.model import System
     from dispatchlab.policies import Policy, make_policy, policy_names
     from dispatchlab.report.notebook import plot
+    from dispatchlab.simulation.exact import exact
     from dispatchlab.simulation.result import Result
     from dispatchlab.simulation.run import simulate
 
@@ -35,6 +36,7 @@ _HOMES = {
     "Result": "dispatchlab.simulation.result",
     "System": "dispatchlab.model",
     "ValidationError": "dispatchlab.core.errors",
+    "exact": "dispatchlab.simulation.exact",  # scipy, on first call
     "make_policy": "dispatchlab.policies",
     "plot": "dispatchlab.report.notebook",  # matplotlib
     "policy_names": "dispatchlab.policies",
@@ -48,6 +50,7 @@ __all__ = [
     "System",
     "ValidationError",
     "__version__",
+    "exact",
     "make_policy",
     "plot",
     "policies",

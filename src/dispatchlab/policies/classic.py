@@ -29,6 +29,14 @@ from dispatchlab.compiled.rng import (
 from dispatchlab.core.errors import require
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
+from dispatchlab.exact.rules import (
+    MemoryRule,
+    argmin_lowest,
+    argmin_uniform,
+    subset_argmin,
+    uniform_subsets,
+    weighted_sequences,
+)
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
 from dispatchlab.policies.herding import (
@@ -253,6 +261,10 @@ class RandomRouting(Policy):
         """Π member with a_l = 1/N (§4.8)."""
         return DispatchFractions("rank", np.full(mu.size, 1.0 / mu.size))
 
+    def dispatch_probabilities(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        """Exact law of one call (``dispatchlab.exact``): uniform."""
+        return np.full(np.shape(q), 1.0 / np.shape(q)[1])
+
 
 @register
 class WeightedRandomRouting(Policy):
@@ -267,6 +279,10 @@ class WeightedRandomRouting(Policy):
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
         """Π member with a_l(η) = μ_η(l)/μ_Σ (§4.8)."""
         return DispatchFractions("server", mu / mu.sum())
+
+    def dispatch_probabilities(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        """Exact law of one call (``dispatchlab.exact``): μ_n/μ_Σ."""
+        return np.tile(mu / mu.sum(), (np.shape(q)[0], 1))
 
 
 @register
@@ -297,6 +313,12 @@ class RoundRobin(Policy):
         counts = np.bincount(self.cycle(mu), minlength=mu.size)
         return DispatchFractions("server", counts / counts.sum())
 
+    def exact_memory(self, system: System) -> MemoryRule:
+        """Exact law (``dispatchlab.exact``): the memory is every dispatcher's position."""
+        cycle = self.cycle(system.mu)
+        start = np.arange(system.dispatchers) * cycle.size // system.dispatchers
+        return CycleRule(cycle, tuple(int(x) for x in start))
+
     def cycle(self, mu: np.ndarray) -> np.ndarray:
         """The fixed dispatch cycle: 0..N−1, or a smooth weighted interleaving."""
         if not self.params["weighted"]:
@@ -315,6 +337,22 @@ class RoundRobin(Policy):
 
 
 MAX_EXACT_CYCLE = 100_000
+
+
+class CycleRule(MemoryRule):
+    """RR for the exact solver: memory = (position of dispatcher m in the cycle)_m."""
+
+    def __init__(self, cycle: np.ndarray, start: tuple[int, ...]) -> None:
+        import itertools
+
+        self.cycle = cycle
+        self.states = list(itertools.product(range(cycle.size), repeat=len(start)))
+        self.initial = start
+
+    def dispatch(self, memory, q, m, jobs):
+        position = memory[m]
+        after = (*memory[:m], (position + 1) % self.cycle.size, *memory[m + 1:])
+        return [(np.ones(q.shape[0]), np.full(q.shape[0], self.cycle[position]), after)]
 
 
 def _cycle_weights(mu: np.ndarray, resolution: int) -> np.ndarray:
@@ -365,6 +403,23 @@ class _HerdingOptions(Policy):
         last_rank = np.zeros(mu.size)  # not an N × N eye: 80 GB at N = 10⁵
         last_rank[-1] = 1.0
         return DispatchFractions("rank", last_rank)
+
+    def exact_scores(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        """The scores the rule minimises: Q, or (Q + offset)/μ (JSED)."""
+        return (q + self.offset()) / mu if self.scaled else q
+
+    def dispatch_probabilities(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray | None:
+        """Exact law of one call (``dispatchlab.exact``) with each tie rule; none with a
+        lag or water-filling (their memory is not small)."""
+        if self.params["lag"] or self.params["fill"]:
+            return None
+        scores = self.exact_scores(np.asarray(q), mu)
+        return argmin_lowest(scores) if self.params["ties"] == "lowest" else argmin_uniform(
+            scores)
+
+    def dispatch_shared(self) -> bool:
+        """ties=shared: one pick per slot for every dispatcher and call."""
+        return self.params["ties"] == "shared"
 
     def check_system(self, system: System) -> None:
         require(not self.params["fill"] or system.dispatch == "per_job", f"{self.name}.fill",
@@ -438,6 +493,11 @@ class PowerOfD(Policy):
         """Π member with a_l = C(l−1, d−1)/C(N, d) (§4.8)."""
         return DispatchFractions("rank", rank_fractions_pod(mu.size, self.params["d"]))
 
+    def dispatch_probabilities(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        """Exact law of one call (``dispatchlab.exact``): a uniform d-subset, its shortest
+        queue, ties uniform."""
+        return subset_argmin(q, *uniform_subsets(np.shape(q)[1], self.params["d"]))
+
     def kernel(self, system: System) -> Kernel:
         d = self.params["d"]
         return Kernel(_pod_choose, int_params=np.array([d]),
@@ -455,6 +515,13 @@ class BalancedPowerOfD(Policy):
 
     def check_system(self, system: System) -> None:
         _check_d(self, system)
+
+    def dispatch_probabilities(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        """Exact law of one call (``dispatchlab.exact``): d servers drawn ∝ μ without
+        replacement, the smallest Q (or Q/μ), ties uniform."""
+        q = np.asarray(q)
+        values = q / mu if self.params["by_delay"] else q * 1.0
+        return subset_argmin(values, *weighted_sequences(mu, self.params["d"]))
 
     def kernel(self, system: System) -> Kernel:
         state = np.zeros((2, system.n_servers), np.int64)

@@ -44,6 +44,7 @@ from dispatchlab.engine.interface import (
     choose_function,
     hook_function,
 )
+from dispatchlab.exact.rules import MemoryRule
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
 
@@ -263,10 +264,65 @@ def _capacity(n_servers: int) -> int:
     return 1 << max(0, (n_servers - 1).bit_length())
 
 
+class IdMemoryRule(MemoryRule):
+    """JBT-r / JIQ with one dispatcher for the exact solver (``dispatchlab.exact``): the
+    memory is the dispatcher's list of IDs, ordered (oldest first) when the oldest is taken,
+    else a set (a sorted tuple: the order does not change the law)."""
+
+    def __init__(self, n: int, r: int, pick: int, fallback: int, mu: np.ndarray) -> None:
+        import itertools
+
+        self.n, self.r, self.pick, self.mu = n, r, pick, np.asarray(mu, dtype=float)
+        self.ordered = pick == PICK_OLDEST
+        self.fallback = (self.mu / self.mu.sum() if fallback == FALLBACK_WEIGHTED
+                         else np.full(n, 1.0 / n))
+        make = itertools.permutations if self.ordered else itertools.combinations
+        self.states = [s for k in range(n + 1) for s in make(range(n), k)]
+        self.initial = tuple(range(n))  # Q(0) = 0: every server reports, in index order
+
+    def dispatch(self, memory, q, m, jobs):
+        size = q.shape[0]
+        if not memory:
+            return [(np.full(size, p), np.full(size, k), memory)
+                    for k, p in enumerate(self.fallback) if p > 0]
+        if self.ordered:
+            return [(np.ones(size), np.full(size, memory[0]), memory[1:])]
+        weights = (self.mu[list(memory)] if self.pick == PICK_WEIGHTED
+                   else np.ones(len(memory)))
+        weights = weights / weights.sum()
+        return [(np.full(size, w), np.full(size, k), memory[:i] + memory[i + 1:])
+                for i, (k, w) in enumerate(zip(memory, weights, strict=True))]
+
+    def update(self, memory, q_next):
+        size = q_next.shape[0]
+        below = q_next < self.r
+        below[:, list(memory)] = False
+        masks = below @ (1 << np.arange(self.n))
+        starts = range(self.n) if self.ordered and self.n > 1 else (0,)
+        branches = []
+        for start in starts:
+            order = [(start + j) % self.n for j in range(self.n)]
+            table = {}
+            for mask in np.unique(masks):
+                added = tuple(k for k in order if mask >> k & 1)
+                value = memory + added
+                table[mask] = value if self.ordered else tuple(sorted(value))
+            branches.append((np.full(size, 1.0 / len(starts)), [table[x] for x in masks]))
+        return branches
+
+
 class _IdMemoryPolicy(Policy):
     """Shared kernel construction and diagnostics of JBT-r and JIQ."""
 
     diagnostics = DIAGNOSTICS
+
+    def exact_memory(self, system: System) -> MemoryRule | None:
+        """Exact law (``dispatchlab.exact``) with one dispatcher; none for M > 1."""
+        if system.dispatchers != 1:
+            return None
+        pick, fallback, _, _ = self._layout(system)
+        return IdMemoryRule(system.n_servers, self.threshold(system), pick, fallback,
+                            system.mu)
 
     def threshold(self, system: System) -> int:
         raise NotImplementedError

@@ -1,0 +1,381 @@
+"""The stationary law of the slotted chain of a small system, by a truncated sparse chain.
+
+The state is Q(t) at slot start (with ΣQ ≤ K, the truncation level), times the policy's
+memory where it is finite (:class:`~dispatchlab.exact.rules.MemoryRule`). One slot is
+built exactly as the slot loop runs it (docs/model.md):
+
+1. A_Σ(t) from its law, shared among the M dispatchers (all to one for M = 1; one
+   dispatcher drawn from p for the ``batch`` split; multinomially for ``per_job``);
+2. every dispatcher with arrivals, in the order m = 0, 1, …, calls ``choose`` on Q(t):
+   once for all its jobs (batch dispatch) or once per job (per-job dispatch);
+3. service on each server independently, Q_n(t+1) = max(Q_n(t) + A_n(t) − S_n(t), 0);
+4. the end-of-slot memory update on Q(t+1).
+
+Truncation: a transition that would end with ΣQ(t+1) > K loses the excess jobs (taken
+from the longest queue); the loss rate, the mass P(ΣQ = K) at the edge and a geometric
+extrapolation of the E[ΣQ] beyond K are reported. Unbounded laws (Poisson, geometric)
+are cut where their tail falls below ``law_tail`` (the tail is lumped into the last
+value). The transition matrix is assembled stage by stage in NumPy (states × arrivals ×
+dispatch outcomes, then one server's service at a time, merging equal outcomes), the
+states reachable from the empty system are kept (scipy.sparse.csgraph) and πP = π is
+solved directly with π(0) fixed, then normalised (scipy.sparse.linalg.spsolve).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.exact.laws import arrival_pmf, multinomial_splits, service_pmf
+from dispatchlab.exact.rules import MemoryRule
+
+if TYPE_CHECKING:
+    from dispatchlab.model.system import System
+
+#: the largest chain solved by default (states of the truncated chain, memory included)
+MAX_STATES = 400_000
+#: the default target for the mass at the truncation edge P(ΣQ = K)
+EDGE_TOLERANCE = 1e-9
+#: the largest dense index grid of queue vectors ((K + a_max + 1)^N entries)
+MAX_GRID = 40_000_000
+
+
+@dataclass
+class ExactResult:
+    """The stationary law of a small system under a policy (see :func:`solve`)."""
+
+    policy: str
+    mean_total_queue: float  # E[ΣQ]
+    mean_queues: list[float]  # E[Q_n]
+    total_queue_distribution: list[float]  # P(ΣQ = k), k = 0..K
+    truncation: int  # K: ΣQ ≤ K
+    edge_mass: float  # P(ΣQ = K)
+    truncation_error: float  # the E[ΣQ] beyond K, extrapolated geometrically
+    loss_rate: float  # jobs per slot lost at the truncation edge
+    states: int  # states of the chain kept (reachable from the empty system)
+    memory_values: int  # values of the policy's memory (1: a state-only rule)
+    law_tail: float  # mass of the arrival and service laws lumped at their cut
+    seconds: float
+    method: str = "truncated sparse chain, direct solve"
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __repr__(self) -> str:
+        return (f"ExactResult({self.policy}: E[ΣQ]={self.mean_total_queue:.10g}, K="
+                f"{self.truncation}, edge={self.edge_mass:.2g}, states={self.states:,}, "
+                f"{self.seconds:.2f} s)")
+
+
+class _StateOnly(MemoryRule):
+    """A state-only rule seen as a rule with one memory value."""
+
+    states = (None,)
+    initial = None
+
+    def __init__(self, probabilities: Any, mu: np.ndarray) -> None:
+        self.probabilities = probabilities
+        self.mu = mu
+
+    def dispatch(self, memory: Hashable, q: np.ndarray, m: int, jobs: int) -> list:
+        p = np.asarray(self.probabilities(q, self.mu), dtype=float)
+        return [(p[:, n], np.full(q.shape[0], n), None) for n in range(q.shape[1])
+                if np.any(p[:, n] > 0)]
+
+
+def exact_rule(policy: Any, system: System) -> tuple[MemoryRule, bool]:
+    """The policy's exact law (a memory rule, and whether one draw is shared per slot), or
+    a ValidationError "no exact solution: simulate"."""
+    name = getattr(policy, "name", type(policy).__name__)
+    memory = getattr(policy, "exact_memory", None)
+    if memory is not None:
+        rule = memory(system)
+        if rule is not None:
+            return rule, False
+    probabilities = getattr(policy, "dispatch_probabilities", None)
+    mu = np.asarray(system.rates, dtype=float)
+    if probabilities is not None and probabilities(np.zeros((1, mu.size), np.int64),
+                                                   mu) is not None:
+        shared = getattr(policy, "dispatch_shared", None)
+        return _StateOnly(probabilities, mu), bool(shared()) if shared else False
+    raise ValidationError("policy", f"no exact solution for {name} with these settings on "
+                          f"this system (it declares no exact dispatch law): simulate")
+
+
+def queue_vectors(n: int, k: int) -> np.ndarray:
+    """Every q ∈ ℕ^n with Σq ≤ k, as rows (lexicographic)."""
+    if n == 1:
+        return np.arange(k + 1, dtype=np.int64).reshape(-1, 1)
+    parts = []
+    for first in range(k + 1):
+        rest = queue_vectors(n - 1, k - first)
+        parts.append(np.column_stack([np.full(rest.shape[0], first, np.int64), rest]))
+    return np.concatenate(parts)
+
+
+def count_states(n: int, k: int) -> int:
+    """#{q ∈ ℕ^n : Σq ≤ k} = C(k + n, n)."""
+    return math.comb(k + n, n)
+
+
+def _aggregate(key: np.ndarray, prob: np.ndarray, *columns: np.ndarray):
+    """Merge entries with equal ``key``: summed probabilities, the first row of columns."""
+    unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    summed = np.bincount(inverse, weights=prob, minlength=unique.size)
+    return (summed, *(c[first] for c in columns))
+
+
+def _splits(system: System, total: int) -> list[tuple[float, tuple[int, ...]]]:
+    m = system.dispatchers
+    if m == 1:
+        return [(1.0, (total,))]
+    weights = np.asarray(system.dispatcher_weights or [1.0] * m, dtype=float)
+    weights = weights / weights.sum()
+    if system.split == "batch":
+        return [(float(w), tuple(total if j == i else 0 for j in range(m)))
+                for i, w in enumerate(weights) if w > 0]
+    return multinomial_splits(total, weights)
+
+
+class _Chain:
+    """The truncated chain at one truncation level K."""
+
+    def __init__(self, system: System, rule: MemoryRule, shared: bool, k: int,
+                 law_tail: float) -> None:
+        self.system, self.rule, self.shared, self.k = system, rule, shared, k
+        self.n = system.n_servers
+        self.mu = np.asarray(system.rates, dtype=float)
+        self.arrivals, arrival_tail = arrival_pmf(system.arrivals, law_tail)
+        self.services, service_tails = zip(*(service_pmf(system.service, float(x), law_tail)
+                                             for x in self.mu), strict=True)
+        self.law_tail = max(arrival_tail, *service_tails)
+        self.a_max = self.arrivals.size - 1
+        self.memory = list(rule.states)
+        self.code = {value: i for i, value in enumerate(self.memory)}
+        self.q = queue_vectors(self.n, k)
+        self.base = k + self.a_max + 1  # the grid of pre-service vectors
+        grid = float(self.base) ** self.n
+        require(grid <= MAX_GRID, "truncation", f"the index grid of the chain would hold "
+                f"{grid:.3g} entries ((K + a_max + 1)^N, K = {k}), above {MAX_GRID:,}: "
+                "no exact solution for a system this large: simulate")
+        self.powers = self.base ** np.arange(self.n, dtype=np.int64)
+        self.lookup = np.full(int(grid), -1, np.int64)
+        self.lookup[self.q @ self.powers] = np.arange(self.q.shape[0])
+
+    def _codes(self, values: Any, size: int) -> np.ndarray:
+        if isinstance(values, list):
+            return np.array([self.code[v] for v in values], np.int64)
+        return np.full(size, self.code[values], np.int64)
+
+    def _dispatch(self, entries: dict[str, np.ndarray], m: int, jobs: int
+                  ) -> dict[str, np.ndarray]:
+        out: dict[str, list[np.ndarray]] = {"src": [], "code": [], "add": [], "prob": []}
+        for c in np.unique(entries["code"]):
+            sel = np.flatnonzero(entries["code"] == c)
+            q = self.q[entries["src"][sel] % self.q.shape[0]]
+            for p, target, memory in self.rule.dispatch(self.memory[c], q, m, jobs):
+                keep = p > 0
+                if not np.any(keep):
+                    continue
+                rows = sel[keep]
+                add = entries["add"][rows].copy()
+                add[np.arange(rows.size), np.asarray(target)[keep]] += jobs
+                codes = self._codes(memory, q.shape[0])[keep]
+                out["src"].append(entries["src"][rows])
+                out["code"].append(codes)
+                out["add"].append(add)
+                out["prob"].append(entries["prob"][rows] * p[keep])
+        merged = {key: np.concatenate(value) for key, value in out.items()}
+        width = self.a_max + 1
+        key = ((merged["src"] * len(self.memory) + merged["code"]) * width**self.n
+               + merged["add"] @ (width ** np.arange(self.n, dtype=np.int64)))
+        prob, src, code, add = _aggregate(key, merged["prob"], merged["src"], merged["code"],
+                                          merged["add"])
+        return {"src": src, "code": code, "add": add, "prob": prob}
+
+    def _arrive_and_dispatch(self) -> dict[str, np.ndarray]:
+        states = self.q.shape[0] * len(self.memory)
+        joint = np.arange(states, dtype=np.int64)
+        codes = joint // self.q.shape[0]
+        per_job = self.system.dispatch == "per_job"
+        parts: list[dict[str, np.ndarray]] = []
+        for total, pa in enumerate(self.arrivals):
+            if pa == 0:
+                continue
+            if total == 0:
+                parts.append({"src": joint, "code": codes,
+                              "add": np.zeros((states, self.n), np.int64),
+                              "prob": np.full(states, pa)})
+                continue
+            if self.shared:  # one draw per slot: every call sends to the same server
+                entries = {"src": joint, "code": codes,
+                           "add": np.zeros((states, self.n), np.int64),
+                           "prob": np.full(states, pa)}
+                parts.append(self._dispatch(entries, 0, total))
+                continue
+            for ps, split in _splits(self.system, total):
+                entries = {"src": joint, "code": codes,
+                           "add": np.zeros((states, self.n), np.int64),
+                           "prob": np.full(states, pa * ps)}
+                for m, jobs in enumerate(split):
+                    if jobs == 0:
+                        continue
+                    for _ in range(jobs if per_job else 1):
+                        entries = self._dispatch(entries, m, 1 if per_job else jobs)
+                parts.append(entries)
+        return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+
+    def build(self):
+        """(P as CSR over joint states, the loss per source state)."""
+        from scipy import sparse
+
+        e = self._arrive_and_dispatch()
+        x = self.q[e["src"] % self.q.shape[0]] + e["add"]
+        src, code, prob = e["src"], e["code"], e["prob"]
+        memory_count = len(self.memory)
+        grid = self.base**self.n
+        for server in range(self.n):
+            pmf = self.services[server]
+            xs, srcs, codes, probs = [], [], [], []
+            for s, ps in enumerate(pmf):
+                if ps == 0:
+                    continue
+                y = x.copy()
+                y[:, server] = np.maximum(y[:, server] - s, 0)
+                xs.append(y)
+                srcs.append(src)
+                codes.append(code)
+                probs.append(prob * ps)
+            x, src, code, prob = (np.concatenate(xs), np.concatenate(srcs),
+                                  np.concatenate(codes), np.concatenate(probs))
+            key = (src * memory_count + code) * grid + x @ self.powers
+            prob, src, code, x = _aggregate(key, prob, src, code, x)
+        # truncation: jobs beyond ΣQ = K are lost, from the longest queue
+        over = np.maximum(x.sum(axis=1) - self.k, 0)
+        states = self.q.shape[0] * memory_count
+        loss = np.bincount(src, weights=prob * over, minlength=states)
+        rows = np.flatnonzero(over > 0)
+        while rows.size:
+            longest = np.argmax(x[rows], axis=1)
+            x[rows, longest] -= 1
+            over[rows] -= 1
+            rows = rows[over[rows] > 0]
+        target_q = self.lookup[x @ self.powers]
+        assert np.all(target_q >= 0)
+        srcs, dests, probs = [], [], []
+        for c in np.unique(code):
+            sel = np.flatnonzero(code == c)
+            for p, memory in self.rule.update(self.memory[c], x[sel]):
+                keep = p > 0
+                rows = sel[keep]
+                new = self._codes(memory, sel.size)[keep]
+                srcs.append(src[rows])
+                dests.append(new * self.q.shape[0] + target_q[rows])
+                probs.append(prob[rows] * p[keep])
+        matrix = sparse.coo_matrix(
+            (np.concatenate(probs), (np.concatenate(srcs), np.concatenate(dests))),
+            shape=(states, states)).tocsr()
+        matrix.sum_duplicates()
+        return matrix, loss
+
+    def solve(self):
+        """(π over the kept joint states, their joint indices, the loss per state)."""
+        from scipy import sparse
+        from scipy.sparse.csgraph import breadth_first_order
+        from scipy.sparse.linalg import spsolve
+
+        matrix, loss = self.build()
+        start = self.code[self.rule.initial] * self.q.shape[0]  # Q = 0, initial memory
+        kept = np.sort(breadth_first_order(matrix, start, directed=True,
+                                           return_predecessors=False))
+        p = matrix[kept][:, kept].tocsc()
+        size = kept.size
+        origin = int(np.searchsorted(kept, start))
+        a = (p.T - sparse.identity(size, format="csc")).tocsc()
+        others = np.setdiff1d(np.arange(size), [origin])
+        if size == 1:
+            pi = np.ones(1)
+        else:
+            sub = a[others][:, others].tocsc()
+            rhs = -np.asarray(a[others][:, [origin]].todense()).ravel()
+            rest = spsolve(sub, rhs)
+            pi = np.empty(size)
+            pi[origin] = 1.0
+            pi[others] = rest
+        pi = np.maximum(pi, 0.0)
+        pi /= pi.sum()
+        return pi, kept, loss[kept]
+
+
+def _guess_level(system: System, tolerance: float) -> int:
+    """A first truncation level: the heavy-traffic mean ζ/(2ε) and its geometric tail."""
+    mu = np.asarray(system.rates, dtype=float)
+    zeta = system.arrivals.variance + float(np.sum(system.service.variance(mu)))
+    epsilon = max(system.epsilon, 1e-9)
+    scale = max(zeta / (2 * epsilon), 0.5)
+    return int(max(12, math.ceil(scale * (1 + math.log(1 / tolerance)) / 2)))
+
+
+def solve(system: System, policy: Any, *, truncation: int | None = None,
+          tolerance: float = EDGE_TOLERANCE, max_states: int = MAX_STATES,
+          law_tail: float = 1e-13) -> ExactResult:
+    """The stationary law of ``system`` under ``policy`` (an object with the capability of
+    :mod:`dispatchlab.exact.rules`).
+
+    ``truncation`` fixes K (ΣQ ≤ K); by default K grows until P(ΣQ = K) ≤ ``tolerance``.
+    Refused with a ValidationError when the chain would exceed ``max_states`` states.
+    """
+    from dispatchlab.model.values import as_int, as_number
+
+    started = time.perf_counter()
+    require(system.arrival_rate < system.mu_sum, "load",
+            "an unstable system (λ_Σ ≥ μ_Σ) has no stationary law")
+    tolerance = as_number(tolerance, "tolerance")
+    require(0 < tolerance < 1, "tolerance", f"must be in (0, 1) (got {tolerance:g})")
+    max_states = as_int(max_states, "max_states", low=1)
+    law_tail = as_number(law_tail, "law_tail")
+    require(0 < law_tail < 1e-3, "law_tail", f"must be in (0, 1e-3) (got {law_tail:g})")
+    rule, shared = exact_rule(policy, system)
+    memory_values = len(rule.states)
+    n = system.n_servers
+    fixed = truncation is not None
+    k = as_int(truncation, "truncation", low=1) if fixed else _guess_level(system, tolerance)
+    notes: list[str] = []
+    while True:
+        size = count_states(n, k) * memory_values
+        require(size <= max_states, "truncation" if fixed else "max_states",
+                f"the state space would hold {size:,} states (ΣQ ≤ K = {k} on N = {n} "
+                f"servers × {memory_values} memory value(s)), above max_states = "
+                f"{max_states:,}: no exact solution this large; simulate")
+        chain = _Chain(system, rule, shared, k, law_tail)
+        pi, kept, loss = chain.solve()
+        q = chain.q[kept % chain.q.shape[0]]
+        totals = q.sum(axis=1)
+        distribution = np.bincount(totals, weights=pi, minlength=k + 1)
+        edge = float(distribution[k])
+        if fixed or edge <= tolerance:
+            break
+        ratio = distribution[k] / distribution[k - 1] if distribution[k - 1] > 0 else 0.5
+        ratio = min(max(ratio, 1e-3), 0.999)
+        extra = math.ceil(math.log(tolerance / edge) / math.log(ratio)) + 2
+        k = max(k + extra, math.ceil(1.2 * k))
+    ratio = distribution[k] / distribution[k - 1] if k >= 1 and distribution[k - 1] > 0 else 0
+    ratio = min(float(ratio), 0.999)
+    beyond = edge * (k * ratio / (1 - ratio) + ratio / (1 - ratio) ** 2) if ratio > 0 else 0.0
+    if chain.law_tail > 0:
+        notes.append(f"unbounded laws cut at tail mass {chain.law_tail:.2g}")
+    return ExactResult(
+        policy=str(getattr(policy, "name", type(policy).__name__)),
+        mean_total_queue=float(pi @ totals),
+        mean_queues=[float(v) for v in pi @ q],
+        total_queue_distribution=[float(v) for v in distribution],
+        truncation=k, edge_mass=edge, truncation_error=float(beyond),
+        loss_rate=float(pi @ loss), states=int(kept.size), memory_values=memory_values,
+        law_tail=float(chain.law_tail), seconds=time.perf_counter() - started, notes=notes)

@@ -1,0 +1,46 @@
+"""``dispatchlab.exact(system, policy)``: the exact stationary law of a small system, for a
+policy given by name or object (the solver itself, :mod:`dispatchlab.exact`, sits below
+the policies and takes the object)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import dispatchlab.exact  # noqa: F401  (light: numpy; the front below registers there)
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.model.system import System
+
+if TYPE_CHECKING:
+    from dispatchlab.exact.chain import ExactResult
+    from dispatchlab.policies.base import Policy
+
+
+def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any] | None = None,
+          truncation: int | None = None, tolerance: float | None = None,
+          max_states: int | None = None, law_tail: float | None = None) -> ExactResult:
+    """The stationary law of ``system`` under ``policy``: E[ΣQ], E[Q_n], P(ΣQ = k), the
+    truncation level K and the mass at its edge (:func:`dispatchlab.exact.chain.solve`).
+
+    Raises ValidationError ("no exact solution: simulate") for a policy that declares no
+    exact dispatch law, and when the state space would be too large.
+    """
+    from dispatchlab.exact.chain import solve
+    from dispatchlab.policies import Policy, make_policy
+
+    require(isinstance(system, System), "system", f"expected a System (got {system!r})")
+    if isinstance(policy, str):
+        policy = make_policy(policy, **(policy_params or {}))
+    elif policy_params:
+        raise ValidationError("policy_params", "give parameters with a policy name only")
+    require(isinstance(policy, Policy), "policy", f"expected a Policy or a name (got {policy!r})")
+    policy.check_system(system)
+    options = {key: value for key, value in (("truncation", truncation),
+                                             ("tolerance", tolerance),
+                                             ("max_states", max_states),
+                                             ("law_tail", law_tail)) if value is not None}
+    return solve(system, policy, **options)
+
+
+# once this module is loaded, calling the package dispatchlab.exact resolves names too
+type(sys.modules["dispatchlab.exact"]).front = staticmethod(exact)

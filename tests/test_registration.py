@@ -84,6 +84,31 @@ def test_presets_replace_only_their_own_definition(clean_registry):
         register_preset("jsq", cls, "a preset may not take a policy's name")
 
 
+@pytest.mark.parametrize("name", ["MyRule", " my-rule", "my-rule ", "JSQ2", ""])
+def test_a_name_policy_entry_cannot_find_is_refused(clean_registry, name):
+    # look-ups are by name.strip().lower(): a name that is not already that would register
+    # and never be found, so register and register_preset refuse it
+    class Named(RandomRouting):
+        pass
+
+    Named.name = name
+    with pytest.raises(ValidationError, match="policy"):
+        register(Named)
+    with pytest.raises(ValidationError, match="policy"):
+        register_preset(name, RandomRouting, "a preset")
+    assert name not in _REGISTRY
+
+
+def test_a_normal_name_is_found_however_it_is_spelt(clean_registry):
+    class Named(RandomRouting):
+        name = "test-myrule"
+
+    register(Named)
+    register_preset("test-myrule-preset", Named, "a preset")
+    assert type(make_policy("Test-MyRule")) is Named
+    assert type(make_policy("  TEST-MYRULE-PRESET ")) is Named
+
+
 def _decision(eta, mu, ip, fp, rng, dest, scratch):
     for i in range(dest.size):
         dest[i] = eta[eta.size - 1]

@@ -267,8 +267,11 @@ def register(cls: type[Policy]) -> type[Policy]:
     """Class decorator: make a policy available by its ``name``.
 
     Registering the same class again (a re-run notebook cell, a re-imported module)
-    replaces the entry; a different class under a taken name is an error.
+    replaces the entry; a different class under a taken name is an error. A name must be
+    what :func:`policy_entry` looks up: lower case, without surrounding spaces (``MyRule``
+    is refused; ``make_policy("MyRule")`` then finds ``myrule``).
     """
+    _check_name(getattr(cls, "name", None))
     old = _REGISTRY.get(cls.name)
     require(old is None or (not isinstance(old, Preset) and same_definition(old, cls)),
             "policy", f"{cls.name!r} is already registered by {_site(old)}; choose another name")
@@ -280,11 +283,23 @@ def register_preset(name: str, base: type[Policy], summary: str, theory: str = "
                     defaults: dict[str, Any] | None = None, **fixed: Any) -> None:
     """Register ``name`` as ``base`` with ``fixed`` parameters (a user may not override
     them) and changed ``defaults`` (a user may). Registering it again with a redefinition
-    of the same base class replaces it; any other entry under ``name`` is an error."""
+    of the same base class replaces it; any other entry under ``name`` is an error. The
+    name must be normal, as for :func:`register`."""
+    _check_name(name)
     old = _REGISTRY.get(name)
     require(old is None or (isinstance(old, Preset) and same_definition(old.base, base)),
             "policy", f"{name!r} is already registered by {_site(old)}; choose another name")
     _REGISTRY[name] = Preset(name, base, fixed, defaults or {}, summary, theory or base.theory)
+
+
+def _check_name(name: Any) -> None:
+    """Refuse a name that :func:`policy_entry` could never find: look-ups are by
+    ``name.strip().lower()``, so a registered name must already be that."""
+    require(isinstance(name, str) and name != "", "policy",
+            f"a policy needs a non-empty name (a str; got {name!r})")
+    require(name == name.strip().lower(), "policy",
+            f"policy name {name!r} is not normal: names are looked up in lower case without "
+            f"surrounding spaces; register it as {name.strip().lower()!r}")
 
 
 def _site(entry: Any) -> str:

@@ -185,6 +185,27 @@ def test_local_workers_are_spawned_not_forked():
         pool.shutdown(cancel=False)
 
 
+def test_local_workers_follow_the_cpu_affinity(monkeypatch):
+    # the sweep's own pool is core.pools.process_pool, sized by the cores this process may
+    # run on (its affinity mask), not by every core of the machine
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    pool = runner_module._Executor(None, None, None, 10)
+    try:
+        assert pool._workers == pool.capacity == 3
+        assert pool._executor._max_workers == 3
+        assert pool._executor._mp_context.get_start_method() == "spawn"
+        assert pool._executor._initializer is runner_module.watch_coordinator
+        assert pool._executor._initargs == (os.getpid(),)
+    finally:
+        pool.shutdown(cancel=False)
+    few = runner_module._Executor(None, None, None, 2)  # never more workers than points
+    try:
+        assert few._workers == 2
+    finally:
+        few.shutdown(cancel=False)
+
+
 _SWEEP_SCRIPT = """
 import sys
 from dispatchlab.experiments.runner import run_experiment

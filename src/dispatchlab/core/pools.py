@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dispatchlab.core.errors import require
 
@@ -44,10 +44,13 @@ def resolve_workers(workers: int | None, tasks: int) -> int:
     return max(1, min(wanted, tasks))
 
 
-def process_pool(workers: int) -> ProcessPoolExecutor:
-    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes."""
+def process_pool(workers: int, initializer: Callable[..., Any] | None = None,
+                 initargs: tuple[Any, ...] = ()) -> ProcessPoolExecutor:
+    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes, each running
+    ``initializer(*initargs)`` first when one is given."""
     return ProcessPoolExecutor(max_workers=workers,
-                               mp_context=multiprocessing.get_context(START_METHOD))
+                               mp_context=multiprocessing.get_context(START_METHOD),
+                               initializer=initializer, initargs=initargs)
 
 
 def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,

@@ -7,7 +7,7 @@ flight and resumes where it stopped. Workers only run :func:`run_point`, a pure
 function of the point (its seed comes from its identity), so the numbers do not
 depend on the executor, the number of workers or the order.
 
-Executors: local processes (``ProcessPoolExecutor``, all cores, the default), a Dask
+Executors: local processes (``core.pools.process_pool``, every core available, the default), a Dask
 cluster (``cluster="tcp://HOST:PORT"``, through ``distributed.Client.get_executor()``),
 or any executor passed in.
 
@@ -24,7 +24,6 @@ need, so each worker loads it (once, for all its points) instead of compiling it
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import socket
 import sqlite3
@@ -32,19 +31,18 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.pools import available_cores, process_pool
 from dispatchlab.experiments.store import DEFAULT_STORE, HEARTBEAT_SECONDS, Store
 from dispatchlab.specs.experiment import ExperimentSpec, Point
 
 WARM_SLOTS = 200
-#: how local workers start (see the module docstring: never ``fork``)
-START_METHOD = "spawn"
 #: a point whose worker died this many times is recorded as failed instead of resubmitted
 MAX_WORKER_DEATHS = 2
 
@@ -211,7 +209,8 @@ def run_experiment(
         store: a :class:`Store` or the path of its file.
         executor: any ``concurrent.futures.Executor`` (left open); by default local
             processes, or a Dask client's executor when ``cluster`` is given.
-        workers: local processes (default: ``os.cpu_count()``).
+        workers: local processes (default: every core this process may run on,
+            ``core.pools.available_cores``).
         cluster: a Dask scheduler address, e.g. ``tcp://10.0.0.5:8786``.
         progress: receives a :class:`Snapshot` after every event.
         warm: compile the policies in this process before starting local workers.
@@ -373,12 +372,12 @@ class _Executor:
         if given is not None:
             self.kind = type(given).__name__
             self._executor = given
-            self.capacity = getattr(given, "_max_workers", None) or workers or os.cpu_count() or 1
+            self.capacity = getattr(given, "_max_workers", None) or workers or available_cores()
         elif cluster is not None:
             self._executor = self._connect(cluster)
         else:
             self.local = True
-            self._workers = max(1, min(workers or os.cpu_count() or 1, points))
+            self._workers = max(1, min(workers or available_cores(), points))
             self.kind = f"local processes ({self._workers})"
             self.capacity = self._workers
             self._executor = self._local_pool()
@@ -397,9 +396,8 @@ class _Executor:
         return self._client.get_executor(pure=False)
 
     def _local_pool(self) -> Executor:
-        context = multiprocessing.get_context(START_METHOD)
-        return ProcessPoolExecutor(max_workers=self._workers, mp_context=context,
-                                   initializer=watch_coordinator, initargs=(os.getpid(),))
+        return process_pool(self._workers, initializer=watch_coordinator,
+                            initargs=(os.getpid(),))
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
         future = self._executor.submit(function, *args)

@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 from numba import njit
 
+from dispatchlab.bench import workloads as bench_workloads
 from dispatchlab.bench.workloads import (
+    REFSIM_ENV,
+    REFSIM_MISSING,
     WORKLOAD_NAMES,
     WORKLOADS,
     c_compiler,
@@ -125,6 +128,61 @@ def test_bench_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str], fi
     assert main(["bench", "--no-refsim", *argv] if field != "refsim" else ["bench", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {field}:") and "\n" not in err
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_refsim_is_the_checkouts_own_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(REFSIM_ENV, raising=False)
+    assert find_refsim_source() == ROOT / "benchmarks" / "refsim.c"
+    assert find_refsim_source(ROOT / "benchmarks" / "refsim.c") == ROOT / "benchmarks" / "refsim.c"
+
+
+def test_refsim_source_names_no_path_outside_the_repository() -> None:
+    source = (ROOT / "benchmarks" / "refsim.c").read_text(encoding="utf-8")
+    assert "dispatchlab bench" in source.split("*/")[0]  # the header says what it is for
+    assert "../" not in source and "/work/" not in source and "/home/" not in source
+
+
+def test_refsim_variable_naming_no_file_is_one_error_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(REFSIM_ENV, "/no/such/refsim.c")
+    assert main(["bench", "--slots", "5000", "--workload", "pod2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: refsim: no such file") and "\n" not in err
+    assert REFSIM_ENV in err
+    # the library call refuses it as well
+    with pytest.raises(ValidationError, match="refsim"):
+        find_refsim_source()
+
+
+@pytest.mark.parametrize("compiler, why", [(None, "no C compiler"), ("cc", None)])
+def test_refsim_unavailable_says_why(monkeypatch: pytest.MonkeyPatch, compiler: str | None,
+                                     why: str | None) -> None:
+    monkeypatch.delenv(REFSIM_ENV, raising=False)
+    monkeypatch.setattr(bench_workloads, "c_compiler", lambda: compiler)
+    if why is None:  # no checkout beside the package (an installed copy)
+        monkeypatch.setattr(bench_workloads, "checkout_root", lambda: None)
+    with bench_workloads._refsim_for(True) as (binary, missing):
+        assert binary is None
+        assert missing.startswith("refsim not available")
+        assert (why or "--refsim PATH") in missing
+    with bench_workloads._refsim_for(False) as (binary, missing):
+        assert binary is None and missing == "off"
+
+
+def test_bench_without_the_reference_runs_ours_and_says_so_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv(REFSIM_ENV, raising=False)
+    monkeypatch.setattr(bench_workloads, "checkout_root", lambda: None)
+    assert main(["bench", "--slots", "5000", "--workload", "pod2", "--json"]) == 0
+    captured = capsys.readouterr()
+    (row,) = [json.loads(line) for line in captured.out.splitlines() if line.strip()]
+    assert row["refsim"] == REFSIM_MISSING and row["slots_per_second"] > 0
+    notes = [line for line in captured.err.splitlines() if "refsim" in line]
+    assert notes == [REFSIM_MISSING]
+    assert f"${REFSIM_ENV}" in REFSIM_MISSING and "--refsim PATH" in REFSIM_MISSING
 
 
 def test_reference_agreement_uses_both_uncertainties() -> None:

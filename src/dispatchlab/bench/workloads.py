@@ -1,8 +1,17 @@
 """The standard benchmark workloads and their runner (``dispatchlab bench``, ``benchmarks/``).
 
-The five workloads of ``shared/bench/README.md``: N = 100 servers, M = 10 dispatchers,
+The five workloads of ``benchmarks/README.md``: N = 100 servers, M = 10 dispatchers,
 Poisson arrivals at load ρ = 0.95 split into M independent Poisson streams, Bernoulli(μ_n)
 service, batch dispatch, empty queues at slot 0.
+
+The reference
+-------------
+``benchmarks/refsim.c`` is the project's reference implementation of these workloads in
+plain C. It is looked for at ``--refsim`` (``refsim=`` a path), then at
+``$DISPATCHLAB_REFSIM``, then as ``benchmarks/refsim.c`` of the source checkout this
+package runs from, and nowhere else; a path given explicitly that names no file is an
+error. Without it (an installed package, or no C compiler) the benchmark runs ours only
+and says why in one line (:data:`REFSIM_MISSING`).
 
 What is measured
 ----------------
@@ -61,11 +70,19 @@ DEFAULT_SEED = 7
 WARM_SLOTS = 2_000
 Z_95 = 1.959963984540054
 REFSIM_ENV = "DISPATCHLAB_REFSIM"
+#: where the reference lives in a source checkout
+REFSIM_SOURCE = Path("benchmarks") / "refsim.c"
+REFSIM_HOW = f"give it with --refsim PATH or ${REFSIM_ENV} (a refsim.c or a built binary)"
+#: why a benchmark ran without the reference (the ``refsim`` field of its rows)
+REFSIM_MISSING = (f"refsim not available: no {REFSIM_SOURCE.as_posix()} in a source checkout "
+                  f"beside this package; {REFSIM_HOW}")
+REFSIM_NO_COMPILER = "refsim not available: {path} found but no C compiler to build it (set CC)"
 
 
 @dataclass(frozen=True)
 class Workload:
-    """One standard workload and refsim's reference numbers for it (README, 6 × 4·10^6 slots)."""
+    """One standard workload and refsim's reference numbers for it (benchmarks/README.md:
+    refsim's means over 6 seeds × 4·10^6 slots)."""
 
     name: str
     servers: str
@@ -131,15 +148,30 @@ def policy_available(workload: Workload) -> str | None:
 
 # --- refsim ---------------------------------------------------------------------------------
 
-def find_refsim_source() -> Path | None:
-    """``refsim.c``: $DISPATCHLAB_REFSIM, ../shared/bench/ beside the repository, /work/shared."""
-    candidates = []
-    if os.environ.get(REFSIM_ENV):
-        candidates.append(Path(os.environ[REFSIM_ENV]))
-    repo_root = Path(__file__).resolve().parents[2]
-    candidates += [repo_root.parent / "shared" / "bench" / "refsim.c",
-                   Path("/work/shared/bench/refsim.c")]
-    return next((path for path in candidates if path.is_file()), None)
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from (``src/dispatchlab`` beside a
+    ``pyproject.toml``), or None for an installed package."""
+    package = Path(__file__).resolve().parents[1]
+    root = package.parents[1]
+    if package.parent.name == "src" and (root / "pyproject.toml").is_file():
+        return root
+    return None
+
+
+def find_refsim_source(explicit: Path | str | None = None) -> Path | None:
+    """The reference simulator to use: ``explicit`` (``--refsim``), else
+    $DISPATCHLAB_REFSIM, else ``benchmarks/refsim.c`` of the source checkout; None when
+    there is none. A source or a built binary; an explicit path (argument or variable)
+    that names no file is a ValidationError on ``refsim``, never a silent fallback."""
+    for given, origin in ((explicit, "--refsim"), (os.environ.get(REFSIM_ENV), f"${REFSIM_ENV}")):
+        if given:
+            path = Path(given).expanduser()
+            require(path.is_file(), "refsim", f"no such file: {path} (given by {origin})")
+            return path
+    root = checkout_root()
+    if root is not None and (root / REFSIM_SOURCE).is_file():
+        return root / REFSIM_SOURCE
+    return None
 
 
 def c_compiler() -> str | None:
@@ -269,8 +301,9 @@ def run_bench(names: Sequence[str] | None = None, *, slots: int = DEFAULT_SLOTS,
               on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Run the selected workloads (all by default) and return one dict per workload.
 
-    ``refsim``: True finds and builds refsim.c when a source and a C compiler exist (and
-    skips the comparison otherwise), False skips it, a path uses that source or binary.
+    ``refsim``: True uses :func:`find_refsim_source` (and, when it finds nothing or no C
+    compiler, runs ours only with ``row["refsim"]`` saying why), False skips it, a path uses
+    that source or binary.
     ``on_row`` is called with each row as soon as it is ready.
     """
     require(isinstance(slots, int) and slots >= 1000, "slots",
@@ -279,12 +312,11 @@ def run_bench(names: Sequence[str] | None = None, *, slots: int = DEFAULT_SLOTS,
     require(isinstance(seed, int) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
     workloads = select_workloads(names)
     rows = []
-    with _refsim_for(refsim) as binary:
+    with _refsim_for(refsim) as (binary, missing):
         for workload in workloads:
             row = run_workload(workload, slots=slots, seed=seed, refsim=binary, repeat=repeat)
             if binary is None and "skipped" not in row:
-                row["refsim"] = ("off" if refsim is False or refsim is None
-                                 else "not run: no refsim.c or no C compiler")
+                row["refsim"] = missing
             rows.append(row)
             if on_row is not None:
                 on_row(row)
@@ -292,18 +324,21 @@ def run_bench(names: Sequence[str] | None = None, *, slots: int = DEFAULT_SLOTS,
 
 
 @contextmanager
-def _refsim_for(refsim: Path | None | bool) -> Iterator[Path | None]:
-    """The refsim binary to use (built in a temporary directory, removed afterwards), or None."""
+def _refsim_for(refsim: Path | None | bool) -> Iterator[tuple[Path | None, str]]:
+    """The refsim binary to use (built in a temporary directory, removed afterwards) and,
+    when there is none, why: ``off``, :data:`REFSIM_MISSING` or :data:`REFSIM_NO_COMPILER`."""
     if refsim is False or refsim is None:
-        yield None
+        yield None, "off"
+        return
+    path = find_refsim_source(None if refsim is True else refsim)
+    if path is None:
+        yield None, REFSIM_MISSING
+        return
+    if refsim is True and path.suffix == ".c" and c_compiler() is None:
+        yield None, REFSIM_NO_COMPILER.format(path=path)
         return
     with tempfile.TemporaryDirectory(prefix="dispatchlab-refsim-") as directory:
-        if refsim is True:
-            source = find_refsim_source()
-            yield (None if source is None or c_compiler() is None
-                   else build_refsim(source, Path(directory)))
-        else:
-            yield refsim_binary(Path(refsim), Path(directory))
+        yield refsim_binary(path, Path(directory)), ""
 
 
 def to_json(row: dict[str, Any]) -> str:

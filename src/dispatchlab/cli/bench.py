@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +14,7 @@ from rich.table import Table
 from dispatchlab.bench.workloads import (
     DEFAULT_SEED,
     DEFAULT_SLOTS,
+    REFSIM_ENV,
     WORKLOAD_NAMES,
     run_bench,
     to_json,
@@ -62,7 +64,7 @@ def bench(
     json_output: Annotated[bool, typer.Option("--json", help="one JSON line per workload")] = False,
     refsim: Annotated[Path | None, typer.Option(
         help="refsim.c (built with cc -O3 -march=native) or a built refsim binary; "
-        "default: ../shared/bench/refsim.c beside the repository")] = None,
+        f"default: ${REFSIM_ENV}, else benchmarks/refsim.c of the source checkout")] = None,
     no_refsim: Annotated[bool, typer.Option("--no-refsim", help="do not run refsim")] = False,
     repeat: Annotated[int, typer.Option(
         help="timed runs per workload (with --scaling: per cell, in rounds); speeds and "
@@ -96,6 +98,9 @@ def bench(
             console.print(f"[dim]{row['name']}: {label}[/dim]")
 
     rows = run_bench(workload, slots=slots, seed=seed, refsim=use, repeat=repeat, on_row=show)
+    missing = next((row["refsim"] for row in rows if row.get("refsim", "off") != "off"), None)
+    if missing:
+        print(missing, file=sys.stderr)  # one line, whatever the terminal's width
     if not json_output:
         console.width = max(console.width, TABLE_WIDTH)
         console.print(_table(rows))

@@ -139,10 +139,10 @@ def test_refsim_is_the_checkouts_own_source(monkeypatch: pytest.MonkeyPatch) -> 
     assert find_refsim_source(ROOT / "benchmarks" / "refsim.c") == ROOT / "benchmarks" / "refsim.c"
 
 
-def test_refsim_source_names_no_path_outside_the_repository() -> None:
+def test_refsim_source_says_what_it_is() -> None:
     source = (ROOT / "benchmarks" / "refsim.c").read_text(encoding="utf-8")
     assert "dispatchlab bench" in source.split("*/")[0]  # the header says what it is for
-    assert "../" not in source and "/work/" not in source and "/home/" not in source
+    assert "../" not in source  # (machine paths: tests/test_docs.py, for every tracked file)
 
 
 def test_refsim_variable_naming_no_file_is_one_error_line(

@@ -4,6 +4,7 @@ builds with warnings as errors (issue 14)."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import time
@@ -77,3 +78,63 @@ def test_reproductions_page_says_not_run_yet_for_an_empty_store(tmp_path: Path) 
     rows = [line for line in text.splitlines() if line.startswith("| ") and "**" in line]
     assert len(rows) == len(CLAIMS)
     assert all("**not run yet**" in row and "`dispatchlab experiment " in row for row in rows)
+
+
+# --- the repository stands alone (issue 23) -------------------------------------------------
+
+#: what no tracked file may contain: the team's notes outside the repository and machine paths
+OUTSIDE_REFERENCES = ("THEORY" + ".md", "../" + "shared", "/" + "work/", "/" + "home/")
+CHECKED = ("src", "docs", "examples", "benchmarks", "tests", "README.md")
+MODEL_PAGE = ROOT / "docs" / "model.md"
+ANCHOR = re.compile(r"\{#([A-Za-z0-9_-]+)\}")
+
+
+def _tracked_files(*paths: str) -> list[Path]:
+    try:
+        done = subprocess.run(["git", "ls-files", "-z", "--", *paths], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    except OSError:
+        pytest.skip("git is not available")
+    if done.returncode != 0:
+        pytest.skip("not a git checkout")
+    return [ROOT / name for name in done.stdout.split("\0") if name]
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, IsADirectoryError):  # deleted or a submodule in this tree
+        return ""
+
+
+def test_no_tracked_file_cites_material_outside_the_repository() -> None:
+    this_file = Path(__file__).resolve()
+    offenders = [f"{path.relative_to(ROOT)}:{number}: {needle}"
+                 for path in _tracked_files(*CHECKED) if path.resolve() != this_file
+                 for number, line in enumerate(_text(path).splitlines(), 1)
+                 for needle in OUTSIDE_REFERENCES if needle in line]
+    assert not offenders, "cite docs/model.md#… or the paper instead:\n" + "\n".join(offenders)
+
+
+def _anchors(page: Path) -> list[str]:
+    return ANCHOR.findall(page.read_text(encoding="utf-8"))
+
+
+def test_every_section_of_the_model_page_has_one_unique_explicit_anchor() -> None:
+    in_code = False
+    for line in MODEL_PAGE.read_text(encoding="utf-8").splitlines():
+        in_code ^= line.startswith("```")
+        if not in_code and re.match(r"#{2,6} ", line):
+            assert ANCHOR.search(line), f"docs/model.md: a section without {{#anchor}}: {line}"
+    anchors = _anchors(MODEL_PAGE)
+    assert len(anchors) == len(set(anchors)), "docs/model.md: an anchor is used twice"
+
+
+@pytest.mark.parametrize("page", ["model", "bibliography"])
+def test_every_cited_anchor_exists(page: str) -> None:
+    anchors = set(_anchors(ROOT / "docs" / f"{page}.md"))
+    cited = re.compile(rf"\b{page}\.md#([A-Za-z0-9_-]+)")
+    missing = [f"{path.relative_to(ROOT)}: {page}.md#{anchor}"
+               for path in _tracked_files(*CHECKED, "mkdocs.yml")
+               for anchor in cited.findall(_text(path)) if anchor not in anchors]
+    assert not missing, f"anchors missing from docs/{page}.md:\n" + "\n".join(missing)

@@ -15,11 +15,16 @@ from dispatchlab.engine.interface import MESSAGE_KINDS, Context, Memory, Slot
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.led import LEDPolicy
 from dispatchlab.policies.led.layout import (
+    EXTRA_ROWS,
     IP_DISPATCHERS,
     IP_INCREMENT,
     IP_PUSH_D,
     IP_SERVERS,
     IP_SIZE,
+    PULL_POSITION_ROW,
+    PUSH_POSITION_ROW,
+    PUSH_SAMPLE_ROW,
+    SCRATCH_ROW,
 )
 from dispatchlab.policies.led.policy import _builtin_choose
 from dispatchlab.policies.led.strategies import l_jsq, l_pod
@@ -30,6 +35,21 @@ SLOTS = 40_000
 def run(system, policy, seed=3, slots=SLOTS, **params):
     return simulate(system, policy, policy_params=params, slots=slots, seed=seed,
                     track_delay=False)
+
+
+@pytest.mark.parametrize("update", ["push", "pull"])
+def test_the_named_rows_after_the_estimates(update):
+    # the M estimate rows, then the rows named in the layout: the update positions start
+    # undrawn (−1), the scratch and push-sample rows at 0
+    system = System.build("5x0.5", load=0.8, dispatchers=3)
+    kernel = make_policy("led", update=update).kernel(system)
+    rows = sorted((SCRATCH_ROW, PUSH_SAMPLE_ROW, PULL_POSITION_ROW, PUSH_POSITION_ROW))
+    assert rows == list(range(EXTRA_ROWS))
+    state = kernel.int_state
+    for row in (PULL_POSITION_ROW, PUSH_POSITION_ROW):
+        assert state[3 + row, 0] == -1 and not state[3 + row, 1:].any()
+    for row in (SCRATCH_ROW, PUSH_SAMPLE_ROW):
+        assert not state[3 + row].any()
 
 
 @pytest.mark.parametrize("dispatchers", [1, 4])

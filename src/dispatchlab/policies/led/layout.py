@@ -48,7 +48,10 @@ UPDATE_PUSH, UPDATE_PULL = 0, 1
 INDEX_NONE, INDEX_TREE, INDEX_SUM, INDEX_BLOCKS = 0, 1, 2, 3
 TRIGGER_SLOT, TRIGGER_ARRIVAL = 0, 1
 
-EXTRA_ROWS = 4  # scratch, push sample, pull position, push position
+# the ist rows after the M estimate rows, by their offset from M: the strategy's scratch,
+# the push sample, the pull position, the push position
+SCRATCH_ROW, PUSH_SAMPLE_ROW, PULL_POSITION_ROW, PUSH_POSITION_ROW = 0, 1, 2, 3
+EXTRA_ROWS = 4
 
 
 @njit(inline="always", cache=True)
@@ -160,25 +163,25 @@ def strategy_params(memory):
 @njit(inline="always", cache=True)
 def strategy_scratch_row(memory):
     """Index of the ``ist`` row the dispatching strategy may use as scratch."""
-    return memory.ip[IP_DISPATCHERS]
+    return memory.ip[IP_DISPATCHERS] + SCRATCH_ROW
 
 
 @njit(inline="always", cache=True)
 def push_sample_row(memory):
     """Index of the ``ist`` row that holds the servers sampled by a push update."""
-    return memory.ip[IP_DISPATCHERS] + 1
+    return memory.ip[IP_DISPATCHERS] + PUSH_SAMPLE_ROW
 
 
 @njit(inline="always", cache=True)
 def pull_position(memory):
     """Row whose entry 0 is the position of the next pull report (−1: not drawn yet)."""
-    return memory.ist[memory.ip[IP_DISPATCHERS] + 2]
+    return memory.ist[memory.ip[IP_DISPATCHERS] + PULL_POSITION_ROW]
 
 
 @njit(inline="always", cache=True)
 def push_position(memory):
     """Row whose entry 0 is the position of the next push event (−1: not drawn yet)."""
-    return memory.ist[memory.ip[IP_DISPATCHERS] + 3]
+    return memory.ist[memory.ip[IP_DISPATCHERS] + PUSH_POSITION_ROW]
 
 
 @njit(inline="always", cache=True)

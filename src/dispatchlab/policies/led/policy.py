@@ -39,6 +39,8 @@ from dispatchlab.policies.led.layout import (
     IP_STRATEGY,
     IP_TRIGGER,
     IP_UPDATE,
+    PULL_POSITION_ROW,
+    PUSH_POSITION_ROW,
     TRIGGER_ARRIVAL,
     TRIGGER_SLOT,
     UPDATE_PULL,
@@ -372,8 +374,8 @@ class LEDPolicy(Policy):
         index_start = m + EXTRA_ROWS + learn_rows
         state = np.zeros((index_start + index_rows, n), np.int64)
         state[m + EXTRA_ROWS:index_start, :] = -1  # learn_on_send: no slot learnt yet
-        state[m + 2, 0] = -1  # pull / push positions: drawn at the first update
-        state[m + 3, 0] = -1
+        state[m + PULL_POSITION_ROW, 0] = -1  # the positions: drawn at the first update
+        state[m + PUSH_POSITION_ROW, 0] = -1
         if index == INDEX_BLOCKS:
             state[index_start:] = new_block_rows(n, m, n)
         elif index == INDEX_TREE:

@@ -1,4 +1,5 @@
-"""The compiled slot loop: THEORY.md §1.2–1.3, written once for every policy.
+"""The compiled slot loop (docs/model.md#slot-order, docs/model.md#queue-dynamics), written
+once for every policy.
 
 Order of events in slot t:
   1. ``begin_slot`` hook (e.g. a periodic policy samples the queues at t = kT);

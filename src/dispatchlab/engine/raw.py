@@ -58,6 +58,18 @@ class RawRun:
         """The mean of ΣQ(t+1) over the measured slots (0 when none was)."""
         return float(self.moments[loop.SUM_TOTAL_QUEUE] / max(self.measured_slots, 1))
 
+    @property
+    def mean_excess(self) -> float:
+        """The mean of X(t+1) = ΣQ(t+1) − q(t+1) over the measured slots (0 when none was)."""
+        moments = self.moments
+        return float((moments[loop.SUM_TOTAL_QUEUE] - moments[loop.SUM_POOLED])
+                     / max(self.measured_slots, 1))
+
+    def excess_block_means(self) -> np.ndarray:
+        """Mean X = ΣQ − q of each complete block run, q the pooled queue on the same draws."""
+        complete = self.slots_run // self.block_length
+        return (self.block_sum[:complete] - self.block_pooled[:complete]) / self.block_length
+
     def block_means(self) -> np.ndarray:
         """Mean ΣQ of each complete block run (the last block may be partial and is dropped)."""
         complete = self.slots_run // self.block_length
@@ -231,7 +243,7 @@ def check_invariants(run: RawRun, initial_total: int, policy: str) -> None:
 
     Jobs are conserved (arrived = departed + in system − initially there), no queue is
     negative, and ΣQ(t) ≥ q(t), the pooled queue on the same draws, held in every slot
-    (THEORY.md §1.3). A policy that writes into ``slot.Q`` can break them."""
+    (docs/model.md#queue-dynamics). A policy that writes into ``slot.Q`` can break them."""
     arrived = int(run.counters[loop.ARRIVALS])
     departed = int(run.counters[loop.DEPARTURES])
     in_system = int(run.final_queues.sum())

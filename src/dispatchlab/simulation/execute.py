@@ -11,7 +11,7 @@ from typing import Any
 
 from dispatchlab.core.pools import map_tasks, process_pool, resolve_workers
 from dispatchlab.engine.raw import RawRun
-from dispatchlab.simulation.plan import Plan, Replication, Target
+from dispatchlab.simulation.plan import Plan, Replication
 from dispatchlab.simulation.result import Result
 from dispatchlab.simulation.summary import summarize
 
@@ -22,10 +22,14 @@ PRECISION_OVERSHOOT = 1.2
 def execute(plan: Plan, workers: int | None) -> Result:
     if plan.target is None:
         runs = run_replications(plan.task, plan.indices, workers)
-        return summarize(plan.task.system, plan.task.policy, runs, seed=plan.task.seed,
-                         warmup_method=plan.warmup_method)
-    return _to_precision(plan.task, len(plan.indices), workers, plan.warmup_method,
-                         plan.target, plan.budget)
+        return summarize_plan(plan, runs)
+    return _to_precision(plan, workers)
+
+
+def summarize_plan(plan: Plan, runs: list[RawRun]) -> Result:
+    """The :class:`Result` of ``runs``, replications of ``plan``'s configuration."""
+    return summarize(plan.task.system, plan.task.policy, runs, seed=plan.task.seed,
+                     warmup_method=plan.warmup_method, estimator=plan.estimator)
 
 
 def run_indexed(item: tuple[Replication, int | None]) -> RawRun:
@@ -42,8 +46,7 @@ def run_replications(task: Replication, indices: Any, workers: int | None = 1,
                      pool=pool)
 
 
-def _to_precision(task: Replication, first: int, workers: int | None, warmup_method: str,
-                  target: Target, budget: int) -> Result:
+def _to_precision(plan: Plan, workers: int | None) -> Result:
     """Replications in rounds until the CI meets ``target`` or the slot budget is spent.
 
     Each round sizes itself from the current half-width h: about R·(h/h*)² replications
@@ -52,20 +55,20 @@ def _to_precision(task: Replication, first: int, workers: int | None, warmup_met
     seed, so a precision run's result is that of ``simulate(…, replications=R)`` for the R
     it stopped at (R may depend on the number of workers, as rounds are whole).
     """
-    per_round = resolve_workers(workers, budget // task.slots)
+    per_round = resolve_workers(workers, plan.budget // plan.task.slots)
     with ExitStack() as stack:
         pool = stack.enter_context(process_pool(per_round)) if per_round > 1 else None
-        return _rounds(task, first, per_round, pool, warmup_method, target, budget)
+        return _rounds(plan, per_round, pool)
 
 
-def _rounds(task: Replication, first: int, per_round: int, pool: Executor | None,
-            warmup_method: str, target: Target, budget: int) -> Result:
+def _rounds(plan: Plan, per_round: int, pool: Executor | None) -> Result:
+    task, target, budget = plan.task, plan.target, plan.budget
+    assert target is not None
     affordable = budget // task.slots
-    count = min(max(first, per_round), affordable)
+    count = min(max(len(plan.indices), per_round), affordable)
     runs = run_replications(task, range(count), 1, pool)
     while True:
-        result = summarize(task.system, task.policy, runs, seed=task.seed,
-                           warmup_method=warmup_method)
+        result = summarize_plan(plan, runs)
         half = (result.ci_high - result.ci_low) / 2
         if result.stability == "unstable":
             reason = "unstable: no mean to estimate"

@@ -18,6 +18,8 @@ from dispatchlab.policies.base import Policy, make_policy
 
 WARMUP_FRACTION = 0.1
 WARMUP_METHODS = ("fraction", "mser5")
+#: the headline estimator of E[ΣQ] (docs/statistics.md#coupled)
+ESTIMATORS = ("coupled", "plain")
 # a precision run stops when its slots (all replications, warm-ups included) would pass
 # this multiple of ``slots``, unless ``max_slots`` says otherwise
 PRECISION_BUDGET_FACTOR = 64
@@ -32,6 +34,7 @@ class Plan:
     warmup_method: str
     target: Target | None
     budget: int
+    estimator: str = "coupled"
 
 
 def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
@@ -39,7 +42,7 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
           warmup_method: str = "fraction", bound: int | None = None, track_delay: bool = True,
           detail: bool = True, policy_params: dict[str, Any] | None = None,
           precision: float | None = None, precision_abs: float | None = None,
-          max_slots: int | None = None) -> Plan:
+          max_slots: int | None = None, estimator: str = "coupled") -> Plan:
     """Validate the arguments of :func:`simulate` (ValidationError on bad input)."""
     require(isinstance(system, System), "system",
             f"expected a System (System.build(...)), got {type(system).__name__}")
@@ -67,6 +70,8 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
         require(isinstance(flag, bool), name, f"expected True or False (got {flag!r})")
     require(isinstance(warmup_method, str) and warmup_method in WARMUP_METHODS, "warmup_method",
             f"allowed: {', '.join(WARMUP_METHODS)}")
+    require(isinstance(estimator, str) and estimator in ESTIMATORS, "estimator",
+            f"allowed: {', '.join(ESTIMATORS)} (got {estimator!r})")
     for name, value in (("precision", precision), ("precision_abs", precision_abs)):
         require(value is None or (isinstance(value, int | float) and not isinstance(value, bool)
                                   and math.isfinite(value) and value > 0),
@@ -84,12 +89,12 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
     if precision is None and precision_abs is None:
         require(max_slots is None, "max_slots", "a slot budget needs a precision target")
         indices: list[int | None] = list(range(replications)) if replications > 1 else [None]
-        return Plan(task, indices, warmup_method, None, int(slots) * replications)
+        return Plan(task, indices, warmup_method, None, int(slots) * replications, estimator)
     budget = PRECISION_BUDGET_FACTOR * int(slots) if max_slots is None else int(max_slots)
     require(budget // int(slots) >= 2, "max_slots", f"the budget {budget} slots does not "
             f"cover two replications of {slots} slots")
     return Plan(task, list(range(max(replications, 2))), warmup_method,
-                Target(precision, precision_abs), budget)
+                Target(precision, precision_abs), budget, estimator)
 
 
 @dataclass(frozen=True)

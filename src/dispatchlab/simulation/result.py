@@ -57,7 +57,7 @@ class Result:
     stability: str
     stability_evidence: str
     # theory next to the measurement
-    lower_bound_total_queue: float  # finite-ε bound of THEORY.md §5
+    lower_bound_total_queue: float  # finite-ε bound, docs/model.md#lower-bound
     heavy_traffic_limit: float  # ζ/2
     # theorem quantities
     epsilon_total_queue: float  # ε·E[ΣQ]
@@ -91,6 +91,27 @@ class Result:
     # stability by theory where it exists (framework Π threshold, λ_Σ ≥ μ_Σ), else "unknown";
     # a disagreement with ``stability`` is named in ``stability_evidence``
     theory_stability: str = "unknown"
+    # the two estimators of E[ΣQ] (docs/statistics.md#coupled): ``plain``, the time average
+    # of ΣQ; ``coupled``, E[q] of the pooled queue computed (theory.pooled_queue) plus the
+    # time average of X = ΣQ − q ≥ 0 on the same draws. ``estimator`` says which one
+    # mean_total_queue and its CI report; ``estimator_note`` why not the coupled one
+    estimator: str = "plain"
+    estimator_note: str = ""
+    plain_mean_total_queue: float = math.nan
+    plain_ci_low: float = math.nan
+    plain_ci_high: float = math.nan
+    coupled_mean_total_queue: float = math.nan
+    coupled_ci_low: float = math.nan  # X's interval shifted by E[q], widened by its error
+    coupled_ci_high: float = math.nan
+    pooled_queue_exact: float = math.nan  # E[q] computed (not the run's time average)
+    pooled_queue_error: float = math.nan  # the half-width within which E[q] lies
+    pooled_queue_method: str = ""  # exact, bounded (…), unavailable: …
+    mean_excess: float = math.nan  # E[X] = E[ΣQ − q]: → 0·(1/ε) iff heavy-traffic optimal
+    excess_ci_low: float = math.nan
+    excess_ci_high: float = math.nan
+    epsilon_excess: float = math.nan  # ε·E[X]
+    epsilon_excess_ci_low: float = math.nan
+    epsilon_excess_ci_high: float = math.nan
 
     @property
     def load(self) -> float:

@@ -8,10 +8,9 @@ from dispatchlab.core.errors import ValidationError
 from dispatchlab.core.pools import map_tasks
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
-from dispatchlab.simulation.execute import execute, run_indexed
+from dispatchlab.simulation.execute import execute, run_indexed, summarize_plan
 from dispatchlab.simulation.plan import plan_run
 from dispatchlab.simulation.result import Result
-from dispatchlab.simulation.summary import summarize
 
 
 def simulate(
@@ -31,6 +30,7 @@ def simulate(
     precision: float | None = None,
     precision_abs: float | None = None,
     max_slots: int | None = None,
+    estimator: str = "coupled",
     **unknown: Any,
 ) -> Result:
     """Simulate ``policy`` on ``system`` for ``slots`` slots.
@@ -61,17 +61,22 @@ def simulate(
             both must hold).
         max_slots: the slot budget of a precision run, warm-ups included (default
             PRECISION_BUDGET_FACTOR × ``slots``).
+        estimator: the headline E[ΣQ] and its CI (docs/statistics.md#coupled):
+            ``coupled`` (default), E[q] of the resource-pooled queue on the same draws,
+            computed, plus the time average of X = ΣQ − q; where E[q] cannot be computed
+            exactly (trace arrivals, very wide laws) the plain one, saying why in
+            ``estimator_note``. ``plain``: the time average of ΣQ. Both are reported.
     """
     if unknown:
         raise ValidationError(sorted(unknown)[0], "unknown keyword of simulate; allowed: "
                               "slots, warmup, seed, replications, warmup_method, bound, "
                               "track_delay, detail, policy_params, workers, precision, "
-                              "precision_abs, max_slots")
+                              "precision_abs, max_slots, estimator")
     return execute(plan_run(
         system, policy, slots=slots, warmup=warmup, seed=seed, replications=replications,
         warmup_method=warmup_method, bound=bound, track_delay=track_delay, detail=detail,
         policy_params=policy_params, precision=precision, precision_abs=precision_abs,
-        max_slots=max_slots), workers)
+        max_slots=max_slots, estimator=estimator), workers)
 
 
 def simulate_each(system: System, policies: list[Policy | str], *, workers: int | None = None,
@@ -91,6 +96,5 @@ def simulate_each(system: System, policies: list[Policy | str], *, workers: int 
     for plan in plans:
         runs = raw[start:start + len(plan.indices)]
         start += len(plan.indices)
-        results.append(summarize(plan.task.system, plan.task.policy, runs,
-                                 seed=plan.task.seed, warmup_method=plan.warmup_method))
+        results.append(summarize_plan(plan, runs))
     return results

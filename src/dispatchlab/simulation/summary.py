@@ -26,6 +26,7 @@ from dispatchlab.stats.estimators import (
 from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
 from dispatchlab.stats.stability import StabilityVerdict, below_lower_bound, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
+from dispatchlab.theory.pooled_queue import PooledMean, pooled_queue_mean
 from dispatchlab.theory.stability import induced_threshold
 
 FIXED_LENGTH = "fixed run length"
@@ -42,7 +43,8 @@ def _total_queue_estimate(run: RawRun, warmup_method: str,
     """
     blocks = run.block_means()
     first = -(-run.warmup // run.block_length)
-    if warmup_method == "mser5":  # MSER-5 on top of the fixed warm-up (≥ 10 %, §1.8)
+    # MSER-5 on top of the fixed warm-up (≥ 10 %, docs/model.md#measurement)
+    if warmup_method == "mser5":
         first += mser5_truncation(blocks[first:])
     measured = blocks[first:]
     if warmup_method == "fraction":
@@ -55,6 +57,48 @@ def _total_queue_estimate(run: RawRun, warmup_method: str,
             measured.size * run.block_length)
         estimate = with_standard_error_floor(estimate, floor, "heavy-traffic model SE")
     return estimate, warmup
+
+
+def _excess_estimate(run: RawRun, warmup_method: str) -> Estimate:
+    """Mean X = ΣQ − q of one run after its warm-up (the same first block as ΣQ's), with a
+    batch-means CI sized by X's own τ̂. X ≡ 0 (a single server, or q = ΣQ throughout) has
+    the exact interval [0, 0]."""
+    blocks = run.block_means()
+    excess = run.excess_block_means()
+    first = -(-run.warmup // run.block_length)
+    if warmup_method == "mser5":
+        first += mser5_truncation(blocks[first:])
+    measured = excess[first:]
+    if measured.size and not measured.any():
+        return Estimate(0.0, 0.0, 0.0, "exact: X = 0 in every slot", int(measured.size),
+                        standard_error=0.0)
+    if warmup_method == "fraction":
+        return batch_means(measured).shifted(run.mean_excess)
+    return batch_means(measured)
+
+
+def coupled_total_queue(excess: Estimate, pooled: PooledMean) -> Estimate:
+    """E[ΣQ] = E[q] + E[X]: X's interval shifted by E[q] and widened by E[q]'s error."""
+    return replace(excess, mean=excess.mean + pooled.value,
+                   ci_low=excess.ci_low + pooled.value - pooled.error,
+                   ci_high=excess.ci_high + pooled.value + pooled.error,
+                   method=f"coupled: E[q] {pooled.method} + X by {excess.method}")
+
+
+_POOLED_MEANS: dict[str, PooledMean] = {}
+
+
+def pooled_mean(system: System) -> PooledMean:
+    """:func:`~dispatchlab.theory.pooled_queue.pooled_queue_mean`, once per system and
+    process (a precision run summarises every round)."""
+    key = repr((np.asarray(system.mu, dtype=float).tobytes(), system.arrivals.law,
+                float(system.arrival_rate), system.arrivals.trials, system.arrivals.trace_path,
+                system.service.kind, system.service.trials))
+    if key not in _POOLED_MEANS:
+        if len(_POOLED_MEANS) > 256:
+            _POOLED_MEANS.clear()
+        _POOLED_MEANS[key] = pooled_queue_mean(system)
+    return _POOLED_MEANS[key]
 
 
 def server_arrival_rates(system: System, policy: Policy) -> np.ndarray | None:
@@ -86,21 +130,23 @@ RELAXATION_FACTOR = 10
 
 def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: System,
                       measured_slots: int, per_run: list[Estimate],
-                      block_length: int) -> StabilityVerdict:
+                      block_length: int, coupled: bool = False) -> StabilityVerdict:
     """Downgrade a "stable" verdict to "undetermined" when the run cannot support it.
 
     Three checks that a trend test alone misses near ρ = 1: the CI lies entirely below the
-    proven lower bound on E[ΣQ] (§5); the measured window is shorter than
+    proven lower bound on E[ΣQ] (docs/model.md#lower-bound); the measured window is shorter than
     RELAXATION_FACTOR × ζ/ε², the relaxation time of the resource-pooled queue; or it is
     shorter than MIN_TAU_BATCHES batches of 5 τ̂, the series' own integrated
     autocorrelation time (each run's batch means then said "too short to say").
+    With the ``coupled`` estimator E[q] is computed, not sampled: the pooled queue's
+    relaxation time does not bound the run, and τ̂ is X's (``per_run``: X's estimates).
     """
     bound = lower_bound_total_queue(system)
     if math.isfinite(bound) and estimate.ci_high < bound:
         return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
             f"; but the CI lies below the lower bound {bound:.4g} on E[ΣQ]: run longer"))
     relaxation = 2 * heavy_traffic_limit(system) / system.epsilon**2
-    if measured_slots < RELAXATION_FACTOR * relaxation:
+    if not coupled and measured_slots < RELAXATION_FACTOR * relaxation:
         return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
             f"; but {measured_slots} measured slots < {RELAXATION_FACTOR}·ζ/ε² = "
             f"{RELAXATION_FACTOR * relaxation:.3g} (the pooled queue's relaxation time): "
@@ -109,7 +155,8 @@ def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: Sys
         tau = max(run.autocorrelation_time for run in per_run) * block_length
         return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
             f"; but the measured window is shorter than {MIN_TAU_BATCHES} batches of 5·τ̂ "
-            f"(τ̂ = {tau:.3g} slots, the integrated autocorrelation time of ΣQ): too short "
+            f"(τ̂ = {tau:.3g} slots, the integrated autocorrelation time of "
+            f"{'X = ΣQ − q' if coupled else 'ΣQ'}): too short "
             "to say, run longer"))
     return verdict
 
@@ -117,10 +164,10 @@ def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: Sys
 def theory_stability(system: System, policy: Policy) -> tuple[str, str]:
     """What theory says of this policy's stability on ``system``, and why.
 
-    ``unstable`` when λ_Σ ≥ μ_Σ (§1.7); for a member of framework Π (rand, wrand, rr, jsq,
-    jsed, pod and the pi-* policies) the induced threshold λ̄ of Eq. (3) (§4.3–4.6):
-    ``stable`` below it, ``unstable`` above it when §4.6 certifies transience; otherwise
-    ``unknown``.
+    ``unstable`` when λ_Σ ≥ μ_Σ (docs/model.md#optimality); for a member of framework Π
+    (rand, wrand, rr, jsq, jsed, pod and the pi-* policies) the induced threshold λ̄ of [Π]
+    Eq. (3) (docs/model.md#pi-stability): ``stable`` below it, ``unstable`` above it when
+    transience is certified (docs/model.md#pi-transience); otherwise ``unknown``.
     """
     if system.epsilon <= 0:
         return "unstable", "λ_Σ ≥ μ_Σ"
@@ -152,7 +199,12 @@ def _pooled_relaxation(system: System) -> float:
 
 
 def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
-              warmup_method: str) -> Result:
+              warmup_method: str, estimator: str = "coupled") -> Result:
+    """The :class:`Result` of ``runs``, replications of one configuration.
+
+    ``estimator`` picks the headline E[ΣQ]: ``coupled`` (E[q] computed + the mean of X =
+    ΣQ − q; where E[q] is not exact, the plain one, with the reason in
+    ``estimator_note``) or ``plain`` (the time average of ΣQ). Both are reported."""
     verdicts = [
         stability_verdict(run.block_means()[-(-run.warmup // run.block_length):],
                           run.block_length, hit_bound=run.hit_bound, bound=run.bound,
@@ -166,14 +218,22 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     rates = None if arrivals is None else (np.asarray(system.mu, dtype=float), arrivals)
     per_run = [_total_queue_estimate(run, warmup_method, rates) for run in runs]
     estimates = [e for e, _ in per_run]
-    estimate = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
+    plain = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
     warmup_used = per_run[0][1]
+    excess_runs = [_excess_estimate(run, warmup_method) for run in runs]
+    excess = excess_runs[0] if len(runs) == 1 else pooled_estimate(excess_runs)
+    pooled = pooled_mean(system)
+    coupled = coupled_total_queue(excess, pooled) if pooled.available else None
+    use_coupled = estimator == "coupled" and coupled is not None and pooled.method == "exact"
+    estimate = coupled if use_coupled else plain
+    note = "" if use_coupled or estimator == "plain" else f"E[q] {pooled.method}"
     if worst.verdict == "undetermined" and (note := below_lower_bound(
             estimate.ci_high, lower_bound_total_queue(system), estimate.mean)):
         worst = replace(worst, evidence=f"{worst.evidence}; but {note}")
     if worst.verdict == "stable":
         worst = _check_run_length(worst, estimate, system, min(r.measured_slots for r in runs),
-                                  estimates, runs[0].block_length)
+                                  excess_runs if use_coupled else estimates,
+                                  runs[0].block_length, coupled=use_coupled)
     theory, why = theory_stability(system, policy)
     worst = _cross_check(worst, theory, why)
     tau_blocks = [e.autocorrelation_time for e in estimates if math.isfinite(
@@ -241,6 +301,19 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         autocorrelation_time=(max(tau_blocks) * runs[0].block_length if tau_blocks else nan),
         stop_reason=FIXED_LENGTH,
         theory_stability=theory,
+        estimator="coupled" if use_coupled else "plain", estimator_note=note,
+        plain_mean_total_queue=stable_only(plain.mean),
+        plain_ci_low=stable_only(plain.ci_low), plain_ci_high=stable_only(plain.ci_high),
+        coupled_mean_total_queue=stable_only(coupled.mean) if coupled else nan,
+        coupled_ci_low=stable_only(coupled.ci_low) if coupled else nan,
+        coupled_ci_high=stable_only(coupled.ci_high) if coupled else nan,
+        pooled_queue_exact=float(pooled.value), pooled_queue_error=float(pooled.error),
+        pooled_queue_method=pooled.method,
+        mean_excess=stable_only(excess.mean), excess_ci_low=stable_only(excess.ci_low),
+        excess_ci_high=stable_only(excess.ci_high),
+        epsilon_excess=stable_only(system.epsilon * excess.mean),
+        epsilon_excess_ci_low=stable_only(system.epsilon * excess.ci_low),
+        epsilon_excess_ci_high=stable_only(system.epsilon * excess.ci_high),
     )
 
 

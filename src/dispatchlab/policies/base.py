@@ -131,7 +131,8 @@ class Policy(metaclass=_FrozenAfterInit):
     diagnostics: ClassVar[tuple[str, ...]] = ()
     #: the class's name in ``dispatchlab.policies`` (``LEDPolicy`` → ``LED``)
     public_name: ClassVar[str] = "Policy"
-    #: a member of framework Π (§4.8) whose :meth:`dispatch_fractions` are not implemented
+    #: a member of framework Π (docs/model.md#pi-members) whose :meth:`dispatch_fractions`
+    #: are not implemented
     pi_member_without_fractions: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -4,7 +4,7 @@ Every dispatcher acts on the slot-start state Q(t) with its own randomness; ties
 are broken uniformly (JSQ and JSED also offer the herding options of
 :mod:`dispatchlab.policies.herding`: tie rule, information lag, water-filling).
 Messages: 2N per dispatch event for JSQ/JSED (N probes, N replies), 2d for
-Po-d, none for the random and round-robin rules (§2.6).
+Po-d, none for the random and round-robin rules (docs/model.md#messages).
 """
 
 from __future__ import annotations
@@ -252,13 +252,14 @@ def _check_d(policy: Policy, system: System) -> None:
 class RandomRouting(Policy):
     name = "rand"
     summary = "RAND: each dispatch goes to a uniformly random server; no messages."
-    theory = "Stable iff λ_Σ/N < μ_min (§6.2, §4.4); never heavy-traffic optimal for N ≥ 2."
+    theory = ("Stable iff λ_Σ/N < μ_min (docs/model.md#random-routing; [Π] Eq. (3), "
+              "docs/model.md#pi-stability); never heavy-traffic optimal for N ≥ 2.")
 
     def kernel(self, system: System) -> Kernel:
         return Kernel(_rand_choose)
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
-        """Π member with a_l = 1/N (§4.8)."""
+        """Π member with a_l = 1/N (docs/model.md#pi-members)."""
         return DispatchFractions("rank", np.full(mu.size, 1.0 / mu.size))
 
     def dispatch_probabilities(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -270,14 +271,15 @@ class RandomRouting(Policy):
 class WeightedRandomRouting(Policy):
     name = "wrand"
     summary = "Weighted RAND: server n with probability μ_n/μ_Σ; no messages."
-    theory = ("Throughput optimal; exact means in §6.2; ε·E[ΣQ] tends to the random-routing "
-              "constant, above ζ/2 (the reference Δ ≡ 0 of LED).")
+    theory = ("Throughput optimal; exact means in docs/model.md#random-routing; ε·E[ΣQ] tends "
+              "to the random-routing constant, above ζ/2 (the reference Δ ≡ 0 of LED, "
+              "docs/model.md#led-tilt).")
 
     def kernel(self, system: System) -> Kernel:
         return Kernel(_weighted_choose, float_params=alias_table(system.mu))
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
-        """Π member with a_l(η) = μ_η(l)/μ_Σ (§4.8)."""
+        """Π member with a_l(η) = μ_η(l)/μ_Σ (docs/model.md#pi-members)."""
         return DispatchFractions("server", mu / mu.sum())
 
     def dispatch_probabilities(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -291,7 +293,7 @@ class RoundRobin(Policy):
     summary = ("RR: each dispatcher keeps its own pointer and sends each dispatch to the next "
                "server of a fixed cycle; weighted=true uses a cycle with slots ∝ μ_n.")
     theory = ("Π member with T = N, a_l = 1/N: stable iff λ_Σ/N < μ_min when unweighted; "
-              "not heavy-traffic optimal with random service (§4.8).")
+              "not heavy-traffic optimal with random service (docs/model.md#pi-members).")
     parameters = (
         Param("weighted", bool, False, "balanced RR: server n gets w_n ∝ μ_n slots per cycle"),
         Param("resolution", int, 0, "weighted cycle: 0 = exact rational weights w_n ∝ μ_n; "
@@ -307,7 +309,8 @@ class RoundRobin(Policy):
         return Kernel(_cycle_choose, int_params=cycle, int_state=start)
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
-        """Π member with T = N: a_l = 1/N, or the weighted cycle's counts per server (§4.8)."""
+        """Π member with T = N: a_l = 1/N, or the weighted cycle's counts per server
+        (docs/model.md#pi-members)."""
         if not self.params["weighted"]:
             return DispatchFractions("rank", np.full(mu.size, 1.0 / mu.size))
         counts = np.bincount(self.cycle(mu), minlength=mu.size)
@@ -399,7 +402,7 @@ class _HerdingOptions(Policy):
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
         """Π member with a = e_N: γ = 1 (JSQ) or γ = μ (JSED; the classical +1 of SED is
-        outside Π, §4.8)."""
+        outside Π, docs/model.md#pi-members)."""
         last_rank = np.zeros(mu.size)  # not an N × N eye: 80 GB at N = 10⁵
         last_rank[-1] = 1.0
         return DispatchFractions("rank", last_rank)
@@ -461,7 +464,8 @@ class JoinShortestExpectedDelay(_HerdingOptions):
     summary = ("JSED: argmin_n (Q_n + 1)/μ_n (plus_one=true, classical SED) or Q_n/μ_n "
                "(the Π member, γ = μ); 2N messages per dispatch. Herding options as jsq.")
     theory = ("Throughput optimal; the Q/μ form is a strictly majorising Π policy, heavy-traffic "
-              "optimal with Q_l ∝ μ_l in the limit (§4.7).")
+              "optimal with Q_l ∝ μ_l in the limit ([Π] Theorem 4.4, "
+              "docs/model.md#pi-heavy-traffic).")
     parameters = (Param("plus_one", bool, True, "use (Q+1)/μ instead of Q/μ"),
                   *_herding_params())
     scaled = True
@@ -483,14 +487,15 @@ class PowerOfD(Policy):
     summary = ("Po-d: sample d distinct servers uniformly, join the shortest (ties uniform); "
                "2d messages per dispatch.")
     theory = ("Homogeneous: throughput and HT optimal for d ≥ 2. Heterogeneous: stable iff "
-              "λ_Σ·C(m,d)/C(N,d) < Σ_{i≤m} μ_i for all m, μ ascending (§6.4, [HLM]).")
+              "λ_Σ·C(m,d)/C(N,d) < Σ_{i≤m} μ_i for all m, μ ascending ([HLM]; "
+              "docs/model.md#stability-thresholds).")
     parameters = (_d_param(),)
 
     def check_system(self, system: System) -> None:
         _check_d(self, system)
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
-        """Π member with a_l = C(l−1, d−1)/C(N, d) (§4.8)."""
+        """Π member with a_l = C(l−1, d−1)/C(N, d) (docs/model.md#pi-members)."""
         return DispatchFractions("rank", rank_fractions_pod(mu.size, self.params["d"]))
 
     def dispatch_probabilities(self, q: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -509,7 +514,8 @@ class BalancedPowerOfD(Policy):
     name = "balanced-pod"
     summary = ("Balanced Po-d [CY12]: sample d distinct servers with probability ∝ μ, join the "
                "shortest Q (or Q/μ with by_delay=true); 2d messages per dispatch.")
-    theory = "Asymptotically optimal balanced routing of [CY12]; throughput optimal (§7.6)."
+    theory = ("Asymptotically optimal balanced routing of [CY12]; throughput optimal "
+              "(docs/model.md#classical).")
     pi_member_without_fractions = True
     parameters = (_d_param(), Param("by_delay", bool, False, "compare Q/μ instead of Q"))
 

@@ -237,7 +237,8 @@ def _id_memory_end(slot, step, memory, ctx):
         diag = step.diag
         diag[D_CALLS] += counters[SCRATCH_CALLS]
         diag[D_EMPTY] += counters[SCRATCH_EMPTY]
-        # d_{R^(r)}(Q(t+1)) = min(d to R_l, d to R_u), Euclidean (§3.2, Eq. (8))
+        # d_{R^(r)}(Q(t+1)) = min(d to R_l, d to R_u), Euclidean ([JBT] Eq. (8),
+        # docs/model.md#jbt-rule)
         above = 0.0
         below = 0.0
         for k in range(N):

@@ -5,8 +5,8 @@ of its mean is ≈ γ₀·τ/n with τ = 1 + 2·Σ_{k≥1} ρ_k, the integrated 
 (in steps of the series): n/τ is the number of effectively independent values. τ is
 estimated with Sokal's automatic window: the partial sums τ(W) = 1 + 2·Σ_{k≤W} ρ̂_k are cut
 at the first W with W ≥ c·τ(W), which keeps the estimator's bias and noise both small
-when the series is several τ long (A. Sokal, *Monte Carlo methods in statistical
-mechanics*, 1997, §3).
+when the series is several τ long ([Sokal] §3: A. Sokal, *Monte Carlo methods in
+statistical mechanics*, 1997).
 """
 
 from __future__ import annotations

@@ -26,11 +26,11 @@ def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: 
     """Judge stability from the trend of ΣQ over the measured blocks.
 
     Unstable: ΣQ passed ``bound``; λ_Σ ≥ μ_Σ (``overloaded``: null recurrent at best,
-    §1.7); or ΣQ grows steadily (regression slope t > 4 over 8 batches, each quarter
-    above the one before, and growth over the window at least half of the final level),
-    unless the run is shorter than its relaxation time (:func:`still_relaxing`): then
-    undetermined, "run longer". Stable: no significant trend (t < 2) or growth below 20 %
-    of the level. Anything in between is undetermined.
+    docs/model.md#optimality); or ΣQ grows steadily (regression slope t > 4 over 8
+    batches, each quarter above the one before, and growth over the window at least half
+    of the final level), unless the run is shorter than its relaxation time
+    (:func:`still_relaxing`): then undetermined, "run longer". Stable: no significant
+    trend (t < 2) or growth below 20 % of the level. Anything in between is undetermined.
     """
     if hit_bound:
         return StabilityVerdict("unstable", f"ΣQ passed the bound {bound} in slot {slots_run - 1}")
@@ -91,9 +91,9 @@ def still_relaxing(quarters: np.ndarray, window: int, relaxation_slots: float) -
 
 def below_lower_bound(ci_high: float, lower_bound: float, mean: float = math.nan) -> str:
     """The warning when the measured ΣQ cannot be a steady state ("" otherwise): its CI
-    lies entirely below the proven lower bound on E[ΣQ] (§5) — or its ``mean`` does, when
-    the run was too short for a CI — so the run is far shorter than the time the system
-    needs to fill up."""
+    lies entirely below the proven lower bound on E[ΣQ] (docs/model.md#lower-bound) — or
+    its ``mean`` does, when the run was too short for a CI — so the run is far shorter than
+    the time the system needs to fill up."""
     if not math.isfinite(lower_bound):
         return ""
     if math.isfinite(ci_high):

@@ -1,7 +1,7 @@
 """Framework Π: periodic, order-based dispatching ([Π]; docs/model.md#framework-pi), as one policy
 family.
 
-A Π policy has three parts (§4.2):
+A Π policy has three parts (docs/model.md#pi-components):
 
 * the dispatching cycle T (``T``): queues are read only at the slots kT;
 * the sorting function: scaled lengths O_l = Q_l/γ_l (``gamma`` = ``ones``, ``mu`` or a
@@ -9,7 +9,7 @@ A Π policy has three parts (§4.2):
 * the decision function Y(η, μ, W) (``decision``): the destinations of the whole cycle.
 
 ``pi`` takes these as parameters; the presets (``pi-jsq``, ``pi-pod``, …) fix them to
-the members of §4.8. New decision functions are registered with
+the members of docs/model.md#pi-members. New decision functions are registered with
 :func:`register_decision` (see ``examples/custom_decision_function.py``).
 """
 
@@ -73,8 +73,10 @@ class PiPolicy(Policy):
     name = "pi-framework"
     summary = ("Framework Π: read Q every T slots, sort Q_l/γ_l (random ties), and let a decision "
                "function fix the whole cycle's destinations; N one-way reports per read.")
-    theory = ("Stable if λ_Σ < λ̄ (Eq. (3)); throughput optimal iff the majorisation of §4.5 "
-              "holds; HT optimal with Q ∝ γ in the limit under its strict form (§4.7). "
+    theory = ("Stable if λ_Σ < λ̄ ([Π] Eq. (3), docs/model.md#pi-stability); throughput "
+              "optimal iff the majorisation of docs/model.md#pi-throughput holds; HT optimal "
+              "with Q ∝ γ in the limit under its strict form ([Π] Theorem 4.4, "
+              "docs/model.md#pi-heavy-traffic). "
               "`dispatchlab check stability` computes λ̄.")
     parameters = (
         Param("decision", str, "shortest", "the decision function Y (registered name)"),
@@ -121,7 +123,8 @@ class PiPolicy(Policy):
         return max(T, 1)
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
-        """a_l(η) of the decision: exact when it declares them, else Monte Carlo (§4.3)."""
+        """a_l(η) of the decision: exact when it declares them, else Monte Carlo
+        (docs/model.md#pi-fractions)."""
         return pi_fractions(self, mu)
 
     def kernel(self, system: System) -> Kernel:
@@ -146,7 +149,7 @@ class PiPolicy(Policy):
                       float_state=np.zeros((1, n)), n_diagnostics=DIAG_HEADER + n)
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
-        """Collapse measures at the sampling times kT (§4.7).
+        """Collapse measures at the sampling times kT (docs/model.md#pi-heavy-traffic).
 
         ``perp_sq``: E‖P_⊥‖² for P = Q/√γ on c = √γ, i.e. Σ_l γ_l(O_l − ΣQ/Σγ)²: bounded
         as ε → 0 when Q_l ∝ γ_l. ``perp_sq_literal``: E‖O_⊥‖² read literally (O = Q/γ on

@@ -133,7 +133,8 @@ class Decision:
         fractions: exact a_l(η) from (params, μ), or None: then they are estimated by
             Monte Carlo with the compiled function (rank-symmetric if ``rank_symmetric``).
         rank_symmetric: a_l(η) depends on l only (used for user decisions without
-            exact fractions; enables the shortcut of §4.4 for any N).
+            exact fractions; enables the rank-symmetric shortcut of
+            docs/model.md#pi-stability for any N).
     """
 
     name: str
@@ -176,7 +177,7 @@ def decision_names() -> list[str]:
     return list(_DECISIONS)
 
 
-# -- the built-in catalog (§4.8) ------------------------------------------------------------
+# -- the built-in catalog (docs/model.md#pi-members) -----------------------------------------------
 
 def _rr_cycle(params: dict[str, Any], mu: np.ndarray) -> np.ndarray:
     from dispatchlab.policies.classic import RoundRobin  # the classical cycle, shared

@@ -3,7 +3,7 @@ classical twins.
 
 :func:`dispatch_fractions` maps a policy to its
 :class:`~dispatchlab.theory.stability.DispatchFractions`: exactly for the catalog of
-§4.8, by Monte Carlo with the compiled decision function for user decisions.
+docs/model.md#pi-members, by Monte Carlo with the compiled decision function for user decisions.
 Classical policies that are Π members (rand, wrand, rr, jsq, jsed, pod) map to their
 Π fractions; any other policy raises a ValidationError saying that the Π stability
 theory does not apply to it.
@@ -93,8 +93,9 @@ def dispatch_fractions(policy: Policy, mu: np.ndarray) -> DispatchFractions:
     members = pi_members()
     if policy.pi_member_without_fractions:
         raise ValidationError(
-            "policy", f"{policy.name} is a Π member (§4.8) but its dispatch fractions a_l(η) "
-            "are not implemented, so the check does not apply to it; it applies to " + members)
+            "policy", f"{policy.name} is a Π member (docs/model.md#pi-members) but its dispatch "
+            "fractions a_l(η) are not implemented, so the check does not apply to it; it "
+            "applies to " + members)
     raise ValidationError(
         "policy", f"{policy.name!r} is not a member of framework Π (its decisions are not a "
         "fixed function of a periodically sampled queue order), so the Π stability check "

@@ -107,7 +107,8 @@ def reads_queues(memory):
 
 @njit(inline="always", cache=True)
 def measures_collapse(memory):
-    """True when the collapse measures of §4.7 are accumulated at the samples."""
+    """True when the collapse measures of docs/model.md#pi-heavy-traffic are accumulated at
+    the samples."""
     return memory.ip[DIAGNOSE] == 1
 
 
@@ -226,8 +227,8 @@ def add_sample(total, perp, perp_literal, diag):
 
 @njit(cache=True, fastmath=REDUCE_MATH)
 def record_collapse(Q, gamma, inv_gamma, root, inv_root, gamma_sum, diag, shares=True):
-    """Accumulate the state-space-collapse measures of §4.7 at a sampling time (any γ);
-    ``shares``: also add Q_l to the per-server sums.
+    """Accumulate the state-space-collapse measures of docs/model.md#pi-heavy-traffic at a
+    sampling time (any γ); ``shares``: also add Q_l to the per-server sums.
 
     P = Q/√γ and O = Q/γ, both projected on c = √γ (‖c‖² = Σγ): P_∥ = (ΣQ/Σγ)·√γ and
     O_∥ = (⟨O, c⟩/Σγ)·√γ. Two passes (the deviations, not ‖P‖² − ‖P_∥‖², whose
@@ -501,8 +502,8 @@ def make_begin_slot(decide):
 
 
 def _count_destinations(decide, eta, mu, ip, fp, rng, T, samples):
-    """Monte Carlo of a_l(η) (§4.3): how often each rank receives a slot over ``samples``
-    cycles of the decision function ``decide`` for the fixed order η."""
+    """Monte Carlo of a_l(η) (docs/model.md#pi-fractions): how often each rank receives a
+    slot over ``samples`` cycles of the decision function ``decide`` for the fixed order η."""
     n = eta.size
     rank_of = np.empty(n, np.int64)
     for l in range(n):

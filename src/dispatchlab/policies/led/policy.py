@@ -96,7 +96,8 @@ BUDGET_UNITS = ("dispatch", "arrival")
 
 
 def po2_budget_per_slot(system: System, unit: str = "dispatch") -> float:
-    """Po-2's expected messages per slot, the budget of ``budget=po2`` (§2.6, §2.7).
+    """Po-2's expected messages per slot, the budget of ``budget=po2``
+    (docs/model.md#messages, docs/model.md#led-fig1).
 
     ``unit = dispatch``: what Po-2 spends here, 4 per ``choose`` call: 4·E[#dispatch events]
     per slot in batch mode (≈ 1.3 per job in the Fig. 1 system), 4·λ_Σ in per-job mode.

@@ -15,7 +15,7 @@ A dispatching strategy is a compiled function with the fixed signature
 
 It returns the server that receives the dispatcher's arrivals. Decisions see only
 the dispatcher's own estimates and μ, never the true queues (zero dispatching delay,
-§2.1). Decorate a rule with :func:`strategy_function` and wrap it in a
+docs/model.md#led-estimates). Decorate a rule with :func:`strategy_function` and wrap it in a
 :class:`Strategy` (or pass the compiled function directly) to plug it into the
 ``led`` policy; see ``examples/custom_led_strategy.py``.
 
@@ -71,8 +71,9 @@ def l_jsq_pick(estimates, rng):
 
 @njit(inline="always", cache=True)
 def l_jba_pick(estimates, mu, rng, weighted):
-    """L-JBA (§2.3 default): among B = {n : Q̃_n < average}, pick n with probability
-    μ_n / Σ_{j∈B} μ_j; when B is empty (all estimates equal) fall back to L-JSQ.
+    """L-JBA (the default rule of docs/model.md#led-strategies): among
+    B = {n : Q̃_n < average}, pick n with probability μ_n / Σ_{j∈B} μ_j; when B is empty
+    (all estimates equal) fall back to L-JSQ.
 
     ``weighted`` selects the μ-weighted average Σ μ_n Q̃_n / μ_Σ as the threshold
     instead of the plain mean (1/N) Σ Q̃_n. The plain test is exact in integers:
@@ -275,7 +276,7 @@ class PodStrategy(Strategy):
     def tilt_notes(self, mu: np.ndarray) -> list[str]:
         if np.allclose(mu, mu[0]):
             return []
-        return ["L-Pod is tilted only for homogeneous servers (§2.3)"]
+        return ["L-Pod is tilted only for homogeneous servers (docs/model.md#led-strategies)"]
 
 
 # -- the registry of named strategies ----------------------------------------------------------

@@ -10,8 +10,8 @@ Both run in the end-of-slot phase, on Q(t+1), after every dispatch of slot t:
 * **pull(p̂)** — each server, with probability p̂, reports its queue length to one
   dispatcher drawn uniformly: 1 message (report); P(I^m_n = 1) = p̂/M.
 
-An estimate that is not refreshed keeps its value (§2.4), unless the policy's LSQ
-increment option moved it at dispatch time. Every write goes through
+An estimate that is not refreshed keeps its value (docs/model.md#led-updates), unless the
+policy's LSQ increment option moved it at dispatch time. Every write goes through
 :func:`~dispatchlab.policies.led.layout.write_estimate`, which keeps the dispatcher's
 index (L-JSQ's block minima, L-JBA's sum) exact.
 

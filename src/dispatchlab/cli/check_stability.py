@@ -56,13 +56,15 @@ def _print_human(data: dict[str, object], region: StabilityRegion) -> None:
     console.print(f"bottleneck: m = {region.bottleneck_m}, the longest-ranked set of servers "
                   f"[{servers}{more}]")
     console.print(f"throughput optimal: {'yes' if region.throughput_optimal else 'no'}   "
-                  f"strict majorisation (HT-optimality hypothesis §4.7): "
+                  f"strict majorisation (the hypothesis of [Π] Theorem 4.4, "
+                  f"docs/model.md#pi-heavy-traffic): "
                   f"{'yes' if region.heavy_traffic_optimal else 'no'} "
                   f"(margin {number(region.strict_margin)})")
     if not region.throughput_optimal:
-        console.print("above λ̄: " + ("transient (the condition of §4.6 holds: λ̄ is the exact "
-                                     "threshold)" if region.exact else
-                                     "not certified transient (§4.6 does not apply; "
+        console.print("above λ̄: " + ("transient (the condition of docs/model.md#pi-transience "
+                                     "holds: λ̄ is the exact threshold)" if region.exact else
+                                     "not certified transient (the condition of "
+                                     "docs/model.md#pi-transience does not apply; "
                                      "stability above λ̄ may be non-monotone)"))
     if "verdict_at_load" in data:
         console.print(f"at ρ = {number(data['load'])}: {data['verdict_at_load']}")

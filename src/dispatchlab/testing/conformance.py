@@ -13,7 +13,7 @@ Checks (docs/model.md#queue-dynamics, docs/model.md#lower-bound), each on small 
 ``nonnegative``       every mean queue, message count and the herding fraction ≥ 0
 ``determinism``       the same seed gives the same statistics
 ``seed-sensitivity``  another seed gives another trajectory
-``little``            λ·W = L per job (§1.8) on a longer stable run
+``little``            λ·W = L per job (docs/model.md#delay) on a longer stable run
 ``parameter-validation``  generated from each ``Param``: values outside its range, outside
                       its choices, of the wrong type, and unknown names are refused with
                       :class:`~dispatchlab.ValidationError`
@@ -245,8 +245,8 @@ def _on_systems(subject: Subject, *, seed: int, examples: int,
 
 
 def check_little(subject: Subject) -> CheckResult:
-    """λ·W = L per job (§1.8) at ρ = 0.5 on a heterogeneous system (in per-job dispatch for
-    a policy that needs it); a policy judged unstable there must report no mean, and be
+    """λ·W = L per job (docs/model.md#delay) at ρ = 0.5 on a heterogeneous system (in per-job
+    dispatch for a policy that needs it); a policy judged unstable there must report no mean, and be
     stable at λ_Σ < μ_min."""
     policy = subject.make()
     for dispatch in ("batch", "per_job"):  # e.g. PI-Split runs in per-job dispatch only

@@ -25,9 +25,9 @@ def limit_arrival_variance(system: System) -> float:
 
 
 def heavy_traffic_limit(system: System) -> float:
-    """ζ/2, ζ = lim Var A_Σ + Σ_n ν_n² (§5): the limit of ε·E[ΣQ] as ε ↓ 0 for a
-    heavy-traffic delay-optimal policy, the same at every ε of a sweep. (The finite-ε
-    bound uses the variance at the system's own λ_Σ instead.)"""
+    """ζ/2, ζ = lim Var A_Σ + Σ_n ν_n² (docs/model.md#lower-bound): the limit of ε·E[ΣQ]
+    as ε ↓ 0 for a heavy-traffic delay-optimal policy, the same at every ε of a sweep. (The
+    finite-ε bound uses the variance at the system's own λ_Σ instead.)"""
     return zeta(limit_arrival_variance(system), system.service_variances) / 2
 
 

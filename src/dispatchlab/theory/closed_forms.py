@@ -1,14 +1,15 @@
 """Closed forms that validate the simulator (docs/model.md#lower-bound,
 docs/model.md#single-queue, docs/model.md#random-routing).
 
-Single queue ``q' = max(q + a − s, 0)`` (§6.1) with i.i.d. arrivals a (mean λ,
-variance σ_a²) and service s (mean μ, variance σ_s²), drift ε = μ − λ > 0, and unused
-service ū = max(s − q − a, 0). Setting the drift of q² to zero gives the exact identity
+Single queue ``q' = max(q + a − s, 0)`` (docs/model.md#single-queue) with i.i.d. arrivals
+a (mean λ, variance σ_a²) and service s (mean μ, variance σ_s²), drift ε = μ − λ > 0, and
+unused service ū = max(s − q − a, 0). Setting the drift of q² to zero gives the exact identity
 
     E[q̄] = (σ_a² + σ_s² + ε² − E[ū²]) / (2ε),      E[ū] = ε.
 
-Random routing to N queues (§6.2): each queue alone is such a single queue, fed by
-A_n(t), so its mean is exact whenever its service takes values in {0, 1}.
+Random routing to N queues (docs/model.md#random-routing): each queue alone is such a
+single queue, fed by A_n(t), so its mean is exact whenever its service takes values in
+{0, 1}.
 
 Every function comes as a raw-number version and, where natural, a version taking a
 :class:`~dispatchlab.model.system.System`. Functions return ``inf`` for an unstable
@@ -27,7 +28,7 @@ from dispatchlab.theory.bounds import limit_arrival_variance
 
 DISPATCH_MODES = ("batch", "per_job")
 
-# -- §6.1: one discrete-time queue ---------------------------------------------------------------
+# -- one discrete-time queue (docs/model.md#single-queue) ------------------------------------------
 
 
 def single_queue_mean_identity(arrival_rate: float, arrival_variance: float,
@@ -222,7 +223,7 @@ def poisson_binomial_pmf(probabilities: np.ndarray) -> np.ndarray:
     return pmf
 
 
-# -- §5: the resource-pooled queue -----------------------------------------------------------------
+# -- the resource-pooled queue (docs/model.md#lower-bound) -----------------------------------------
 
 
 def pooled_queue_bounds(system: System) -> tuple[float, float]:
@@ -266,7 +267,7 @@ def pooled_queue_mean(system: System, size: int | None = None) -> float:
     return float(np.dot(np.arange(size), pi))
 
 
-# -- §6.2: random routing to N queues ----------------------------------------------------------
+# -- random routing to N queues (docs/model.md#random-routing) -------------------------------------
 
 
 def routing_probabilities(mu: np.ndarray, weighted: bool) -> np.ndarray:

@@ -7,8 +7,9 @@ docs/model.md#random-routing).
   which JBT-r with r = (1/ε)^{1+α} degenerates to (Theorem 1, Eq. (6)), and which every
   constant threshold stays strictly below (Eq. (5)).
 
-The formulas live in :mod:`dispatchlab.theory.closed_forms` (§6.2, for any dispatch mode,
-M and split); this module names them for the heavy-traffic experiments.
+The formulas live in :mod:`dispatchlab.theory.closed_forms`
+(docs/model.md#random-routing, for any dispatch mode, M and split); this module names them
+for the heavy-traffic experiments.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Stability of framework-Π policies from their dispatch fractions ([Π] Eq. (3);
 docs/model.md#pi-stability, docs/model.md#stability-thresholds).
 
-A Π policy enters the theory only through its induced dispatch fractions
-a_l(η) (§4.3): the long-run fraction of a cycle's slots sent to the queue ranked
-l-th longest when the sampled scaled order is η. Everything here is a pure
-function of those fractions and the service rates μ.
+A Π policy enters the theory only through its induced dispatch fractions a_l(η)
+(docs/model.md#pi-fractions): the long-run fraction of a cycle's slots sent to the queue
+ranked l-th longest when the sampled scaled order is η. Everything here is a pure function
+of those fractions and the service rates μ.
 
 Three shapes of fractions are handled (:class:`DispatchFractions`):
 
@@ -41,7 +41,7 @@ _TOL = 1e-9
 
 @dataclass(frozen=True)
 class DispatchFractions:
-    """Induced dispatch fractions a_l(η) of a Π policy (§4.3).
+    """Induced dispatch fractions a_l(η) of a Π policy (docs/model.md#pi-fractions).
 
     Attributes:
         kind: ``rank``, ``server`` or ``order`` (see the module docstring).
@@ -89,11 +89,13 @@ class StabilityRegion:
         bottleneck: the servers (0-based) of a minimising top set, slowest first.
         bottleneck_m: its size m*.
         bottleneck_order: a minimising permutation η* (longest first).
-        throughput_optimal: λ̄ = μ_Σ, i.e. the majorisation of §4.5 holds.
+        throughput_optimal: λ̄ = μ_Σ, i.e. the majorisation of docs/model.md#pi-throughput
+            holds.
         strict_margin: min over η and m ≤ N−1 of Σ_{l≤m} μ_{η(l)}/μ_Σ − Σ_{l≤m} a_l(η);
-            > 0 is the strict majorisation that §4.7 needs for heavy-traffic optimality.
-        exact: the transience condition of §4.6 holds just above λ̄, so the region
-            {λ_Σ < λ̄} is the exact stability region (no gap above λ̄).
+            > 0 is the strict majorisation that [Π] Theorem 4.4 needs for heavy-traffic
+            optimality (docs/model.md#pi-heavy-traffic).
+        exact: the transience condition of docs/model.md#pi-transience holds just above λ̄,
+            so the region {λ_Σ < λ̄} is the exact stability region (no gap above λ̄).
         method: how the minimum was found.
     """
 
@@ -110,11 +112,13 @@ class StabilityRegion:
 
     @property
     def heavy_traffic_optimal(self) -> bool:
-        """The strict majorisation hypothesis of Theorem 4.4 (§4.7)."""
+        """The strict majorisation hypothesis of [Π] Theorem 4.4
+        (docs/model.md#pi-heavy-traffic)."""
         return self.strict_margin > _TOL
 
     def verdict(self, rate: float) -> str:
-        """``stable`` below λ̄; above it ``transient`` when §4.6 applies, else ``unknown``."""
+        """``stable`` below λ̄; above it ``transient`` when the condition of
+        docs/model.md#pi-transience applies, else ``unknown``."""
         if rate < self.threshold_rate * (1 - _TOL):
             return "stable"
         if rate > self.threshold_rate * (1 + _TOL) and self.exact:
@@ -222,7 +226,8 @@ def _rank_threshold(r: np.ndarray, rates: np.ndarray, method: str) -> StabilityR
         threshold_rate=best, threshold_load=best / mu_sum, mu_sum=mu_sum,
         bottleneck=tuple(int(j) for j in ascending[: m0 + 1]), bottleneck_m=m0 + 1,
         bottleneck_order=order, throughput_optimal=throughput_optimal, strict_margin=margin,
-        # §4.6 (i) holds for every rank-symmetric policy and (ii) follows from h* < 0
+        # condition (i) of docs/model.md#pi-transience holds for every rank-symmetric policy
+        # and (ii) follows from h* < 0
         exact=not throughput_optimal, method=f"rank-symmetric shortcut ({method} fractions)",
     )
 
@@ -264,7 +269,8 @@ def eq3_objective(fractions: DispatchFractions, mu, rate: float) -> tuple[float,
 def transience_certificate(fractions: DispatchFractions, mu, rate: float, *,
                            orders: np.ndarray | None = None,
                            table: np.ndarray | None = None) -> tuple[tuple[int, ...], int] | None:
-    """A minimiser (η†, m†) of Eq. (3) meeting §4.6 (i) and (ii) at total rate λ_Σ, or None.
+    """A minimiser (η†, m†) of [Π] Eq. (3) meeting conditions (i) and (ii) of
+    docs/model.md#pi-transience at total rate λ_Σ, or None.
 
     (i) Σ_{l≤m†} a_l(η) is the same for every η with the same top-m† set;
     (ii) λ_Σ·Σ_{l≤m†} a_l(η†) exceeds the service rate of the m† slowest servers.
@@ -313,25 +319,28 @@ def transience_certificate(fractions: DispatchFractions, mu, rate: float, *,
 
 
 def majorisation_holds(fractions: DispatchFractions, mu) -> bool:
-    """§4.5: Σ_{l≤m} a_l(η) ≤ Σ_{l≤m} μ_{η(l)}/μ_Σ for every η and m (throughput optimality)."""
+    """Σ_{l≤m} a_l(η) ≤ Σ_{l≤m} μ_{η(l)}/μ_Σ for every η and m: throughput optimality
+    (docs/model.md#pi-throughput)."""
     return induced_threshold(fractions, mu).throughput_optimal
 
 
 def rank_fractions_pod(n: int, d: int) -> np.ndarray:
-    """Po-d by rank (longest first): a_l = C(l−1, d−1)/C(n, d) (§4.8)."""
+    """Po-d by rank (longest first): a_l = C(l−1, d−1)/C(n, d) (docs/model.md#pi-members)."""
     require(1 <= d <= n, "d", f"d must be between 1 and N = {n} (got {d})")
     total = math.comb(n, d)
     return np.array([math.comb(l - 1, d - 1) / total for l in range(1, n + 1)])
 
 
 def rank_fractions_kslq(n: int, d: int) -> np.ndarray:
-    """k-SLQ-d by rank: 0 for the d longest, 1/(n−d) for the others (any k; §4.8)."""
+    """k-SLQ-d by rank: 0 for the d longest, 1/(n−d) for the others (any k;
+    docs/model.md#pi-members)."""
     require(0 <= d < n, "d", f"k-SLQ-d needs 0 ≤ d < N = {n} (got {d})")
     return np.array([0.0] * d + [1.0 / (n - d)] * (n - d))
 
 
 def pod_threshold(mu, d: int) -> float:
-    """Closed form of §6.4 ([HLM]): λ_Σ* = min_m Σ_{i≤m} μ_i / (C(m,d)/C(N,d)), μ ascending."""
+    """Closed form of [HLM] (docs/model.md#stability-thresholds):
+    λ_Σ* = min_m Σ_{i≤m} μ_i / (C(m,d)/C(N,d)), μ ascending."""
     rates = np.sort(_rates(mu))
     n = rates.size
     served = np.cumsum(rates)
@@ -341,7 +350,8 @@ def pod_threshold(mu, d: int) -> float:
 
 
 def kslq_throughput_optimal(mu, d: int) -> bool:
-    """§4.8: k-SLQ-d is throughput optimal iff (m−d)/(n−d) ≤ Σ_{i≤m} μ_i/μ_Σ for all m > d."""
+    """k-SLQ-d is throughput optimal iff (m−d)/(n−d) ≤ Σ_{i≤m} μ_i/μ_Σ for all m > d
+    (docs/model.md#pi-members)."""
     rates = np.sort(_rates(mu))
     n = rates.size
     share = np.cumsum(rates) / rates.sum()

@@ -1,4 +1,5 @@
-"""Framework Π experiments: the stability threshold of Eq. (3) and heavy-traffic collapse (§4.7).
+"""Framework Π experiments: the stability threshold of [Π] Eq. (3) and heavy-traffic collapse
+([Π] Theorem 4.4; docs/model.md#pi-stability, docs/model.md#pi-heavy-traffic).
 
 ``pi-stability`` sweeps the load across the induced threshold ρ̄ of several Π policies on
 two heterogeneous rate profiles; unstable points (the run passes the lowered bound) are
@@ -71,7 +72,8 @@ def predicted_thresholds(profiles=STABILITY_PROFILES,
 
 
 def exponential_ks_distance(result: Result) -> float:
-    """sup_x |P(ε·ΣQ ≤ x) − (1 − e^{−x/(ζ/2)})| from the stored ΣQ distribution (§4.7).
+    """sup_x |P(ε·ΣQ ≤ x) − (1 − e^{−x/(ζ/2)})| from the stored ΣQ distribution
+    (the limit law of docs/model.md#pi-heavy-traffic).
 
     Evaluated at the atoms ε·k of the lattice (both one-sided limits); the last bin of
     the distribution is an overflow bin, so the CDF is only compared below it."""
@@ -88,7 +90,9 @@ def exponential_ks_distance(result: Result) -> float:
 
 
 @register_experiment("pi-stability", title="Π policies: simulated stability across the "
-                     "induced threshold ρ̄ of Eq. (3)", paper="[Π] Thm (Eq. 3), §4.6; [HLM]")
+                     "induced threshold ρ̄ of Eq. (3)",
+                     paper="[Π] Eq. (3) and the transience condition (docs/model.md#pi-stability, "
+                     "docs/model.md#pi-transience); [HLM]")
 def pi_stability(quick: bool = False) -> ExperimentSpec:
     """Sweep ρ across ρ̄ for RAND, Po2, periodic Po2, 1-SLQ-2 and JSQ on two profiles.
 
@@ -118,7 +122,8 @@ def pi_stability(quick: bool = False) -> ExperimentSpec:
 
 
 @register_experiment("pi-collapse", title="Π heavy traffic: state-space collapse, direction "
-                     "Q ∝ γ and ε·E[ΣQ] → ζ/2 (JSQ, JSED, Po2)", paper="[Π] Thm 4.4, §4.7")
+                     "Q ∝ γ and ε·E[ΣQ] → ζ/2 (JSQ, JSED, Po2)",
+                     paper="[Π] Theorem 4.4 (docs/model.md#pi-heavy-traffic)")
 def pi_collapse(quick: bool = False) -> ExperimentSpec:
     """JSQ (γ = 1), JSED (γ = μ) and Po2 on 0.2,0.4,0.6,0.8 as ε → 0.
 
@@ -132,7 +137,8 @@ def pi_collapse(quick: bool = False) -> ExperimentSpec:
 
 
 @register_experiment("pi-collapse-full", title="pi-collapse at full scale: ε down to 0.01 "
-                     "(10⁸ slots per point at the last ε)", paper="[Π] Thm 4.4, §4.7")
+                     "(10⁸ slots per point at the last ε)",
+                     paper="[Π] Theorem 4.4 (docs/model.md#pi-heavy-traffic)")
 def pi_collapse_full(quick: bool = False) -> ExperimentSpec:
     """:func:`pi_collapse` with ε ∈ {0.4, …, 0.05, 0.02, 0.01} and 10⁴/ε² slots per point
     without the 8·10⁶ cap (10⁸ at ε = 0.01, 2 replications): does Po-2's E‖P_⊥‖² level

@@ -138,3 +138,29 @@ def test_every_cited_anchor_exists(page: str) -> None:
                for path in _tracked_files(*CHECKED, "mkdocs.yml")
                for anchor in cited.findall(_text(path)) if anchor not in anchors]
     assert not missing, f"anchors missing from docs/{page}.md:\n" + "\n".join(missing)
+
+
+#: a "§" followed by a number: a section of some work
+SECTION = re.compile(r"§\s*\d")
+#: what names that work just before the "§": its key ("[LED] §6", "[Sokal] §3") or the year
+#: that ends its full reference ("SIAM 1999, §8.4")
+NAMED_WORK = re.compile(r"(?:\[[^\[\]\s]{1,10}\]|\b(?:19|20)\d\d,)$")
+
+
+def test_every_section_reference_names_its_work() -> None:
+    """The repository's own model is cited as docs/model.md#…; a bare "§6.2" would be
+    the numbering of notes outside the repository, which no reader can follow."""
+    this_file = Path(__file__).resolve()
+    offenders = []
+    for path in _tracked_files(*CHECKED):
+        if path.resolve() == this_file:
+            continue
+        text = _text(path)
+        for match in SECTION.finditer(text):
+            before = " ".join(text[max(0, match.start() - 24):match.start()].split())
+            if not NAMED_WORK.search(before):
+                line = text.count("\n", 0, match.start()) + 1
+                offenders.append(f"{path.relative_to(ROOT)}:{line}: …{before} "
+                                 f"{text[match.start():match.end() + 4]}")
+    assert not offenders, ("a bare § reference: cite docs/model.md#… or name the paper by key "
+                           "([LED] §6):\n" + "\n".join(offenders))

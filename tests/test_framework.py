@@ -231,7 +231,8 @@ def test_pod_fast_path_draws_the_law_of_ranks_of_eta(gamma: str) -> None:
 
 
 def _collapse_reference(Q: np.ndarray, gamma: np.ndarray) -> tuple[float, float]:
-    """‖P_⊥‖² (P = Q/√γ) and ‖O_⊥‖² (O = Q/γ), both off the direction c = √γ (§4.7)."""
+    """‖P_⊥‖² (P = Q/√γ) and ‖O_⊥‖² (O = Q/γ), both off the direction c = √γ
+    (docs/model.md#pi-heavy-traffic)."""
     c = np.sqrt(gamma)
 
     def perp(x: np.ndarray) -> float:

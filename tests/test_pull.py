@@ -177,9 +177,10 @@ def test_jiq_per_job_reports_and_empty_memory(burst_system):
 
 def test_persistent_idle_and_jid_messages(burst_system):
     cycles = SLOTS // 4
-    # PI (§7.9 corrected): both servers start idle, members of I without a message; each
-    # burst goes to the most recent member, which becomes idle once per cycle (3 → 2 → 1 →
-    # 0) and reports; the other server stays in I and is never fed.
+    # PI (our corrected reading, docs/model.md#persistent-idle): both servers start idle,
+    # members of I without a message; each burst goes to the most recent member, which
+    # becomes idle once per cycle (3 → 2 → 1 → 0) and reports; the other server stays in I
+    # and is never fed.
     pi = simulate(burst_system(), "persistent-idle", slots=SLOTS, warmup=0, seed=5)
     assert pi.messages_by_kind["report"] * pi.jobs_arrived == pytest.approx(cycles)
     assert pi.diagnostics["busy_target_fraction"] == 0
@@ -228,14 +229,15 @@ def test_jiq_uniform_fallback_is_unstable_at_high_load_on_heterogeneous_servers(
     moderate = System.build(HETEROGENEOUS, load=0.5)
     high = System.build(HETEROGENEOUS, load=0.95)
     assert _run(moderate, "jiq").stability == "stable"
-    assert _run(high, "jiq").stability == "unstable"  # §6.4, [LED] §5
+    assert _run(high, "jiq").stability == "unstable"  # [LED] §5, docs/model.md#stability-thresholds
     assert _run(high, "jiq", weighted_fallback=True).stability == "stable"
     assert _run(high, "jbt", r=3).stability == "stable"  # Lemma 1: every r ≥ 1
 
 
 def test_persistent_idle_stability():
-    # the published rule (§7.9 corrected) is stable on heterogeneous servers well above
-    # uniform RAND's threshold ρ = 0.2 (the first, one-ID reading was unstable at ρ = 0.5)
+    # the published rule (as corrected in docs/model.md#persistent-idle) is stable on
+    # heterogeneous servers well above uniform RAND's threshold ρ = 0.2 (the first, one-ID
+    # reading was unstable at ρ = 0.5)
     moderate = System.build(HETEROGENEOUS, load=0.5)
     assert _run(moderate, "persistent-idle").stability == "stable"
     assert _run(moderate, "jid", alpha=0.1).stability == "stable"
@@ -250,7 +252,8 @@ def test_reference_lines():
     # Poisson arrivals, Bernoulli service: ζ = μ_Σ + Σ μ(1−μ) = 5 + 2.5
     assert lines["zeta_half"] == pytest.approx(3.75)
     assert pooled_limit(system) == pytest.approx(3.75)
-    # §6.2 batch, M = 1: [N σ² + (N−1) μ_Σ² + Σ ν² μ_Σ/μ]/2 = [50 + 225 + 25]/2
+    # docs/model.md#random-routing, batch, M = 1:
+    # [N σ² + (N−1) μ_Σ² + Σ ν² μ_Σ/μ]/2 = [50 + 225 + 25]/2
     assert lines["random_routing"] == pytest.approx(150.0)
     assert random_routing_limit(system) == random_routing_constant(system)
     per_job = System.build("10x0.5", epsilon=0.1, dispatch="per_job")

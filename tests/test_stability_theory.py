@@ -53,7 +53,7 @@ def test_weighted_rand_and_jsq_thresholds_are_the_total_rate(mu):
         region = induced_threshold(dispatch_fractions(make_policy(name), mu), mu)
         assert region.threshold_rate == pytest.approx(mu.sum())
         assert region.throughput_optimal
-    # JSQ satisfies the strict majorisation of §4.7; weighted RAND only with equality
+    # JSQ satisfies the strict majorisation of [Π] Theorem 4.4; weighted RAND only with equality
     assert induced_threshold(dispatch_fractions(make_policy("jsq"), mu), mu).heavy_traffic_optimal
     assert not induced_threshold(dispatch_fractions(make_policy("wrand"), mu),
                                  mu).heavy_traffic_optimal
@@ -117,7 +117,8 @@ def test_transience_certificate_only_above_the_threshold():
 
 
 def test_order_dependent_fractions_without_symmetry_are_not_certified():
-    """A policy whose rate into the longest queue depends on who is second (§4.6 (i) fails)."""
+    """A policy whose rate into the longest queue depends on who is second (condition (i)
+    of docs/model.md#pi-transience fails)."""
     mu = np.array([0.2, 0.3, 1.0])
 
     def of_order(eta):

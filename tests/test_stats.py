@@ -214,7 +214,8 @@ def test_a_mean_below_the_lower_bound_is_flagged_with_or_without_a_ci():
 
 
 def test_unstable_uniform_rand_reports_no_mean():
-    """Uniform RAND on 50×0.1 + 50×0.5 at ρ = 0.9: λ_Σ/N = 0.27 > μ_min = 0.1 (§6.2)."""
+    """Uniform RAND on 50×0.1 + 50×0.5 at ρ = 0.9: λ_Σ/N = 0.27 > μ_min = 0.1
+    (docs/model.md#random-routing)."""
     system = System.build("50x0.1,50x0.5", load=0.9)
     result = simulate(system, "rand", slots=40_000, seed=5)
     assert result.stability == "unstable", result.stability_evidence

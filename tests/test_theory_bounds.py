@@ -1,4 +1,5 @@
-"""Pure theory: the lower bound of §5 and the closed forms of §6.1–§6.2 (no simulation)."""
+"""Pure theory: the lower bound (docs/model.md#lower-bound) and the closed forms of
+docs/model.md#single-queue and docs/model.md#random-routing (no simulation)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_que
 WRAND_SYSTEM = dict(servers="50x0.1,50x0.5", load=0.95, dispatchers=10)
 
 
-# -- §5 ----------------------------------------------------------------------------------------
+# -- the lower bound (docs/model.md#lower-bound) -----------------------------------------------
 
 
 def test_zeta_worked_value_poisson_bernoulli():
@@ -49,7 +50,7 @@ def test_lower_bound_below_pooled_queue_mean():
         assert low - 1e-9 <= pooled <= high + 1e-9
 
 
-# -- §6.1 --------------------------------------------------------------------------------------
+# -- one queue (docs/model.md#single-queue) ----------------------------------------------------
 
 
 @given(lam=st.floats(0.01, 0.98), gap=st.floats(0.01, 0.99))
@@ -100,7 +101,7 @@ def test_unstable_queue_is_infinite_not_an_error():
         cf.geo_geo_1_distribution(0.6, 0.5, 10)
 
 
-# -- §6.2 --------------------------------------------------------------------------------------
+# -- random routing (docs/model.md#random-routing) ---------------------------------------------
 
 
 def test_routed_variance_endpoints():

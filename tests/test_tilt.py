@@ -86,8 +86,8 @@ def test_uniform_below_average_counter_example():
     rule = custom_strategy(load_example().uniform_below_average)
     assert not check_tilt(rule, [8.0, 1.0, 1.0], samples=5000).tilted
     assert check_tilt(rule, [1.0, 1.0, 1.0], samples=5000).tilted
-    # the state of §2.3: B = {fast, slow₁} (fast first); a uniform choice gives the fast
-    # server 1/2 − 8/10 < 0 and then slow₁ 1/2 − 1/10 > 0
+    # the state of docs/model.md#led-strategies: B = {fast, slow₁} (fast first); a uniform
+    # choice gives the fast server 1/2 − 8/10 < 0 and then slow₁ 1/2 − 1/10 > 0
     delta, order = preference(rule, [0, 1, 5], [8.0, 1.0, 1.0], samples=20_000)
     assert order.tolist() == [0, 1, 2]
     assert delta[0] == pytest.approx(-0.3, abs=0.02) and delta[1] == pytest.approx(0.4, abs=0.02)

@@ -28,7 +28,7 @@ def t_interval(values: list[float]) -> tuple[float, float, float]:
     return float(x.mean()), float(x.mean() - half), float(x.mean() + half)
 
 
-# -- §6.1: one queue ---------------------------------------------------------------------------
+# -- one queue (docs/model.md#single-queue) ----------------------------------------------------
 
 
 @pytest.mark.parametrize("lam,mu,width", [(0.3, 0.5, 0.05), (0.45, 0.5, 0.1)])
@@ -108,7 +108,7 @@ def test_single_queue_against_stationary_law(in_ci, service):
           max_relative_half_width=0.05, label=f"Poisson/{service}")
 
 
-# -- §6.2: random routing ----------------------------------------------------------------------
+# -- random routing (docs/model.md#random-routing) ---------------------------------------------
 
 # (servers, policy, dispatch, M, split, load): three heterogeneous rate sets, both dispatch
 # modes, one and several dispatchers, both splits of A_Σ among dispatchers.
@@ -177,7 +177,7 @@ def test_jsq_workload_against_refsim(in_ci):
     assert result.messages_per_arrival == pytest.approx(66.11, rel=0.005)
 
 
-# -- §5: the pooled queue and the lower bound --------------------------------------------------
+# -- the pooled queue and the lower bound (docs/model.md#lower-bound) --------------------------
 
 
 @pytest.mark.parametrize("servers,load,policy", [
@@ -207,8 +207,8 @@ LOWER_BOUND_SYSTEM = dict(servers=[0.3, 0.5, 0.7, 0.9], load=0.95)
     ("rr", {"weighted": True}),
 ])
 def test_lower_bounds_hold(policy, params):
-    """ζ^(ε)/(2ε) − B ≤ E[q] ≤ E[ΣQ] for every policy (§5), on a system where the
-    finite-ε bound is far from 0."""
+    """ζ^(ε)/(2ε) − B ≤ E[q] ≤ E[ΣQ] for every policy (docs/model.md#lower-bound), on a
+    system where the finite-ε bound is far from 0."""
     system = System.build(**LOWER_BOUND_SYSTEM)
     bound = lower_bound_total_queue(system)
     pooled = cf.pooled_queue_mean(system)
@@ -220,7 +220,7 @@ def test_lower_bounds_hold(policy, params):
     assert result.mean_total_queue >= result.mean_pooled_queue
 
 
-# -- Little's law (§1.8) -----------------------------------------------------------------------
+# -- Little's law (docs/model.md#delay) --------------------------------------------------------
 
 
 @pytest.mark.parametrize("policy,dispatch", [("wrand", "batch"), ("jsq", "per_job"),

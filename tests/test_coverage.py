@@ -8,7 +8,13 @@ import math
 import pytest
 
 from dispatchlab.cli import main
-from dispatchlab.testing.coverage_study import CASES, measure_coverage, select_cases
+from dispatchlab.testing.coverage_study import (
+    CASES,
+    ESTIMATORS,
+    measure_coverage,
+    measure_estimators,
+    select_cases,
+)
 
 # Binomial tolerance. Over K runs a calibrated 95 % CI covers the truth Bin(K, 0.95) times.
 # Fast subset: K = 20 per case, 5 cases (100 runs of 10^6 slots pooled, ≈ 30 s of CPU). A
@@ -21,16 +27,29 @@ CASE_FLOOR = 0.80
 POOLED_FLOOR = 0.90
 
 
-def test_fast_cases_cover_at_least_90_percent() -> None:
+@pytest.fixture(scope="module")
+def fast_rows() -> dict[str, list]:
+    """Both estimators' rows of the fast subset, from the same runs."""
     cases = select_cases(None, fast=True)
     assert len(cases) == 5
-    rows = [measure_coverage(case, runs=FAST_RUNS, seed=100, workers=2) for case in cases]
+    measured = [measure_estimators(case, runs=FAST_RUNS, seed=100, workers=2) for case in cases]
+    return {name: [rows[name] for rows in measured] for name in ESTIMATORS}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_fast_cases_cover_at_least_90_percent(fast_rows: dict[str, list], estimator: str) -> None:
+    rows = fast_rows[estimator]
     for row in rows:
         assert row.no_interval == 0, row
         assert row.coverage >= CASE_FLOOR, row
-        assert row.mean_slots == 1_000_000
+        assert row.mean_slots == 1_000_000 and row.estimator == estimator
     pooled = sum(row.covered for row in rows) / sum(row.runs for row in rows)
     assert pooled >= POOLED_FLOOR, [(row.case, row.covered) for row in rows]
+
+
+def test_the_coupled_interval_is_narrower_on_the_same_runs(fast_rows: dict[str, list]) -> None:
+    for coupled, plain in zip(fast_rows["coupled"], fast_rows["plain"], strict=True):
+        assert coupled.mean_relative_half_width < plain.mean_relative_half_width, coupled.case
 
 
 def test_exact_means_match_theory() -> None:
@@ -68,8 +87,11 @@ def test_check_coverage_cli(capsys: pytest.CaptureFixture) -> None:
                    "--workers", "1", "--json"])
     assert status == 0
     data = json.loads(capsys.readouterr().out)
-    (row,) = data["cases"]
-    assert row["case"] == "geo1-far" and row["runs"] == 3 and row["mean_slots"] == 20_000
-    assert 0 <= row["coverage"] <= 1
+    rows = data["cases"]
+    assert [row["estimator"] for row in rows] == ["coupled", "plain"]
+    for row in rows:
+        assert row["case"] == "geo1-far" and row["runs"] == 3 and row["mean_slots"] == 20_000
+        assert 0 <= row["coverage"] <= 1
+    assert main(["check", "coverage", "--case", "geo1-far", "--estimator", "nope"]) == 2
     assert main(["check", "coverage", "--case", "nope"]) == 2
     assert main(["check", "coverage", "--runs", "1"]) == 2

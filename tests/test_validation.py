@@ -217,7 +217,8 @@ def test_lower_bounds_hold(policy, params):
     assert result.stability != "unstable", result.stability_evidence
     assert result.invariant_violations == 0
     assert result.ci_high >= pooled
-    assert result.mean_total_queue >= result.mean_pooled_queue
+    assert result.plain_mean_total_queue >= result.mean_pooled_queue
+    assert result.mean_excess >= 0
 
 
 # -- Little's law (docs/model.md#delay) --------------------------------------------------------

@@ -216,8 +216,9 @@ def _simulate(workload: Workload, system: System, slots: int, seed: int, *, full
     from dispatchlab.simulation.run import simulate
 
     params = dict(workload.params) if full else {**workload.params, **workload.lean_params}
+    # the plain estimator: the reference program reports plain time averages of ΣQ
     return simulate(system, workload.policy, policy_params=params, slots=slots, seed=seed,
-                    track_delay=full, detail=full)
+                    track_delay=full, detail=full, estimator="plain")
 
 
 def warm_up(workload: Workload) -> None:

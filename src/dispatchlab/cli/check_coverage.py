@@ -15,8 +15,9 @@ from dispatchlab.core.errors import require
 from dispatchlab.testing.coverage_study import (
     CASE_NAMES,
     DEFAULT_RUNS,
+    ESTIMATORS,
     CoverageRow,
-    measure_coverage,
+    measure_estimators,
     select_cases,
 )
 
@@ -37,6 +38,8 @@ def coverage_command(
         help="Run each to this relative half-width instead of a fixed length.",
         show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Run k of a case uses seed + k.")] = 0,
+    estimator: Annotated[str, typer.Option(
+        help="The interval to check: coupled, plain, or both (from the same runs).")] = "both",
     workers: Annotated[int | None, typer.Option(
         help="Processes \\[default: every core].", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -46,6 +49,9 @@ def coverage_command(
     require(runs >= 2, "runs", f"must be ≥ 2 (got {runs})")
     require(seed >= 0, "seed", f"must be ≥ 0 (got {seed})")
     require(workers is None or workers >= 1, "workers", f"must be ≥ 1 (got {workers})")
+    require(estimator in (*ESTIMATORS, "both"), "estimator",
+            f"allowed: {', '.join(ESTIMATORS)}, both (got {estimator!r})")
+    wanted = ESTIMATORS if estimator == "both" else (estimator,)
     settings = {key: value for key, value in (("replications", replications),
                                               ("precision", precision)) if value is not None}
     chosen = select_cases(case, fast=fast)
@@ -53,8 +59,9 @@ def coverage_command(
     for index, item in enumerate(chosen, start=1):
         case_settings = dict(settings, slots=slots) if slots is not None else settings
         with stderr_console().status(f"[{index}/{len(chosen)}] {item.name}: {runs} runs …"):
-            rows.append(measure_coverage(item, runs=runs, seed=seed, workers=workers,
-                                         **case_settings))
+            by_estimator = measure_estimators(item, runs=runs, seed=seed, workers=workers,
+                                              **case_settings)
+        rows.extend(by_estimator[name] for name in wanted)
     if json_:
         print_json({"runs": runs, "seed": seed, "settings": settings,
                     "cases": [row.to_dict() for row in rows]})
@@ -67,12 +74,12 @@ def coverage_table(rows: list[CoverageRow]) -> Table:
                   "mean", title_justify="left",
                   caption="coverage ± sqrt(p̂(1−p̂)/K); runs without an interval "
                   "(too short to say) count as misses", caption_justify="left")
-    for name in ("case", "exact E[ΣQ]", "K", "coverage", "no CI", "mean run length",
+    for name in ("case", "estimator", "exact E[ΣQ]", "K", "coverage", "no CI", "mean run length",
                  "mean rel. half-width", "rel. bias"):
         table.add_column(escape(name), justify="left" if name == "case" else "right")
     for row in rows:
         style = "green" if row.coverage >= 0.9 else "red"
-        table.add_row(escape(row.case), number(row.exact_mean), str(row.runs),
+        table.add_row(escape(row.case), row.estimator, number(row.exact_mean), str(row.runs),
                       f"[{style}]{row.coverage:.3f}[/] ± {row.coverage_se:.3f}",
                       str(row.no_interval), integer(row.mean_slots),
                       number(row.mean_relative_half_width, 3),

@@ -59,6 +59,10 @@ def run_command(
     warmup_method: Annotated[str | None, typer.Option(
         help="fraction (fixed warm-up) or mser5 \\[default: fraction].", rich_help_panel=RUN,
         show_default=False)] = None,
+    estimator: Annotated[str | None, typer.Option(
+        help="coupled (E[q] of the pooled queue computed + the mean of ΣQ − q) or plain "
+        "(the time average of ΣQ) \\[default: coupled].", rich_help_panel=RUN,
+        show_default=False)] = None,
     replications: Annotated[int | None, typer.Option(
         help="Independent replications (R ≥ 2: CI from their means) \\[default: 1].",
         rich_help_panel=RUN, show_default=False)] = None,
@@ -86,7 +90,7 @@ def run_command(
         service=service, dispatch=dispatch, split=split,
         dispatcher_weights=options.parse_weights(dispatcher_weights),
         allow_unstable=True if allow_unstable else None, slots=slots, warmup=warmup,
-        warmup_method=warmup_method, replications=replications, seed=seed,
+        warmup_method=warmup_method, estimator=estimator, replications=replications, seed=seed,
         track_delay=False if no_delay else None,
     )
     system = run_spec.build_system()
@@ -106,6 +110,17 @@ def run_command(
         print_json({"label": label, **result.to_dict()})
         return
     stdout_console().print(result_table(result, label=label))
+
+
+def estimator_text(result: Result) -> str:
+    """Which estimator the headline is, with the other one next to it."""
+    plain = (f"plain {number(result.plain_mean_total_queue)} [{number(result.plain_ci_low)}, "
+             f"{number(result.plain_ci_high)}]")
+    coupled = (f"coupled {number(result.coupled_mean_total_queue)} "
+               f"[{number(result.coupled_ci_low)}, {number(result.coupled_ci_high)}]")
+    note = f"; {result.estimator_note}" if result.estimator_note else ""
+    first, other = (coupled, plain) if result.estimator == "coupled" else (plain, coupled)
+    return f"{first}; the other: {other}{note}"
 
 
 def pooled(workers: int | None, replications: int, precision: float | None) -> bool:
@@ -155,6 +170,11 @@ def result_table(result: Result, label: str | None = None) -> Table:
     table.add_row("run", f"{integer(result.slots)} slots × {result.replications} "
                   f"(warm-up {integer(result.warmup)}), seed {result.seed}")
     table.add_row("mean ΣQ \\[95% CI]", escape(f"{interval(result)} ({result.ci_method})"))
+    table.add_row("estimator", escape(estimator_text(result)))
+    table.add_row("E\\[q] + E\\[X]", escape(
+        f"E[q] = {number(result.pooled_queue_exact)} ({result.pooled_queue_method}), "
+        f"E[X] = E[ΣQ − q] = {number(result.mean_excess)} [{number(result.excess_ci_low)}, "
+        f"{number(result.excess_ci_high)}], ε·E[X] = {number(result.epsilon_excess)}"))
     table.add_row("precision", escape(
         f"± {number(result.relative_half_width * 100, 3)} % (half-width "
         f"{number(result.half_width)}), τ̂ = {number(result.autocorrelation_time)} slots; "

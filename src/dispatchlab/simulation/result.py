@@ -83,7 +83,8 @@ class Result:
     half_width: float = math.nan  # of the 95 % CI
     relative_half_width: float = math.nan  # half-width / mean
     ci_dof: float = math.nan  # degrees of freedom of its Student-t quantile
-    autocorrelation_time: float = math.nan  # τ̂ of ΣQ in slots (the longest of the runs)
+    autocorrelation_time: float = math.nan  # τ̂ in slots (the longest of the runs) of the
+    # series behind the headline CI: ΣQ (plain) or X = ΣQ − q (coupled)
     precision_target: float | None = None  # relative half-width asked for, if any
     precision_abs_target: float | None = None  # absolute half-width asked for, if any
     slot_budget: int | None = None  # of a precision run, warm-ups included
@@ -127,9 +128,12 @@ class Result:
 
     @property
     def little_law_gap(self) -> float:
-        """|λ·W − L| / L with W measured per job: ≈ 0 up to end effects and noise."""
+        """|λ·W − L| / L with W measured per job and L the time average of ΣQ over the same
+        window (the plain estimate: Little's law holds on the sample path): ≈ 0 up to end
+        effects."""
         lhs = self.arrival_rate_measured * self.mean_delay_measured
-        return abs(lhs - self.mean_total_queue) / max(self.mean_total_queue, 1e-12)
+        mean = self.plain_mean_total_queue
+        return abs(lhs - mean) / max(mean, 1e-12)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``nan`` becomes ``None``) with the flat CLI keys."""

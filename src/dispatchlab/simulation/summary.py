@@ -236,8 +236,8 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
                                   runs[0].block_length, coupled=use_coupled)
     theory, why = theory_stability(system, policy)
     worst = _cross_check(worst, theory, why)
-    tau_blocks = [e.autocorrelation_time for e in estimates if math.isfinite(
-        e.autocorrelation_time)]
+    tau_blocks = [e.autocorrelation_time for e in (excess_runs if use_coupled else estimates)
+                  if math.isfinite(e.autocorrelation_time)]
 
     totals = Totals.of(runs)
     measured = max(totals.measured_slots, 1)

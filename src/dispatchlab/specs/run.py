@@ -30,6 +30,7 @@ A run spec file has three tables, every key optional::
     slots = 1_000_000
     warmup = 100_000               # default 10 % of slots
     warmup_method = "fraction"     # fraction | mser5
+    estimator = "coupled"          # coupled (E[q] computed + E[ΣQ − q]) | plain
     seed = 7
     replications = 1
     track_delay = true
@@ -64,7 +65,7 @@ from dispatchlab.core.paths import guarded_io, require_readable_file
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.policies import Policy, make_policy
-from dispatchlab.simulation.plan import WARMUP_METHODS
+from dispatchlab.simulation.plan import ESTIMATORS, WARMUP_METHODS
 from dispatchlab.simulation.result import Result
 from dispatchlab.simulation.run import simulate
 
@@ -257,7 +258,7 @@ class RunSpec:
         policy: the policy (its name may come later, from ``--policy``).
         load: ρ = λ_Σ/μ_Σ (``None`` when ``epsilon`` sets the rate, or for a trace).
         epsilon: ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces ``load``).
-        slots, warmup, warmup_method, seed, replications, track_delay: as in
+        slots, warmup, warmup_method, estimator, seed, replications, track_delay: as in
             :func:`dispatchlab.simulate`.
     """
 
@@ -269,6 +270,7 @@ class RunSpec:
     slots: int = 1_000_000
     warmup: int | None = None
     warmup_method: str = "fraction"
+    estimator: str = "coupled"
     seed: int = 0
     replications: int = 1
     track_delay: bool = True
@@ -360,13 +362,14 @@ class RunSpec:
         policy = self.make_policy()
         return simulate(system, policy, slots=self.slots, warmup=self.warmup, seed=self.seed,
                         replications=self.replications, warmup_method=self.warmup_method,
-                        track_delay=self.track_delay, **execution)
+                        estimator=self.estimator, track_delay=self.track_delay, **execution)
 
 
 _RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "slots": lambda v, n: as_int(v, n, low=1),
     "warmup": as_int,
     "warmup_method": as_choice(WARMUP_METHODS),
+    "estimator": as_choice(ESTIMATORS),
     "seed": as_int,
     "replications": lambda v, n: as_int(v, n, low=1),
     "track_delay": as_bool,

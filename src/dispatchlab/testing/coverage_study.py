@@ -5,8 +5,10 @@ contain the true mean in 95 % of independent runs. For systems whose stationary 
 known exactly (docs/model.md#closed-forms: Geo/Geo/1, Poisson/Bernoulli single queues, random and
 weighted random routing in batch and per-job mode, and the ``wrand`` bench workload) this
 module runs K independent runs with :func:`~dispatchlab.simulation.run.simulate`'s default
-settings and counts how many CIs contain the truth. The binomial standard error of the
-empirical coverage p̂ over K runs is sqrt(p̂(1 − p̂)/K).
+settings and counts how many CIs contain the truth, for both estimators of every run: the
+coupled one (E[q] computed + the mean of X = ΣQ − q) and the plain time average of ΣQ
+(docs/statistics.md#coupled). The binomial standard error of the empirical coverage p̂
+over K runs is sqrt(p̂(1 − p̂)/K).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from dispatchlab.theory.closed_forms import (
     random_routing_total_mean,
 )
 
-DEFAULT_RUNS = 40
+DEFAULT_RUNS = 60
+#: the estimators whose intervals a run reports (Result's coupled_* and plain_* fields)
+ESTIMATORS = ("coupled", "plain")
 DEFAULT_SLOTS = 1_000_000
 
 
@@ -111,6 +115,7 @@ class CoverageRow:
     relative_bias: float  # (mean of the K estimates − exact)/exact
     ci_method: str  # the method of the first run
     missed_seeds: tuple[int, ...] = ()  # the runs whose CI missed the exact mean
+    estimator: str = "coupled"
 
     @property
     def coverage(self) -> float:
@@ -126,26 +131,47 @@ class CoverageRow:
         return {**asdict(self), "coverage": self.coverage, "coverage_se": self.coverage_se}
 
 
-def _one_run(item: tuple[CoverageCase, int, dict[str, Any]]) -> tuple[float, float, float, int,
-                                                                     str]:
+def _one_run(item: tuple[CoverageCase, int, dict[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    """Each estimator's (mean, CI low, CI high, slots run, method) of one run."""
     from dispatchlab.simulation.run import simulate  # numba: not for `check coverage --help`
 
     case, seed, settings = item
     result = simulate(case.system(), case.policy, seed=seed, track_delay=False, detail=False,
                       **{"slots": case.slots, **settings})
-    return (result.mean_total_queue, result.ci_low, result.ci_high, result.slots_run,
-            result.ci_method)
+    coupled_method = (result.ci_method if result.estimator == "coupled"
+                      else f"coupled, E[q] {result.pooled_queue_method}")
+    plain_method = result.ci_method if result.estimator == "plain" else "plain time average"
+    return {"coupled": (result.coupled_mean_total_queue, result.coupled_ci_low,
+                        result.coupled_ci_high, result.slots_run, coupled_method),
+            "plain": (result.plain_mean_total_queue, result.plain_ci_low,
+                      result.plain_ci_high, result.slots_run, plain_method)}
 
 
 def measure_coverage(case: CoverageCase, *, runs: int = DEFAULT_RUNS, seed: int = 0,
-                     workers: int | None = None, **settings: Any) -> CoverageRow:
+                     workers: int | None = None, estimator: str = "coupled",
+                     **settings: Any) -> CoverageRow:
     """Run ``case`` ``runs`` times (seeds seed … seed+runs−1, on ``workers`` processes) with
     :func:`simulate`'s defaults, or ``settings`` (slots, replications, precision, …) over them,
-    and count the 95 % CIs that contain the exact mean."""
+    and count the 95 % CIs of ``estimator`` that contain the exact mean."""
+    require(estimator in ESTIMATORS, "estimator", f"allowed: {', '.join(ESTIMATORS)}")
+    return measure_estimators(case, runs=runs, seed=seed, workers=workers,
+                              **settings)[estimator]
+
+
+def measure_estimators(case: CoverageCase, *, runs: int = DEFAULT_RUNS, seed: int = 0,
+                       workers: int | None = None, **settings: Any) -> dict[str, CoverageRow]:
+    """:func:`measure_coverage` of every estimator, from the same runs."""
     require(isinstance(runs, int) and runs >= 2, "runs", f"must be an integer ≥ 2 (got {runs!r})")
     exact = case.exact_mean()
-    rows = map_tasks(_one_run, [(case, seed + k, settings) for k in range(runs)],
-                     workers=workers)
+    outcomes = map_tasks(_one_run, [(case, seed + k, settings) for k in range(runs)],
+                         workers=workers)
+    return {name: _row(case, exact, [outcome[name] for outcome in outcomes], seed, name)
+            for name in ESTIMATORS}
+
+
+def _row(case: CoverageCase, exact: float, rows: list[tuple[Any, ...]], seed: int,
+         estimator: str) -> CoverageRow:
+    runs = len(rows)
     means = np.array([r[0] for r in rows])
     low = np.array([r[1] for r in rows])
     high = np.array([r[2] for r in rows])
@@ -159,4 +185,4 @@ def measure_coverage(case: CoverageCase, *, runs: int = DEFAULT_RUNS, seed: int 
         mean_relative_half_width=float(np.mean(half[finite])) if finite.any() else math.nan,
         relative_bias=float((np.nanmean(means) - exact) / exact), ci_method=rows[0][4],
         missed_seeds=tuple(seed + k for k in range(runs) if not (
-            finite[k] and low[k] <= exact <= high[k])))
+            finite[k] and low[k] <= exact <= high[k])), estimator=estimator)

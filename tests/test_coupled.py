@@ -74,3 +74,58 @@ def test_replications_pool_the_excess() -> None:
 def test_the_estimator_is_validated(bad: object) -> None:
     with pytest.raises(ValidationError, match="estimator"):
         simulate(System.build("0.5,0.5", load=0.5), "jsq", slots=100, estimator=bad)
+
+
+def test_a_stationary_start_draws_q0_from_the_pooled_law() -> None:
+    """ΣQ(0) over 400 seeds: its mean is E[q] within 3 standard errors (q is close to
+    exponential, so its SD is about its mean)."""
+    import numpy as np
+
+    from dispatchlab.simulation.plan import plan_run
+
+    system = System.build("10x0.5", epsilon=0.01)
+    totals = []
+    for seed in range(400):
+        task = plan_run(system, "jsq", slots=100, seed=seed, start="stationary").task
+        queues = task.initial_queues(task.seed_sequence(None))
+        assert queues.max() - queues.min() <= 1  # spread in proportion to equal μ_n
+        totals.append(int(queues.sum()))
+    exact = simulate(system, "jsq", slots=100).pooled_queue_exact
+    assert abs(np.mean(totals) - exact) < 3 * exact / np.sqrt(len(totals))
+
+
+def test_a_stationary_start_makes_the_pooled_queue_stationary_from_slot_zero() -> None:
+    """Over 20 short runs at ε = 0.01 (4 % of the pooled queue's relaxation time ζ/ε²), the
+    time average of q is near E[q] from a stationary start, and far below it from an empty
+    one."""
+    system = System.build("10x0.5", epsilon=0.01)
+    means = {}
+    for start in ("stationary", "empty"):
+        runs = [simulate(system, "jsq", slots=3_000, warmup=0, seed=seed, track_delay=False,
+                         detail=False, start=start) for seed in range(20)]
+        assert all(run.jobs_arrived + run.jobs_at_start == run.jobs_departed
+                   + run.jobs_in_system for run in runs)
+        means[start] = sum(run.mean_pooled_queue for run in runs) / len(runs)
+    exact = runs[0].pooled_queue_exact
+    assert 0.5 * exact < means["stationary"] < 2 * exact
+    assert means["empty"] < 0.3 * exact
+    started = simulate(system, "jsq", slots=100, seed=4, start="stationary")
+    assert started.jobs_at_start > 0 and started.start == "stationary"
+
+
+def test_a_stationary_start_is_reproducible_and_leaves_the_loop_s_streams_alone() -> None:
+    system = System.build("5x0.2,5x0.8", epsilon=0.05)
+    a = simulate(system, "jsq", slots=5_000, seed=8, start="stationary", replications=2)
+    b = simulate(system, "jsq", slots=5_000, seed=8, start="stationary", replications=2)
+    assert a.to_dict() | {"seconds": 0, "slots_per_second": 0} == \
+        b.to_dict() | {"seconds": 0, "slots_per_second": 0}
+
+
+def test_a_stationary_start_needs_the_pooled_law(tmp_path) -> None:
+    trace = tmp_path / "arrivals.csv"
+    trace.write_text("1\n0\n")
+    with pytest.raises(ValidationError, match="start.*trace"):
+        simulate(System.build("0.5,0.5", arrivals=f"trace:{trace}"), "jsq", slots=100,
+                 start="stationary")
+    with pytest.raises(ValidationError, match="start"):
+        simulate(System.build("0.5,0.5", load=0.5), "jsq", slots=100, start="full")

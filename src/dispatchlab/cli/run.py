@@ -63,6 +63,9 @@ def run_command(
         help="coupled (E[q] of the pooled queue computed + the mean of ΣQ − q) or plain "
         "(the time average of ΣQ) \\[default: coupled].", rich_help_panel=RUN,
         show_default=False)] = None,
+    start: Annotated[str | None, typer.Option(
+        help="empty, or stationary: ΣQ(0) = q(0) drawn from the pooled queue's stationary "
+        "law \\[default: empty].", rich_help_panel=RUN, show_default=False)] = None,
     replications: Annotated[int | None, typer.Option(
         help="Independent replications (R ≥ 2: CI from their means) \\[default: 1].",
         rich_help_panel=RUN, show_default=False)] = None,
@@ -90,7 +93,8 @@ def run_command(
         service=service, dispatch=dispatch, split=split,
         dispatcher_weights=options.parse_weights(dispatcher_weights),
         allow_unstable=True if allow_unstable else None, slots=slots, warmup=warmup,
-        warmup_method=warmup_method, estimator=estimator, replications=replications, seed=seed,
+        warmup_method=warmup_method, estimator=estimator, start=start,
+        replications=replications, seed=seed,
         track_delay=False if no_delay else None,
     )
     system = run_spec.build_system()

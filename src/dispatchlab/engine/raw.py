@@ -48,6 +48,7 @@ class RawRun:
     final_queues: np.ndarray
     seconds: float
     hit_bound: bool = False  # stopped because ΣQ passed ``bound``
+    initial_jobs: int = 0  # ΣQ(0)
 
     @property
     def measured_slots(self) -> int:
@@ -179,6 +180,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         messages=np.zeros(len(MESSAGE_KINDS), np.int64),
         diag=np.zeros(max(1, kernel.n_diagnostics)), counters=np.zeros(loop.N_COUNTERS, np.int64),
         moments=np.zeros(loop.N_MOMENTS), final_queues=queues, seconds=0.0,
+        initial_jobs=initial_total,
     )
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)

@@ -27,7 +27,12 @@ from matplotlib import ticker  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from dispatchlab.specs.experiment import ExperimentSpec  # noqa: E402
-from dispatchlab.specs.figure import CI_SCALED_Y, FigureSpec, ReferenceLine  # noqa: E402
+from dispatchlab.specs.figure import (  # noqa: E402
+    CI_SCALED_Y,
+    OWN_CI_Y,
+    FigureSpec,
+    ReferenceLine,
+)
 
 AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ"}
 Y_LABELS = {
@@ -70,6 +75,10 @@ def summarize(frame: pd.DataFrame, figure: FigureSpec) -> pd.DataFrame:
                 low, high = y - half, y + half
             elif figure.y in CI_SCALED_Y:
                 low, high = _scaled_ci(group.iloc[0], y)
+            elif figure.y in OWN_CI_Y:
+                low, high = (float(pd.to_numeric(group.iloc[0].get(name, math.nan),
+                                                 errors="coerce"))
+                             for name in OWN_CI_Y[figure.y])
         rows.append({"system": system, "policy": policy, "x": float(x), "y": y,
                      "ci_low": low, "ci_high": high, "replications": int(values.size),
                      "stable": stable})

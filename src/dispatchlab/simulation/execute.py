@@ -29,7 +29,8 @@ def execute(plan: Plan, workers: int | None) -> Result:
 def summarize_plan(plan: Plan, runs: list[RawRun]) -> Result:
     """The :class:`Result` of ``runs``, replications of ``plan``'s configuration."""
     return summarize(plan.task.system, plan.task.policy, runs, seed=plan.task.seed,
-                     warmup_method=plan.warmup_method, estimator=plan.estimator)
+                     warmup_method=plan.warmup_method, estimator=plan.estimator,
+                     start=plan.task.start)
 
 
 def run_indexed(item: tuple[Replication, int | None]) -> RawRun:

@@ -15,11 +15,17 @@ from dispatchlab.engine.raw import RawRun, default_bound, run_once
 from dispatchlab.model.limits import check_run_jobs
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
+from dispatchlab.theory.pooled_queue import pooled_queue_of, stationary_start
 
 WARMUP_FRACTION = 0.1
 WARMUP_METHODS = ("fraction", "mser5")
 #: the headline estimator of E[ΣQ] (docs/statistics.md#coupled)
 ESTIMATORS = ("coupled", "plain")
+#: Q(0): empty, or the pooled queue's stationary law spread over the servers
+STARTS = ("empty", "stationary")
+#: the spawn key under a run's seed of the stream that draws a stationary start (no
+#: replication index reaches it)
+START_STREAM = 2**32 - 1
 # a precision run stops when its slots (all replications, warm-ups included) would pass
 # this multiple of ``slots``, unless ``max_slots`` says otherwise
 PRECISION_BUDGET_FACTOR = 64
@@ -42,7 +48,8 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
           warmup_method: str = "fraction", bound: int | None = None, track_delay: bool = True,
           detail: bool = True, policy_params: dict[str, Any] | None = None,
           precision: float | None = None, precision_abs: float | None = None,
-          max_slots: int | None = None, estimator: str = "coupled") -> Plan:
+          max_slots: int | None = None, estimator: str = "coupled",
+          start: str = "empty") -> Plan:
     """Validate the arguments of :func:`simulate` (ValidationError on bad input)."""
     require(isinstance(system, System), "system",
             f"expected a System (System.build(...)), got {type(system).__name__}")
@@ -72,6 +79,13 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
             f"allowed: {', '.join(WARMUP_METHODS)}")
     require(isinstance(estimator, str) and estimator in ESTIMATORS, "estimator",
             f"allowed: {', '.join(ESTIMATORS)} (got {estimator!r})")
+    require(isinstance(start, str) and start in STARTS, "start",
+            f"allowed: {', '.join(STARTS)} (got {start!r})")
+    if start == "stationary":
+        pooled = pooled_queue_of(system)
+        require(pooled.law is not None, "start",
+                f"a stationary start draws q(0) from the pooled queue's law, which is "
+                f"{pooled.method}")
     for name, value in (("precision", precision), ("precision_abs", precision_abs)):
         require(value is None or (isinstance(value, int | float) and not isinstance(value, bool)
                                   and math.isfinite(value) and value > 0),
@@ -80,12 +94,12 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
             f"must be an integer ≥ slots = {slots} (got {max_slots!r})")
     policy.check_system(system)
     try:  # policies check their memory first (dispatchlab.core.ram); this is the backstop
-        policy.kernel(system)  # validates the policy's parameters against the system here
+        kernel = policy.kernel(system)  # validates the policy's parameters against the system
     except MemoryError:
         raise out_of_memory(system, policy) from None
     task = Replication(system, policy, int(slots), int(warmup), int(seed),
                        default_bound(system) if bound is None else int(bound),
-                       bool(track_delay), bool(detail))
+                       bool(track_delay), bool(detail), kernel, start)
     if precision is None and precision_abs is None:
         require(max_slots is None, "max_slots", "a slot budget needs a precision target")
         indices: list[int | None] = list(range(replications)) if replications > 1 else [None]
@@ -110,6 +124,7 @@ class Replication:
     track_delay: bool
     detail: bool
     kernel: Kernel | None = field(default=None, compare=False, repr=False)
+    start: str = "empty"
 
     def seed_sequence(self, index: int | None) -> np.random.SeedSequence:
         """Replication ``index``'s seed: ``SeedSequence(seed).spawn(R)[index]``, and the root
@@ -117,6 +132,14 @@ class Replication:
         if index is None:
             return np.random.SeedSequence(self.seed)
         return np.random.SeedSequence(self.seed, spawn_key=(index,))
+
+    def initial_queues(self, seed: np.random.SeedSequence) -> np.ndarray | None:
+        """Q(0): empty (``None``), or for ``start="stationary"`` a stationary q(0) spread
+        over the servers, drawn from its own stream (the loop's streams are untouched)."""
+        if self.start == "empty":
+            return None
+        own = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, START_STREAM))
+        return stationary_start(self.system, np.random.default_rng(own))
 
     def __getstate__(self) -> dict[str, Any]:
         # a worker builds the kernel again: its compiled functions need not pickle
@@ -127,10 +150,12 @@ class Replication:
         process built it (``Kernel.memory()`` gives every run fresh memory arrays)."""
         try:
             kernel = self.policy.kernel(self.system) if self.kernel is None else self.kernel
+            seed = self.seed_sequence(index)
             return run_once(self.system, kernel, slots=self.slots,
-                            warmup=self.warmup, seed=self.seed_sequence(index),
+                            warmup=self.warmup, seed=seed,
                             bound=self.bound, track_delay=self.track_delay,
-                            detail=self.detail, policy=self.policy.name)
+                            detail=self.detail, policy=self.policy.name,
+                            initial_queues=self.initial_queues(seed))
         except MemoryError:
             raise out_of_memory(self.system, self.policy) from None
 

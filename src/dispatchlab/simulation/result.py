@@ -70,6 +70,7 @@ class Result:
     jobs_arrived: int = 0
     jobs_departed: int = 0
     jobs_in_system: int = 0
+    jobs_at_start: int = 0  # ΣQ(0): 0 from an empty start; arrived + at start = departed + in
     # job completion time as the LED/LSQ group's simulator reports it: departure slot −
     # arrival slot + 1 = mean_delay_measured + 1 (a job served in its arrival slot takes 1)
     mean_completion_time: float = math.nan
@@ -98,6 +99,7 @@ class Result:
     # mean_total_queue and its CI report; ``estimator_note`` why not the coupled one
     estimator: str = "plain"
     estimator_note: str = ""
+    start: str = "empty"  # Q(0): empty, or stationary (q(0) from the pooled queue's law)
     plain_mean_total_queue: float = math.nan
     plain_ci_low: float = math.nan
     plain_ci_high: float = math.nan

@@ -31,6 +31,7 @@ def simulate(
     precision_abs: float | None = None,
     max_slots: int | None = None,
     estimator: str = "coupled",
+    start: str = "empty",
     **unknown: Any,
 ) -> Result:
     """Simulate ``policy`` on ``system`` for ``slots`` slots.
@@ -66,17 +67,22 @@ def simulate(
             computed, plus the time average of X = ΣQ − q; where E[q] cannot be computed
             exactly (trace arrivals, very wide laws) the plain one, saying why in
             ``estimator_note``. ``plain``: the time average of ΣQ. Both are reported.
+        start: Q(0): ``empty`` (default), or ``stationary``: ΣQ(0) = q(0) drawn from the
+            pooled queue's stationary law and spread over the servers in proportion to
+            μ_n, so that q(t) is stationary from slot 0 and only X = ΣQ − q has a
+            transient (heavy traffic: the pooled queue's relaxation time ζ/ε² no longer
+            bounds the run; docs/statistics.md#coupled).
     """
     if unknown:
         raise ValidationError(sorted(unknown)[0], "unknown keyword of simulate; allowed: "
                               "slots, warmup, seed, replications, warmup_method, bound, "
                               "track_delay, detail, policy_params, workers, precision, "
-                              "precision_abs, max_slots, estimator")
+                              "precision_abs, max_slots, estimator, start")
     return execute(plan_run(
         system, policy, slots=slots, warmup=warmup, seed=seed, replications=replications,
         warmup_method=warmup_method, bound=bound, track_delay=track_delay, detail=detail,
         policy_params=policy_params, precision=precision, precision_abs=precision_abs,
-        max_slots=max_slots, estimator=estimator), workers)
+        max_slots=max_slots, estimator=estimator, start=start), workers)
 
 
 def simulate_each(system: System, policies: list[Policy | str], *, workers: int | None = None,

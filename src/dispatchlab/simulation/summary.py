@@ -26,7 +26,7 @@ from dispatchlab.stats.estimators import (
 from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
 from dispatchlab.stats.stability import StabilityVerdict, below_lower_bound, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
-from dispatchlab.theory.pooled_queue import PooledMean, pooled_queue_mean
+from dispatchlab.theory.pooled_queue import PooledMean, pooled_queue_of
 from dispatchlab.theory.stability import induced_threshold
 
 FIXED_LENGTH = "fixed run length"
@@ -85,22 +85,6 @@ def coupled_total_queue(excess: Estimate, pooled: PooledMean) -> Estimate:
                    method=f"coupled: E[q] {pooled.method} + X by {excess.method}")
 
 
-_POOLED_MEANS: dict[str, PooledMean] = {}
-
-
-def pooled_mean(system: System) -> PooledMean:
-    """:func:`~dispatchlab.theory.pooled_queue.pooled_queue_mean`, once per system and
-    process (a precision run summarises every round)."""
-    key = repr((np.asarray(system.mu, dtype=float).tobytes(), system.arrivals.law,
-                float(system.arrival_rate), system.arrivals.trials, system.arrivals.trace_path,
-                system.service.kind, system.service.trials))
-    if key not in _POOLED_MEANS:
-        if len(_POOLED_MEANS) > 256:
-            _POOLED_MEANS.clear()
-        _POOLED_MEANS[key] = pooled_queue_mean(system)
-    return _POOLED_MEANS[key]
-
-
 def server_arrival_rates(system: System, policy: Policy) -> np.ndarray | None:
     """λ_n, each server's long-run arrival rate, where the policy fixes it whatever the
     state: λ_Σ·w_n for a per-server split (weighted RAND), λ_Σ/N for an equal split by
@@ -130,7 +114,8 @@ RELAXATION_FACTOR = 10
 
 def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: System,
                       measured_slots: int, per_run: list[Estimate],
-                      block_length: int, coupled: bool = False) -> StabilityVerdict:
+                      block_length: int, coupled: bool = False,
+                      stationary_start: bool = False) -> StabilityVerdict:
     """Downgrade a "stable" verdict to "undetermined" when the run cannot support it.
 
     Three checks that a trend test alone misses near ρ = 1: the CI lies entirely below the
@@ -138,19 +123,22 @@ def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: Sys
     RELAXATION_FACTOR × ζ/ε², the relaxation time of the resource-pooled queue; or it is
     shorter than MIN_TAU_BATCHES batches of 5 τ̂, the series' own integrated
     autocorrelation time (each run's batch means then said "too short to say").
-    With the ``coupled`` estimator E[q] is computed, not sampled: the pooled queue's
-    relaxation time does not bound the run, and τ̂ is X's (``per_run``: X's estimates).
+    With the ``coupled`` estimator τ̂ is X's (``per_run``: X's estimates); after a
+    ``stationary_start`` too, q(t) is stationary from slot 0 and E[q] is not sampled, so
+    the pooled queue's relaxation time no longer bounds the run (X's τ̂ still does). It
+    does bound a coupled run from an empty start (X's law depends on the level of q) and
+    every plain one (the time average of ΣQ carries q's slow fluctuations).
     """
     bound = lower_bound_total_queue(system)
     if math.isfinite(bound) and estimate.ci_high < bound:
         return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
             f"; but the CI lies below the lower bound {bound:.4g} on E[ΣQ]: run longer"))
     relaxation = 2 * heavy_traffic_limit(system) / system.epsilon**2
-    if not coupled and measured_slots < RELAXATION_FACTOR * relaxation:
+    if not (coupled and stationary_start) and measured_slots < RELAXATION_FACTOR * relaxation:
         return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
             f"; but {measured_slots} measured slots < {RELAXATION_FACTOR}·ζ/ε² = "
             f"{RELAXATION_FACTOR * relaxation:.3g} (the pooled queue's relaxation time): "
-            "run longer"))
+            "run longer, or start from its stationary law (start='stationary')"))
     if all(run.too_short for run in per_run):
         tau = max(run.autocorrelation_time for run in per_run) * block_length
         return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
@@ -199,12 +187,13 @@ def _pooled_relaxation(system: System) -> float:
 
 
 def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
-              warmup_method: str, estimator: str = "coupled") -> Result:
+              warmup_method: str, estimator: str = "coupled", start: str = "empty") -> Result:
     """The :class:`Result` of ``runs``, replications of one configuration.
 
     ``estimator`` picks the headline E[ΣQ]: ``coupled`` (E[q] computed + the mean of X =
     ΣQ − q; where E[q] is not exact, the plain one, with the reason in
-    ``estimator_note``) or ``plain`` (the time average of ΣQ). Both are reported."""
+    ``estimator_note``) or ``plain`` (the time average of ΣQ). Both are reported.
+    ``start`` is the runs' Q(0) (``empty`` or ``stationary``)."""
     verdicts = [
         stability_verdict(run.block_means()[-(-run.warmup // run.block_length):],
                           run.block_length, hit_bound=run.hit_bound, bound=run.bound,
@@ -222,7 +211,7 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     warmup_used = per_run[0][1]
     excess_runs = [_excess_estimate(run, warmup_method) for run in runs]
     excess = excess_runs[0] if len(runs) == 1 else pooled_estimate(excess_runs)
-    pooled = pooled_mean(system)
+    pooled = pooled_queue_of(system)
     coupled = coupled_total_queue(excess, pooled) if pooled.available else None
     use_coupled = estimator == "coupled" and coupled is not None and pooled.method == "exact"
     estimate = coupled if use_coupled else plain
@@ -233,7 +222,8 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     if worst.verdict == "stable":
         worst = _check_run_length(worst, estimate, system, min(r.measured_slots for r in runs),
                                   excess_runs if use_coupled else estimates,
-                                  runs[0].block_length, coupled=use_coupled)
+                                  runs[0].block_length, coupled=use_coupled,
+                                  stationary_start=start == "stationary")
     theory, why = theory_stability(system, policy)
     worst = _cross_check(worst, theory, why)
     tau_blocks = [e.autocorrelation_time for e in (excess_runs if use_coupled else estimates)
@@ -288,6 +278,7 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         jobs_arrived=totals.arrivals,
         jobs_departed=totals.departures,
         jobs_in_system=int(sum(run.final_queues.sum() for run in runs)),
+        jobs_at_start=sum(run.initial_jobs for run in runs),
         mean_completion_time=stable_only(totals.sum_delay / delayed + 1 if delayed
                                          else nan),
         total_queue_distribution=[] if unstable else _distribution(
@@ -300,7 +291,7 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         ci_dof=float(estimate.dof),
         autocorrelation_time=(max(tau_blocks) * runs[0].block_length if tau_blocks else nan),
         stop_reason=FIXED_LENGTH,
-        theory_stability=theory,
+        theory_stability=theory, start=start,
         estimator="coupled" if use_coupled else "plain", estimator_note=note,
         plain_mean_total_queue=stable_only(plain.mean),
         plain_ci_low=stable_only(plain.ci_low), plain_ci_high=stable_only(plain.ci_high),

@@ -40,7 +40,7 @@ from dispatchlab.specs.figure import FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 SLOTS_RULE_PER = ("epsilon", "load")
-SIMULATE_OPTIONS = ("warmup_method", "estimator", "track_delay", "detail", "bound")
+SIMULATE_OPTIONS = ("warmup_method", "estimator", "start", "track_delay", "detail", "bound")
 MIN_SLOTS = 100
 
 

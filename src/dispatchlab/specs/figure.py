@@ -23,6 +23,10 @@ AXES = ("load", "epsilon")
 NAMED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", "messages_per_arrival")
 #: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
 CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
+#: Result fields with a CI of their own: the field -> its (low, high) fields
+OWN_CI_Y = {"mean_excess": ("excess_ci_low", "excess_ci_high"),
+            "epsilon_excess": ("epsilon_excess_ci_low", "epsilon_excess_ci_high"),
+            "plain_mean_total_queue": ("plain_ci_low", "plain_ci_high")}
 
 
 @dataclass(frozen=True)

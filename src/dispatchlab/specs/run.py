@@ -31,6 +31,7 @@ A run spec file has three tables, every key optional::
     warmup = 100_000               # default 10 % of slots
     warmup_method = "fraction"     # fraction | mser5
     estimator = "coupled"          # coupled (E[q] computed + E[ΣQ − q]) | plain
+    start = "empty"                # empty | stationary (q(0) from the pooled queue's law)
     seed = 7
     replications = 1
     track_delay = true
@@ -65,7 +66,7 @@ from dispatchlab.core.paths import guarded_io, require_readable_file
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.policies import Policy, make_policy
-from dispatchlab.simulation.plan import ESTIMATORS, WARMUP_METHODS
+from dispatchlab.simulation.plan import ESTIMATORS, STARTS, WARMUP_METHODS
 from dispatchlab.simulation.result import Result
 from dispatchlab.simulation.run import simulate
 
@@ -258,7 +259,7 @@ class RunSpec:
         policy: the policy (its name may come later, from ``--policy``).
         load: ρ = λ_Σ/μ_Σ (``None`` when ``epsilon`` sets the rate, or for a trace).
         epsilon: ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces ``load``).
-        slots, warmup, warmup_method, estimator, seed, replications, track_delay: as in
+        slots, warmup, warmup_method, estimator, start, seed, replications, track_delay: as in
             :func:`dispatchlab.simulate`.
     """
 
@@ -271,6 +272,7 @@ class RunSpec:
     warmup: int | None = None
     warmup_method: str = "fraction"
     estimator: str = "coupled"
+    start: str = "empty"
     seed: int = 0
     replications: int = 1
     track_delay: bool = True
@@ -362,7 +364,8 @@ class RunSpec:
         policy = self.make_policy()
         return simulate(system, policy, slots=self.slots, warmup=self.warmup, seed=self.seed,
                         replications=self.replications, warmup_method=self.warmup_method,
-                        estimator=self.estimator, track_delay=self.track_delay, **execution)
+                        estimator=self.estimator, start=self.start,
+                        track_delay=self.track_delay, **execution)
 
 
 _RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
@@ -370,6 +373,7 @@ _RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "warmup": as_int,
     "warmup_method": as_choice(WARMUP_METHODS),
     "estimator": as_choice(ESTIMATORS),
+    "start": as_choice(STARTS),
     "seed": as_int,
     "replications": lambda v, n: as_int(v, n, low=1),
     "track_delay": as_bool,

@@ -7,7 +7,7 @@
 Checks (docs/model.md#queue-dynamics, docs/model.md#lower-bound), each on small random systems (N ≤
 6, M ≤ 3, every arrival/service law, batch and per-job dispatch):
 
-``conservation``      arrived = departed + in system; nothing negative
+``conservation``      arrived + at the start = departed + in system; nothing negative
 ``invariants``        ΣQ(t) ≥ q(t), the resource-pooled queue, every slot; E[ΣQ] ≥ E[q]
                       (time averages) and E[X] = E[ΣQ − q] ≥ 0;
                       an unstable run reports no stationary law
@@ -189,9 +189,10 @@ def _comparable(result: Any, *drop: str) -> dict[str, Any]:
 def invariant_failures(result: Any, system: System) -> dict[str, list[str]]:
     """What a single run violates, by check name (empty lists: nothing)."""
     out: dict[str, list[str]] = {"conservation": [], "invariants": [], "nonnegative": []}
-    if result.jobs_arrived != result.jobs_departed + result.jobs_in_system:
-        out["conservation"].append(f"arrived {result.jobs_arrived} ≠ departed "
-                                   f"{result.jobs_departed} + in system {result.jobs_in_system}")
+    if result.jobs_arrived + result.jobs_at_start != result.jobs_departed + result.jobs_in_system:
+        out["conservation"].append(f"arrived {result.jobs_arrived} + at the start "
+                                   f"{result.jobs_at_start} ≠ departed {result.jobs_departed} "
+                                   f"+ in system {result.jobs_in_system}")
     if result.jobs_in_system < 0:
         out["conservation"].append(f"{result.jobs_in_system} jobs in system")
     if result.invariant_violations:

@@ -27,7 +27,7 @@ plain estimator.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -50,15 +50,31 @@ MAX_RATE_GROUPS = 2_000
 @dataclass(frozen=True)
 class PooledMean:
     """E[q] of the pooled queue: ``value``, a half-width ``error`` within which the true
-    value lies, and ``method`` (``exact``, ``bounded``, or ``unavailable: why``)."""
+    value lies, and ``method`` (``exact``, ``bounded``, or ``unavailable: why``); for an
+    exact one also its stationary law, π on {0, …, L} (``law``, normalised with the tail)
+    and the tail's ratio r (π_k = π_L·r^(k−L) above L), to draw a stationary q(0) from."""
 
     value: float
     error: float
     method: str
+    law: np.ndarray | None = field(default=None, repr=False, compare=False)
+    tail_ratio: float = math.nan
 
     @property
     def available(self) -> bool:
         return math.isfinite(self.value)
+
+    def sample(self, rng: np.random.Generator) -> int:
+        """q drawn from the stationary law (exact results only)."""
+        if self.law is None:
+            raise ValueError(f"no stationary law to draw from: E[q] {self.method}")
+        law, ratio = self.law, self.tail_ratio
+        u = rng.random()
+        head = float(law.sum())
+        if u < head:
+            return int(min(np.searchsorted(np.cumsum(law), u, side="right"), law.size - 1))
+        # the tail L + k, k ≥ 1, with P ∝ r^k: a geometric number of steps
+        return int(law.size - 1 + rng.geometric(-math.expm1(math.log(ratio))))
 
 
 def _unavailable(why: str) -> PooledMean:
@@ -155,9 +171,11 @@ def _tail_exponent(pmf: np.ndarray, low: int) -> float:
     return brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
-def _closed_solve(pmf: np.ndarray, low: int, size: int, theta: float) -> tuple[float, float]:
-    """(E[q], E[U]) from the stationary law on {0, …, size − 1} closed by the geometric tail
-    π_k = π_L·e^(−θ(k−L)) above L = size − 1 (banded LU)."""
+def _closed_solve(pmf: np.ndarray, low: int, size: int, theta: float
+                  ) -> tuple[float, float, np.ndarray]:
+    """(E[q], E[U], π on {0, …, L}) from the stationary law on {0, …, size − 1} closed by
+    the geometric tail π_k = π_L·e^(−θ(k−L)) above L = size − 1 (banded LU); π is
+    normalised with the tail's mass."""
     from scipy.linalg import solve_banded
 
     offset = -low  # the largest decrement
@@ -194,7 +212,7 @@ def _closed_solve(pmf: np.ndarray, low: int, size: int, theta: float) -> tuple[f
     for q in range(min(size, offset + 1)):
         below = values + q < 0
         unused += pi[q] * float(np.dot(pmf[below], -(values[below] + q)))
-    return mean, unused / mass
+    return mean, unused / mass, pi / mass
 
 
 def pooled_queue_mean(system: System) -> PooledMean:
@@ -221,12 +239,44 @@ def pooled_queue_mean(system: System) -> PooledMean:
         return _unavailable("the service never exceeds the arrivals")
     theta = _tail_exponent(increments, low)
     size = max(TRUNCATION_WIDTHS * width, 64)
-    coarse, _ = _closed_solve(increments, low, size, theta)
-    fine, unused = _closed_solve(increments, low, 2 * size, theta)
+    coarse, _, _ = _closed_solve(increments, low, size, theta)
+    fine, unused, law = _closed_solve(increments, low, 2 * size, theta)
     if not (math.isfinite(fine) and fine >= 0 and abs(unused - epsilon) < 1e-6 * epsilon
             + 1e-12):
         return _bounded(system, epsilon, "the banded solve lost precision")
-    return PooledMean(fine, abs(fine - coarse) + ROUNDING * fine, "exact")
+    return PooledMean(fine, abs(fine - coarse) + ROUNDING * fine, "exact", law,
+                      math.exp(-theta))
+
+
+_CACHE: dict[str, PooledMean] = {}
+
+
+def pooled_queue_of(system: System) -> PooledMean:
+    """:func:`pooled_queue_mean`, computed once per system and process (a precision run
+    summarises every round; a stationary start draws from the same law)."""
+    key = repr((np.asarray(system.mu, dtype=float).tobytes(), system.arrivals.law,
+                float(system.arrival_rate), system.arrivals.trials, system.arrivals.trace_path,
+                system.service.kind, system.service.trials))
+    if key not in _CACHE:
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        _CACHE[key] = pooled_queue_mean(system)
+    return _CACHE[key]
+
+
+def stationary_start(system: System, rng: np.random.Generator) -> np.ndarray:
+    """Initial queues with ΣQ(0) = q(0) drawn from the pooled queue's stationary law,
+    spread over the servers in proportion to μ_n (largest remainders first): q(t) is then
+    stationary from slot 0 and only X = ΣQ − q has a transient."""
+    pooled = pooled_queue_of(system)
+    total = pooled.sample(rng)
+    mu = np.asarray(system.mu, dtype=float)
+    share = total * mu / mu.sum()
+    queues = np.floor(share).astype(np.int64)
+    left = total - int(queues.sum())
+    if left:
+        queues[np.argsort(-(share - queues), kind="stable")[:left]] += 1
+    return queues
 
 
 def _bounded(system: System, epsilon: float, why: str) -> PooledMean:

@@ -18,23 +18,16 @@ from typing import Any
 
 
 class _CallableModule(types.ModuleType):
-    """``dispatchlab.exact`` is also the facade's function name: once this package is
-    imported, ``dispatchlab.exact`` is this module, so calling it solves."""
-
-    #: the facade's function, registered by dispatchlab.simulation.exact when it loads
-    front: Any = None
+    """``dispatchlab.exact`` names both this package and the facade's function; Python's
+    import system sets the package as the attribute ``exact`` of ``dispatchlab`` when the
+    package is first imported, hiding the function. Called, the package hands the call to
+    the facade's function (which the facade loads by name, as it loads every public name)
+    and puts that function back in place."""
 
     def __call__(self, system: Any, policy: Any, **options: Any) -> Any:
-        from dispatchlab.core.errors import ValidationError
-        from dispatchlab.exact.chain import solve
-
-        if self.front is not None:
-            return self.front(system, policy, **options)
-        if isinstance(policy, str):
-            raise ValidationError("policy", "dispatchlab.exact.solve takes a Policy object; "
-                                  "use make_policy(name) (the facade's function resolves "
-                                  "names: dispatchlab.simulation.exact.exact)")
-        return solve(system, policy, **options)
+        facade = sys.modules["dispatchlab"]
+        function = facade.__getattr__("exact")  # loads and re-binds dispatchlab.exact
+        return function(system, policy, **options)
 
 
 sys.modules[__name__].__class__ = _CallableModule

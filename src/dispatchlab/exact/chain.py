@@ -314,6 +314,16 @@ class _Chain:
         return pi, kept, loss[kept]
 
 
+def _tail_ratio(distribution: np.ndarray) -> float:
+    """The geometric decay rate of P(ΣQ = k) near the edge, read a little inside it (the
+    last levels are distorted by the truncation)."""
+    k = distribution.size - 1
+    inner, outer = max(0, k - 4 - max(4, k // 8)), max(1, k - 4)
+    if outer <= inner or distribution[inner] <= 0 or distribution[outer] <= 0:
+        return 0.5
+    return float((distribution[outer] / distribution[inner]) ** (1.0 / (outer - inner)))
+
+
 def _guess_level(system: System, tolerance: float) -> int:
     """A first truncation level: the heavy-traffic mean ζ/(2ε) and its geometric tail."""
     mu = np.asarray(system.rates, dtype=float)
@@ -362,12 +372,10 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
         edge = float(distribution[k])
         if fixed or edge <= tolerance:
             break
-        ratio = distribution[k] / distribution[k - 1] if distribution[k - 1] > 0 else 0.5
-        ratio = min(max(ratio, 1e-3), 0.999)
+        ratio = min(max(_tail_ratio(distribution), 1e-3), 0.999)
         extra = math.ceil(math.log(tolerance / edge) / math.log(ratio)) + 2
-        k = max(k + extra, math.ceil(1.2 * k))
-    ratio = distribution[k] / distribution[k - 1] if k >= 1 and distribution[k - 1] > 0 else 0
-    ratio = min(float(ratio), 0.999)
+        k = min(max(k + extra, math.ceil(1.2 * k)), 2 * k)
+    ratio = min(_tail_ratio(distribution), 0.999)
     beyond = edge * (k * ratio / (1 - ratio) + ratio / (1 - ratio) ** 2) if ratio > 0 else 0.0
     if chain.law_tail > 0:
         notes.append(f"unbounded laws cut at tail mass {chain.law_tail:.2g}")

@@ -4,10 +4,8 @@ the policies and takes the object)."""
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
-import dispatchlab.exact  # noqa: F401  (light: numpy; the front below registers there)
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.system import System
 
@@ -41,6 +39,3 @@ def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
                                              ("law_tail", law_tail)) if value is not None}
     return solve(system, policy, **options)
 
-
-# once this module is loaded, calling the package dispatchlab.exact resolves names too
-type(sys.modules["dispatchlab.exact"]).front = staticmethod(exact)

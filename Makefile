@@ -40,7 +40,7 @@ bench: venv
 	$(BIN)/python benchmarks/run.py
 
 # the Reproductions page: every paper claim judged from the results store (STORE=…)
-STORE ?= dispatchlab-results.sqlite
+STORE ?= results/reproductions/store.sqlite
 reproductions: venv
 	$(BIN)/python -m dispatchlab.report.reproductions --store $(STORE) --out docs/reproductions.md
 

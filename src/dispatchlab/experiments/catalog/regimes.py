@@ -16,7 +16,7 @@ from dispatchlab.experiments.catalog.jbt import THRESHOLD_RULES
 from dispatchlab.specs.experiment import ExperimentSpec, SlotsRule
 from dispatchlab.specs.figure import FigureSpec, ReferenceLine
 from dispatchlab.specs.run import PolicySpec, SystemSpec
-from dispatchlab.theory.heavy_traffic import pooled_limit
+from dispatchlab.theory.heavy_traffic import pooled_limit, random_routing_limit
 
 EPSILONS = (0.1, 0.03, 0.01, 0.003, 0.001)
 QUICK_EPSILONS = (0.1, 0.03)
@@ -58,7 +58,9 @@ def _figures(extra: tuple[FigureSpec, ...] = ()) -> tuple[FigureSpec, ...]:
         FigureSpec("eps-queue", x="epsilon", y="epsilon_total_queue", log_x=True,
                    title="ε·E[ΣQ] (coupled estimator)", ylabel="ε·E[ΣQ]",
                    references=(ReferenceLine("ζ/2 (heavy-traffic optimal)",
-                                             function=pooled_limit),)),
+                                             function=pooled_limit),
+                               ReferenceLine("weighted random routing",
+                                             function=random_routing_limit, style=":"))),
         *extra,
     )
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Every experiment behind docs/reproductions.md, into results/reproductions/store.sqlite.
+# Points are stored as they finish, so an interrupted run resumes where it stopped: rerun
+# this script (or name the experiments to run: run.sh jbt-regimes pi-regimes).
+#
+#   led-fig1 led-fig2 pi-stability          about 5 CPU-minutes together
+#   jbt-regimes led-regimes pi-regimes      ε down to 10⁻³, about 5 CPU-minutes
+#   *-regimes-deep                          ε = 10⁻⁴, 2·10⁹ slots a point, about 40
+#
+# Then `make reproductions` (or `make docs`) rebuilds the page from the store.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+DISPATCHLAB="${DISPATCHLAB:-.venv/bin/dispatchlab}"
+ALL="led-fig1 led-fig2 pi-stability jbt-regimes led-regimes pi-regimes jbt-regimes-deep
+     led-regimes-deep pi-regimes-deep"
+for name in ${*:-$ALL}; do
+    "$DISPATCHLAB" experiment "$name" --store results/reproductions/store.sqlite \
+        --out "results/reproductions/$name" --no-progress --yes
+done

@@ -1,0 +1,190 @@
+"""The exact solver (dispatchlab.exact): closed forms, the QBD, refusals, and simulation
+against the exact value for every policy that declares its dispatch law."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dispatchlab
+from dispatchlab.core.errors import ValidationError
+from dispatchlab.exact.chain import solve
+from dispatchlab.exact.qbd import logarithmic_reduction, two_server_qbd
+from dispatchlab.model import System
+from dispatchlab.policies import make_policy
+
+
+def bernoulli_queue_mean(a: float, s: float) -> float:
+    """E[Q] of Q' = max(Q + A − S, 0), A ~ Bernoulli(a), S ~ Bernoulli(s): a birth–death
+    chain with ratio r = a(1−s)/(s(1−a)), E[Q] = r/(1−r)."""
+    r = a * (1 - s) / (s * (1 - a))
+    return r / (1 - r)
+
+
+def test_a_single_bernoulli_queue_matches_its_closed_form() -> None:
+    system = System.build([0.6], load=0.5, arrivals="bernoulli", service="bernoulli")
+    result = dispatchlab.exact(system, "jsq")
+    assert result.mean_total_queue == pytest.approx(bernoulli_queue_mean(0.3, 0.6), rel=1e-8)
+    assert result.edge_mass <= 1e-9
+    assert sum(result.total_queue_distribution) == pytest.approx(1.0)
+
+
+def test_a_single_geometric_server_queue_matches_the_power_method() -> None:
+    # Q' = max(Q + A − S, 0) with S geometric: a dense chain on 0..200 by power iteration
+    system = System.build([0.8], load=0.5, arrivals="bernoulli", service="geometric")
+    result = dispatchlab.exact(system, "rand")
+    q = 0.8 / 1.8
+    size = 200
+    p = np.zeros((size, size))
+    for x in range(size):
+        for a, pa in ((0, 0.6), (1, 0.4)):
+            level = x + a
+            for s in range(level):
+                p[x, min(level - s, size - 1)] += pa * (1 - q) * q**s
+            p[x, 0] += pa * q**level
+    pi = np.full(size, 1.0 / size)
+    for _ in range(3000):
+        pi = pi @ p
+    assert result.mean_total_queue == pytest.approx(float(pi @ np.arange(size)), rel=1e-7)
+
+
+def test_random_routing_is_independent_queues() -> None:
+    system = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli", service="bernoulli")
+    result = dispatchlab.exact(system, "rand")
+    lam = system.arrival_rate / 2
+    expected = [bernoulli_queue_mean(lam, 0.3), bernoulli_queue_mean(lam, 0.6)]
+    assert result.mean_queues == pytest.approx(expected, rel=1e-7)
+    weighted = dispatchlab.exact(system, "wrand")
+    expected = [bernoulli_queue_mean(system.arrival_rate * m / 0.9, m) for m in (0.3, 0.6)]
+    assert weighted.mean_queues == pytest.approx(expected, rel=1e-7)
+
+
+def test_logarithmic_reduction_on_a_scalar_random_walk() -> None:
+    # up p, down q, stay 1 − p − q: G = 1 when p < q, G = q/p when p > q
+    for p, q, g in ((0.2, 0.3, 1.0), (0.3, 0.2, 2 / 3)):
+        found, _ = logarithmic_reduction(np.array([[p]]), np.array([[1 - p - q]]),
+                                         np.array([[q]]))
+        assert found[0, 0] == pytest.approx(g, abs=1e-12)
+
+
+def test_the_qbd_agrees_with_the_truncated_chain() -> None:
+    system = System.build([0.3, 0.6], load=0.9, arrivals="bernoulli", service="bernoulli")
+    for ties in ("random", "lowest"):
+        policy = make_policy("jsq", ties=ties)
+        chain = solve(system, policy, tolerance=1e-12)
+        qbd = two_server_qbd(system, policy)
+        assert qbd.mean_total_queue == pytest.approx(chain.mean_total_queue, rel=1e-9)
+        assert qbd.mean_queues == pytest.approx(chain.mean_queues, rel=1e-8)
+
+
+def test_the_qbd_reaches_the_heavy_traffic_limit() -> None:
+    from dispatchlab.theory.bounds import heavy_traffic_limit
+
+    system = System.build([0.3, 0.6], epsilon=1e-4, arrivals="bernoulli", service="bernoulli")
+    result = two_server_qbd(system, make_policy("jsq"))
+    assert result.edge_mass < 1e-12 and result.residual < 1e-12
+    finer = two_server_qbd(system, make_policy("jsq"), phase_limit=90)
+    assert finer.mean_total_queue == pytest.approx(result.mean_total_queue, rel=1e-9)
+    assert 1e-4 * result.mean_total_queue == pytest.approx(heavy_traffic_limit(system),
+                                                           rel=1e-3)
+
+
+def test_the_qbd_refuses_a_rule_that_depends_on_the_level() -> None:
+    system = System.build([0.3, 0.6], load=0.9, arrivals="bernoulli", service="bernoulli")
+    with pytest.raises(ValidationError, match="JSQ-type"):
+        two_server_qbd(system, make_policy("jsed"))
+
+
+def test_refusals_name_the_field() -> None:
+    system = System.build("3x0.5", load=0.99, arrivals="binomial:2", service="bernoulli")
+    with pytest.raises(ValidationError, match=r"max_states: the state space would hold"):
+        dispatchlab.exact(system, "jsq", max_states=10_000)
+    small = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli")
+    with pytest.raises(ValidationError, match="no exact solution for jsq"):
+        dispatchlab.exact(small, "jsq", policy_params={"lag": 1})
+    with pytest.raises(ValidationError, match="no exact solution for led"):
+        dispatchlab.exact(small, "led")
+    with pytest.raises(ValidationError, match="^tolerance"):
+        dispatchlab.exact(small, "jsq", tolerance=2.0)
+
+
+def test_the_package_called_is_the_facade_function() -> None:
+    import dispatchlab.exact.chain  # noqa: F401  (the package now hides the function)
+
+    system = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli")
+    assert dispatchlab.exact(system, "jsq").mean_total_queue > 0
+
+
+TWO = ([0.3, 0.6], "bernoulli")  # μ, arrival law
+THREE = ([0.3, 0.5, 0.7], "binomial:2")
+#: (policy, params, system, loads): every policy that declares the capability
+FAST = [
+    ("rand", {}, TWO, (0.4, 0.6)), ("rand", {}, THREE, (0.4, 0.55)),
+    ("wrand", {}, TWO, (0.5, 0.75)), ("wrand", {}, THREE, (0.5, 0.75)),
+    ("rr", {"weighted": True}, TWO, (0.5, 0.75)), ("rr", {}, THREE, (0.4, 0.55)),
+    ("jsq", {}, TWO, (0.5, 0.8)), ("jsq", {}, THREE, (0.5, 0.75)),
+    ("jsq", {"ties": "lowest"}, TWO, (0.5, 0.8)), ("jsq", {"ties": "lowest"}, THREE, (0.5, 0.75)),
+    ("jsed", {}, TWO, (0.5, 0.8)), ("jsed", {}, THREE, (0.5, 0.75)),
+    ("jsed", {"plus_one": False}, TWO, (0.5, 0.8)),
+    ("jsed", {"plus_one": False}, THREE, (0.5, 0.75)),
+    ("pod", {}, TWO, (0.5, 0.8)), ("pod", {}, THREE, (0.5, 0.75)),
+    ("balanced-pod", {}, TWO, (0.5, 0.8)),
+    ("balanced-pod", {"by_delay": True}, THREE, (0.5, 0.75)),
+    ("jiq", {}, TWO, (0.5, 0.8)), ("jiq", {}, THREE, (0.5, 0.7)),
+    ("jbt", {"r": 2}, TWO, (0.5, 0.8)), ("jbt", {"r": 2}, THREE, (0.5, 0.7)),
+]
+
+
+def check_covered(system: System, policy: str, params: dict, slots: int, seed: int) -> None:
+    exact = dispatchlab.exact(system, policy, policy_params=params)
+    result = dispatchlab.simulate(system, policy, policy_params=params, slots=slots,
+                                  seed=seed, replications=4, workers=1, track_delay=False)
+    assert exact.edge_mass < 1e-8
+    assert abs(result.mean_total_queue - exact.mean_total_queue) <= result.half_width, (
+        f"{policy} {params} ρ={system.load:g}: exact {exact.mean_total_queue:.5f}, simulated "
+        f"{result.mean_total_queue:.5f} ± {result.half_width:.5f}")
+
+
+@pytest.mark.parametrize("load_index", [0, 1], ids=["low", "high"])
+@pytest.mark.parametrize(("policy", "params", "setup", "loads"), FAST,
+                         ids=[f"{p}{''.join(f'-{k}={v}' for k, v in q.items())}-N{len(s[0])}"
+                              for p, q, s, _ in FAST])
+def test_simulation_covers_the_exact_value(policy, params, setup, loads, load_index) -> None:
+    rates, arrivals = setup
+    system = System.build(rates, load=loads[load_index], arrivals=arrivals)
+    check_covered(system, policy, params, 200_000, seed=11 + load_index)
+
+
+LAWS = [  # other laws and dispatch modes
+    dict(servers=[0.5, 1.2], arrivals="poisson", service="poisson"),
+    dict(servers=[0.4, 0.9], arrivals="bernoulli", service="geometric"),
+    dict(servers=[1.0, 2.0], arrivals="deterministic", service="binomial:2"),
+    dict(servers=[0.3, 0.6], arrivals="binomial:3", service="bernoulli", dispatch="per_job"),
+    dict(servers=[0.3, 0.6], arrivals="poisson", service="bernoulli", dispatchers=2),
+    dict(servers=[0.3, 0.6], arrivals="poisson", service="bernoulli", dispatchers=2,
+         split="batch", dispatch="per_job"),
+]
+
+
+@pytest.mark.parametrize("setup", LAWS, ids=lambda s: "-".join(str(v) for v in s.values()))
+@pytest.mark.parametrize("policy", ["jsq", "pod", "jsed"])
+def test_simulation_covers_the_exact_value_under_other_laws(setup, policy) -> None:
+    load = 2 / 3 if setup["arrivals"] == "deterministic" else 0.7
+    system = System.build(**setup, load=load)
+    check_covered(system, policy, {}, 200_000, seed=5)
+
+
+@pytest.mark.parametrize("ties", ["random", "lowest", "shared"])
+def test_jsq_tie_rules_with_two_dispatchers(ties) -> None:
+    system = System.build([0.3, 0.5, 0.7], load=0.6, arrivals="poisson", dispatchers=2)
+    check_covered(system, "jsq", {"ties": ties}, 200_000, seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("policy", "params"), [("jsq", {}), ("jsed", {}), ("pod", {}),
+                                                ("balanced-pod", {}), ("jiq", {})])
+def test_simulation_covers_the_exact_value_near_one(policy, params) -> None:
+    system = System.build([0.3, 0.6], load=0.95, arrivals="bernoulli")
+    check_covered(system, policy, params, 2_000_000, seed=17)
+    system = System.build([0.3, 0.5, 0.7], load=0.9, arrivals="binomial:2")
+    check_covered(system, policy, params, 2_000_000, seed=19)

@@ -31,7 +31,7 @@ POOLED_FLOOR = 0.90
 def fast_rows() -> dict[str, list]:
     """Both estimators' rows of the fast subset, from the same runs."""
     cases = select_cases(None, fast=True)
-    assert len(cases) == 5
+    assert len(cases) == 6
     measured = [measure_estimators(case, runs=FAST_RUNS, seed=100, workers=2) for case in cases]
     return {name: [rows[name] for rows in measured] for name in ESTIMATORS}
 

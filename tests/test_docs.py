@@ -77,7 +77,10 @@ def test_reproductions_page_says_not_run_yet_for_an_empty_store(tmp_path: Path) 
         text = render(store, tmp_path / "docs" / "reproductions.md")
     rows = [line for line in text.splitlines() if line.startswith("| ") and "**" in line]
     assert len(rows) == len(CLAIMS)
-    assert all("**not run yet**" in row and "`dispatchlab experiment " in row for row in rows)
+    assert all("**not run yet**" in row and "`results/reproductions/run.sh " in row
+               for row in rows)
+    for claim in CLAIMS:  # extra experiments are catalog entries too
+        assert all(name in experiment_names() for name in claim.extra), claim.key
 
 
 # --- the repository stands alone (issue 23) -------------------------------------------------

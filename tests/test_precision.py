@@ -37,9 +37,10 @@ def test_wrand_bench_reaches_two_percent_from_the_cli(capsys: pytest.CaptureFixt
 
 
 def test_absolute_target_and_budget() -> None:
+    """(The plain estimator: on one server X = 0 and the coupled CI is exact at once.)"""
     system = System.build("0.5", load=0.8, arrivals="bernoulli")
     result = simulate(system, "rand", slots=20_000, precision_abs=1e-4, max_slots=60_000,
-                      track_delay=False)
+                      track_delay=False, estimator="plain")
     assert result.stop_reason.startswith("slot budget spent")
     assert result.slots_run == 60_000 and result.replications == 3
     assert result.half_width > 1e-4 and result.slot_budget == 60_000

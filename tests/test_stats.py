@@ -115,9 +115,11 @@ def test_server_arrival_rates_where_the_split_is_fixed():
 
 def test_default_ci_of_a_saturated_weighted_rand_run_is_floored():
     """A short weighted-RAND run near saturation: the reported CI is at least as wide as the
-    heavy-traffic model SE from its own mean queues demands."""
+    heavy-traffic model SE from its own mean queues demands (a floor of the plain
+    estimator's SE: it models the variance of ΣQ's time average)."""
     system = System.build("2x0.1,2x0.5", load=0.95)
-    result = simulate(system, "wrand", slots=200_000, seed=3, track_delay=False)
+    result = simulate(system, "wrand", slots=200_000, seed=3, track_delay=False,
+                      estimator="plain")
     rates = server_arrival_rates(system, make_policy("wrand"))
     floor = heavy_traffic_standard_error(np.array(result.mean_queues), system.mu, rates,
                                          200_000 - result.warmup)

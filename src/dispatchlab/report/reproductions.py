@@ -295,6 +295,7 @@ def _excess_vanishes(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str
     for system, label, curve, limit in curves:
         if len(curve) < 2:
             statuses.append("undecided")
+            texts.append(f"{system}: {label}: fewer than two stable points")
             continue
         small, large = curve.iloc[0], curve.iloc[-1]
         tolerance, alpha = LIMIT_TOLERANCE * limit, _exponent(curve)
@@ -325,6 +326,7 @@ def _excess_persists(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str
     for system, label, curve, limit in curves:
         if curve.empty:
             statuses.append("undecided")
+            texts.append(f"{system}: {label}: no stable point")
             continue
         small = curve.iloc[0]
         tolerance, alpha = LIMIT_TOLERANCE * limit, _exponent(curve)
@@ -368,13 +370,40 @@ def _separate(spec: ExperimentSpec, frame: pd.DataFrame, lower: str, higher: str
 
 
 LED_REGIMES = ["L-JBA-Pull", "L-JBA-Push", "L-Pod-Pull", "L-Pod-Push"]
+LED_HETEROGENEOUS = "5×0.2 + 5×0.8, M = 3"
+
+
+def _without(frame: pd.DataFrame, system: str, labels: list[str]) -> pd.DataFrame:
+    """``frame`` less the points of ``labels`` on ``system``."""
+    return frame[~((frame["system"] == system) & frame["policy_label"].isin(labels))]
+
+
+def _only(frame: pd.DataFrame, system: str) -> pd.DataFrame:
+    return frame[frame["system"] == system]
+
+
+def _leaves_heavy_traffic(spec: ExperimentSpec, frame: pd.DataFrame,
+                          labels: list[str]) -> Verdict:
+    """Not heavy-traffic optimal, shown the strong way: unstable at the smallest ε run, or
+    ε·E[X] levelling off above 0 (:func:`_excess_persists`)."""
+    summary = _summary(spec, frame, "epsilon_excess")
+    missing = _missing(summary, labels)
+    if missing:
+        return missing
+    smallest = summary["x"].min()
+    at = summary[(summary["x"] == smallest) & summary["policy"].isin(labels)]
+    if not at.empty and not at["stable"].any():
+        unstable = sorted(set(summary[~summary["stable"] & summary["policy"].isin(labels)]["x"]))
+        return Verdict("held", f"{', '.join(labels)} unstable at ε = "
+                       f"{', '.join(f'{x:g}' for x in unstable)}")
+    return _excess_persists(spec, frame, labels)
 PI_REGIMES = ["JSQ (γ = 1)", "JSED (γ = μ)", "Po2 (γ = 1)"]
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("led-fig1-herding", "[LED] Fig. 1",
           "At Po-2's message overhead the LED policies beat JSQ, which herds with M = 10 "
           "dispatchers (50×0.1 + 50×0.5 servers).", "led-fig1", "queue",
-          lambda s, f: _better(s, f, ["L-JBA-Pull", "L-JSQ-Pull"], "JSQ")),
+          lambda s, f: _better(s, f, ["L-JBA-Pull", "L-JSQ-Pull"], "JSQ (shared ties)")),
     Claim("led-fig1-po2", "[LED] Fig. 1, [HLM]",
           "Po-2 is unstable above ρ ≈ 0.67 on 50×0.1 + 50×0.5 servers (and stable below).",
           "led-fig1", "queue",
@@ -385,13 +414,27 @@ CLAIMS: tuple[Claim, ...] = (
           lambda s, f: _better(s, f, ["L-JBA-Push", "L-Pod-Push"], "L-JSQ-Push")),
     Claim("led-theorem-2", "[LED] Theorem 2",
           "δ-tilted LED policies (L-JBA, L-Pod; push and pull) with p independent of ε are "
-          "heavy-traffic delay optimal: ε·E[X] → 0, i.e. ε·E[ΣQ] → ζ/2.", "led-regimes",
-          "eps-excess", lambda s, f: _excess_vanishes(s, f, LED_REGIMES),
+          "heavy-traffic delay optimal: ε·E[X] → 0, i.e. ε·E[ΣQ] → ζ/2 (L-JBA on "
+          "5×0.2 + 5×0.8 and 10×0.5; L-Pod on 10×0.5, where it is δ-tilted).", "led-regimes",
+          "eps-excess",
+          lambda s, f: _excess_vanishes(s, _without(f, LED_HETEROGENEOUS,
+                                                    ["L-Pod-Pull", "L-Pod-Push"]),
+                                        LED_REGIMES),
           extra=("led-regimes-deep",)),
+    Claim("led-pod-untilted", "[LED] Theorem 2 (its condition)",
+          "L-Pod is not tilted on heterogeneous servers (`dispatchlab check tilt`), and "
+          "there it is not heavy-traffic optimal (5×0.2 + 5×0.8).", "led-regimes",
+          "eps-excess",
+          lambda s, f: _leaves_heavy_traffic(s, _only(f, LED_HETEROGENEOUS),
+                                             ["L-Pod-Pull", "L-Pod-Push"])),
+    Claim("jbt-jiq", "[JBT] Theorem 1(1)",
+          "JIQ (r = 1, a constant threshold) is not heavy-traffic optimal: ε·E[X] levels "
+          "off above 0.", "jbt-regimes", "eps-excess",
+          lambda s, f: _excess_persists(s, f, ["r = 1 (JIQ)"]),
+          extra=("jbt-regimes-deep",)),
     Claim("jbt-constant", "[JBT] Theorem 1(1)",
-          "A constant threshold (r = 1, JIQ; r = 3) is not heavy-traffic optimal: ε·E[X] "
-          "levels off above 0.", "jbt-regimes", "eps-excess",
-          lambda s, f: _excess_persists(s, f, ["r = 1 (JIQ)", "r = 3"]),
+          "Nor is the constant threshold r = 3: ε·E[X] levels off above 0.", "jbt-regimes",
+          "eps-excess", lambda s, f: _excess_persists(s, f, ["r = 3"]),
           extra=("jbt-regimes-deep",)),
     Claim("jbt-log", "[JBT] Theorem 2",
           "A logarithmic threshold r = ⌈K·log(1/ε)⌉ is heavy-traffic optimal: ε·E[X] → 0.",

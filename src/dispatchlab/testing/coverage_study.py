@@ -2,10 +2,11 @@
 
 A confidence interval is a claim about repeated experiments: the 95 % CI of E[ΣQ] should
 contain the true mean in 95 % of independent runs. For systems whose stationary mean is
-known exactly (docs/model.md#closed-forms: Geo/Geo/1, Poisson/Bernoulli single queues, random and
-weighted random routing in batch and per-job mode, and the ``wrand`` bench workload) this
-module runs K independent runs with :func:`~dispatchlab.simulation.run.simulate`'s default
-settings and counts how many CIs contain the truth, for both estimators of every run: the
+known exactly (docs/model.md#closed-forms: Geo/Geo/1, Poisson/Bernoulli single queues,
+random and weighted random routing in batch and per-job mode, the ``wrand`` bench
+workload; and two-server JSQ, whose mean the exact chain solver gives) this module runs K
+independent runs with :func:`~dispatchlab.simulation.run.simulate`'s default settings and
+counts how many CIs contain the truth, for both estimators of every run: the
 coupled one (E[q] computed + the mean of X = ΣQ − q) and the plain time average of ΣQ
 (docs/statistics.md#coupled). The binomial standard error of the empirical coverage p̂
 over K runs is sqrt(p̂(1 − p̂)/K).
@@ -57,8 +58,13 @@ class CoverageCase:
                             dispatch=self.dispatch, split=self.split)
 
     def exact_mean(self) -> float:
-        """E[ΣQ] in closed form (docs/model.md#single-queue, docs/model.md#random-routing)."""
+        """E[ΣQ] in closed form (docs/model.md#single-queue, docs/model.md#random-routing),
+        or, for JSQ, from the exact solution of the slotted chain (docs/exact.md)."""
         system = self.system()
+        if self.policy == "jsq":
+            from dispatchlab.simulation.exact import exact  # scipy: not for --help
+
+            return float(exact(system, "jsq").mean_total_queue)
         if system.n_servers == 1:
             mean: Callable[[float, float], float] = (
                 geo_geo_1_mean if self.arrivals == "bernoulli" else poisson_bernoulli_mean)
@@ -86,6 +92,12 @@ CASES: tuple[CoverageCase, ...] = (
     CoverageCase("wrand-bench", "the `wrand` bench workload: 50×0.1 + 50×0.5, ρ = 0.95, "
                  "M = 10, batch", "50x0.1,50x0.5", 0.95, "wrand", dispatchers=10,
                  dispatch="batch"),
+    CoverageCase("jsq2-far", "JSQ on two servers 0.3 + 0.6, ρ = 0.7 (exact chain)",
+                 "0.3,0.6", 0.7, "jsq", fast=True),
+    CoverageCase("jsq2-near", "JSQ on two servers 0.3 + 0.6, ρ = 0.9 (exact chain)",
+                 "0.3,0.6", 0.9, "jsq"),
+    CoverageCase("jsq2-hom-near", "JSQ on two servers 0.5 + 0.5, ρ = 0.95 (exact chain)",
+                 "0.5,0.5", 0.95, "jsq"),
 )
 CASE_NAMES = tuple(case.name for case in CASES)
 

@@ -1,0 +1,43 @@
+"""The committed Reproductions page is what the committed results store gives: rebuilding it
+from ``results/reproductions/store.sqlite`` must reproduce ``docs/reproductions.md`` to the
+byte (figures aside: PNG bytes follow the fonts and the matplotlib version)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dispatchlab.experiments.store import Store
+from dispatchlab.report.reproductions import CLAIMS, DEFAULT_STORE, render
+
+ROOT = Path(__file__).parent.parent
+PAGE = ROOT / "docs" / "reproductions.md"
+
+
+@pytest.fixture(scope="module")
+def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    out = tmp_path_factory.mktemp("page") / "reproductions.md"
+    store = Store(ROOT / DEFAULT_STORE, readonly=True)
+    try:
+        text = render(store, out, store_label=DEFAULT_STORE)
+    finally:
+        store.close()
+    return text, out.parent
+
+
+def test_the_committed_page_is_rebuilt_from_the_committed_store(rebuilt) -> None:
+    text, _ = rebuilt
+    assert PAGE.read_text(encoding="utf-8") == text, (
+        "docs/reproductions.md differs from the page the committed store gives: run "
+        "`make reproductions` and commit the page with the store")
+
+
+def test_every_claim_has_a_verdict_and_its_figures(rebuilt) -> None:
+    text, folder = rebuilt
+    assert "not run yet" not in text.split("Verdicts:")[1].split("| claim |")[1]
+    for claim in CLAIMS:
+        assert claim.statement in text
+        assert (folder / "reproductions" / claim.experiment / f"{claim.figure}.png").is_file()
+        assert (PAGE.parent / "reproductions" / claim.experiment
+                / f"{claim.figure}.png").is_file(), claim.experiment

@@ -37,7 +37,10 @@ def _load_old(src: Path, into: Path):
 
 
 def _runner(package: str, workload, slots: int):
-    bench = importlib.import_module(f"{package}.bench")
+    try:  # the workloads' module: bench/workloads.py since the reshape, bench.py before
+        bench = importlib.import_module(f"{package}.bench.workloads")
+    except ModuleNotFoundError:
+        bench = importlib.import_module(f"{package}.bench")
     simulate = importlib.import_module(package).simulate  # the function, old and new layouts
     make_policy = importlib.import_module(f"{package}.policies").make_policy
     w = {x.name: x for x in bench.WORKLOADS}[workload]

@@ -119,9 +119,9 @@ TWO = ([0.3, 0.6], "bernoulli")  # μ, arrival law
 THREE = ([0.3, 0.5, 0.7], "binomial:2")
 #: (policy, params, system, loads): every policy that declares the capability
 FAST = [
-    ("rand", {}, TWO, (0.4, 0.6)), ("rand", {}, THREE, (0.4, 0.55)),
-    ("wrand", {}, TWO, (0.5, 0.75)), ("wrand", {}, THREE, (0.5, 0.75)),
-    ("rr", {"weighted": True}, TWO, (0.5, 0.75)), ("rr", {}, THREE, (0.4, 0.55)),
+    ("rand", {}, TWO, (0.4, 0.6)), ("rand", {}, THREE, (0.3, 0.4)),
+    ("wrand", {}, TWO, (0.5, 0.75)), ("wrand", {}, THREE, (0.4, 0.6)),
+    ("rr", {"weighted": True}, TWO, (0.5, 0.75)), ("rr", {}, THREE, (0.3, 0.45)),
     ("jsq", {}, TWO, (0.5, 0.8)), ("jsq", {}, THREE, (0.5, 0.75)),
     ("jsq", {"ties": "lowest"}, TWO, (0.5, 0.8)), ("jsq", {"ties": "lowest"}, THREE, (0.5, 0.75)),
     ("jsed", {}, TWO, (0.5, 0.8)), ("jsed", {}, THREE, (0.5, 0.75)),
@@ -136,10 +136,10 @@ FAST = [
 
 
 def check_covered(system: System, policy: str, params: dict, slots: int, seed: int) -> None:
-    exact = dispatchlab.exact(system, policy, policy_params=params)
+    exact = dispatchlab.exact(system, policy, policy_params=params, tolerance=1e-7)
     result = dispatchlab.simulate(system, policy, policy_params=params, slots=slots,
                                   seed=seed, replications=4, workers=1, track_delay=False)
-    assert exact.edge_mass < 1e-8
+    assert exact.edge_mass <= 1e-7 and exact.truncation_error < 0.01 * result.half_width
     assert abs(result.mean_total_queue - exact.mean_total_queue) <= result.half_width, (
         f"{policy} {params} ρ={system.load:g}: exact {exact.mean_total_queue:.5f}, simulated "
         f"{result.mean_total_queue:.5f} ± {result.half_width:.5f}")

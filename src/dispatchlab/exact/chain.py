@@ -18,7 +18,8 @@ are cut where their tail falls below ``law_tail`` (the tail is lumped into the l
 value). The transition matrix is assembled stage by stage in NumPy (states × arrivals ×
 dispatch outcomes, then one server's service at a time, merging equal outcomes), the
 states reachable from the empty system are kept (scipy.sparse.csgraph) and πP = π is
-solved directly with π(0) fixed, then normalised (scipy.sparse.linalg.spsolve).
+solved with π(0) fixed, then normalised: directly (scipy.sparse.linalg.spsolve) for a
+small chain, else by GMRES with an incomplete-LU preconditioner.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class ExactResult:
     memory_values: int  # values of the policy's memory (1: a state-only rule)
     law_tail: float  # mass of the arrival and service laws lumped at their cut
     seconds: float
-    method: str = "truncated sparse chain, direct solve"
+    method: str = "truncated sparse chain (SuperLU, or ILU-preconditioned GMRES)"
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -305,13 +306,38 @@ class _Chain:
         else:
             sub = a[others][:, others].tocsc()
             rhs = -np.asarray(a[others][:, [origin]].todense()).ravel()
-            rest = spsolve(sub, rhs)
+            rest = _linear_solve(sub, rhs, spsolve)
             pi = np.empty(size)
             pi[origin] = 1.0
             pi[others] = rest
         pi = np.maximum(pi, 0.0)
         pi /= pi.sum()
         return pi, kept, loss[kept]
+
+
+#: below this many states the chain is solved directly (SuperLU); above, by GMRES with an
+#: incomplete-LU preconditioner (the fill-in of a direct solve grows fast with N ≥ 3)
+DIRECT_LIMIT = 4_000
+
+
+def _linear_solve(matrix: Any, rhs: np.ndarray, spsolve: Any) -> np.ndarray:
+    """x with A x = b: direct for small systems, else ILU-preconditioned GMRES to a
+    relative residual of 1e-13 (direct again if it does not get there)."""
+    from scipy.sparse.linalg import LinearOperator, gmres, spilu
+
+    if matrix.shape[0] <= DIRECT_LIMIT:
+        return spsolve(matrix, rhs)
+    try:
+        ilu = spilu(matrix, drop_tol=1e-5, fill_factor=10)
+    except RuntimeError:
+        return spsolve(matrix, rhs)
+    preconditioner = LinearOperator(matrix.shape, ilu.solve)
+    x, info = gmres(matrix, rhs, M=preconditioner, rtol=1e-13, atol=0.0, restart=60,
+                    maxiter=100)
+    residual = np.linalg.norm(matrix @ x - rhs) / max(np.linalg.norm(rhs), 1e-300)
+    if info != 0 or residual > 1e-11:
+        return spsolve(matrix, rhs)
+    return x
 
 
 def _tail_ratio(distribution: np.ndarray) -> float:

@@ -21,15 +21,15 @@ REPLICATIONS = 4
 
 CASES = [  # (policy, params, servers, arrivals, service, extra, load)
     ("jsq", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.5),
-    ("jsq", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.85),
+    ("jsq", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.8),
     ("jsq", {"ties": "lowest"}, [0.3, 0.6], "bernoulli", "bernoulli", {}, 0.9),
     ("jsq", {"ties": "shared"}, [0.3, 0.5, 0.7], "poisson", "bernoulli", {"dispatchers": 2},
      0.7),
     ("jsed", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.5),
-    ("jsed", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.85),
+    ("jsed", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.8),
     ("jsed", {"plus_one": False}, [0.4, 0.9], "poisson", "geometric", {}, 0.7),
     ("pod", {"d": 2}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.5),
-    ("pod", {"d": 2}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.85),
+    ("pod", {"d": 2}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.8),
     ("balanced-pod", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.75),
     ("jiq", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.5),
     ("jiq", {}, [0.3, 0.5, 0.7], "binomial:2", "bernoulli", {}, 0.75),
@@ -37,7 +37,7 @@ CASES = [  # (policy, params, servers, arrivals, service, extra, load)
     ("rr", {"weighted": True}, [0.3, 0.6], "bernoulli", "bernoulli", {}, 0.8),
     ("rand", {}, [0.3, 0.6], "bernoulli", "bernoulli", {}, 0.6),
     ("wrand", {}, [0.5, 1.2], "poisson", "poisson", {}, 0.7),
-    ("jsq", {}, [1.0, 2.0], "deterministic", "binomial:2", {}, 2 / 3),
+    ("jsq", {}, [1.0, 2.0], "binomial:4", "binomial:2", {}, 0.7),
     ("pod", {}, [0.3, 0.6], "binomial:3", "bernoulli", {"dispatch": "per_job"}, 0.8),
 ]
 
@@ -59,7 +59,7 @@ def main() -> None:
         system = System.build(servers, load=load, arrivals=arrivals, service=service, **extra)
         exact = dispatchlab.exact(system, policy, policy_params=params)
         sim = dispatchlab.simulate(system, policy, policy_params=params, slots=SLOTS,
-                                   replications=REPLICATIONS, seed=1, workers=1,
+                                   replications=REPLICATIONS, seed=1, workers=1, estimator="plain",
                                    track_delay=False)
         low, high = sim.mean_total_queue - sim.half_width, sim.mean_total_queue + sim.half_width
         covered = "yes" if low <= exact.mean_total_queue <= high else "**no**"

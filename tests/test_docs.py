@@ -3,6 +3,7 @@ builds with warnings as errors (issue 14)."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import subprocess
@@ -167,3 +168,45 @@ def test_every_section_reference_names_its_work() -> None:
                                  f"{text[match.start():match.end() + 4]}")
     assert not offenders, ("a bare § reference: cite docs/model.md#… or name the paper by key "
                            "([LED] §6):\n" + "\n".join(offenders))
+
+
+# -- docstrings (issue 23): every public top-level name has one, in the declared Google style --
+
+SOURCE = ROOT / "src" / "dispatchlab"
+#: a NumPy-style section: its title underlined with dashes ("Parameters\n----------")
+NUMPY_SECTION = re.compile(
+    r"^\s*(Parameters|Other Parameters|Returns|Yields|Receives|Raises|Warns|Attributes|"
+    r"Methods|See Also|Notes|References|Examples?)\s*\n\s*-{3,}\s*$", re.M)
+#: a Sphinx field list entry (":param x:", ":returns:", ":rtype:", ":raises ValueError:")
+SPHINX_FIELD = re.compile(r"^\s*:(param|parameter|arg|argument|key|keyword|type|returns?|"
+                          r"rtype|raises?|except|exception|yields?|ytype|ivar|cvar|var)\b[^:]*:",
+                          re.M)
+
+
+def _modules() -> list[tuple[Path, ast.Module]]:
+    return [(path, ast.parse(path.read_text(encoding="utf-8"), str(path)))
+            for path in sorted(SOURCE.rglob("*.py"))]
+
+
+def test_every_public_top_level_function_and_class_has_a_docstring() -> None:
+    missing = [f"{path.relative_to(ROOT)}:{node.lineno}: {node.name}"
+               for path, tree in _modules() for node in tree.body
+               if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+               and not node.name.startswith("_") and ast.get_docstring(node) is None]
+    assert not missing, "public names without a docstring:\n" + "\n".join(missing)
+
+
+def test_no_docstring_uses_numpy_or_sphinx_parameter_sections() -> None:
+    """mkdocs.yml declares ``docstring_style: google``: sections are ``Args:``,
+    ``Returns:``, ``Raises:``; prose without sections is Google style too."""
+    declared = re.search(r"docstring_style:\s*(\w+)", (ROOT / "mkdocs.yml").read_text())
+    assert declared and declared.group(1) == "google"
+    kinds = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    offenders = [f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 1)}: "
+                 f"{getattr(node, 'name', '(module)')}: {match.group(0).strip()}"
+                 for path, tree in _modules() for node in ast.walk(tree)
+                 if isinstance(node, kinds) and (doc := ast.get_docstring(node))
+                 for pattern in (NUMPY_SECTION, SPHINX_FIELD)
+                 for match in pattern.finditer(doc)]
+    assert not offenders, ("NumPy- or Sphinx-style docstring sections (use Google's Args:, "
+                           "Returns:, Raises:):\n" + "\n".join(offenders))

@@ -70,6 +70,9 @@ def coverage_command(
 
 
 def coverage_table(rows: list[CoverageRow]) -> Table:
+    """The table of ``dispatchlab check coverage``: per case and estimator, how often the 95 %
+    CI of E[ΣQ] covered the exact mean (± its standard error), with run length, relative
+    half-width and bias."""
     table = Table(title="dispatchlab check coverage: the 95 % CI of E[ΣQ] against the exact "
                   "mean", title_justify="left",
                   caption="coverage ± sqrt(p̂(1−p̂)/K); runs without an interval "

@@ -210,6 +210,9 @@ def comparison_record(system: System, spec: RunSpec, entries: list[Entry],
 
 def comparison_table(system: System, spec: RunSpec, entries: list[Entry],
                      results: list[Result]) -> Table:
+    """The table of ``dispatchlab compare``: one row per policy (mean ΣQ with its 95 % CI,
+    delay, messages, stability, speed), titled with the system and captioned with the lower
+    bound on E[ΣQ] and ζ/2 (docs/model.md#lower-bound)."""
     described = system.describe()
     title = (f"N = {system.n_servers} servers {described['servers']}, "
              f"M = {system.dispatchers} dispatchers, ρ = {number(system.load)} "

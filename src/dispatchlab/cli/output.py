@@ -30,6 +30,7 @@ def number(value: Any, digits: int = 4) -> str:
 
 
 def integer(value: Any) -> str:
+    """``value`` as an integer with thousands separators, or :data:`MISSING` for ``None``."""
     return MISSING if value is None else f"{int(value):,}"
 
 
@@ -56,6 +57,7 @@ def stdout_console() -> Console:
 
 
 def stderr_console() -> Console:
+    """A Rich console on stderr, without highlighting: for status and errors, kept off stdout."""
     return Console(stderr=True, highlight=False)
 
 

@@ -39,6 +39,8 @@ def value_text(value: Any) -> str:
 
 
 def param_record(param: Param) -> dict[str, Any]:
+    """The JSON record of one policy parameter (``dispatchlab policies --json``): name, type,
+    default, allowed values, choices, bounds (an infinite bound as ``None``) and its doc."""
     def finite(value: float | None) -> float | None:
         return value if value is None or math.isfinite(value) else None
 

@@ -157,6 +157,7 @@ def randint(s, n):
 
 @njit(inline="always", cache=True)
 def bernoulli(s, p):
+    """A Bernoulli(p) draw: 1 with probability p, else 0."""
     return 1 if uniform(s) < p else 0
 
 

@@ -38,6 +38,7 @@ def as_str(value: Any, name: str) -> str:
 
 
 def as_bool(value: Any, name: str) -> bool:
+    """``value`` if it is a bool (no truthy coercion); else a ValidationError naming ``name``."""
     require(isinstance(value, bool), name, f"expected true or false (got {value!r})")
     return bool(value)
 

@@ -21,6 +21,7 @@ def number(value: Any, digits: int = 4) -> str:
 
 
 def params_text(params: dict[str, Any]) -> str:
+    """Parameters as ``k=v`` pairs (values by ``repr``), comma-separated, in their order."""
     return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 

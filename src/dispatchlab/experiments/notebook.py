@@ -155,6 +155,8 @@ def policy_recipe(policy: Policy) -> dict[str, Any] | None:
 
 
 def policy_from_recipe(recipe: Mapping[str, Any]) -> Policy:
+    """The policy a :func:`policy_recipe` describes: import its modules (which registers a Π
+    decision), resolve its class and function-valued parameters, and build it."""
     for module in recipe["imports"]:
         importlib.import_module(module)
     cls = _resolve({"module": recipe["module"], "name": recipe["class"]})
@@ -248,9 +250,10 @@ def sweep(
         warmup_method: ``fraction`` or ``mser5`` (see ``simulate``).
         track_delay: time every job for the delay distribution.
 
-    Returns: a DataFrame with the Result fields (``Result.to_row()``), plus ``system``,
-    ``policy`` (label), ``policy_name``, ``axis``, ``x``, ``load``, ``epsilon``,
-    ``executor`` and ``point_key``.
+    Returns:
+        A DataFrame with the Result fields (``Result.to_row()``), plus ``system``,
+        ``policy`` (label), ``policy_name``, ``axis``, ``x``, ``load``, ``epsilon``,
+        ``executor`` and ``point_key``.
     """
     import pandas as pd
 

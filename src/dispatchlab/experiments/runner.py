@@ -160,6 +160,9 @@ class Snapshot:
 
 
 class Progress(Protocol):
+    """What a sweep reports to while it runs: a :class:`Snapshot` after every event
+    (``update``) and each point that failed, with its error (``point_failed``)."""
+
     def update(self, snapshot: Snapshot) -> None: ...
 
     def point_failed(self, point: Point, error: str) -> None: ...
@@ -185,6 +188,7 @@ class SweepOutcome:
 
 
 def describe_point(point: Point) -> str:
+    """A point in one line: its policy on its system at ``axis=value``, and its replication."""
     return (f"{point.policy.display} on {point.system.name} at {point.axis}={point.value:g} "
             f"rep {point.replication}")
 

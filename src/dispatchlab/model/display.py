@@ -20,6 +20,8 @@ def system_line(system: System) -> str:
 
 
 def system_html(system: System) -> str:
+    """The HTML table of a System for notebooks: N, M, μ_n, μ_Σ, λ_Σ, ρ, ε, the arrival and
+    service laws, the split and the dispatch mode (docs/model.md#slotted-model)."""
     described = system.describe()
     rows = [("N (servers)", system.n_servers), ("M (dispatchers)", system.dispatchers),
             ("μ_n (service rates)", described["servers"]), ("μ_Σ", system.mu_sum),

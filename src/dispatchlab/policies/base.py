@@ -310,11 +310,15 @@ def _site(entry: Any) -> str:
 
 
 def policy_names() -> list[str]:
+    """The registered policy and preset names, in registration order (the built-in policies
+    loaded first)."""
     _load_builtin_policies()
     return list(_REGISTRY)
 
 
 def policy_entry(name: str) -> type[Policy] | Preset:
+    """The policy class or preset registered as ``name`` (case and surrounding blanks
+    ignored); a ValidationError listing the names if there is none."""
     _load_builtin_policies()
     require(isinstance(name, str), "policy",
             f"expected a registered policy name (got {name!r}); see policy_names()")

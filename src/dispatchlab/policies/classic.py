@@ -250,6 +250,11 @@ def _check_d(policy: Policy, system: System) -> None:
 
 @register
 class RandomRouting(Policy):
+    """RAND, registered as ``rand``: a uniformly random server per dispatch, P(n) = 1/N.
+
+    A Π member with a_l = 1/N ([Π]; docs/model.md#random-routing,
+    docs/model.md#pi-members); no messages."""
+
     name = "rand"
     summary = "RAND: each dispatch goes to a uniformly random server; no messages."
     theory = ("Stable iff λ_Σ/N < μ_min (docs/model.md#random-routing; [Π] Eq. (3), "
@@ -269,6 +274,11 @@ class RandomRouting(Policy):
 
 @register
 class WeightedRandomRouting(Policy):
+    """Weighted RAND, registered as ``wrand``: server n with probability μ_n/μ_Σ.
+
+    Throughput optimal, a Π member with a_l(η) = μ_η(l)/μ_Σ ([Π];
+    docs/model.md#random-routing); no messages."""
+
     name = "wrand"
     summary = "Weighted RAND: server n with probability μ_n/μ_Σ; no messages."
     theory = ("Throughput optimal; exact means in docs/model.md#random-routing; ε·E[ΣQ] tends "
@@ -289,6 +299,11 @@ class WeightedRandomRouting(Policy):
 
 @register
 class RoundRobin(Policy):
+    """RR, registered as ``rr``: each dispatcher's pointer walks a fixed cycle of servers
+    (``weighted``: w_n ∝ μ_n slots per server).
+
+    A Π member with T = N ([Π]; docs/model.md#pi-members); no messages."""
+
     name = "rr"
     summary = ("RR: each dispatcher keeps its own pointer and sends each dispatch to the next "
                "server of a fixed cycle; weighted=true uses a cycle with slots ∝ μ_n.")
@@ -443,6 +458,11 @@ class _HerdingOptions(Policy):
 
 @register
 class JoinShortestQueue(_HerdingOptions):
+    """JSQ, registered as ``jsq``: join the shortest queue, argmin_n Q_n(t), ties uniform.
+
+    Heavy-traffic optimal with one dispatcher ([ES12]; docs/model.md#classical); the
+    herding options (ties, lag, fill) of docs/model.md#herding; 2N messages per dispatch."""
+
     name = "jsq"
     summary = ("JSQ: argmin_n Q_n(t) over all servers, ties uniform; 2N messages per dispatch. "
                "Herding options: ties, lag, fill (water-filling).")
@@ -460,6 +480,12 @@ class JoinShortestQueue(_HerdingOptions):
 
 @register
 class JoinShortestExpectedDelay(_HerdingOptions):
+    """JSED, registered as ``jsed``: argmin_n (Q_n + 1)/μ_n, or Q_n/μ_n (``plus_one=false``,
+    the Π member with γ = μ), ties uniform.
+
+    The Q/μ form is heavy-traffic optimal ([Π] Theorem 4.4; docs/model.md#classical,
+    docs/model.md#pi-members); herding options as JSQ; 2N messages per dispatch."""
+
     name = "jsed"
     summary = ("JSED: argmin_n (Q_n + 1)/μ_n (plus_one=true, classical SED) or Q_n/μ_n "
                "(the Π member, γ = μ); 2N messages per dispatch. Herding options as jsq.")
@@ -483,6 +509,12 @@ class JoinShortestExpectedDelay(_HerdingOptions):
 
 @register
 class PowerOfD(Policy):
+    """Po-d, registered as ``pod``: the shortest of d distinct servers sampled uniformly,
+    ties uniform.
+
+    A Π member with a_l = C(l−1, d−1)/C(N, d) ([Mitz], [HLM];
+    docs/model.md#stability-thresholds); 2d messages per dispatch."""
+
     name = "pod"
     summary = ("Po-d: sample d distinct servers uniformly, join the shortest (ties uniform); "
                "2d messages per dispatch.")
@@ -511,6 +543,12 @@ class PowerOfD(Policy):
 
 @register
 class BalancedPowerOfD(Policy):
+    """Balanced Po-d, registered as ``balanced-pod``: the shortest Q (or Q/μ, ``by_delay``)
+    of d distinct servers sampled ∝ μ without replacement.
+
+    Asymptotically optimal balanced routing ([CY12]; docs/model.md#classical); 2d messages
+    per dispatch."""
+
     name = "balanced-pod"
     summary = ("Balanced Po-d [CY12]: sample d distinct servers with probability ∝ μ, join the "
                "shortest Q (or Q/μ with by_delay=true); 2d messages per dispatch.")

@@ -198,6 +198,9 @@ def _pick_per_slot(m, slot, memory, rng):
 
 @choose_function
 def herding_choose(m, jobs, slot, memory, ctx):
+    """Compiled choose of JSQ/JSED with herding options: the minimiser of the dispatcher's
+    view (Q or Q(t − k), by the tie rule), or with ``fill`` the water-filling pick; 2N
+    messages per dispatch event (docs/model.md#herding)."""
     N = slot.Q.size
     if not fills(memory):
         ctx.msg[PROBE] += N
@@ -224,6 +227,8 @@ def herding_choose(m, jobs, slot, memory, ctx):
 @hook_function
 def herding_begin(slot, step, memory, ctx):
     # lag: before the first slot every ring row holds Q(0) (Q(s) = Q(0) for s < 0)
+    """Begin-of-slot hook of the herding options: with lag k ≥ 1, fill every ring row with
+    Q(0) once, before the first slot (Q(s) = Q(0) for s < 0)."""
     shared = memory.ist[ROW_SHARED]
     if lag(memory) == 0 or shared[SHARED_READY] == 1:
         return None
@@ -239,6 +244,7 @@ def herding_begin(slot, step, memory, ctx):
 @hook_function
 def herding_end(slot, step, memory, ctx):
     # store Q(t+1) in its ring slot; slot t + 1 then reads Q(t + 1 − k)
+    """End-of-slot hook of the herding options: with lag k ≥ 1, store Q(t+1) in its ring row."""
     if lag(memory) == 0:
         return None
     Q = slot.Q

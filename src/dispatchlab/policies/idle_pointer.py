@@ -116,6 +116,11 @@ def _stored_id_end(slot, step, memory, ctx):
 
 @register
 class JoinTheId(Policy):
+    """JID, registered as ``jid``: each dispatcher stores one server ID and sends all its jobs
+    there; every idle server reports with probability α per slot and replaces it.
+
+    Always stable with one stored ID ([GTZ]; docs/model.md#jid); 1 message per report."""
+
     name = "jid"
     summary = ("JID: each dispatcher stores one ID and sends all jobs to it; every idle server "
                "reports with probability α per slot and replaces it (1 message per report).")

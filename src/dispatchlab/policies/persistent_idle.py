@@ -343,6 +343,12 @@ def _persistent_idle_end(slot, step, memory, ctx):
 
 @register
 class PersistentIdle(Policy):
+    """Persistent-Idle (PI), registered as ``persistent-idle``: a dispatcher sends to the most
+    recently reported idle server it has sent nothing since, else to its target.
+
+    Stable for every λ_Σ < μ_Σ ([PI]; docs/model.md#persistent-idle); a server reports
+    (1 message) in the slot it becomes idle."""
+
     name = "persistent-idle"
     summary = ("PI: servers report when they become idle (1 message); a dispatcher sends to the "
                "most recently reported idle server it has not fed since, else to its target.")
@@ -377,6 +383,11 @@ class PersistentIdle(Policy):
 
 @register
 class PersistentIdleSplit(PersistentIdle):
+    """PI-Split, registered as ``persistent-idle-split``: PI with a dispatcher's batch split
+    as evenly as possible over the idle servers it knows; per-job dispatch only.
+
+    The batch-arrival variant of [PI] (docs/model.md#persistent-idle)."""
+
     name = "persistent-idle-split"
     summary = ("PI-Split: as PI, but a dispatcher's batch is split as evenly as possible over "
                "all the idle servers it knows (per-job dispatch).")

@@ -367,6 +367,11 @@ THRESHOLD_RULES = ("constant", "log", "poly")
 
 @register
 class JoinBelowThreshold(_IdMemoryPolicy):
+    """JBT-r, registered as ``jbt``: join a remembered server below the threshold r (its ID
+    removed), else a random one; servers report when they fall below r.
+
+    r constant, ⌈K·log(1/ε)⌉ or ⌈(1/ε)^a⌉ ([JBT]; docs/model.md#jbt)."""
+
     name = "jbt"
     summary = ("JBT-r: jobs go to a remembered server below the threshold r (ID removed when "
                "used), else to a random one; servers report when they fall below r (1 message). "
@@ -415,6 +420,11 @@ def threshold_for(rule: str, epsilon: float, *, r: int = 3, K: float = 1.0,
 
 @register
 class JoinIdleQueue(_IdMemoryPolicy):
+    """JIQ, registered as ``jiq``: idle servers report to one dispatcher's I-queue (uniform,
+    or JIQ-SQ(d)); a dispatcher sends to an ID from it, else to a random server.
+
+    [JIQ] (docs/model.md#jiq); with M = 1 it is JBT-r with r = 1."""
+
     name = "jiq"
     summary = ("JIQ: idle servers report to one dispatcher (uniform, or shortest I-queue of d "
                "sampled); a dispatcher sends to an ID from its I-queue (oldest or uniform, "

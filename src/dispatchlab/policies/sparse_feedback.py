@@ -371,6 +371,9 @@ class _EstimateJsq(Policy):
 
 @register
 class SynchronousUpdateJsq(_EstimateJsq):
+    """SUJSQ, registered as ``sujsq``: JSQ on estimates incremented at dispatch, all N
+    refreshed every T_u slots ([HSJSQ]; docs/model.md#sujsq)."""
+
     name = "sujsq"
     summary = ("SUJSQ: JSQ on estimates incremented on dispatch and refreshed by all N servers "
                "every T_u slots (N messages per update and dispatcher).")
@@ -381,6 +384,9 @@ class SynchronousUpdateJsq(_EstimateJsq):
 
 @register
 class AsynchronousUpdateJsq(_EstimateJsq):
+    """AUJSQ, registered as ``aujsq``: JSQ on estimates incremented at dispatch; each server
+    reports its queue with probability 1/T_u per slot ([HSJSQ]; docs/model.md#sujsq)."""
+
     name = "aujsq"
     summary = ("AUJSQ: JSQ on estimates incremented on dispatch; each server reports its queue "
                "with probability 1/T_u per slot (1 message per report and dispatcher).")

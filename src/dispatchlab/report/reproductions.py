@@ -53,12 +53,19 @@ VERDICTS = {
 
 @dataclass(frozen=True)
 class Verdict:
+    """The verdict on one claim: its status (a key of :data:`VERDICTS`) and the numbers
+    behind it."""
+
     status: str
     numbers: str
 
 
 @dataclass(frozen=True)
 class Claim:
+    """One claim of a paper: its key, source and statement, the catalog experiment and
+    figure that test it, the rule that judges it from the stored points, and any
+    experiments whose points join them."""
+
     key: str
     paper: str
     statement: str
@@ -461,6 +468,8 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def judge_all(store: Store) -> list[tuple[Claim, Verdict, ExperimentSpec | None]]:
+    """Judge every claim of :data:`CLAIMS` from ``store``: (claim, verdict, its experiment's
+    spec, or ``None`` when the experiment is not run yet)."""
     out = []
     stored = set(store.experiment_names())
     for claim in CLAIMS:
@@ -553,6 +562,8 @@ def render(store: Store, out: Path, store_label: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Command line: write the Reproductions page from ``--store`` to ``--out`` (a page that
+    says what to run when the store file is missing)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--store", default=DEFAULT_STORE)
     parser.add_argument("--out", default="docs/reproductions.md")

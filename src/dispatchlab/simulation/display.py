@@ -24,6 +24,8 @@ def result_line(result: Result) -> str:
 
 
 def result_html(result: Result) -> str:
+    """The HTML table of a Result for notebooks: E[ΣQ] with its CI, ε·E[ΣQ] against ζ/2,
+    the lower bound, delay, messages and the stability verdict."""
     ci = (f"[{number(result.ci_low)}, {number(result.ci_high)}] ({result.ci_method})"
           if math.isfinite(result.ci_low) and math.isfinite(result.ci_high) else "—")
     rows = [("policy", result.policy + (f"({params_text(result.params)})"

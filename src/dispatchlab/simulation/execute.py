@@ -20,6 +20,8 @@ PRECISION_OVERSHOOT = 1.2
 
 
 def execute(plan: Plan, workers: int | None) -> Result:
+    """Run a plan's replications (in ``workers`` processes when asked; in rounds when it has
+    a precision target) and summarise them into a Result."""
     if plan.target is None:
         runs = run_replications(plan.task, plan.indices, workers)
         return summarize_plan(plan, runs)
@@ -34,6 +36,8 @@ def summarize_plan(plan: Plan, runs: list[RawRun]) -> Result:
 
 
 def run_indexed(item: tuple[Replication, int | None]) -> RawRun:
+    """Run one ``(replication, index)`` pair into its RawRun (module level, so that process
+    pools can pickle it)."""
     task, index = item
     return task.run(index)
 

@@ -161,6 +161,7 @@ class Replication:
 
 
 def out_of_memory(system: System, policy: Policy) -> ValidationError:
+    """The ValidationError for a run that ran out of memory, naming the policy, N and M."""
     return ValidationError("memory", f"out of memory running {policy.name} on N = "
                            f"{system.n_servers} servers, M = {system.dispatchers} dispatchers")
 
@@ -184,4 +185,5 @@ class Target:
 
 
 def is_int(value: object) -> bool:
+    """True for a Python or NumPy integer that is not a bool."""
     return isinstance(value, int | np.integer) and not isinstance(value, bool)

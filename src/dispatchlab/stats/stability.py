@@ -10,6 +10,10 @@ import numpy as np
 
 @dataclass(frozen=True)
 class StabilityVerdict:
+    """The stability verdict of a run (docs/model.md#stability-verdict): ``stable``,
+    ``unstable`` or ``undetermined``, its evidence, and the fitted trend of ΣQ per slot
+    with its t statistic (NaN when no trend was fitted)."""
+
     verdict: str  # "stable" | "unstable" | "undetermined"
     evidence: str
     slope_per_slot: float = float("nan")

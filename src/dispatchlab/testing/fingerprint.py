@@ -105,6 +105,8 @@ def _result_numbers(result: Any) -> dict[str, Any]:
 
 
 def fingerprint(slots: int = SLOTS) -> dict[str, Any]:
+    """Every number (timings excepted) of the bench workloads and the listed policy
+    configurations at ``slots`` slots, keyed by configuration label."""
     register_decision("fp-two-shortest", _two_shortest, "two shortest, alternately",
                       rank_symmetric=True)
     out: dict[str, Any] = {}
@@ -161,6 +163,8 @@ def _compare(before: dict[str, Any], after: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    """Command line: write a fingerprint, or its known answers (``--known``), or compare two
+    fingerprint files (``--compare``); returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", help="write the fingerprint to this JSON file")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),

@@ -112,10 +112,13 @@ def register_experiment(name: str, *, title: str = "", paper: str = "",
 
 
 def experiment_names() -> list[str]:
+    """The names of the registered catalog experiments, sorted."""
     return sorted(_REGISTRY)
 
 
 def catalog_entry(name: str) -> CatalogEntry:
+    """The catalog experiment registered as ``name``; a ValidationError listing the names if
+    there is none."""
     if name not in _REGISTRY:
         raise ValidationError("experiment", f"unknown experiment {name!r}; allowed: "
                               + ", ".join(experiment_names()))
@@ -128,6 +131,7 @@ def build_experiment(name: str, *, quick: bool = False) -> ExperimentSpec:
 
 
 def entries() -> list[CatalogEntry]:
+    """Every registered catalog experiment, sorted by name."""
     return [_REGISTRY[name] for name in experiment_names()]
 
 

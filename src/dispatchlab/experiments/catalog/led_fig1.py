@@ -66,6 +66,9 @@ def push_d(systems: tuple[SystemSpec, ...], load: float) -> int:
 
 
 def led_params(unit: str, d: int) -> dict[str, object]:
+    """LED parameters of Fig. 1 (docs/model.md#led-fig1): p̂ matched to Po-2's message budget
+    counted per ``unit`` (``dispatch`` or ``arrival``), push sample size ``d``, and the
+    estimation-error measurement off."""
     return {"budget": "po2", "budget_unit": unit, "d": d, **QUIET}
 
 
@@ -291,6 +294,8 @@ def _slotted(name: str, system: SystemSpec, quick: bool, slots: int,
 
 
 def slotted_doc(system: SystemSpec) -> str:
+    """The description of Fig. 1 run in the slot model of the LED/LSQ group's public simulator
+    on ``system`` (docs/model.md#led-fig1)."""
     return (f"Fig. 1 in the slot model of the group's public simulator: {system.label} "
             "(geometric service, mean μ_n jobs per slot), M = 10, Poisson arrivals per "
             "dispatcher, per-job dispatch. JSQ water-filling is the group's JSQ; LED curves "

@@ -70,6 +70,12 @@ def parse_gamma(value: str, mu: np.ndarray) -> np.ndarray:
 
 @register
 class PiPolicy(Policy):
+    """Framework Π, registered as ``pi-framework``: every T slots read Q, sort Q_l/γ_l
+    (random ties) and let a decision function Y fix the whole cycle's destinations.
+
+    The framework of [Π] (docs/model.md#framework-pi): stable if λ_Σ < λ̄
+    (docs/model.md#pi-stability); N one-way reports per read."""
+
     name = "pi-framework"
     summary = ("Framework Π: read Q every T slots, sort Q_l/γ_l (random ties), and let a decision "
                "function fix the whole cycle's destinations; N one-way reports per read.")

@@ -166,6 +166,8 @@ def register_decision(name: str, function: Any, summary: str, **options: Any) ->
 
 
 def decision_entry(name: str) -> Decision:
+    """The Π decision function registered as ``name`` (case and surrounding blanks ignored);
+    a ValidationError listing the names if there is none (docs/model.md#pi-components)."""
     key = str(name).strip().lower()
     if key not in _DECISIONS:
         raise ValidationError("pi-framework.decision", f"unknown decision {name!r}; allowed: "
@@ -174,6 +176,7 @@ def decision_entry(name: str) -> Decision:
 
 
 def decision_names() -> list[str]:
+    """The registered Π decision functions' names, in registration order."""
     return list(_DECISIONS)
 
 

@@ -110,6 +110,9 @@ def _record_error(slot, step, memory):
 
 @hook_function
 def push_end_slot(slot, step, memory, ctx):
+    """LED push update, end of slot (docs/model.md#led-updates): each dispatcher, with
+    probability p̂ per slot (or per dispatch event), samples d distinct servers and copies
+    their Q(t+1); 2d messages per sample."""
     t = slot.t
     Q = slot.Q
     rng = ctx.rng
@@ -144,6 +147,8 @@ def push_end_slot(slot, step, memory, ctx):
 
 @hook_function
 def pull_end_slot(slot, step, memory, ctx):
+    """LED pull update, end of slot (docs/model.md#led-updates): each server, with
+    probability p̂, reports Q_n(t+1) to one uniformly drawn dispatcher; 1 message each."""
     t = slot.t
     Q = slot.Q
     rng = ctx.rng

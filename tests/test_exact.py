@@ -170,10 +170,7 @@ def test_simulation_covers_the_exact_value(policy, params, setup, loads, load_in
 LAWS = [  # other laws and dispatch modes
     dict(servers=[0.5, 1.2], arrivals="poisson", service="poisson"),
     dict(servers=[0.4, 0.9], arrivals="bernoulli", service="geometric"),
-    pytest.param(dict(servers=[1.0, 2.0], arrivals="deterministic", service="binomial:2"),
-                 marks=pytest.mark.xfail(raises=ValueError, strict=False,
-                                         reason="simulate's pooled-queue solve fails on "
-                                         "deterministic arrivals (not the exact solver)")),
+    dict(servers=[1.0, 2.0], arrivals="deterministic", service="binomial:2"),
     dict(servers=[0.3, 0.6], arrivals="binomial:3", service="bernoulli", dispatch="per_job"),
     dict(servers=[0.3, 0.6], arrivals="poisson", service="bernoulli", dispatchers=2),
     dict(servers=[0.3, 0.6], arrivals="poisson", service="bernoulli", dispatchers=2,

@@ -114,3 +114,18 @@ def test_unbounded_service_too_wide_is_unavailable(monkeypatch) -> None:
     result = pq.pooled_queue_mean(System.build("0.2,0.3,0.5,0.6", load=0.9, service="poisson"))
     assert not result.available and "unbounded" in result.method
     assert math.isnan(result.error)
+
+
+@pytest.mark.parametrize("servers", ["0.3,0.5,0.7", "1,2"])
+def test_deterministic_arrivals_have_an_exact_pooled_mean(servers: str) -> None:
+    """Arrivals bounded below (λ every slot): the root search must not overflow e^(θD)."""
+    system = System.build(servers, rate=1.0, arrivals="deterministic",
+                          service="binomial:2" if servers == "1,2" else "bernoulli")
+    result = pq.pooled_queue_mean(system)
+    assert result.method == "exact" and result.value > 0
+    a_pmf, a_low = pq.arrival_pmf(system)
+    s_pmf, s_low = pq.service_pmf(system)
+    pmf, offset = increment_pmf(np.concatenate([np.zeros(a_low), a_pmf]),
+                                np.concatenate([np.zeros(s_low), s_pmf]))
+    pi = stationary_distribution(pmf, offset, 2000)
+    assert result.value == pytest.approx(float(np.dot(np.arange(2000), pi)), rel=1e-8)

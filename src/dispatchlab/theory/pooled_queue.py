@@ -162,7 +162,8 @@ def _tail_exponent(pmf: np.ndarray, low: int) -> float:
     values = np.arange(low, low + pmf.size, dtype=float)
 
     def excess(theta: float) -> float:  # E[e^(θD)] − 1, without the cancellation
-        return float(np.dot(pmf, np.expm1(theta * values)))
+        # capped exponents: far beyond the root the sign is all that matters (no inf·0)
+        return float(np.dot(pmf, np.expm1(np.minimum(theta * values, 700.0))))
 
     second = float(np.dot(pmf, values**2))
     guess = 2 * -float(np.dot(pmf, values)) / max(second, 1e-300)

@@ -169,3 +169,14 @@ def test_a_reference_line_at_zero_on_a_log_axis_is_explained_not_listed(stored, 
         assert any(note in t.get_text() for t in fig.texts)  # said on the figure itself
         write_figures(spec, frame, tmp_path)
         assert note in render(spec, frame, store, tmp_path, None)  # and in the caption
+
+
+def test_a_point_too_short_to_say_draws_without_a_band() -> None:
+    """A stored run whose CI is null (too short to say) gives NaN bounds, not a TypeError."""
+    import pandas as pd
+
+    from dispatchlab.report.plots import _scaled_ci
+
+    low, high = _scaled_ci(pd.Series({"mean_total_queue": 10.0, "ci_low": None,
+                                      "ci_high": None}), 0.1)
+    assert math.isnan(low) and math.isnan(high)

@@ -91,7 +91,8 @@ def _scaled_ci(row: pd.Series, y: float) -> tuple[float, float]:
     if not (math.isfinite(mean) and mean > 0):
         return math.nan, math.nan
     factor = y / mean
-    return float(row["ci_low"]) * factor, float(row["ci_high"]) * factor
+    low, high = (pd.to_numeric(row.get(name), errors="coerce") for name in ("ci_low", "ci_high"))
+    return float(low) * factor, float(high) * factor  # NaN for a run too short to say
 
 
 def reference_curve(reference: ReferenceLine, frame: pd.DataFrame, spec: ExperimentSpec,

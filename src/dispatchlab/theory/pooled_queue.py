@@ -99,6 +99,21 @@ def _poisson_top(lam: float) -> int:
     return int(lam + 14 * math.sqrt(lam) + 45)
 
 
+def _binomial_top(trials: int, p: float) -> int:
+    """A value beyond which Binomial(K, p) has mass below TAIL_MASS/10 (or K)."""
+    mean = trials * p
+    return int(min(trials, mean + 14 * math.sqrt(mean * (1 - p)) + 45))
+
+
+def _too_wide(system: System) -> bool:
+    """Whether D's law certainly spans more than MAX_EXACT_WIDTH values: checked before any
+    pmf is built (a law of 10¹⁷ values must not be allocated). Each law's trimmed support
+    spans at least ~15 standard deviations."""
+    spread = math.sqrt(system.arrivals.variance) + math.sqrt(
+        float(np.sum(system.service_variances)))
+    return not math.isfinite(spread) or 15 * spread > MAX_EXACT_WIDTH
+
+
 def arrival_pmf(system: System) -> tuple[np.ndarray, int] | None:
     """The law of A_Σ as (pmf, first value); None for a trace."""
     from scipy import stats  # imported here: ~1 s of CPU, runs never need it
@@ -110,7 +125,8 @@ def arrival_pmf(system: System) -> tuple[np.ndarray, int] | None:
         return np.array([1 - lam, lam]), 0
     if law == "binomial":
         trials = system.arrivals.trials
-        return _trim(stats.binom.pmf(np.arange(trials + 1), trials, lam / trials), 0)
+        top = _binomial_top(trials, lam / trials)
+        return _trim(stats.binom.pmf(np.arange(top + 1), trials, lam / trials), 0)
     if law == "deterministic":
         return np.ones(1), int(round(lam))
     return None
@@ -144,7 +160,8 @@ def service_pmf(system: System) -> tuple[np.ndarray, int] | str:
             group = stats.binom.pmf(np.arange(count + 1), count, rate)
         elif kind == "binomial":
             trials = int(count) * system.service.trials
-            group = stats.binom.pmf(np.arange(trials + 1), trials, rate / system.service.trials)
+            p = rate / system.service.trials
+            group = stats.binom.pmf(np.arange(_binomial_top(trials, p) + 1), trials, p)
         else:  # geometric on {0, 1, …} with mean μ: a sum of ``count`` is negative binomial
             p = 1.0 / (1.0 + rate)
             mean, sd = count * rate, math.sqrt(count * rate * (1 + rate))
@@ -222,6 +239,11 @@ def pooled_queue_mean(system: System) -> PooledMean:
     epsilon = float(system.epsilon)
     if not epsilon > 0:
         return _unavailable("ε ≤ 0: the pooled queue has no stationary law")
+    if system.arrivals.law == "trace":
+        return _unavailable("trace arrivals are not i.i.d.")
+    if _too_wide(system):
+        return _bounded(system, epsilon, f"the increments take more than "
+                        f"{MAX_EXACT_WIDTH:,} values")
     arrivals = arrival_pmf(system)
     if arrivals is None:
         return _unavailable("trace arrivals are not i.i.d.")

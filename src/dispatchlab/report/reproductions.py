@@ -260,8 +260,10 @@ def _excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
     curves = []
     for system in sorted(set(summary["system"])):
         for label in labels:
-            curve = summary[(summary["system"] == system) & (summary["policy"] == label)
-                            & summary["stable"] & summary["y"].notna()].sort_values("x")
+            rows = summary[(summary["system"] == system) & (summary["policy"] == label)]
+            if rows.empty:  # not run on this system (or left out by the claim)
+                continue
+            curve = rows[rows["stable"] & rows["y"].notna()].sort_values("x")
             curves.append((system, label, curve, float(limits[system])))
     return curves
 

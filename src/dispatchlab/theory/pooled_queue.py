@@ -261,6 +261,8 @@ def pooled_queue_mean(system: System) -> PooledMean:
     low = a_low - (s_low + s_pmf.size - 1)  # min D
     if low >= 0:  # every slot brings at least the service: no reflection ever
         return _unavailable("the service never exceeds the arrivals")
+    if low + increments.size - 1 <= 0:  # no slot ever adds to q: it stays at 0
+        return PooledMean(0.0, 0.0, "exact", np.ones(1), 0.0)
     theta = _tail_exponent(increments, low)
     size = max(TRUNCATION_WIDTHS * width, 64)
     coarse, _, _ = _closed_solve(increments, low, size, theta)

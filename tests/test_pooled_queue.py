@@ -116,11 +116,17 @@ def test_unbounded_service_too_wide_is_unavailable(monkeypatch) -> None:
     assert math.isnan(result.error)
 
 
-@pytest.mark.parametrize("servers", ["0.3,0.5,0.7", "1,2"])
+def test_a_pooled_queue_that_never_grows_has_mean_zero() -> None:
+    """One job a slot against at least one unit of service in every slot: q stays at 0."""
+    system = System.build("1,2", rate=1.0, arrivals="deterministic", service="binomial:2")
+    result = pq.pooled_queue_mean(system)
+    assert (result.method, result.value, result.error) == ("exact", 0.0, 0.0)
+
+
+@pytest.mark.parametrize("servers", ["0.3,0.5,0.7", "4x0.6"])
 def test_deterministic_arrivals_have_an_exact_pooled_mean(servers: str) -> None:
     """Arrivals bounded below (λ every slot): the root search must not overflow e^(θD)."""
-    system = System.build(servers, rate=1.0, arrivals="deterministic",
-                          service="binomial:2" if servers == "1,2" else "bernoulli")
+    system = System.build(servers, rate=1.0, arrivals="deterministic")
     result = pq.pooled_queue_mean(system)
     assert result.method == "exact" and result.value > 0
     a_pmf, a_low = pq.arrival_pmf(system)

@@ -291,64 +291,65 @@ def _combine(statuses: list[str]) -> str:
     return min(statuses, key=order.index) if statuses else "undecided"
 
 
-def _excess_vanishes(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
-    """Heavy-traffic optimal: ε·E[X] → 0. Held when the CI of ε·E[X] at the smallest ε
-    lies within LIMIT_TOLERANCE·ζ/2; a trend when it falls beyond its CI from the largest
-    ε and still falls as ε^α with α > FALLING_EXPONENT; not held when it stopped falling
-    (α ≤ 0) above the tolerance."""
+def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
+                  rule: Callable[[pd.Series, pd.Series, float, float], str],
+                  points: int) -> Verdict:
+    """Each curve's ε·E[X] judged by ``rule(smallest-ε row, largest-ε row, tolerance, α)``
+    (tolerance = LIMIT_TOLERANCE·ζ/2); a curve with fewer than ``points`` stable points
+    is undecided."""
     curves = _excess_curves(spec, frame, labels)
     if isinstance(curves, Verdict):
         return curves
     statuses, texts = [], []
     several = len({system for system, *_ in curves}) > 1
     for system, label, curve, limit in curves:
-        if len(curve) < 2:
+        if len(curve) < points:
             statuses.append("undecided")
-            texts.append(f"{system}: {label}: fewer than two stable points")
+            texts.append(f"{system}: {label}: " + ("no stable point" if points == 1 else
+                                                   f"fewer than {points} stable points"))
             continue
-        small, large = curve.iloc[0], curve.iloc[-1]
-        tolerance, alpha = LIMIT_TOLERANCE * limit, _exponent(curve)
-        if not math.isfinite(small["ci_high"]):
-            statuses.append("undecided")
-        elif small["ci_high"] <= tolerance:
-            statuses.append("held")
-        elif small["ci_high"] < large["y"] and alpha > FALLING_EXPONENT:
-            statuses.append("trend")
-        elif small["ci_low"] > tolerance and alpha <= 0:
-            statuses.append("not held")
-        else:
-            statuses.append("undecided")
+        statuses.append(rule(curve.iloc[0], curve.iloc[-1], LIMIT_TOLERANCE * limit,
+                             _exponent(curve)))
         texts.append(_excess_text(system, label, curve, limit, several))
     return Verdict(_combine(statuses), "; ".join(texts))
+
+
+def _vanishing(small: pd.Series, large: pd.Series, tolerance: float, alpha: float) -> str:
+    """Heavy-traffic optimal: ε·E[X] → 0. Held when the CI of ε·E[X] at the smallest ε
+    lies within the tolerance; a trend when it falls beyond its CI from the largest ε and
+    still falls as ε^α with α > FALLING_EXPONENT; not held when it stopped falling (α ≤ 0)
+    above the tolerance."""
+    if not math.isfinite(small["ci_high"]):
+        return "undecided"
+    if small["ci_high"] <= tolerance:
+        return "held"
+    if small["ci_high"] < large["y"] and alpha > FALLING_EXPONENT:
+        return "trend"
+    if small["ci_low"] > tolerance and alpha <= 0:
+        return "not held"
+    return "undecided"
+
+
+def _persisting(small: pd.Series, large: pd.Series, tolerance: float, alpha: float) -> str:
+    """Not heavy-traffic optimal: ε·E[X] levels off above 0. Held when the CI of ε·E[X] at
+    the smallest ε lies above the tolerance and it has stopped falling fast
+    (α < FALLING_EXPONENT); not held when the CI lies within the tolerance (no gap is
+    visible); undecided otherwise (above the tolerance but still falling)."""
+    if not math.isfinite(small["ci_low"]):
+        return "undecided"
+    if small["ci_low"] > tolerance and alpha < FALLING_EXPONENT:
+        return "held"
+    if small["ci_high"] <= tolerance:
+        return "not held"
+    return "undecided"
+
+
+def _excess_vanishes(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
+    return _judge_excess(spec, frame, labels, _vanishing, points=2)
 
 
 def _excess_persists(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
-    """Not heavy-traffic optimal: ε·E[X] levels off above 0. Held when the CI of ε·E[X] at
-    the smallest ε lies above LIMIT_TOLERANCE·ζ/2 and it has stopped falling fast
-    (α < FALLING_EXPONENT); not held when the CI lies within the tolerance (no gap is
-    visible); undecided otherwise (above the tolerance but still falling)."""
-    curves = _excess_curves(spec, frame, labels)
-    if isinstance(curves, Verdict):
-        return curves
-    statuses, texts = [], []
-    several = len({system for system, *_ in curves}) > 1
-    for system, label, curve, limit in curves:
-        if curve.empty:
-            statuses.append("undecided")
-            texts.append(f"{system}: {label}: no stable point")
-            continue
-        small = curve.iloc[0]
-        tolerance, alpha = LIMIT_TOLERANCE * limit, _exponent(curve)
-        if not math.isfinite(small["ci_low"]):
-            statuses.append("undecided")
-        elif small["ci_low"] > tolerance and alpha < FALLING_EXPONENT:
-            statuses.append("held")
-        elif small["ci_high"] <= tolerance:
-            statuses.append("not held")
-        else:
-            statuses.append("undecided")
-        texts.append(_excess_text(system, label, curve, limit, several))
-    return Verdict(_combine(statuses), "; ".join(texts))
+    return _judge_excess(spec, frame, labels, _persisting, points=1)
 
 
 def _separate(spec: ExperimentSpec, frame: pd.DataFrame, lower: str, higher: str) -> Verdict:

@@ -42,10 +42,7 @@ def _total_queue_estimate(run: RawRun, warmup_method: str,
     service and arrival rates (μ_n, λ_n) are known (``rates``; docs/statistics.md).
     """
     blocks = run.block_means()
-    first = -(-run.warmup // run.block_length)
-    # MSER-5 on top of the fixed warm-up (≥ 10 %, docs/model.md#measurement)
-    if warmup_method == "mser5":
-        first += mser5_truncation(blocks[first:])
+    first = _first_block(run, warmup_method)
     measured = blocks[first:]
     if warmup_method == "fraction":
         estimate, warmup = batch_means(measured).shifted(run.mean_total_queue), run.warmup
@@ -59,16 +56,20 @@ def _total_queue_estimate(run: RawRun, warmup_method: str,
     return estimate, warmup
 
 
+def _first_block(run: RawRun, warmup_method: str) -> int:
+    """The first measured block: after the fixed warm-up, and for ``mser5`` after MSER-5's
+    truncation of the ΣQ series on top of it (≥ 10 %, docs/model.md#measurement)."""
+    first = -(-run.warmup // run.block_length)
+    if warmup_method == "mser5":
+        first += mser5_truncation(run.block_means()[first:])
+    return first
+
+
 def _excess_estimate(run: RawRun, warmup_method: str) -> Estimate:
     """Mean X = ΣQ − q of one run after its warm-up (the same first block as ΣQ's), with a
     batch-means CI sized by X's own τ̂. X ≡ 0 (a single server, or q = ΣQ throughout) has
     the exact interval [0, 0]."""
-    blocks = run.block_means()
-    excess = run.excess_block_means()
-    first = -(-run.warmup // run.block_length)
-    if warmup_method == "mser5":
-        first += mser5_truncation(blocks[first:])
-    measured = excess[first:]
+    measured = run.excess_block_means()[_first_block(run, warmup_method):]
     if measured.size and not measured.any():
         return Estimate(0.0, 0.0, 0.0, "exact: X = 0 in every slot", int(measured.size),
                         standard_error=0.0)

@@ -14,6 +14,9 @@ class ValidationError(ValueError):
         self.field = field
         self.message = message
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # survives a worker process
+        return type(self), (self.field, self.message)
+
 
 def require(condition: bool, field: str, message: str) -> None:
     """Raise :class:`ValidationError` for ``field`` unless ``condition`` holds."""

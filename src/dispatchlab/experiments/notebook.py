@@ -203,11 +203,7 @@ def run_task(task: _Task) -> Result:
     """Run one point in a worker (module level, so a spawned process can import it)."""
     point = Point.from_dict(task.point)
     assert task.recipe is not None
-    try:
-        return _run(point.build_system(), policy_from_recipe(task.recipe), task.point,
-                    task.options)
-    except ValidationError as error:  # its two-argument constructor does not unpickle
-        raise RuntimeError(str(error)) from None
+    return _run(point.build_system(), policy_from_recipe(task.recipe), task.point, task.options)
 
 
 # -- the sweep ---------------------------------------------------------------------------------

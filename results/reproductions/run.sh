@@ -7,7 +7,9 @@
 #   jbt-regimes led-regimes pi-regimes      ε down to 10⁻³, about 5 CPU-minutes
 #   *-regimes-deep                          ε = 10⁻⁴, 2·10⁹ slots a point, about 40
 #
-# Then `make reproductions` (or `make docs`) rebuilds the page from the store.
+# The store is then compacted for committing (the per-point ΣQ histograms, which no claim
+# reads, are dropped: dispatchlab.experiments.compact), and `make reproductions` (or
+# `make docs`) rebuilds the page from it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 DISPATCHLAB="${DISPATCHLAB:-.venv/bin/dispatchlab}"
@@ -17,3 +19,5 @@ for name in ${*:-$ALL}; do
     "$DISPATCHLAB" experiment "$name" --store results/reproductions/store.sqlite \
         --out "results/reproductions/$name" --no-progress --yes
 done
+"$(dirname "$DISPATCHLAB")/python" -m dispatchlab.experiments.compact \
+    results/reproductions/store.sqlite

@@ -63,6 +63,32 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert "check_policy" in api and "with_params" in api
     assert (tmp_path / "site" / "reproductions" / "index.html").exists()
+    _check_site_offline_math_and_citations(tmp_path / "site")
+
+
+def _check_site_offline_math_and_citations(site: Path) -> None:
+    """Math is MathML (typeset at build time), nothing is fetched from a CDN, and every
+    citation key of running text links to its bibliography entry (issue 24)."""
+    for page in ("model", "statistics"):
+        html = (site / page / "index.html").read_text(encoding="utf-8")
+        assert html.count("<math") >= 5 and 'class="arithmatex"' not in html, page
+    entries = dict(BIB_ENTRY.findall(BIBLIOGRAPHY.read_text(encoding="utf-8")))
+    unlinked = []
+    for path in site.rglob("*.html"):
+        html = path.read_text(encoding="utf-8")
+        lowered = html.lower()
+        assert "fonts.googleapis" not in lowered and "mathjax" not in lowered, path
+        assert "polyfill" not in lowered and "cdn.jsdelivr" not in lowered, path
+        prose = re.sub(r'<a class="citation" href="[^"]*bibliography/#([\w-]+)"[^>]*>'
+                       r"\[([^\]]+)\]</a>",
+                       lambda m: "" if entries.get(m.group(2)) == m.group(1) else m.group(0),
+                       html)
+        prose = re.sub(r"<(pre|code|math|h[1-6]|a|script|title)\b.*?</\1\s*>", "", prose,
+                       flags=re.S)
+        prose = re.sub(r"<[^>]+>", " ", prose)
+        unlinked += [f"{path.relative_to(site)}: [{key}]" for key in CITATION.findall(prose)
+                     if key in entries]
+    assert not unlinked, "citation keys not linked to the bibliography:\n" + "\n".join(unlinked)
 
 
 def test_reproductions_page_says_not_run_yet_for_an_empty_store(tmp_path: Path) -> None:
@@ -210,3 +236,49 @@ def test_no_docstring_uses_numpy_or_sphinx_parameter_sections() -> None:
                  for match in pattern.finditer(doc)]
     assert not offenders, ("NumPy- or Sphinx-style docstring sections (use Google's Args:, "
                            "Returns:, Raises:):\n" + "\n".join(offenders))
+
+
+# -- citations (issue 24): every key used has a bibliography entry, and the site links it --
+
+BIBLIOGRAPHY = ROOT / "docs" / "bibliography.md"
+BIB_ENTRY = re.compile(r"^#{2,6}\s+\[([^\]]+)\]\s*\{#([A-Za-z0-9_-]+)\}", re.M)
+#: a citation key in running text: "[LED]", "[Π]", "[ES12]", "[MSER-5]" (not "x[n]",
+#: "[text](link)", "[link][ref]" or a one-letter "[X]")
+CITATION = re.compile(r"(?<![\w\]\[`'\"])\[(Π|[A-Z][A-Za-z0-9-]{1,9})\](?![\w(\[:])")
+
+
+def _prose(markdown: str) -> str:
+    """Markdown without fenced code, inline code and display math."""
+    markdown = re.sub(r"^\s*```.*?^\s*```", "", markdown, flags=re.S | re.M)
+    markdown = re.sub(r"\$\$.*?\$\$", "", markdown, flags=re.S)
+    return re.sub(r"`[^`\n]*`", "", markdown)
+
+
+def _citations_used() -> dict[str, list[str]]:
+    used: dict[str, list[str]] = {}
+    for path in _tracked_files("docs", "README.md", "src"):
+        if path.suffix == ".md":
+            texts = [_prose(_text(path))]
+        elif path.suffix == ".py" and path.exists():
+            kinds = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            texts = [_prose(doc) for node in ast.walk(ast.parse(_text(path)))
+                     if isinstance(node, kinds) and (doc := ast.get_docstring(node))]
+        else:
+            continue
+        for text in texts:
+            for key in CITATION.findall(text):
+                used.setdefault(key, []).append(str(path.relative_to(ROOT)))
+    return used
+
+
+def test_every_citation_key_used_has_a_bibliography_entry() -> None:
+    entries = dict(BIB_ENTRY.findall(BIBLIOGRAPHY.read_text(encoding="utf-8")))
+    used = _citations_used()
+    for key in ("ES12", "HLM", "CY12", "GTZ", "HSJSQ", "LSQ", "LED", "JBT", "Π"):
+        assert key in used, f"[{key}] is no longer cited: update this test"
+    missing = {key: sorted(set(where)) for key, where in used.items() if key not in entries}
+    assert not missing, f"citation keys without an entry in docs/bibliography.md: {missing}"
+    text = BIBLIOGRAPHY.read_text(encoding="utf-8")
+    for key in used:  # each entry names its authors, title (in italics) and year
+        body = text.split(f"[{key}] {{#{entries[key]}}}", 1)[1].split("\n#", 1)[0]
+        assert re.search(r"\*[^*]+\*", body) and re.search(r"\b(19|20)\d\d\b", body), key

@@ -139,7 +139,8 @@ def test_allow_unstable_accepts_overload() -> None:
 
 def test_overrides_win_and_load_replaces_epsilon(tmp_path: Path) -> None:
     spec = RunSpec.from_toml(write(tmp_path, FULL_SPEC))
-    changed = spec.with_overrides(load=0.7, slots=800, params={"d": "2"}, seed=None)
+    changed = spec.with_overrides(load=0.7, slots=800, params=parse_assignments(["d=2"]),
+                                  seed=None)
     assert (changed.load, changed.epsilon) == (0.7, None)
     assert changed.slots == 800 and changed.seed == spec.seed
     assert changed.make_policy().params == {"d": 2}

@@ -16,6 +16,14 @@ from typing import Any
 from dispatchlab.core.errors import require
 
 
+class CommandLineText(str):
+    """A value typed on the command line (``--set d=2``, ``-p pod:d=2``): text that the
+    declared type of its field parses. Every other value must already have its type:
+    a converter never turns a Python or TOML string into a number."""
+
+    __slots__ = ()
+
+
 def as_int(value: Any, name: str, low: int = 0) -> int:
     """An integer ≥ ``low`` (``True`` is not an integer here)."""
     require(_is_integer(value), name, f"expected an integer (got {value!r})")

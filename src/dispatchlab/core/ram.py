@@ -13,10 +13,11 @@ overrides it.
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 
-from dispatchlab.core.errors import ValidationError
+from dispatchlab.core.errors import ValidationError, require
 
 #: the share of the available memory one run may ask for
 USABLE_FRACTION = 0.5
@@ -26,19 +27,28 @@ _SUFFIXES = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 def memory_limit() -> int:
     """The bytes one run may allocate (see the module docstring)."""
-    override = os.environ.get(LIMIT_VARIABLE, "").strip().upper().removesuffix("B")
+    override = os.environ.get(LIMIT_VARIABLE, "").strip()
     if override:
-        scale = _SUFFIXES.get(override[-1], 1)
-        try:
-            return int(float(override.rstrip("KMGT")) * scale)
-        except ValueError:
-            raise ValidationError(LIMIT_VARIABLE, f"must be a size such as 8G "
-                                  f"(got {os.environ[LIMIT_VARIABLE]!r})") from None
+        return parse_size(override, LIMIT_VARIABLE)
     available = _available_bytes()
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:
         available = min(available, soft)
     return int(available * USABLE_FRACTION)
+
+
+def parse_size(text: str, field: str) -> int:
+    """``"8G"`` → 8·2^30 bytes: a finite number > 0 of bytes, with an optional K/M/G/T
+    suffix (and B); anything else is a ValidationError naming ``field``."""
+    digits = text.strip().upper().removesuffix("B")
+    scale = _SUFFIXES.get(digits[-1:], 1)
+    try:
+        size = float(digits.rstrip("KMGT")) * scale
+    except ValueError:
+        size = math.nan
+    require(math.isfinite(size) and size >= 1, field,
+            f"must be a size of at least 1 byte, such as 8G or 512M (got {text!r})")
+    return int(size)
 
 
 def _available_bytes() -> int:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
 from dispatchlab.simulation.result import Result

@@ -10,7 +10,8 @@ so the rule is
 with MAX_JOBS_PER_SLOT = 2^32 (≈ 4.3·10^9 jobs in one slot) and MAX_JOBS_PER_RUN = 2^60,
 a factor 4 below the 2^62 at which int64 sums of two such totals could overflow. The
 first three are checked when a model is built (:func:`check_rates`,
-:func:`check_arrival_rate`), the last when a run is asked for (:func:`check_run_jobs`).
+:func:`check_arrival_rate`), the last when a run is asked for (:func:`check_run_jobs`);
+every μ_n is also at least MIN_RATE, so that no square of a rate (ε²) underflows to 0.
 Rates are checked *before* any arithmetic on them, so that 1e308 is refused with a
 message instead of overflowing to ``inf`` with a numpy warning.
 """
@@ -29,12 +30,18 @@ MAX_JOBS_PER_SLOT = 2**32
 MAX_JOBS_PER_RUN = 2**60
 #: p_m are relative weights: bounded so that their sum is finite
 MAX_WEIGHT = 1e12
+#: the least service rate μ_n: one job per 10^12 slots. Below it no run can say anything,
+#: and squares of the rates (ε², in the pooled queue's relaxation time ζ/ε²) underflow to 0
+MIN_RATE = 1e-12
 
 
 def check_rates(rates: np.ndarray, field: str = "servers") -> None:
     """Every μ_n finite, > 0, and N·μ_max ≤ MAX_JOBS_PER_SLOT (no arithmetic before the check)."""
     require(bool(np.all(np.isfinite(rates))), field, "rates must be finite numbers")
     require(bool(np.all(rates > 0)), field, "every service rate μ_n must be > 0")
+    least = float(np.min(rates))
+    require(least >= MIN_RATE, field, f"every service rate μ_n must be ≥ {MIN_RATE:g} "
+            f"(one job per 10^12 slots; got {least:g})")
     largest = float(np.max(rates))
     require(largest * rates.size <= MAX_JOBS_PER_SLOT, field,
             f"N·μ_max = {rates.size:,}·{largest:g} exceeds {MAX_JOBS_PER_SLOT:,} jobs per slot "

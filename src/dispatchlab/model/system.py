@@ -147,6 +147,9 @@ class System:
                     f"ε = {epsilon:g} ≤ 0 means λ_Σ ≥ μ_Σ: no policy can keep this system "
                     "stable; " + ALLOW_UNSTABLE_HINT)
             check_arrival_rate(mu_sum - epsilon, "epsilon")
+            require(mu_sum - epsilon != mu_sum, "epsilon",
+                    f"ε = {epsilon:g} is below the resolution of μ_Σ = {mu_sum:g} (λ_Σ = μ_Σ − ε "
+                    f"rounds to μ_Σ); use ε ≥ {mu_sum * np.finfo(float).eps:.3g}")
             lam = mu_sum - epsilon
         process = arrival_process(as_text(arrivals, "arrivals"), lam)
         weights = tuple(as_numbers(dispatcher_weights, "dispatcher_weights").tolist())

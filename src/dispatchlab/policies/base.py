@@ -11,6 +11,7 @@ conformance test suite that every policy must pass.
 from __future__ import annotations
 
 import inspect
+import math
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dispatchlab.core.convert import CommandLineText
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.engine.interface import Kernel
 from dispatchlab.model.system import System
@@ -26,17 +28,26 @@ if TYPE_CHECKING:
     from dispatchlab.theory.stability import DispatchFractions
 
 
-def _is_integral(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lstrip("+-").isdigit()
-    if isinstance(value, float):
-        return value.is_integer()
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+#: the largest integer parameter (a margin below 2^63: the kernels hold them as int64 and
+#: may add to them)
+INT_PARAM_LIMIT = 2**62
+
+
+def _kind_name(value: Any) -> str:
+    return type(value).__name__
 
 
 @dataclass(frozen=True)
 class Param:
-    """One policy parameter: its name, type, default, allowed range and meaning."""
+    """One policy parameter: its name, type, default, allowed range and meaning.
+
+    :meth:`convert` is the one check every value passes, from Python, a spec file or the
+    command line. Only text typed on the command line (:class:`~dispatchlab.core.convert.
+    CommandLineText`, what ``--set d=2`` gives) is parsed by the declared type; any other
+    value must already have it: a bool is not an int, a str is not a number, 2.0 is not
+    an int (nothing is converted silently). Numbers must be finite and integers at most
+    :data:`INT_PARAM_LIMIT`.
+    """
 
     name: str
     kind: type
@@ -48,35 +59,78 @@ class Param:
     low_open: bool = False
 
     def convert(self, value: Any, policy: str) -> Any:
+        """``value`` checked against the declaration (ValidationError ``POLICY.NAME``)."""
         field_name = f"{policy}.{self.name}"
-        try:
-            if self.kind is bool:
-                lowered = str(value).strip().lower()
-                require(lowered in ("true", "false", "1", "0", "yes", "no"), field_name,
-                        f"expected true or false (got {value!r})")
-                converted: Any = lowered in ("true", "1", "yes")
-            elif self.kind is int and not _is_integral(value):
-                raise ValueError
-            else:
-                converted = self.kind(value)
-        except (TypeError, ValueError):
-            raise ValidationError(
-                field_name, f"expected {self.kind.__name__} (got {value!r})") from None
+        if isinstance(value, CommandLineText):
+            converted = self._parse(str(value), field_name)
+        else:
+            converted = self._check_type(value, field_name)
         if self.choices:
             require(converted in self.choices, field_name,
                     f"allowed: {', '.join(map(str, self.choices))} (got {converted!r})")
         if self.low is not None:
             ok = converted > self.low if self.low_open else converted >= self.low
-            require(ok, field_name, f"must be {'>' if self.low_open else '≥'} {self.low:g} "
-                    f"(got {converted!r})")
-        if self.high is not None:
-            require(converted <= self.high, field_name,
-                    f"must be ≤ {self.high:g} (got {converted!r})")
+            require(ok, field_name, f"must be {'>' if self.low_open else '≥'} "
+                    f"{_bound(self.low)} (got {converted!r})")
+        high = self.high if self.kind is not int else min(self.high if self.high is not None
+                                                          else INT_PARAM_LIMIT, INT_PARAM_LIMIT)
+        if high is not None:
+            require(converted <= high, field_name, f"must be ≤ {_bound(high)} (got {converted!r})")
         return converted
+
+    def _check_type(self, value: Any, field_name: str) -> Any:
+        """A Python value of the declared type, unchanged but for numpy scalars."""
+        kind = self.kind.__name__
+        if self.kind is bool:
+            require(isinstance(value, bool | np.bool_), field_name,
+                    f"expected True or False (got {value!r}, a {_kind_name(value)})")
+            return bool(value)
+        if self.kind is int:
+            require(isinstance(value, int | np.integer) and not isinstance(value, bool),
+                    field_name, f"expected an integer (got {value!r}, a {_kind_name(value)})")
+            return int(value)
+        if self.kind is float:
+            require(isinstance(value, int | float | np.integer | np.floating)
+                    and not isinstance(value, bool), field_name,
+                    f"expected a number (got {value!r}, a {_kind_name(value)})")
+            require(math.isfinite(float(value)), field_name,
+                    f"expected a finite number (got {value!r})")
+            return float(value)
+        require(isinstance(value, self.kind), field_name,
+                f"expected {kind} (got {value!r}, a {_kind_name(value)})")
+        return value
+
+    def _parse(self, text: str, field_name: str) -> Any:
+        """Text from the command line, parsed by the declared type."""
+        lowered = text.strip().lower()
+        if self.kind is bool:
+            require(lowered in ("true", "false", "1", "0", "yes", "no"), field_name,
+                    f"expected true or false (got {text!r})")
+            return lowered in ("true", "1", "yes")
+        if self.kind is int:
+            require(lowered.lstrip("+-").isdigit(), field_name,
+                    f"expected an integer (got {text!r})")
+            return int(lowered)
+        if self.kind is float:
+            try:
+                number = float(lowered)
+            except ValueError:
+                raise ValidationError(field_name, f"expected a number (got {text!r})") from None
+            require(math.isfinite(number), field_name,
+                    f"expected a finite number (got {text!r})")
+            return number
+        return self._check_type(text, field_name)
 
     def describe(self) -> str:
         allowed = f" in {{{', '.join(map(str, self.choices))}}}" if self.choices else ""
         return f"{self.name}={self.default!r}{allowed}: {self.doc}"
+
+
+def _bound(value: float) -> str:
+    """A declared bound as written: ``1``, ``0.5``, ``1,099,511,627,776``."""
+    if float(value).is_integer() and abs(value) >= 10_000:
+        return f"{int(value):,}"
+    return f"{value:g}"
 
 
 class FrozenParams(dict):

@@ -380,7 +380,8 @@ class JoinBelowThreshold(_IdMemoryPolicy):
               "between ζ/2 and random routing; r ≥ K·log(1/ε), r = o(1/ε): HT optimal (Thm 2); "
               "r = (1/ε)^{1+α}: random routing (Thm 1).")
     parameters = (
-        Param("r", int, 3, "constant threshold r (threshold=constant)", low=1),
+        Param("r", int, 3, "constant threshold r (threshold=constant)", low=1,
+              high=MAX_THRESHOLD),
         Param("threshold", str, "constant", "threshold rule: r, ⌈K·log(1/ε)⌉ or ⌈(1/ε)^a⌉",
               choices=THRESHOLD_RULES),
         Param("K", float, 1.0, "K of r = ⌈K·log(1/ε)⌉ (threshold=log)", low=0.0, low_open=True),
@@ -414,6 +415,11 @@ def threshold_for(rule: str, epsilon: float, *, r: int = 3, K: float = 1.0,
     if rule == "constant":
         return int(r)
     require(epsilon > 0, "epsilon", f"a growing threshold needs ε > 0 (got {epsilon:g})")
+    # in logarithms: (1/ε)^a overflows a float long before the cap (a = 1e300)
+    log_value = (math.log(K) + math.log(math.log(1.0 / epsilon)) if rule == "log" and epsilon < 1
+                 else a * math.log(1.0 / epsilon) if rule == "poly" else -math.inf)
+    if log_value >= math.log(MAX_THRESHOLD):
+        return MAX_THRESHOLD
     value = K * math.log(1.0 / epsilon) if rule == "log" else (1.0 / epsilon) ** a
     return int(min(MAX_THRESHOLD, max(1, math.ceil(value - 1e-9))))
 

@@ -327,7 +327,7 @@ class ExperimentSpec:
 
     def scaled(self, factor: float) -> ExperimentSpec:
         """The same grid with the slot budget (and absolute warm-up) multiplied by ``factor``."""
-        require(factor > 0, "scale", f"must be > 0 (got {factor!r})")
+        require(as_float(factor, "scale") > 0, "scale", f"must be > 0 (got {factor!r})")
         if isinstance(self.slots, SlotsRule):
             slots: SlotsLike = self.slots.scaled(factor)
         else:

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from dispatchlab.core.convert import (
+    CommandLineText,
     as_bool,
     as_choice,
     as_float,
@@ -389,8 +390,9 @@ def _resolve_trace(arrivals: str, base_dir: Path) -> str:
 
 
 def parse_assignments(items: list[str] | None, field_name: str = "set") -> dict[str, str]:
-    """``["d=2", "by_delay=true"]`` → ``{"d": "2", "by_delay": "true"}`` (values converted
-    later by the policy's declared parameter types)."""
+    """``["d=2", "by_delay=true"]`` → ``{"d": "2", "by_delay": "true"}``, each value a
+    :class:`~dispatchlab.core.convert.CommandLineText` that the policy's declared parameter
+    type parses (any other string is refused as a number)."""
     params: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -399,5 +401,5 @@ def parse_assignments(items: list[str] | None, field_name: str = "set") -> dict[
         require(key.strip() not in params, f"{field_name}.{key.strip()}",
                 f"given twice ({key.strip()}={params.get(key.strip())} and {item.strip()}); "
                 "give each parameter once")
-        params[key.strip()] = value.strip()
+        params[key.strip()] = CommandLineText(value.strip())
     return params

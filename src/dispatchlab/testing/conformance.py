@@ -283,15 +283,18 @@ def invalid_values(param: Param) -> list[Any]:
     """Values the parameter must refuse, generated from its type, range and choices."""
     bad: list[Any] = []
     if param.kind in (int, float):
-        bad.append("not-a-number")
+        # a number's text and a bool are not numbers: nothing is converted silently
+        bad += ["not-a-number", str(param.default), True, math.inf, math.nan]
         if param.low is not None and math.isfinite(param.low):
             bad.append(param.low if param.low_open else param.low - 1)
         if param.high is not None and math.isfinite(param.high):
             bad.append(param.high + 1)
         if param.kind is int:
-            bad.append(1.5)
+            bad += [1.5, float(param.default), 2**63, -(2**63) - 1]
     elif param.kind is bool:
-        bad.append("maybe")
+        bad += ["maybe", "true", 1, 0]
+    elif param.kind is str:
+        bad += [3, b"bytes"]
     if param.choices:
         bad.append("not-" + "-".join(map(str, param.choices)))
     return bad

@@ -329,12 +329,13 @@ def report_command(
     out: OutOption = None,
 ) -> None:
     """Write the figures (PNG, SVG) and one self-contained HTML page from the store."""
-    from dispatchlab.report.html import write_report
+    from dispatchlab.report.html import stored_spec, write_report
 
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
     directory = out or RESULTS_DIR / experiment
-    _check_output_directory(directory)
     with Store(store, readonly=True) as db:
+        stored_spec(db, experiment)  # refused before the output directory is made
+        _check_output_directory(directory)
         try:
             path = write_report(db, experiment, directory)
         except KeyError as error:

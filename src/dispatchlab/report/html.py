@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import platform
+import shlex
 import time
 from importlib import metadata
 from pathlib import Path
@@ -37,12 +38,7 @@ figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; 
 def write_report(store: Store, experiment: str, directory: str | Path,
                  command: str | None = None) -> Path:
     """Draw the figures of ``experiment`` from ``store`` and write ``index.html``; return it."""
-    spec_json = store.experiment_spec(experiment)
-    require(spec_json is not None, "experiment",
-            f"{experiment!r} is not in {store.path}; stored: "
-            + (", ".join(store.experiment_names()) or "nothing yet"))
-    assert spec_json is not None
-    spec = ExperimentSpec.from_json(spec_json)
+    spec = stored_spec(store, experiment)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     frame = store.frame(experiment)
@@ -52,6 +48,20 @@ def write_report(store: Store, experiment: str, directory: str | Path,
     path = directory / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def stored_spec(store: Store, experiment: str) -> ExperimentSpec:
+    """The validated spec of ``experiment`` in ``store`` (before any file is written): a
+    received store is data, and a function it names resolves only among the registered
+    reference functions (:mod:`dispatchlab.specs.references`)."""
+    spec_json = store.experiment_spec(experiment)
+    require(spec_json is not None, "experiment",
+            f"{experiment!r} is not in {store.path}; stored: "
+            + (", ".join(store.experiment_names()) or "nothing yet"))
+    assert spec_json is not None
+    spec = ExperimentSpec.from_json(spec_json)
+    spec.validate()
+    return spec
 
 
 def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: Path,
@@ -139,13 +149,15 @@ def _reproduce(spec: ExperimentSpec, command: str | None) -> str:
     from dispatchlab.experiments.catalog import experiment_names
 
     lines = _install_lines()
+    # a stored name is data: pasted, it runs nothing and is not taken for an option
+    name = ("-- " if spec.name.startswith("-") else "") + shlex.quote(spec.name)
     if command:
         lines.append(command)
     elif spec.name in experiment_names():
-        lines.append(f"dispatchlab experiment {spec.name}")
+        lines.append(f"dispatchlab experiment {name}")
     else:
         lines.append("dispatchlab sweep spec.json   # spec.json is written next to this page")
-    lines.append(f"dispatchlab report {spec.name}")
+    lines.append(f"dispatchlab report {name}")
     return "\n".join(lines)
 
 
@@ -159,8 +171,9 @@ def _install_lines() -> list[str]:
         return [f"# dispatchlab {version} is not published on PyPI: install it from a copy",
                 "# of its source tree:  pip install -e PATH/TO/dispatchlab"]
     commit = described.removesuffix("-dirty").rsplit("-g", 1)[-1]
-    lines = [f"git clone {repository} dispatchlab && cd dispatchlab",
-             f"git checkout {commit}   # the code version of this report ({version})"]
+    lines = [f"git clone {shlex.quote(repository)} dispatchlab && cd dispatchlab",
+             f"git checkout {shlex.quote(commit)}   # the code version of this report "
+             f"({' '.join(version.split())})"]
     if described.endswith("-dirty"):
         lines.append("# (the report was made from a tree with uncommitted changes on top)")
     lines.append("make venv && . .venv/bin/activate   # python -m venv .venv; pip install -e .")

@@ -8,7 +8,7 @@ without importing the plotting code.
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -16,9 +16,16 @@ from typing import Any
 from dispatchlab.core.convert import as_float, as_table, check_keys
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.system import System
+from dispatchlab.specs.references import (
+    function_name,
+    reference_function,
+    register_reference_function,
+)
 
 #: the x of a figure: the experiment's swept axis
 AXES = ("load", "epsilon")
+#: the matplotlib line styles a reference line may have
+LINE_STYLES = ("--", "-", ":", "-.", "solid", "dashed", "dotted", "dashdot")
 #: y quantities with a meaning of their own (any Result field or diagnostics key also works)
 NAMED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", "messages_per_arrival")
 #: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
@@ -40,7 +47,9 @@ class ReferenceLine:
             ``"heavy_traffic_limit"`` (ζ/2) or ``"lower_bound_total_queue"``; drawn as
             a curve over x (one per system).
         function: a module-level function ``f(system: System) -> float`` evaluated on
-            the system at each x (kept in the store as ``"module:qualname"``).
+            the system at each x (kept in the store as ``"module:qualname"``), or such a
+            name; a name resolves only among the registered reference functions
+            (:mod:`dispatchlab.specs.references`): nothing a file names is imported.
         scale_by_epsilon: multiply the value by ε (to compare E[ΣQ]-type bounds on an
             ε·E[ΣQ] axis).
         style: a matplotlib line style.
@@ -53,24 +62,40 @@ class ReferenceLine:
     scale_by_epsilon: bool = False
     style: str = "--"
 
-    def resolved_function(self) -> Callable[[System], float] | None:
+    def __post_init__(self) -> None:
+        if callable(self.function):  # handed over by the user's own code: register it
+            with contextlib.suppress(ValidationError):  # a lambda: validate() says why
+                register_reference_function(self.function)
+
+    def resolved_function(self, name: str = "figures.references.function"
+                          ) -> Callable[[System], float] | None:
+        """The function to evaluate: the one given, or the registered one it names."""
         if self.function is None or callable(self.function):
             return self.function
-        return _import_function(self.function, "figures.references.function")
+        return reference_function(self.function, name)
 
     def validate(self, name: str) -> None:
+        require(isinstance(self.label, str), f"{name}.label",
+                f"must be text (got {self.label!r})")
+        require(isinstance(self.style, str) and self.style in LINE_STYLES, f"{name}.style",
+                f"allowed: {', '.join(repr(s) for s in LINE_STYLES)} (got {self.style!r})")
+        require(isinstance(self.scale_by_epsilon, bool), f"{name}.scale_by_epsilon",
+                f"must be true or false (got {self.scale_by_epsilon!r})")
         given = [k for k in ("value", "field", "function") if getattr(self, k) is not None]
         require(len(given) == 1, name,
                 f"give exactly one of value, field, function (got {given or 'none'})")
+        if self.field is not None:
+            require(isinstance(self.field, str) and bool(self.field), f"{name}.field",
+                    f"must name a Result field (got {self.field!r})")
         if self.value is not None:
             as_float(self.value, f"{name}.value")
         if self.function is not None:
-            _function_path(self.resolved_function(), f"{name}.function")
+            function_name(self.resolved_function(f"{name}.function"), f"{name}.function")
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        if self.function is not None:
-            data["function"] = _function_path(self.resolved_function(), "function")
+        if callable(self.function):
+            data["function"] = function_name(self.function, "function")
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -112,8 +137,17 @@ class FigureSpec:
     references: tuple[ReferenceLine, ...] = ()
 
     def validate(self, name: str) -> None:
-        require(bool(self.name) and "/" not in self.name, f"{name}.name",
-                f"must be a non-empty file stem (got {self.name!r})")
+        require(isinstance(self.name, str) and bool(self.name) and "/" not in self.name,
+                f"{name}.name", f"must be a non-empty file stem (got {self.name!r})")
+        for key in ("title", "xlabel", "ylabel"):
+            require(isinstance(getattr(self, key), str), f"{name}.{key}",
+                    f"must be text (got {getattr(self, key)!r})")
+        for key in ("ci", "log_x", "log_y"):
+            require(isinstance(getattr(self, key), bool), f"{name}.{key}",
+                    f"must be true or false (got {getattr(self, key)!r})")
+        for key in ("policies", "systems"):
+            require(all(isinstance(label, str) for label in getattr(self, key)),
+                    f"{name}.{key}", f"must be a list of labels (got {getattr(self, key)!r})")
         require(self.x in AXES, f"{name}.x", f"allowed: {', '.join(AXES)} (got {self.x!r})")
         require(isinstance(self.y, str) and bool(self.y), f"{name}.y",
                 "must name a Result field or diagnostics key")
@@ -131,30 +165,12 @@ class FigureSpec:
     def from_dict(cls, data: Mapping[str, Any], name: str) -> FigureSpec:
         data = as_table(data, name)
         check_keys(data, name, tuple(f.name for f in fields(cls)))
+        for key in ("policies", "systems", "references"):
+            require(isinstance(data.get(key, ()), list | tuple), f"{name}.{key}",
+                    f"must be a list (got {data.get(key)!r})")
         data["policies"] = tuple(data.get("policies", ()))
         data["systems"] = tuple(data.get("systems", ()))
         data["references"] = tuple(
             ReferenceLine.from_dict(r, f"{name}.references[{i}]")
             for i, r in enumerate(data.get("references", ())))
         return cls(**data)
-
-
-def _function_path(function: Callable[..., Any] | None, name: str) -> str:
-    require(callable(function), name, "must be a function of the system")
-    assert function is not None
-    path = f"{function.__module__}:{function.__qualname__}"
-    require("<" not in path, name,
-            f"must be a module-level function, not a lambda or closure (got {path})")
-    return path
-
-
-def _import_function(path: str, name: str) -> Callable[[System], float]:
-    module_name, _, qualname = path.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError):
-        raise ValidationError(name, f"cannot import {path!r}") from None
-    require(callable(target), name, f"{path!r} is not callable")
-    return target

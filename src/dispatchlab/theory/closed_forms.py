@@ -351,6 +351,12 @@ def random_routing_total_mean(system: System, weighted: bool) -> float:
     return float(np.sum(random_routing_queue_means(system, weighted)))
 
 
+def weighted_random_total_mean(system: System) -> float:
+    """E[ΣQ] of weighted random routing, exact (docs/model.md#random-routing): a reference
+    line of one argument, the system."""
+    return random_routing_total_mean(system, weighted=True)
+
+
 def random_routing_constant_raw(mu: np.ndarray, arrival_variance: float,
                                 service_variances: np.ndarray, dispatch: str,
                                 concentration: float = 1.0) -> float:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dispatchlab.experiments.catalog import register_experiment
-from dispatchlab.model.system import System
 from dispatchlab.specs.experiment import ExperimentSpec
 from dispatchlab.specs.figure import (
     FigureSpec,
@@ -13,15 +12,10 @@ from dispatchlab.specs.run import (
     PolicySpec,
     SystemSpec,
 )
-from dispatchlab.theory.closed_forms import pooled_queue_mean, random_routing_total_mean
+from dispatchlab.theory.closed_forms import pooled_queue_mean, weighted_random_total_mean
 
 LOADS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
 QUICK_LOADS = (0.5, 0.7, 0.9)
-
-
-def weighted_random_total_mean(system: System) -> float:
-    """E[ΣQ] of weighted random routing, exact (docs/model.md#random-routing)."""
-    return random_routing_total_mean(system, weighted=True)
 
 
 @register_experiment(

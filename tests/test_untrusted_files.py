@@ -244,3 +244,31 @@ def test_how_to_reproduce_is_shell_quoted(tmp_path: Path, name: str) -> None:
     assert operators <= {"&&"}, block  # no command beside the install's cd and activate
     if name.startswith("-"):  # not taken for an option
         assert f"report -- {shlex.quote(name)}" in block
+
+
+# -- a trace error never prints what the file holds ------------------------------------------
+
+SECRET = "root:$6$s3cr3tHash:19000:0:99999:7:::"
+
+
+@pytest.mark.parametrize("content,suffix", [
+    (f"{SECRET}\n", ""), (f"1\n2\n{SECRET}\n", ".csv"), (f"3,{SECRET}\n", ".txt"),
+    (f"\x93NUMPY{SECRET}", ".npy"), (SECRET, ".npy"), ("s3cr3tHash", ".npy"),
+])
+def test_a_trace_error_does_not_echo_the_file(tmp_path: Path, content: str, suffix: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / f"shadow{suffix}"
+    if content == "s3cr3tHash":  # a .npy array of strings
+        import numpy as np
+
+        np.save(path, np.array([content]))
+    else:
+        path.write_text(content, encoding="utf-8")
+    assert main(["run", "--policy", "jsq", "--servers", "2x0.5", "--slots", "100",
+                 "--arrivals", f"trace:{path}"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: arrivals: trace ") and err.count("\n") == 1
+    assert "s3cr3t" not in err and "19000" not in err, err
+    if suffix != ".npy":
+        line = 3 if content.startswith("1\n") else 1
+        assert f"(line {line}, column" in err, err

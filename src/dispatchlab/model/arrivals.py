@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,7 +116,7 @@ def load_trace(path: str | Path) -> np.ndarray:
     except ValidationError:
         raise
     except (ValueError, TypeError, EOFError) as error:
-        raise ValidationError("arrivals", f"trace {str(path)!r} is not numeric: {error}") from None
+        raise ValidationError("arrivals", _unreadable_trace(path, error)) from None
     require(raw.ndim == 1 or (raw.ndim == 2 and 1 in raw.shape), "arrivals",
             f"trace {str(path)!r} must be one column of per-slot counts (shape {raw.shape})")
     raw = raw.ravel()
@@ -127,6 +128,19 @@ def load_trace(path: str | Path) -> np.ndarray:
             "trace counts must be non-negative integers (found a non-integer count)")
     check_trace_counts(raw)
     return raw.astype(np.int64)
+
+
+def _unreadable_trace(path: Path, error: Exception) -> str:
+    """Why a trace could not be read, *without* any of its content: the reader's message
+    quotes what it could not convert, and the path may name any readable file (a trace
+    error must never print a line of /etc/shadow). Only the position is kept."""
+    where = re.search(r"at row (\d+), column (\d+)", str(error))
+    if path.suffix == ".npy":
+        return (f"trace {str(path)!r} is not a .npy array of numbers (numpy.save of one "
+                "column of per-slot counts)")
+    at = f" (line {int(where[1]) + 1}, column {where[2]})" if where else ""
+    return (f"trace {str(path)!r} is not numeric{at}: expected one per-slot arrival count "
+            "per line (integers, or comma-separated)")
 
 
 def parse_arrival_law(text: str) -> tuple[str, int, str]:

@@ -54,7 +54,9 @@ Figure y values: ``mean_total_queue`` (E[ΣQ]), ``mean_delay``, ``epsilon_total_
 ``diagnostics`` / ``messages_by_kind``. Reference lines: a constant ``value``, a
 per-point Result ``field`` (``heavy_traffic_limit`` = ζ/2, ``lower_bound_total_queue``),
 or a module-level ``function(system) -> float`` (stored as ``"module:qualname"``;
-lambdas are refused so the stored spec can always be redrawn).
+lambdas are refused so the stored spec can always be redrawn). A stored name resolves
+only among the registered reference functions (:mod:`dispatchlab.specs.references`: the
+theory's, and those registered by code the user runs); a spec or a store imports nothing.
 """
 
 from __future__ import annotations

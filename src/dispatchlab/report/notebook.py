@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dispatchlab.core.errors import require
+from dispatchlab.report.labels import plain
 from dispatchlab.report.plots import AXIS_LABELS, Y_LABELS, FigureSpec, summarize
 
 
@@ -26,25 +27,30 @@ def plot(frame, x: str = "load", y: str = "mean_total_queue", *, log_y: bool = F
     fig, axes = plt.subplots(1, len(systems), figsize=(1.0 + 5.0 * len(systems), 4.2),
                              sharey=True, squeeze=False)
     for ax, system in zip(axes[0], systems, strict=True):
+        handles, labels = [], []  # explicit: a label starting with "_" is shown too
         for policy, curve in summary[summary["system"] == system].groupby("policy", sort=False):
             curve = curve.sort_values("x")
-            (line,) = ax.plot(curve["x"], curve["y"], marker="o", markersize=4, label=policy)
+            (line,) = ax.plot(curve["x"], curve["y"], marker="o", markersize=4)
+            handles.append(line)
+            labels.append(plain(policy))
             if np.isfinite(curve["ci_low"]).any():
                 ax.fill_between(curve["x"], curve["ci_low"], curve["ci_high"],
                                 color=line.get_color(), alpha=0.2, linewidth=0)
             unstable = curve[~curve["stable"]]
             if not unstable.empty:
-                ax.plot(unstable["x"], np.zeros(len(unstable)), linestyle="none", marker="x",
-                        color=line.get_color(), transform=ax.get_xaxis_transform(),
-                        clip_on=False, label=f"{policy}: unstable")
+                (marks,) = ax.plot(unstable["x"], np.zeros(len(unstable)), linestyle="none",
+                                   marker="x", color=line.get_color(),
+                                   transform=ax.get_xaxis_transform(), clip_on=False)
+                handles.append(marks)
+                labels.append(plain(f"{policy}: unstable"))
         if log_y:
             ax.set_yscale("log")
         ax.set_xlabel(AXIS_LABELS.get(x, x))
-        ax.set_title(system, fontsize=10)
+        ax.set_title(plain(system), fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    axes[0][0].set_ylabel(Y_LABELS.get(y, y))
+        ax.legend(handles, labels, fontsize=8)
+    axes[0][0].set_ylabel(plain(Y_LABELS.get(y, y)))
     if title:
-        fig.suptitle(title)
+        fig.suptitle(plain(title))
     fig.tight_layout()
     return fig

@@ -26,6 +26,7 @@ import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 from scipy import stats  # noqa: E402
 
+from dispatchlab.report.labels import plain  # noqa: E402
 from dispatchlab.specs.experiment import ExperimentSpec  # noqa: E402
 from dispatchlab.specs.figure import (  # noqa: E402
     CI_SCALED_Y,
@@ -164,18 +165,19 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
             ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         if figure.log_y:
             ax.set_yscale("log")
-        ax.set_xlabel(figure.xlabel or AXIS_LABELS[figure.x])
+        ax.set_xlabel(plain(figure.xlabel) if figure.xlabel else AXIS_LABELS[figure.x])
         ax.grid(True, which="both", alpha=0.3)
         if len(systems) > 1:
-            ax.set_title(system, fontsize=10)
-    axes[0][0].set_ylabel(figure.ylabel or Y_LABELS.get(figure.y, figure.y))
-    fig.suptitle(figure.title or f"{spec.title or spec.name}: {figure.name}", fontsize=11)
-    if legend:
-        fig.legend(list(legend.values()), list(legend), fontsize=8, loc="center left",
-                   bbox_to_anchor=(1.0, 0.5), frameon=False)
+            ax.set_title(plain(system), fontsize=10)
+    axes[0][0].set_ylabel(plain(figure.ylabel or Y_LABELS.get(figure.y, figure.y)))
+    fig.suptitle(plain(figure.title or f"{spec.title or spec.name}: {figure.name}"),
+                 fontsize=11)
+    if legend:  # explicit labels: one starting with "_" is shown too
+        fig.legend(list(legend.values()), [plain(label) for label in legend], fontsize=8,
+                   loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout()
     if notes:
-        fig.text(0.01, 0.005, "\n".join(notes.values()), fontsize=7, color="0.3",
+        fig.text(0.01, 0.005, plain("\n".join(notes.values())), fontsize=7, color="0.3",
                  ha="left", va="bottom")
         fig.subplots_adjust(bottom=0.14 + 0.04 * len(notes))
     fig.dispatchlab_notes = list(notes.values())  # the HTML report repeats them in text

@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # numba caches compiled functions next to the sources (__pycache__); keep it that way
 unexport NUMBA_CACHE_DIR
 
-.PHONY: venv demo test test-slow lint bench docs reproductions
+.PHONY: venv demo test test-slow lint bench docs reproductions tutorial
 
 venv: $(STAMP)
 
@@ -43,6 +43,10 @@ bench: venv
 STORE ?= results/reproductions/store.sqlite
 reproductions: venv
 	$(BIN)/python -m dispatchlab.report.reproductions --store $(STORE) --out docs/reproductions.md
+
+# the tutorial notebook executed in place (the site shows its outputs; a test checks them)
+tutorial: venv
+	$(BIN)/python docs/hooks/notebook.py docs/tutorial.ipynb
 
 # the documentation site (MkDocs + Material + mkdocstrings) into site/, warnings as errors
 docs: reproductions

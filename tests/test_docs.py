@@ -28,6 +28,7 @@ def test_tutorial_notebook_runs_twice_in_one_kernel() -> None:
     from nbclient import NotebookClient
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
+    committed = _notebook_hook().text_outputs(notebook)
     client = NotebookClient(notebook, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT)}})
     started = time.perf_counter()
@@ -44,6 +45,20 @@ def test_tutorial_notebook_runs_twice_in_one_kernel() -> None:
     assert ": conforms" in joined and "FAILS" not in joined
     assert any(o.get("data", {}).get("image/png") for c in notebook.cells
                if c.cell_type == "code" for o in c.outputs)  # the sweep's figure
+    # the committed notebook is executed, and its outputs are what the code prints now
+    fresh = _notebook_hook().text_outputs(notebook)
+    stale = [f"code cell {i}: committed {old!r}\n  now {new!r}"
+             for i, (old, new) in enumerate(zip(committed, fresh, strict=True)) if old != new]
+    assert not stale, ("docs/tutorial.ipynb's outputs are stale: run `make tutorial` and "
+                       "commit it\n" + "\n".join(stale))
+
+
+def _notebook_hook():
+    spec = importlib.util.spec_from_file_location("docs_notebook",
+                                                  ROOT / "docs" / "hooks" / "notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.skipif(bool(_missing("mkdocs", "material", "mkdocstrings")),
@@ -63,6 +78,12 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert "check_policy" in api and "with_params" in api
     assert (tmp_path / "site" / "reproductions" / "index.html").exists()
+    tutorial = (tmp_path / "site" / "tutorial" / "index.html").read_text(encoding="utf-8")
+    assert "data:image/png;base64," in tutorial and "Result(pod(d=2)" in tutorial  # outputs
+    gallery = (tmp_path / "site" / "gallery" / "index.html").read_text(encoding="utf-8")
+    for figure in sorted((ROOT / "docs" / "reproductions").glob("*/*.png")):
+        assert f"{figure.parent.name}/{figure.name}" in gallery, figure
+    assert ":func:" not in gallery and "``" not in gallery
     _check_site_offline_math_and_citations(tmp_path / "site")
 
 

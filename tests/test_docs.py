@@ -77,6 +77,12 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     assert "PowerOfD" in policies and "LJBAPull" in policies
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert "check_policy" in api and "with_params" in api
+    assert not re.search(r":(class|func|meth|mod|attr|data|exc|obj):", api)  # no raw roles
+    for name in ("Kernel", "choose_function", "hook_function", "Strategy", "register_strategy",
+                 "decision_function", "register_decision", "simulate_each", "RunSpec"):
+        assert f'id="dispatchlab.' in api and re.search(rf'id="dispatchlab\.[\w.]*\b{name}"',
+                                                        api), name  # the policy author's seam
+    assert "<li><code>conservation</code>" in api and "<li><code>little</code>" in api
     assert (tmp_path / "site" / "reproductions" / "index.html").exists()
     tutorial = (tmp_path / "site" / "tutorial" / "index.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in tutorial and "Result(pod(d=2)" in tutorial  # outputs
@@ -272,7 +278,7 @@ def _prose(markdown: str) -> str:
     """Markdown without fenced code, inline code and display math."""
     markdown = re.sub(r"^\s*```.*?^\s*```", "", markdown, flags=re.S | re.M)
     markdown = re.sub(r"\$\$.*?\$\$", "", markdown, flags=re.S)
-    return re.sub(r"`[^`\n]*`", "", markdown)
+    return re.sub(r"``.+?``|`[^`\n]*`", "", markdown)
 
 
 def _citations_used() -> dict[str, list[str]]:

@@ -4,25 +4,24 @@
     >>> report = check_policy("pod")            # or a Policy object, a class, a factory
     >>> report                                  # one line per named check
 
-Checks (docs/model.md#queue-dynamics, docs/model.md#lower-bound), each on small random systems (N ≤
-6, M ≤ 3, every arrival/service law, batch and per-job dispatch):
+Checks (docs/model.md#queue-dynamics, docs/model.md#lower-bound), each on small random
+systems (N ≤ 6, M ≤ 3, every arrival/service law, batch and per-job dispatch):
 
-``conservation``      arrived + at the start = departed + in system; nothing negative
-``invariants``        ΣQ(t) ≥ q(t), the resource-pooled queue, every slot; E[ΣQ] ≥ E[q]
-                      (time averages) and E[X] = E[ΣQ − q] ≥ 0;
-                      an unstable run reports no stationary law
-``nonnegative``       every mean queue, message count and the herding fraction ≥ 0
-``determinism``       the same seed gives the same statistics
-``seed-sensitivity``  another seed gives another trajectory
-``little``            λ·W = L per job (docs/model.md#delay) on a longer stable run
-``parameter-validation``  generated from each ``Param``: values outside its range, outside
-                      its choices, of the wrong type, and unknown names are refused with
-                      :class:`~dispatchlab.ValidationError`
-``parameters``        the invariants again with non-default parameters drawn from each
-                      ``Param``'s range and choices (with hypothesis when installed, else a
-                      seeded sample of the same law)
-``led-estimates``     LED only: with p̂ = 1 and d = N every estimate equals Q(t+1) after
-                      every slot (estimation error 0), for push and for pull (M = 1)
+- ``conservation``: arrived + at the start = departed + in system; nothing negative.
+- ``invariants``: ΣQ(t) ≥ q(t), the resource-pooled queue, every slot; E[ΣQ] ≥ E[q]
+  (time averages) and E[X] = E[ΣQ − q] ≥ 0; an unstable run reports no stationary law.
+- ``nonnegative``: every mean queue, message count and the herding fraction ≥ 0.
+- ``determinism``: the same seed gives the same statistics.
+- ``seed-sensitivity``: another seed gives another trajectory.
+- ``little``: λ·W = L per job (docs/model.md#delay) on a longer stable run.
+- ``parameter-validation``: generated from each ``Param``: values outside its range,
+  outside its choices, of the wrong type, and unknown names are refused with
+  :class:`~dispatchlab.ValidationError`.
+- ``parameters``: the invariants again with non-default parameters drawn from each
+  ``Param``'s range and choices (with hypothesis when installed, else a seeded sample of
+  the same law).
+- ``led-estimates``: LED only: with p̂ = 1 and d = N every estimate equals Q(t+1) after
+  every slot (estimation error 0), for push and for pull (M = 1).
 
 ``check_policy`` raises :class:`ConformanceError` (an ``AssertionError``) listing the
 failed checks, or returns the :class:`ConformanceReport` (``strict=False`` returns it

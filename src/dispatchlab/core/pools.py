@@ -24,6 +24,10 @@ from dispatchlab.core.errors import require
 T = TypeVar("T")
 R = TypeVar("R")
 START_METHOD = "spawn"
+#: what a dead worker most often means, said when a pool breaks
+BROKEN_POOL = ("a worker process died; from a script, call dispatchlab under "
+               "`if __name__ == \"__main__\":` (spawned workers import the main module), or "
+               "pass workers=1")
 
 
 def available_cores() -> int:
@@ -53,6 +57,20 @@ def process_pool(workers: int, initializer: Callable[..., Any] | None = None,
                                initializer=initializer, initargs=initargs)
 
 
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now (Ctrl-C, an error): cancel what is queued, terminate the workers
+    (their points are abandoned, not waited for) and reap them, so that no process, queue
+    or semaphore outlives the pool."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+    pool.shutdown(wait=True)  # the workers are gone: this returns at once
+
+
 def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,
               workers: int | None = None, pool: Executor | None = None) -> list[R]:
     """``[function(t) for t in tasks]``, on ``workers`` spawned processes when > 1.
@@ -70,7 +88,4 @@ def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,
         with process_pool(count) as own:
             return list(own.map(function, items))
     except BrokenProcessPool as error:
-        raise RuntimeError(
-            "a worker process died; from a script, call dispatchlab under "
-            "`if __name__ == \"__main__\":` (spawned workers import the main module), or "
-            "pass workers=1") from error
+        raise RuntimeError(BROKEN_POOL) from error

@@ -19,7 +19,10 @@ cannot be imported by a spawned worker, so its points run in this process; the f
 ``executor`` column says which way each point ran.
 
 ``store=PATH`` writes each finished point to the results store (one transaction each)
-and skips the points already there, so an interrupted sweep resumes.
+and skips the points already there, so an interrupted sweep resumes; the grid is stored
+as the experiment (``experiment="notebook"`` by default), so ``dispatchlab results`` and
+``dispatchlab report`` find it. Ctrl-C stops the workers (it does not wait for the points
+they run) and marks the run ``interrupted``.
 """
 
 from __future__ import annotations
@@ -27,19 +30,21 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
-import multiprocessing
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from concurrent.futures import as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from dispatchlab.core.errors import require
+from dispatchlab.core.pools import BROKEN_POOL, process_pool, stop_pool
+from dispatchlab.experiments.arguments import SweepArguments, as_list, sweep_arguments
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
 from dispatchlab.simulation.result import Result
-from dispatchlab.specs.experiment import Point, PolicySpec, SystemSpec
+from dispatchlab.specs.experiment import ExperimentSpec, Point, PolicySpec, SystemSpec
 
 SystemLike = System | SystemSpec | str
 PolicyLike = Policy | str
@@ -48,34 +53,46 @@ PolicyLike = Policy | str
 # -- what to sweep -----------------------------------------------------------------------------
 
 
-def system_spec(system: SystemLike, dispatchers: int | None = None) -> SystemSpec:
+def system_spec(system: SystemLike, dispatchers: int | None = None,
+                allow_unstable: bool = False) -> SystemSpec:
     """A :class:`SystemSpec` (the system without its load) from a System, a spec or a
-    server list such as ``"50x0.1,50x0.5"``."""
-    if isinstance(system, SystemSpec):
-        return system
+    server list such as ``"50x0.1,50x0.5"`` (``dispatchers``: its M, default 1; a System or
+    SystemSpec has its own, and ``dispatchers`` must not contradict it). ``allow_unstable``
+    lets the sweep reach ρ ≥ 1."""
     if isinstance(system, str):
-        return SystemSpec(system, dispatchers=dispatchers or 1)
-    require(isinstance(system, System), "systems",
-            f"expected a System, a SystemSpec or a server list (got {system!r})")
+        return SystemSpec(system, dispatchers=dispatchers or 1, allow_unstable=allow_unstable)
+    require(isinstance(system, System | SystemSpec), "systems",
+            f"expected a System, a SystemSpec or a server list such as \"50x0.1,50x0.5\" "
+            f"(got {system!r})")
+    require(dispatchers is None or dispatchers == system.dispatchers, "dispatchers",
+            f"dispatchers={dispatchers} contradicts the given system's M = "
+            f"{system.dispatchers}; dispatchers= sets M of systems given as server lists")
+    if isinstance(system, SystemSpec):
+        return replace(system, allow_unstable=True) if allow_unstable else system
     described = system.describe()
     spec = SystemSpec(str(described["servers"]), system.dispatchers,
                       str(described["arrivals"]), str(described["service"]), system.dispatch,
-                      system.split)
+                      system.split, allow_unstable=allow_unstable or system.allow_unstable)
     require(not system.dispatcher_weights and system.arrivals.law != "trace", "systems",
             "a system with dispatcher weights or a trace cannot be swept over loads")
-    require(spec.build(load=system.load) == system, "systems",
+    require(spec.build(load=system.load) == replace(
+        system, allow_unstable=spec.allow_unstable), "systems",
             f"{system!r} is not rebuilt exactly from its description")
     return spec
 
 
 def _policy_objects(policies: PolicyLike | Iterable[PolicyLike] | Mapping[str, PolicyLike]
                     ) -> list[tuple[str, Policy]]:
-    if isinstance(policies, Policy | str):
-        policies = [policies]
-    items = (list(policies.items()) if isinstance(policies, Mapping)
-             else [(None, p) for p in policies])
+    if isinstance(policies, Mapping):
+        items = list(policies.items())
+        require(bool(items), "policies", "give at least one policy")
+    else:
+        items = [(None, p) for p in as_list(policies, "policies", (Policy, str),
+                                            "a Policy or a registered policy name")]
     out = []
     for label, policy in items:
+        require(label is None or (isinstance(label, str) and bool(label.strip())), "policies",
+                f"a label is non-blank text (got {label!r})")
         if isinstance(policy, str):
             policy = make_policy(policy)
         require(isinstance(policy, Policy), "policies",
@@ -84,7 +101,6 @@ def _policy_objects(policies: PolicyLike | Iterable[PolicyLike] | Mapping[str, P
     labels = [label for label, _ in out]
     require(len(set(labels)) == len(labels), "policies",
             f"policy labels must be distinct (got {labels}); pass a dict label → policy")
-    require(bool(out), "policies", "give at least one policy")
     return out
 
 
@@ -223,8 +239,11 @@ def sweep(
     store: str | Path | None = None,
     experiment: str = "notebook",
     dispatchers: int | None = None,
+    allow_unstable: bool = False,
     warmup_method: str = "fraction",
     track_delay: bool = True,
+    estimator: str = "coupled",
+    start: str = "empty",
 ):  # -> pandas.DataFrame
     """Simulate every (system, policy, load|ε) and return one DataFrame row per point.
 
@@ -232,19 +251,31 @@ def sweep(
         systems: a System (its load is replaced), a SystemSpec, a server list such as
             ``"50x0.1,50x0.5"``, or a list of them.
         policies: Policy objects or registered names, or a dict label → policy.
-        load: the loads ρ to sweep (or give ``epsilon``).
-        epsilon: the values of ε = μ_Σ − λ_Σ to sweep (or give ``load``).
+        load: the loads ρ to sweep, a list (or give ``epsilon``).
+        epsilon: the values of ε = μ_Σ − λ_Σ to sweep, a list (or give ``load``).
         replications: R independent replications per point (CI from their means if R ≥ 2).
-        slots: slots per replication.
+        slots: slots per replication (at least 100, as in a spec file).
         warmup: warm-up slots per replication (default: 10 % of slots).
-        seed: the root seed; each point's seed is derived from it and the point.
+        seed: the root seed (an integer ≥ 0); each point's seed is derived from it and the
+            point.
         workers: processes (default: all cores; 1 runs everything here).
         store: a results store file: finished points are written there and skipped
-            when the sweep is run again.
+            when the sweep is run again; the sweep is stored as the experiment
+            ``experiment`` (its latest grid), so ``dispatchlab results EXPERIMENT`` and
+            ``dispatchlab report EXPERIMENT`` find it.
         experiment: the experiment name in the store.
         dispatchers: M for systems given as server lists.
+        allow_unstable: accept loads ρ ≥ 1 (ε ≤ 0) for systems given as server lists
+            or SystemSpecs.
         warmup_method: ``fraction`` or ``mser5`` (see ``simulate``).
         track_delay: time every job for the delay distribution.
+        estimator, start: as in ``simulate``.
+
+    Every argument is checked as the same key of a spec file is
+    (:mod:`dispatchlab.experiments.arguments`): a wrong type or value raises
+    :class:`~dispatchlab.core.errors.ValidationError` naming it, before any point runs.
+    Ctrl-C stops the sweep within about a second (workers are stopped, not waited for);
+    the points finished so far stay in the store and the run is marked ``interrupted``.
 
     Returns:
         A DataFrame with the Result fields (``Result.to_row()``), plus ``system``,
@@ -253,82 +284,98 @@ def sweep(
     """
     import pandas as pd
 
-    require((load is None) != (epsilon is None), "load", "give load=[…] or epsilon=[…]")
-    axis = "load" if load is not None else "epsilon"
-    values = [float(v) for v in (load if load is not None else epsilon)]  # type: ignore[union-attr]
-    require(bool(values), axis, "give at least one value")
-    require(isinstance(replications, int) and replications >= 1, "replications",
-            f"must be an integer ≥ 1 (got {replications!r})")
-    require(workers is None or (isinstance(workers, int) and workers >= 1), "workers",
-            f"must be ≥ 1 (got {workers!r})")
-    if isinstance(systems, System | SystemSpec | str):
-        systems = [systems]
-    specs = [system_spec(s, dispatchers) for s in systems]
+    args = sweep_arguments(
+        load=load, epsilon=epsilon, replications=replications, slots=slots, warmup=warmup,
+        seed=seed, workers=workers, store=store, experiment=experiment,
+        dispatchers=dispatchers, allow_unstable=allow_unstable, warmup_method=warmup_method,
+        track_delay=track_delay, estimator=estimator, start=start)
+    specs = [system_spec(s, args.dispatchers, args.allow_unstable)
+             for s in as_list(systems, "systems", (System, SystemSpec, str),
+                              "a System, a SystemSpec or a server list")]
+    names = [spec.name for spec in specs]
+    require(len(set(names)) == len(names), "systems", f"systems must be distinct (got {names})")
     chosen = _policy_objects(policies)
-    options = {"replications": replications, "warmup_method": warmup_method,
-               "track_delay": track_delay}
 
     tasks: list[tuple[Point, Policy, dict[str, Any] | None]] = []
+    policy_specs = []
+    for label, policy in chosen:
+        policy_specs.append(PolicySpec(policy.name, _identity_params(policy), label))
     for spec in specs:
-        for x in values:
-            built = spec.build(**{axis: x})
-            for label, policy in chosen:
+        for x in args.values:
+            built = spec.build(**{args.axis: x})
+            for (_, policy), policy_spec in zip(chosen, policy_specs, strict=True):
                 policy.check_system(built)  # fail before any point runs
-                policy_spec = PolicySpec(policy.name, _identity_params(policy), label)
-                point = Point(experiment, spec, policy_spec, axis, x, 0, int(slots), warmup,
-                              int(seed), {k: v for k, v in options.items()})
+                point = Point(args.experiment, spec, policy_spec, args.axis, x, 0, args.slots,
+                              args.warmup, args.seed, dict(args.options))
                 tasks.append((point, policy, policy_recipe(policy)))
+    grid = ExperimentSpec(args.experiment, tuple(specs), tuple(policy_specs),
+                          **{f"{args.axis}s": args.values}, slots=args.slots,
+                          warmup=args.warmup, seed=args.seed, options=dict(args.options),
+                          description="a notebook sweep (dispatchlab.sweep)")
 
-    results: dict[str, tuple[Result, str]] = {}
-    db = None
-    if store is not None:
-        from dispatchlab.experiments.store import Store
-
-        db = Store(store)
-        for row in db.points(experiment):
-            if row["result"] is not None:
-                results[row["point_key"]] = (_result_from_dict(row["result"]), "stored")
-    todo = [t for t in tasks if t[0].key not in results]
-    run_id = db.start_run(experiment, "notebook sweep", len(todo)) if db and todo else ""
-    try:
-        for point, result, how in _execute(todo, options, workers):
-            results[point.key] = (result, how)
-            if db is not None:
-                db.record(run_id, point.to_dict(), result=result.to_dict(), worker=how,
-                          seconds=result.seconds)
-        if db is not None and run_id:
-            db.finish_run(run_id, "finished")
-    finally:
-        if db is not None:
-            db.close()
-
+    results = _run_grid(tasks, grid, args)
     rows = []
     for point, policy, _ in tasks:
         result, how = results[point.key]
         row = result.to_row()
         row.update(system=point.system.name, policy=point.policy.label,
-                   policy_name=policy.name, policy_label=point.policy.label, axis=axis,
+                   policy_name=policy.name, policy_label=point.policy.label, axis=args.axis,
                    x=point.value, executor=how, point_key=point.key)
         rows.append(row)
     frame = pd.DataFrame.from_records(rows)
-    frame.attrs["axis"] = axis
+    frame.attrs["axis"] = args.axis
     return frame
+
+
+def _run_grid(tasks: list[tuple[Point, Policy, dict[str, Any] | None]], grid: ExperimentSpec,
+              args: SweepArguments) -> dict[str, tuple[Result, str]]:
+    """Run the points not yet in the store (all of them without one): point key →
+    (Result, how it ran). The store keeps the grid as the experiment, every finished point,
+    and the run's status: ``finished``, or ``interrupted`` when anything stopped it."""
+    results: dict[str, tuple[Result, str]] = {}
+    if args.store is None:
+        for point, result, how in _execute(tasks, args.options, args.workers):
+            results[point.key] = (result, how)
+        return results
+    from dispatchlab.experiments.store import Store
+
+    with Store(args.store) as db:
+        db.save_experiment(grid.name, grid.to_json())
+        for row in db.points(grid.name):
+            if row["result"] is not None:
+                results[row["point_key"]] = (_result_from_dict(row["result"]), "stored")
+        todo = [t for t in tasks if t[0].key not in results]
+        if not todo:
+            return results
+        run_id = db.start_run(grid.name, "notebook sweep", len(todo))
+        status = "interrupted"
+        try:
+            for point, result, how in _execute(todo, args.options, args.workers):
+                results[point.key] = (result, how)
+                db.record(run_id, point.to_dict(), result=result.to_dict(), worker=how,
+                          seconds=result.seconds)
+            status = "finished"
+        finally:
+            db.finish_run(run_id, status)
+    return results
 
 
 def _execute(todo: list[tuple[Point, Policy, dict[str, Any] | None]], options: dict[str, Any],
              workers: int | None):
     """Yield (point, Result, how) as points finish: portable ones on a spawn pool, the
-    others (and everything when one worker is asked for) here."""
+    others (and everything when one worker is asked for) here. Leaving early (Ctrl-C, an
+    error) stops the pool's workers instead of waiting for the points they run."""
     workers = workers or os.cpu_count() or 1
     remote = [t for t in todo if t[2] is not None] if workers > 1 and len(todo) > 1 else []
     local = [t for t in todo if not any(t is r for r in remote)]
     pool = None
     pooled = ""
     futures = {}
+    finished = False
     if remote:
         count = min(workers, len(remote))
         pooled = f"process pool (spawn, {count} workers)"
-        pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+        pool = process_pool(count)
         futures = {pool.submit(run_task, _Task(point.to_dict(), recipe, options)): point
                    for point, _, recipe in remote}
     try:
@@ -338,10 +385,18 @@ def _execute(todo: list[tuple[Point, Policy, dict[str, Any] | None]], options: d
                    "or inside a function)")
             yield point, _run(point.build_system(), policy, point.to_dict(), options), how
         for future in as_completed(futures):
-            yield futures[future], future.result(), pooled
+            try:
+                result = future.result()
+            except BrokenProcessPool as error:
+                raise RuntimeError(BROKEN_POOL) from error
+            yield futures[future], result, pooled
+        finished = True
     finally:
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if finished:
+                pool.shutdown(wait=True)
+            else:
+                stop_pool(pool)
 
 
 def _result_from_dict(data: Mapping[str, Any]) -> Result:

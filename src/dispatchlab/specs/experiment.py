@@ -40,8 +40,20 @@ from dispatchlab.specs.figure import FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 SLOTS_RULE_PER = ("epsilon", "load")
-SIMULATE_OPTIONS = ("warmup_method", "estimator", "start", "track_delay", "detail", "bound")
+SIMULATE_OPTIONS = ("warmup_method", "estimator", "start", "track_delay", "detail", "bound",
+                    "replications")
 MIN_SLOTS = 100
+
+
+def check_name(name: Any, field: str = "name") -> str:
+    """An experiment's name: it names the store's rows and the report's folder, so it is
+    printable text, not blank, without ``/`` or ``\\``, and not ``.`` or ``..``."""
+    require(isinstance(name, str), field, f"expected a string (got {name!r})")
+    bad = next((c for c in name if c in "/\\" or not c.isprintable()), None)
+    require(bool(name.strip()) and bad is None and name.strip() not in (".", ".."), field,
+            "an experiment name is printable text without / or \\ (it names the report's "
+            f"folder), not blank, . or ..; e.g. my-sweep (got {name!r})")
+    return name
 
 
 def _canonical_json(value: Any) -> str:
@@ -255,8 +267,7 @@ class ExperimentSpec:
         Checks every policy name and parameter on every system, every load/ε, the slot
         budget and the figures, so a malformed spec fails before any point runs.
         """
-        require(isinstance(self.name, str) and bool(self.name.strip())
-                and "/" not in self.name, "name", f"must be a non-empty name (got {self.name!r})")
+        check_name(self.name, "name")
         require(len(self.systems) > 0, "systems", "the grid is empty: give at least one system")
         require(len(self.policies) > 0, "policies",
                 "the grid is empty: give at least one policy")
@@ -387,7 +398,7 @@ class ExperimentSpec:
         policies = [PolicySpec.from_mapping(p, f"policies[{i}]")
                     for i, p in enumerate(listed("policies"))]
         return cls(
-            name=str(data["name"]), systems=tuple(systems), policies=tuple(policies),
+            name=data["name"], systems=tuple(systems), policies=tuple(policies),
             loads=tuple(listed("loads")), epsilons=tuple(listed("epsilons")),
             replications=data.get("replications", 1),
             slots=budget("slots") if "slots" in data else 200_000,

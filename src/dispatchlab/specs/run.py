@@ -169,7 +169,7 @@ class SystemSpec:
         check_keys(data, name, SYSTEM_KEYS)
         require("servers" in data, f"{name}.servers",
                 "each system needs servers (e.g. servers = \"50x0.1,50x0.5\")")
-        return cls(**{key: _SYSTEM_CONVERTERS[key](value, f"{name}.{key}")
+        return cls(**{key: SYSTEM_CONVERTERS[key](value, f"{name}.{key}")
                       for key, value in data.items()})
 
     from_dict = from_mapping
@@ -188,7 +188,8 @@ def _as_label(value: Any, name: str) -> str:
     return value
 
 
-_SYSTEM_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+#: the converter of every system field (TOML, JSON, and the Python API's keywords)
+SYSTEM_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "servers": _as_servers,
     "dispatchers": lambda v, n: as_int(v, n, low=1),
     "arrivals": as_str,
@@ -200,7 +201,7 @@ _SYSTEM_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "label": _as_label,
 }
 SYSTEM_KEYS = tuple(f.name for f in fields(SystemSpec))
-assert set(SYSTEM_KEYS) == set(_SYSTEM_CONVERTERS)
+assert set(SYSTEM_KEYS) == set(SYSTEM_CONVERTERS)
 
 
 # -- the policy --------------------------------------------------------------------------------
@@ -309,8 +310,8 @@ class RunSpec:
             system_spec = replace(system_spec,
                                   arrivals=_resolve_trace(system_spec.arrivals, base_dir))
         run = tables["run"]
-        check_keys(run, "run", tuple(_RUN_CONVERTERS))
-        settings = {key: _RUN_CONVERTERS[key](value, f"run.{key}") for key, value in run.items()}
+        check_keys(run, "run", tuple(RUN_CONVERTERS))
+        settings = {key: RUN_CONVERTERS[key](value, f"run.{key}") for key, value in run.items()}
         policy = PolicySpec.from_mapping(tables["policy"], "policy", need_name=False)
         return cls(system=system_spec, policy=policy, **rate, **settings)
 
@@ -369,7 +370,8 @@ class RunSpec:
                         track_delay=self.track_delay, **execution)
 
 
-_RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+#: the converter of every run setting (TOML, JSON, and the Python API's keywords)
+RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "slots": lambda v, n: as_int(v, n, low=1),
     "warmup": as_int,
     "warmup_method": as_choice(WARMUP_METHODS),

@@ -308,3 +308,16 @@ def test_every_citation_key_used_has_a_bibliography_entry() -> None:
     for key in used:  # each entry names its authors, title (in italics) and year
         body = text.split(f"[{key}] {{#{entries[key]}}}", 1)[1].split("\n#", 1)[0]
         assert re.search(r"\*[^*]+\*", body) and re.search(r"\b(19|20)\d\d\b", body), key
+
+
+def test_the_home_page_example_prints_what_the_page_says() -> None:
+    """docs/index.md quotes the repr of its first two runs; they must be what they print."""
+    import dispatchlab as dl
+
+    page = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    quoted = re.findall(r"#\s*(Result\(.*\))", page)
+    system = dl.System.build("50x0.1,50x0.5", load=0.9, dispatchers=10)
+    runs = [dl.simulate(system, dl.policies.PowerOfD(d=2), slots=200_000, seed=7),
+            dl.simulate(system.with_load(0.6), dl.policies.PowerOfD(d=2), slots=200_000,
+                        seed=7)]
+    assert quoted == [repr(run) for run in runs]

@@ -39,11 +39,12 @@ FALLING_EXPONENT = 0.5
 DEFAULT_STORE = "results/reproductions/store.sqlite"
 
 VERDICTS = {
-    "held": "the stored numbers support the claim at the smallest ε run, CIs included "
-            f"(a limit counts as reached within {LIMIT_TOLERANCE:.0%} of it)",
+    "held": "the stored numbers support the claim at the smallest ε whose point has an "
+            f"interval, CIs included (a limit counts as reached within {LIMIT_TOLERANCE:.0%} "
+            "of it); a deeper point too short for an interval is shown, not judged",
     "trend": "the numbers move the way the claim says, beyond their CIs, but do not reach "
-             "it at the smallest ε run",
-    "not held": "the stored numbers contradict the claim at the smallest ε run",
+             "it at the smallest ε judged",
+    "not held": "the stored numbers contradict the claim at the smallest ε judged",
     "undecided": "the CIs cannot tell (they overlap, a run was too short to say, or the "
                  "numbers are still moving too fast to call)",
     "incomplete": "the experiment is stored but a curve the claim needs is not",
@@ -278,12 +279,29 @@ def _exponent(curve: pd.DataFrame) -> float:
     return math.log(b["y"] / a["y"]) / math.log(b["x"] / a["x"])
 
 
+def _has_interval(curve: pd.DataFrame) -> pd.Series:
+    return curve["ci_low"].map(math.isfinite) & curve["ci_high"].map(math.isfinite)
+
+
+def _with_interval(curve: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the points of ``curve`` from its smallest ε with a finite CI on, the points at
+    smaller ε without one): a point too short for an interval carries no evidence."""
+    finite = _has_interval(curve)
+    if not finite.any():
+        return curve, curve.iloc[:0]
+    first = curve.index.get_loc(finite[finite].index[0])
+    return curve.iloc[first:], curve.iloc[:first]
+
+
 def _excess_text(system: str, label: str, curve: pd.DataFrame, limit: float,
-                 several: bool) -> str:
+                 several: bool, deeper: pd.DataFrame) -> str:
     small = curve.iloc[0]
     where = f"{system}: " if several else ""
-    return (f"{where}{label} ε·E[X] = {_ci(small)} at ε = {small['x']:g} "
+    text = (f"{where}{label} ε·E[X] = {_ci(small)} at ε = {small['x']:g} "
             f"({small['y'] / limit:.1%} of ζ/2 = {_fmt(limit)}), α = {_fmt(_exponent(curve))}")
+    for _, row in deeper.iterrows():
+        text += f" (ε = {row['x']:g}: {_fmt(row['y'])}, too short for an interval)"
+    return text
 
 
 def _combine(statuses: list[str]) -> str:
@@ -295,22 +313,23 @@ def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
                   rule: Callable[[pd.Series, pd.Series, float, float], str],
                   points: int) -> Verdict:
     """Each curve's ε·E[X] judged by ``rule(smallest-ε row, largest-ε row, tolerance, α)``
-    (tolerance = LIMIT_TOLERANCE·ζ/2); a curve with fewer than ``points`` stable points
-    is undecided."""
+    (tolerance = LIMIT_TOLERANCE·ζ/2) from its smallest ε with an interval; a curve with
+    fewer than ``points`` stable points from there is undecided."""
     curves = _excess_curves(spec, frame, labels)
     if isinstance(curves, Verdict):
         return curves
     statuses, texts = [], []
     several = len({system for system, *_ in curves}) > 1
     for system, label, curve, limit in curves:
-        if len(curve) < points:
+        judged, deeper = _with_interval(curve)
+        if len(judged) < points:
             statuses.append("undecided")
             texts.append(f"{system}: {label}: " + ("no stable point" if points == 1 else
                                                    f"fewer than {points} stable points"))
             continue
-        statuses.append(rule(curve.iloc[0], curve.iloc[-1], LIMIT_TOLERANCE * limit,
-                             _exponent(curve)))
-        texts.append(_excess_text(system, label, curve, limit, several))
+        statuses.append(rule(judged.iloc[0], judged.iloc[-1], LIMIT_TOLERANCE * limit,
+                             _exponent(judged)))
+        texts.append(_excess_text(system, label, judged, limit, several, deeper))
     return Verdict(_combine(statuses), "; ".join(texts))
 
 
@@ -353,15 +372,16 @@ def _excess_persists(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str
 
 
 def _separate(spec: ExperimentSpec, frame: pd.DataFrame, lower: str, higher: str) -> Verdict:
-    """At the smallest ε run, ε·E[X] of ``lower`` is below that of ``higher``, CIs apart."""
+    """At the smallest ε both curves have an interval at, ε·E[X] of ``lower`` is below that
+    of ``higher``, CIs apart."""
     curves = _excess_curves(spec, frame, [lower, higher])
     if isinstance(curves, Verdict):
         return curves
     by = {(system, label): curve for system, label, curve, _ in curves}
     statuses, texts = [], []
     for system in sorted({system for system, *_ in curves}):
-        a, b = by[(system, lower)], by[(system, higher)]
-        common = sorted(set(a["x"]) & set(b["x"]))
+        a, b = (_with_interval(by[(system, label)])[0] for label in (lower, higher))
+        common = sorted(set(a.loc[_has_interval(a), "x"]) & set(b.loc[_has_interval(b), "x"]))
         if not common:
             statuses.append("undecided")
             continue

@@ -41,3 +41,19 @@ def test_every_claim_has_a_verdict_and_its_figures(rebuilt) -> None:
         assert (folder / "reproductions" / claim.experiment / f"{claim.figure}.png").is_file()
         assert (PAGE.parent / "reproductions" / claim.experiment
                 / f"{claim.figure}.png").is_file(), claim.experiment
+
+
+def test_a_deeper_point_without_an_interval_is_shown_not_judged() -> None:
+    import math
+
+    import pandas as pd
+
+    from dispatchlab.report.reproductions import _with_interval
+
+    nan = math.nan
+    curve = pd.DataFrame({"x": [1e-4, 1e-3, 1e-2], "y": [0.1, 0.2, 0.3],
+                          "ci_low": [nan, 0.15, nan], "ci_high": [nan, 0.25, 0.35]})
+    judged, deeper = _with_interval(curve)
+    assert list(judged["x"]) == [1e-3, 1e-2] and list(deeper["x"]) == [1e-4]
+    judged, deeper = _with_interval(curve.iloc[:1])  # no interval anywhere: all judged
+    assert len(judged) == 1 and deeper.empty

@@ -20,6 +20,12 @@ listed there: the lists then hold stale IDs until used. ``audit=true`` counts th
 where the invariant of the configuration fails (M = 1: lists = {n : Q_n < r};
 M > 1: {n : Q_n < r} ⊆ lists, no ID listed twice).
 
+The M > 1 extension of JBT-r is kept as it is and is *not* proportional random routing
+inside the threshold region: each dispatcher chooses μ-weighted within its own list, a
+random subset, so slow servers get more than their share; with r = 10⁹ on
+3 × 0.2 + 3 × 0.8 and M = 2 it is unstable at ρ = 0.9, where weighted random routing is
+stable (docs/model.md#jbt-many-dispatchers, tests/test_jbt_many_dispatchers.py).
+
 Memory layout (``ist``, width W ≥ max(capacity, M, d)):
 row 0 ``reg[n]`` (dispatcher holding n, −1 if none); row 1 list heads; row 2 list
 lengths; row 3 per-slot counters (dispatch calls, empty-memory calls, initialised);
@@ -370,7 +376,11 @@ class JoinBelowThreshold(_IdMemoryPolicy):
     """JBT-r, registered as ``jbt``: join a remembered server below the threshold r (its ID
     removed), else a random one; servers report when they fall below r.
 
-    r constant, ⌈K·log(1/ε)⌉ or ⌈(1/ε)^a⌉ ([JBT]; docs/model.md#jbt)."""
+    r constant, ⌈K·log(1/ε)⌉ or ⌈(1/ε)^a⌉ ([JBT]; docs/model.md#jbt). [JBT] has one
+    dispatcher; with M > 1 (our extension: one ID list per dispatcher, a μ-weighted choice
+    within it) the rule is not proportional random routing even when r never binds, and
+    can be unstable where weighted random routing is stable — a finding we keep and test
+    (docs/model.md#jbt-many-dispatchers)."""
 
     name = "jbt"
     summary = ("JBT-r: jobs go to a remembered server below the threshold r (ID removed when "

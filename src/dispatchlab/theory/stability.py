@@ -118,7 +118,13 @@ class StabilityRegion:
 
     def verdict(self, rate: float) -> str:
         """``stable`` below λ̄; above it ``transient`` when the condition of
-        docs/model.md#pi-transience applies, else ``unknown``."""
+        docs/model.md#pi-transience applies, else ``unknown``. Whatever the policy,
+        λ_Σ > μ_Σ is ``transient`` (ΣQ grows at rate λ_Σ − μ_Σ) and λ_Σ = μ_Σ is
+        ``unstable`` (no policy is positive recurrent there)."""
+        if rate > self.mu_sum * (1 + _TOL):
+            return "transient"
+        if rate >= self.mu_sum * (1 - _TOL):
+            return "unstable"
         if rate < self.threshold_rate * (1 - _TOL):
             return "stable"
         if rate > self.threshold_rate * (1 + _TOL) and self.exact:

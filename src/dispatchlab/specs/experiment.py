@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -33,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.core.convert import as_float, as_table, check_keys
-from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.core.paths import require_readable_file
+from dispatchlab.core.documents import loads_json, read_toml
+from dispatchlab.core.errors import require
 from dispatchlab.model.system import System
 from dispatchlab.specs.figure import FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
@@ -411,19 +410,14 @@ class ExperimentSpec:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> ExperimentSpec:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str, where: str = "the spec's JSON") -> ExperimentSpec:
+        """Build (without validating) from ``to_json()``'s text, e.g. a store's copy."""
+        return cls.from_dict(loads_json(text, "spec", where))
 
     @classmethod
     def from_toml(cls, path: str | Path) -> ExperimentSpec:
         """Read and validate a TOML sweep file (see ``examples/sweep.toml``)."""
-        path = Path(path)
-        require_readable_file(path, "spec", "spec file")
-        try:
-            data = tomllib.loads(path.read_text())
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-            raise ValidationError("spec", f"malformed TOML in {path}: {error}") from None
-        spec = cls.from_dict(data)
+        spec = cls.from_dict(read_toml(path, "spec", "spec file"))
         spec.validate()
         return spec
 

@@ -45,7 +45,6 @@ Command-line options override the file through :meth:`RunSpec.with_overrides`.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -62,8 +61,8 @@ from dispatchlab.core.convert import (
     as_table,
     check_keys,
 )
-from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.core.paths import guarded_io, require_readable_file
+from dispatchlab.core.documents import read_toml
+from dispatchlab.core.errors import require
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.policies import Policy, make_policy
@@ -284,14 +283,8 @@ class RunSpec:
     @classmethod
     def from_toml(cls, path: str | Path) -> RunSpec:
         """Read a spec file; any problem raises :class:`ValidationError` naming the field."""
-        path = require_readable_file(path, "spec", "spec file")
-        try:
-            data = tomllib.loads(guarded_io("spec", path, lambda: path.read_text(
-                encoding="utf-8"), verb="read"))
-        except UnicodeDecodeError:
-            raise ValidationError("spec", f"{str(path)!r} is not UTF-8 text") from None
-        except tomllib.TOMLDecodeError as error:
-            raise ValidationError("spec", f"{str(path)!r} is not valid TOML: {error}") from None
+        path = Path(path)
+        data = read_toml(path, "spec", "spec file")
         return cls.from_mapping(data, base_dir=path.parent)
 
     @classmethod

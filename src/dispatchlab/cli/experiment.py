@@ -22,7 +22,7 @@ from rich.table import Table
 
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
-from dispatchlab.cli.output import integer, number, stderr_console, stdout_console
+from dispatchlab.cli.output import MISSING, integer, number, stderr_console, stdout_console
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.paths import guarded_io, require_readable_file, require_writable_file
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
@@ -311,7 +311,9 @@ def _print_table(frame, show_experiment: bool) -> None:  # frame: pandas.DataFra
     for row in frame[columns].itertuples(index=False):
         cells = []
         for column, value in zip(columns, row, strict=True):
-            if column in ("replication", "slots"):
+            if value is None or isinstance(value, float) and math.isnan(value):
+                cells.append(MISSING)  # a failed or unstable point's missing number
+            elif column in ("replication", "slots"):
                 cells.append(integer(value))
             elif isinstance(value, float):
                 cells.append(number(value))

@@ -108,7 +108,11 @@ def load_trace(path: str | Path) -> np.ndarray:
         with warnings.catch_warnings():  # an empty file: our own message below
             warnings.simplefilter("ignore")
             if path.suffix == ".npy":
-                return np.asarray(np.load(path, allow_pickle=False), dtype=float)
+                array = np.load(path, allow_pickle=False)
+                require(array.dtype.kind in "iuf", "arrivals",  # complex, bool: not counts
+                        f"trace {str(path)!r} holds {array.dtype} values; a trace is per-slot "
+                        "counts: integers (or integral floats)")
+                return np.asarray(array, dtype=float)
             return np.loadtxt(path, delimiter=",", ndmin=1, dtype=float)
 
     try:

@@ -19,10 +19,10 @@ WINDOW_FACTOR = 5.0
 def autocorrelation(series: np.ndarray) -> np.ndarray:
     """ρ̂_k, k = 0 … n−1 (the biased estimator, via FFT; ρ̂_0 = 1; zeros for a constant series)."""
     x = np.asarray(series, dtype=float)
-    x = x - x.mean()
     n = x.size
-    if n == 0:
+    if n == 0:  # a run stopped before its warm-up ended (bound) measures nothing
         return np.zeros(0)
+    x = x - x.mean()
     spectrum = np.fft.rfft(x, 2 * n)
     covariance = np.fft.irfft(spectrum * np.conj(spectrum))[:n]
     if covariance[0] <= 0:

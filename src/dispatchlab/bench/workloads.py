@@ -45,7 +45,6 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +54,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from dispatchlab.bench.programs import json_line, run_program
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.system import System
 
@@ -77,6 +77,15 @@ REFSIM_HOW = f"give it with --refsim PATH or ${REFSIM_ENV} (a refsim.c or a buil
 REFSIM_MISSING = (f"refsim not available: no {REFSIM_SOURCE.as_posix()} in a source checkout "
                   f"beside this package; {REFSIM_HOW}")
 REFSIM_NO_COMPILER = "refsim not available: {path} found but no C compiler to build it (set CC)"
+#: what a refsim run prints as its last line: a JSON object with these finite numbers
+REFSIM_NUMBERS = ("slots_per_s", "mean_sum_q", "messages_per_arrival")
+#: seconds a refsim run may take: this, plus a microsecond per slot (refsim runs the
+#: standard workloads at 10^7 slots/s and more); ``--refsim-timeout`` overrides it
+REFSIM_BASE_TIMEOUT = 60.0
+#: seconds the C compiler may take to build refsim
+BUILD_TIMEOUT = 300.0
+#: slots of the check run that proves a refsim works before any row is printed
+CHECK_SLOTS = 1000
 
 
 @dataclass(frozen=True)
@@ -165,8 +174,9 @@ def find_refsim_source(explicit: Path | str | None = None) -> Path | None:
     that names no file is a ValidationError on ``refsim``, never a silent fallback."""
     for given, origin in ((explicit, "--refsim"), (os.environ.get(REFSIM_ENV), f"${REFSIM_ENV}")):
         if given:
-            path = Path(given).expanduser()
-            require(path.is_file(), "refsim", f"no such file: {path} (given by {origin})")
+            path = Path(given).expanduser().absolute()  # ./fake.sh is not looked up on PATH
+            require(path.is_file(), "refsim", f"no such file: {path} (given by {origin})"
+                    if not path.exists() else f"{path} is not a file (given by {origin})")
             return path
     root = checkout_root()
     if root is not None and (root / REFSIM_SOURCE).is_file():
@@ -188,9 +198,7 @@ def build_refsim(source: Path, directory: Path) -> Path:
     require(compiler is not None, "refsim", "no C compiler found (set CC, or pass --no-refsim)")
     binary = directory / "refsim"
     command = [compiler, "-O3", "-march=native", "-o", str(binary), str(source), "-lm"]
-    done = subprocess.run(command, capture_output=True, text=True)
-    require(done.returncode == 0, "refsim",
-            f"building {source} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+    run_program(command, field="refsim", what=f"building {source}", timeout=BUILD_TIMEOUT)
     return binary
 
 
@@ -203,11 +211,20 @@ def refsim_binary(path: Path, directory: Path) -> Path:
     return path
 
 
-def run_refsim(binary: Path, workload: Workload, slots: int, seed: int) -> dict[str, Any]:
-    """One refsim run: its JSON line (slots_per_s, mean_sum_q, messages_per_arrival, …)."""
-    done = subprocess.run([str(binary), workload.name, str(slots), str(seed)],
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def refsim_timeout(slots: int, timeout: float | None = None) -> float:
+    """Seconds a refsim run of ``slots`` may take: ``timeout`` if given, else
+    :data:`REFSIM_BASE_TIMEOUT` plus a microsecond per slot."""
+    return timeout if timeout is not None else REFSIM_BASE_TIMEOUT + slots * 1e-6
+
+
+def run_refsim(binary: Path, workload: Workload, slots: int, seed: int,
+               timeout: float | None = None) -> dict[str, Any]:
+    """One refsim run: its JSON line (slots_per_s, mean_sum_q, messages_per_arrival, …);
+    a failure, a hang past the timeout or other output is one ValidationError line."""
+    what = f"refsim on workload {workload.name}"
+    output = run_program([binary, workload.name, slots, seed], field="refsim", what=what,
+                         timeout=refsim_timeout(slots, timeout))
+    return json_line(output, REFSIM_NUMBERS, field="refsim", what=what)
 
 
 # --- our side --------------------------------------------------------------------------------
@@ -238,7 +255,7 @@ def reference_agreement(workload: Workload, mean: float, ci_low: float, ci_high:
 
 
 def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | None = None,
-                 repeat: int = 1) -> dict[str, Any]:
+                 repeat: int = 1, refsim_timeout: float | None = None) -> dict[str, Any]:
     """Benchmark one workload: one dict (a JSON line) with speeds, means and the comparison."""
     row: dict[str, Any] = {"name": workload.name, "policy": workload.policy,
                            "params": dict(workload.params), "servers": workload.servers,
@@ -256,7 +273,7 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
         speeds.append(result.slots_per_second)
         means.append(result.mean_total_queue)
         if refsim is not None:
-            ref = run_refsim(refsim, workload, slots, seed + index)
+            ref = run_refsim(refsim, workload, slots, seed + index, refsim_timeout)
             ref_speeds.append(float(ref["slots_per_s"]))
             ratios.append(speeds[-1] / ref_speeds[-1])
         full = _simulate(workload, system, slots, seed + index, full=True)
@@ -299,23 +316,34 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
 
 def run_bench(names: Sequence[str] | None = None, *, slots: int = DEFAULT_SLOTS,
               seed: int = DEFAULT_SEED, refsim: Path | None | bool = True, repeat: int = 1,
-              on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+              on_row: Callable[[dict[str, Any]], None] | None = None,
+              refsim_timeout: float | None = None) -> list[dict[str, Any]]:
     """Run the selected workloads (all by default) and return one dict per workload.
 
     ``refsim``: True uses :func:`find_refsim_source` (and, when it finds nothing or no C
     compiler, runs ours only with ``row["refsim"]`` saying why), False skips it, a path uses
-    that source or binary.
+    that source or binary. A refsim is first run once on :data:`CHECK_SLOTS` slots of the
+    first workload, so that one that fails, hangs or prints something else is refused
+    before any row; ``refsim_timeout``: seconds per refsim run (default
+    :func:`refsim_timeout`).
     ``on_row`` is called with each row as soon as it is ready.
     """
     require(isinstance(slots, int) and slots >= 1000, "slots",
             f"must be an integer ≥ 1000 (got {slots!r})")
     require(isinstance(repeat, int) and repeat >= 1, "repeat", f"must be ≥ 1 (got {repeat!r})")
     require(isinstance(seed, int) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
+    require(refsim_timeout is None or (isinstance(refsim_timeout, int | float)
+                                       and not isinstance(refsim_timeout, bool)
+                                       and 0 < refsim_timeout < math.inf), "refsim_timeout",
+            f"must be a number of seconds > 0 (got {refsim_timeout!r})")
     workloads = select_workloads(names)
     rows = []
     with _refsim_for(refsim) as (binary, missing):
+        if binary is not None and workloads:
+            run_refsim(binary, workloads[0], CHECK_SLOTS, seed, refsim_timeout)
         for workload in workloads:
-            row = run_workload(workload, slots=slots, seed=seed, refsim=binary, repeat=repeat)
+            row = run_workload(workload, slots=slots, seed=seed, refsim=binary, repeat=repeat,
+                               refsim_timeout=refsim_timeout)
             if binary is None and "skipped" not in row:
                 row["refsim"] = missing
             rows.append(row)

@@ -66,6 +66,9 @@ def bench(
         help="refsim.c (built with cc -O3 -march=native) or a built refsim binary; "
         f"default: ${REFSIM_ENV}, else benchmarks/refsim.c of the source checkout")] = None,
     no_refsim: Annotated[bool, typer.Option("--no-refsim", help="do not run refsim")] = False,
+    refsim_timeout: Annotated[float | None, typer.Option(
+        help="seconds a refsim run may take before it is stopped (default: 60 s plus a "
+        "microsecond per slot)", show_default=False)] = None,
     repeat: Annotated[int, typer.Option(
         help="timed runs per workload (with --scaling: per cell, in rounds); speeds and "
         "ratios are medians")] = 1,
@@ -97,7 +100,8 @@ def bench(
             label = row.get("skipped") or f"{row['slots_per_second']:,.0f} slots/s"
             console.print(f"[dim]{row['name']}: {label}[/dim]")
 
-    rows = run_bench(workload, slots=slots, seed=seed, refsim=use, repeat=repeat, on_row=show)
+    rows = run_bench(workload, slots=slots, seed=seed, refsim=use, repeat=repeat, on_row=show,
+                     refsim_timeout=refsim_timeout)
     missing = next((row["refsim"] for row in rows if row.get("refsim", "off") != "off"), None)
     if missing:
         print(missing, file=sys.stderr)  # one line, whatever the terminal's width

@@ -112,3 +112,10 @@ def test_experiment_scale_must_be_finite(scale: str, capsys: pytest.CaptureFixtu
                                       "--store", str(tmp_path / "s.sqlite")])
     assert code == 2 and err.startswith("error: scale: "), err
     assert not (tmp_path / "s.sqlite").exists()
+
+
+@pytest.mark.parametrize("bound", [2**63, 2**62 + 1, 0, True, 2.0])
+def test_simulate_bound_fits_int64(bound: Any) -> None:
+    with pytest.raises(ValidationError) as caught:
+        simulate(System.build("2x0.5", load=0.5), "jsq", slots=300, bound=bound)
+    assert caught.value.field == "bound"

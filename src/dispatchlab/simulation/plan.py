@@ -29,6 +29,8 @@ START_STREAM = 2**32 - 1
 # a precision run stops when its slots (all replications, warm-ups included) would pass
 # this multiple of ``slots``, unless ``max_slots`` says otherwise
 PRECISION_BUDGET_FACTOR = 64
+#: the largest ΣQ bound (an int64 in the slot loop, with room to compare against)
+MAX_BOUND = 2**62
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,8 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
     warmup = int(slots * WARMUP_FRACTION) if warmup is None else warmup
     require(0 <= warmup < slots, "warmup", f"must be in [0, slots) (got {warmup})")
     require(replications >= 1, "replications", f"must be ≥ 1 (got {replications})")
-    require(bound is None or (is_int(bound) and bound >= 1), "bound",
-            f"must be an integer ≥ 1 (got {bound!r})")
+    require(bound is None or (is_int(bound) and 1 <= bound <= MAX_BOUND), "bound",
+            f"must be an integer in [1, 2^62] (got {bound!r})")  # the loop holds it as int64
     for name, flag in (("track_delay", track_delay), ("detail", detail)):
         require(isinstance(flag, bool), name, f"expected True or False (got {flag!r})")
     require(isinstance(warmup_method, str) and warmup_method in WARMUP_METHODS, "warmup_method",

@@ -213,6 +213,13 @@ def reference_rng_state(entropy: int, spawn_key: tuple[int, ...] = ()) -> list[i
     return state if any(state) else [1, 0, 0, 0]
 
 
+def reference_exogenous_stream(entropy: int, spawn_key: tuple[int, ...] = ()) -> list[int]:
+    """What make_exogenous_stream does: SeedSequence words 6–9 (all zero is replaced by
+    s₀ = 1)."""
+    state = seed_sequence_words(entropy, spawn_key, 10)[6:]
+    return state if any(state) else [1, 0, 0, 0]
+
+
 def reference_service_stream(entropy: int, spawn_key: tuple[int, ...] = ()) -> list[int]:
     """What make_service_stream does: (word 4, mixGamma(word 5)) of the same sequence."""
     words = seed_sequence_words(entropy, spawn_key, 6)
@@ -404,9 +411,11 @@ def naive_run(*, mu: list[float], arrival_rate: float, dispatcher_weights: list[
     one dispatcher drawn from p); ``dispatch`` "batch" or "per_job"; ``service``
     "bernoulli" or "geometric" (mean μ_n)."""
     N, M = len(mu), len(dispatcher_weights)
-    words = seed_sequence_words(seed, (), 6)
-    rng = Xoshiro256PlusPlus(words[:4] if any(words[:4]) else [1, 0, 0, 0])
+    words = seed_sequence_words(seed, (), 10)
+    rng = Xoshiro256PlusPlus(words[:4] if any(words[:4]) else [1, 0, 0, 0])  # the policy's
     stream = ServiceStream(words[4], mix_gamma(words[5]))
+    # the arrivals and the other service laws: the exogenous stream
+    exogenous = Xoshiro256PlusPlus(words[6:] if any(words[6:]) else [1, 0, 0, 0])
     rates = [arrival_rate * p if arrival_rate * p > 0.0 else 0.0 for p in dispatcher_weights]
     cdfs = [poisson_cdf(lam) if lam < TABLE_LIMIT else [] for lam in rates]
     Q = [0] * N
@@ -415,14 +424,14 @@ def naive_run(*, mu: list[float], arrival_rate: float, dispatcher_weights: list[
     for t in range(slots):
         # arrivals A^m(t)
         if M > 1 and split == "per_job":
-            jobs = split_poisson(rng, rates, cdfs)
+            jobs = split_poisson(exogenous, rates, cdfs)
         else:
-            total = rng.poisson(arrival_rate)
+            total = exogenous.poisson(arrival_rate)
             jobs = [0] * M
             if M == 1:
                 jobs[0] = total
             elif total > 0:
-                jobs[weighted_choice(rng, dispatcher_weights)] = total
+                jobs[weighted_choice(exogenous, dispatcher_weights)] = total
         # dispatch on Q(t): every dispatcher sees the slot-start queues
         A = [0] * N
         for m in range(M):
@@ -437,7 +446,7 @@ def naive_run(*, mu: list[float], arrival_rate: float, dispatcher_weights: list[
         if service == "bernoulli":
             S = stream.bernoulli(mu)
         else:
-            S = [rng.geometric0(rate) for rate in mu]
+            S = [exogenous.geometric0(rate) for rate in mu]
         Q = [max(Q[n] + A[n] - S[n], 0) for n in range(N)]
         pooled = max(pooled + sum(jobs) - sum(S), 0)
         path.queues.append(list(Q))

@@ -68,7 +68,7 @@ CASES = [
     # per-job dispatch: one choice per job, all on the slot-start queues
     ("jsq", {}, dict(dispatchers=2, dispatch="per_job"), 14),
     ("rand", {}, dict(dispatchers=1, dispatch="per_job"), 15),
-    # geometric service: one xoshiro draw per server after the slot's choices
+    # geometric service: one draw per server of the exogenous stream (the arrivals')
     ("jsq", {}, dict(dispatchers=2, service="geometric"), 16),
     ("wrand", {}, dict(dispatchers=1, service="geometric"), 17),
     ("pod", {"d": 2}, dict(dispatchers=2, service="geometric"), 18),

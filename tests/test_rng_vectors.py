@@ -27,6 +27,7 @@ from naive import (
     MASK64,
     Xoshiro256PlusPlus,
     mix_gamma,
+    reference_exogenous_stream,
     reference_rng_state,
     reference_service_stream,
     seed_sequence_words,
@@ -75,10 +76,13 @@ SEEDS = (0, 1, 7, 2026, 2**63 + 1)
 def test_the_seeding_is_the_seed_sequence(seed: int) -> None:
     assert [int(w) for w in rng.make_rng_state(seed)] == reference_rng_state(seed)
     assert [int(w) for w in rng.make_service_stream(seed)] == reference_service_stream(seed)
+    assert [int(w) for w in rng.make_exogenous_stream(seed)] == reference_exogenous_stream(seed)
     # a spawned child (the replications' seeds) seeds both streams the same way
     child = np.random.SeedSequence(seed).spawn(3)[2]
     assert [int(w) for w in rng.make_rng_state(child)] == reference_rng_state(seed, (2,))
     assert [int(w) for w in rng.make_service_stream(child)] == reference_service_stream(
+        seed, (2,))
+    assert [int(w) for w in rng.make_exogenous_stream(child)] == reference_exogenous_stream(
         seed, (2,))
 
 
@@ -188,10 +192,19 @@ SERVICE_VECTORS = {
     2026: ([0xC47954FDBC5A78A4, 0x680715646B03A65B],
            [0xF0C9B48EB78BF61E, 0xB2DF99745F9DE30B, 0x74390C70D588D9FD]),
 }
-#: SeedSequence(2026).spawn(3)[2]: the xoshiro state and the service stream
+#: make_exogenous_stream(seed): the xoshiro256++ state of the arrivals and the other
+#: service laws (SeedSequence words 6–9)
+EXOGENOUS_VECTORS = {
+    0: [0x25D64E3D88E3BDF9, 0x622CA2921FCCE344, 0x2768C1A344194613, 0x126153CFE78418FC],
+    1: [0x95D022889E512359, 0x257904C9F09BC986, 0x9095E59D14DB7603, 0x192B09ABEB3B52A6],
+    2026: [0xD3499BDD60FE35B0, 0x0B7FC82C6A89D226, 0xBEF0C554660C2C52, 0x12B73DC42581096E],
+}
+#: SeedSequence(2026).spawn(3)[2]: the xoshiro state, the service stream and the
+#: exogenous stream
 CHILD_VECTORS = (
     [0x2F6760D46C67F034, 0x4A9B215BAABC0156, 0xBED791A4B9690D9A, 0x6DAB4F3B1F124B48],
     [0x5D8FF1FC290AE459, 0xDDD5EC303656CF3D],
+    [0x17E333D0E3C30E30, 0xDCE67BD68CC7D97D, 0x60354106A4DDF28E, 0x99C0C2C06A446B6E],
 )
 
 
@@ -214,10 +227,20 @@ def test_the_committed_service_vectors(seed: int) -> None:
         == outputs == splitmix64_outputs(start, 3, gamma)
 
 
+@pytest.mark.parametrize("seed", sorted(EXOGENOUS_VECTORS))
+def test_the_committed_exogenous_vectors(seed: int) -> None:
+    # words 6–9: the policy stream (0–3) and the service stream (4–5) are unchanged by it
+    words = EXOGENOUS_VECTORS[seed]
+    assert [int(w) for w in rng.make_exogenous_stream(seed)] == words
+    assert words == reference_exogenous_stream(seed)
+    assert [int(w) for w in rng.make_rng_state(seed)] == XOSHIRO_VECTORS[seed][0]
+
+
 def test_the_committed_child_vectors() -> None:
     child = np.random.SeedSequence(2026).spawn(3)[2]
     assert [int(w) for w in rng.make_rng_state(child)] == CHILD_VECTORS[0]
     assert [int(w) for w in rng.make_service_stream(child)] == CHILD_VECTORS[1]
+    assert [int(w) for w in rng.make_exogenous_stream(child)] == CHILD_VECTORS[2]
 
 
 def test_the_committed_sampler_vectors() -> None:

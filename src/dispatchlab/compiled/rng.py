@@ -1,10 +1,16 @@
 """The random-number core of the compiled engine.
 
-A run draws from two streams, both seeded from one :class:`numpy.random.SeedSequence`:
+A run draws from three streams, all seeded from one :class:`numpy.random.SeedSequence`,
+so that the exogenous draws (the arrivals A^m(t) and the service S_n(t)) are the same for
+every policy run with one seed (common random numbers: a paired comparison of two
+policies sees the same A(t) and S_n(t)):
 
-* one xoshiro256++ stream for everything but Bernoulli service: arrivals, the policies'
-  choices and updates, the other service laws. Its state is a ``uint64[4]`` array passed
-  to every compiled function; policies call these helpers from their own compiled code.
+* the *policy stream*, xoshiro256++, for the policies' choices and updates alone. Its
+  state is a ``uint64[4]`` array passed to every compiled function; policies call these
+  helpers from their own compiled code.
+* the *exogenous stream*, xoshiro256++ (:func:`make_exogenous_stream`), for the arrivals
+  (A_Σ(t) and its split A^m(t)) and the service laws other than Bernoulli. Its draws
+  depend on the model alone, never on the queues or the policy.
 * the *service stream*, SplitMix64 (Steele, Lea & Flood 2014, the generator of Java's
   ``SplittableRandom``) for the Bernoulli service draws S_n(t), one per server and slot.
   Its k-th output is a function of k alone, mix(start + k·γ), so the N draws of a slot
@@ -32,7 +38,8 @@ INV_2_53 = 1.0 / 9007199254740992.0  # 2⁻⁵³
 
 def _seed_words(seed: int | np.random.SeedSequence, count: int) -> np.ndarray:
     """The first ``count`` 64-bit words of ``seed``'s SeedSequence (a prefix of any longer
-    request: the xoshiro state is words 0–3, the service stream words 4–5)."""
+    request: the policy stream is words 0–3, the service stream words 4–5, the exogenous
+    stream words 6–9)."""
     if not isinstance(seed, np.random.SeedSequence):
         require(isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0,
                 "seed", f"must be an integer ≥ 0 (got {seed!r})")
@@ -41,9 +48,20 @@ def _seed_words(seed: int | np.random.SeedSequence, count: int) -> np.ndarray:
 
 
 def make_rng_state(seed: int | np.random.SeedSequence) -> np.ndarray:
-    """Return a fresh xoshiro256++ state derived from ``seed``."""
+    """Return a fresh xoshiro256++ state derived from ``seed`` (words 0–3 of its
+    SeedSequence): a run's policy stream."""
     state = _seed_words(seed, 4)
     if not state.any():  # the all-zero state is the one forbidden state
+        state[0] = np.uint64(1)
+    return state
+
+
+def make_exogenous_stream(seed: int | np.random.SeedSequence) -> np.ndarray:
+    """Return a run's exogenous stream, the xoshiro256++ state of words 6–9 of ``seed``'s
+    SeedSequence: the arrivals A^m(t) and the non-Bernoulli service S_n(t) draw from it,
+    and nothing else, so two policies run with one seed see the same A(t) and S_n(t)."""
+    state = _seed_words(seed, 10)[6:].copy()
+    if not state.any():
         state[0] = np.uint64(1)
     return state
 

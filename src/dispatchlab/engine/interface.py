@@ -35,7 +35,9 @@ accessors (e.g. ``estimates(memory, m)`` in :mod:`dispatchlab.policies.led.layou
 so its rules never index these arrays with bare constants.
 
 :class:`Context` — the run's shared services:
-    ``rng``   the run's xoshiro256++ state (draw with :mod:`dispatchlab.compiled.rng`)
+    ``rng``   the run's policy stream, xoshiro256++ (draw with :mod:`dispatchlab.compiled.rng`);
+              the arrivals and the service draw from streams of their own, so two
+              policies run with one seed see the same A(t) and S_n(t)
     ``msg``   message counters by kind (:data:`MESSAGE_KINDS`: ``ctx.msg[PROBE] += d``)
 
 ``begin_slot`` runs before the slot's arrivals, ``choose`` once per dispatcher with

@@ -698,8 +698,10 @@ class LoopState(NamedTuple):
 
     Q: np.ndarray  # Q_n(t), the queues at the start of the next slot to run
     A_m: np.ndarray  # A^m(t), the current slot's arrivals at each dispatcher
-    rng: np.ndarray  # the xoshiro256++ state of arrivals and the policies' draws
+    rng: np.ndarray  # the xoshiro256++ state of the policies' draws (the policy stream)
     service_stream: np.ndarray  # the SplitMix64 state of Bernoulli service
+    exogenous: np.ndarray  # the xoshiro256++ state of the arrivals and the other service
+    # laws (compiled.rng.make_exogenous_stream): the same draws whatever the policy
     work: np.ndarray  # A, Q_prev, last slot chosen, last chooser, S(t) (then the jobs served)
     carry: np.ndarray  # CARRY_* entries
     pool: np.ndarray  # the FIFOs (see new_pool); replaced by grow_pool
@@ -714,11 +716,13 @@ class LoopState(NamedTuple):
 
 def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
                     mu: np.ndarray, track_delay: bool, arrival_rate: float,
-                    dispatcher_p: np.ndarray, split_poisson: bool) -> LoopState:
+                    dispatcher_p: np.ndarray, split_poisson: bool,
+                    exogenous: np.ndarray | None = None) -> LoopState:
     """The :class:`LoopState` of a run that starts from queues ``Q`` (NumPy, not compiled:
     it runs once a run, and compiling it cost a cold first run about a second). The
     Poisson tables only for ``split_poisson`` (the loop then draws the arrivals itself; see
-    :func:`needs_other_arrivals`), else none."""
+    :func:`needs_other_arrivals`), else none. ``exogenous``: the exogenous stream (default:
+    a copy of ``rng``'s state, for tests that build a state by hand)."""
     N = Q.size
     work = np.zeros((5, N), np.int64)
     work[2] = -1
@@ -735,8 +739,9 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
         pool, tails, pool_free = new_pool(1, 2)  # never used
     tables = (poisson_tables(arrival_rate * dispatcher_p) if split_poisson
               else (np.zeros(1, np.int64), np.zeros(0)))
-    return LoopState(Q, np.zeros(dispatcher_p.size, np.int64), rng, service_stream, work,
-                     carry, pool, tails, pool_free, bernoulli_thresholds(mu),
+    exogenous = rng.copy() if exogenous is None else exogenous
+    return LoopState(Q, np.zeros(dispatcher_p.size, np.int64), rng, service_stream,
+                     exogenous, work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
                      np.cumsum(dispatcher_p), *tables)
 
 
@@ -773,6 +778,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     diag, counters, moments = _borrowed(acc.diag), _borrowed(acc.counters), _borrowed(acc.moments)
     Q, A_m = _borrowed(state.Q), _borrowed(state.A_m)
     rng, service_stream = _borrowed(state.rng), _borrowed(state.service_stream)
+    exogenous = _borrowed(state.exogenous)
     work, carry = _borrowed(state.work), _borrowed(state.carry)
     pool, tails = _borrowed(state.pool), _borrowed(state.tails)
     pool_free, thresholds = _borrowed(state.pool_free), _borrowed(state.thresholds)
@@ -811,10 +817,11 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
         if split_poisson:
-            total = _draw_split_poisson(poisson_offsets, poisson_table, A_m, rng)
+            total = _draw_split_poisson(poisson_offsets, poisson_table, A_m, exogenous)
         else:
             total = draw_other_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
-                                        dispatcher_p, cumulative, batch_split, A_m, rng)
+                                        dispatcher_p, cumulative, batch_split, A_m,
+                                        exogenous)
         for n in range(N):
             A[n] = 0
         herded = False
@@ -862,7 +869,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 pool, tails, pool_free, delay_hist, moments)
         else:
             total_queue, total_service, departures = serve_other(
-                Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
+                Q, A, Q_prev, mu, service_code, service_trials, exogenous, record, queue_sum,
                 track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
@@ -915,7 +922,8 @@ LOOP_CONTROL_TYPE = types.NamedTuple([_i64, _i64, _i64, _i64, _b, _b], LoopContr
 LOOP_ACCUMULATORS_TYPE = types.NamedTuple([_iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv],
                                           LoopAccumulators)
 LOOP_STATE_TYPE = types.NamedTuple(
-    [_iv, _iv, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv], LoopState)
+    [_iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv],
+    LoopState)
 #: run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
 #: begin_slot, end_slot, t_start, t_stop) -> the next slot to run
 LOOP_SIGNATURE = _i64(

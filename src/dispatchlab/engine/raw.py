@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.compiled.rng import make_rng_state, make_service_stream
+from dispatchlab.compiled.rng import make_exogenous_stream, make_rng_state, make_service_stream
 from dispatchlab.core.errors import PolicyError, SimulationError
 from dispatchlab.engine import loop
 from dispatchlab.engine.adapter import choose_adapter, hook_adapter
@@ -187,7 +187,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     serve_step, arrival_step = loop_steps(system)
     state = loop.init_loop_state(queues, rng, service_stream, system.mu, track_delay,
                                  float(system.arrival_rate), system.weights,
-                                 arrival_step is loop.split_poisson_only)
+                                 arrival_step is loop.split_poisson_only,
+                                 make_exogenous_stream(seed))
     carry = state.carry
     laws = loop_laws(system, trace)
     memory = loop.LoopPolicy(kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,

@@ -56,6 +56,24 @@ def _total_queue_estimate(run: RawRun, warmup_method: str,
     return estimate, warmup
 
 
+def _excess_floor(run: RawRun, rates: tuple[np.ndarray, np.ndarray], slots: int) -> float:
+    """A floor on SE(X̄) from the heavy-traffic model SEs of ΣQ̄ and of the pooled q̄.
+
+    ΣQ̄ = X̄ + q̄ on the same draws, so sd(X̄) ≥ sd(ΣQ̄) − sd(q̄) (the triangle inequality
+    for standard deviations); each sd is replaced by its model SE
+    (:func:`heavy_traffic_standard_error`), the pooled queue's as one server of rate μ_Σ fed
+    at λ_Σ. Under a state-independent routing the servers' queues are nearly independent
+    and X carries almost all of ΣQ's slow variance, which X's own batch means, like ΣQ's,
+    underestimate near saturation (docs/statistics.md#coupled)."""
+    mu, arrivals = rates
+    total = heavy_traffic_standard_error(run.queue_sum / run.measured_slots, mu, arrivals,
+                                         slots)
+    pooled = heavy_traffic_standard_error(
+        np.array([run.mean_total_queue - run.mean_excess]), np.array([mu.sum()]),
+        np.array([arrivals.sum()]), slots)
+    return max(total - pooled, 0.0)
+
+
 def _first_block(run: RawRun, warmup_method: str) -> int:
     """The first measured block: after the fixed warm-up, and for ``mser5`` after MSER-5's
     truncation of the ΣQ series on top of it (≥ 10 %, docs/model.md#measurement)."""
@@ -65,17 +83,24 @@ def _first_block(run: RawRun, warmup_method: str) -> int:
     return first
 
 
-def _excess_estimate(run: RawRun, warmup_method: str) -> Estimate:
+def _excess_estimate(run: RawRun, warmup_method: str,
+                     rates: tuple[np.ndarray, np.ndarray] | None = None) -> Estimate:
     """Mean X = ΣQ − q of one run after its warm-up (the same first block as ΣQ's), with a
-    batch-means CI sized by X's own τ̂. X ≡ 0 (a single server, or q = ΣQ throughout) has
-    the exact interval [0, 0]."""
+    batch-means CI sized by X's own τ̂, its SE floored by :func:`_excess_floor` when the
+    per-server rates are known (``rates``, as for ΣQ). X ≡ 0 (a single server, or q = ΣQ
+    throughout) has the exact interval [0, 0]."""
     measured = run.excess_block_means()[_first_block(run, warmup_method):]
     if measured.size and not measured.any():
         return Estimate(0.0, 0.0, 0.0, "exact: X = 0 in every slot", int(measured.size),
                         standard_error=0.0)
+    estimate = batch_means(measured)
     if warmup_method == "fraction":
-        return batch_means(measured).shifted(run.mean_excess)
-    return batch_means(measured)
+        estimate = estimate.shifted(run.mean_excess)
+    if rates is not None and run.measured_slots > 0:
+        floor = _excess_floor(run, rates, measured.size * run.block_length)
+        estimate = with_standard_error_floor(estimate, floor,
+                                             "heavy-traffic model SE of ΣQ − q")
+    return estimate
 
 
 def coupled_total_queue(excess: Estimate, pooled: PooledMean) -> Estimate:
@@ -210,7 +235,7 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     estimates = [e for e, _ in per_run]
     plain = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
     warmup_used = per_run[0][1]
-    excess_runs = [_excess_estimate(run, warmup_method) for run in runs]
+    excess_runs = [_excess_estimate(run, warmup_method, rates) for run in runs]
     excess = excess_runs[0] if len(runs) == 1 else pooled_estimate(excess_runs)
     pooled = pooled_queue_of(system)
     coupled = coupled_total_queue(excess, pooled) if pooled.available else None

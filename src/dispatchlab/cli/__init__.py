@@ -85,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(f"error: {_usage_line(error)}", file=sys.stderr)
         return int(getattr(error, "exit_code", EXIT_BAD_INPUT) or EXIT_BAD_INPUT)
-    except typer.Abort:
+    except typer.Abort as abort:  # click turns an EOFError anywhere into Abort: say what
+        cause = abort.__cause__ or abort.__context__
+        if cause is not None and not isinstance(cause, KeyboardInterrupt):
+            what = str(cause) or "unexpected end of input"
+            print(f"error: internal: {type(cause).__name__}: {what} (a bug: please report it)",
+                  file=sys.stderr)
         return 1
     # without standalone mode, ``typer.Exit(code)`` comes back as its code
     return status if isinstance(status, int) and not isinstance(status, bool) else 0

@@ -3,6 +3,11 @@
 :mod:`.rng`: the xoshiro256++ stream, the Bernoulli service stream and the samplers;
 :mod:`.kernels`: small compiled helpers shared by policies (argmin with random ties, …);
 :mod:`.histogram`: the layout of the delay histogram the loop fills and the statistics
-read; :mod:`.lazy`: compilation on first use (:func:`.lazy.lazy_function`). Nothing here
-imports another dispatchlab package.
+read; :mod:`.lazy`: compilation on first use (:func:`.lazy.lazy_function`);
+:mod:`.cache_guard`: numba's disk cache checked as it is read (installed on import, an
+unreadable entry is rebuilt). Nothing here imports another dispatchlab package.
 """
+
+from dispatchlab.compiled.cache_guard import install as _install_cache_guard
+
+_install_cache_guard()  # before any compiled function loads from numba's disk cache

@@ -1,0 +1,116 @@
+"""A corrupted numba disk cache heals itself with one line saying so (issue 25, item 6).
+
+A truncated ``*.nbc`` made every run exit 1 with no output (EOFError, turned into click's
+Abort), random bytes gave an UnpicklingError traceback, and neither ever healed. Each case
+runs the real command in a fresh interpreter on a cache folder of its own
+(``NUMBA_CACHE_DIR``), so the checkout's cache is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN = ("import sys; from dispatchlab.cli import main; "
+       "sys.exit(main(['run', '--policy', 'jsq', '--servers', '2x0.5', '--slots', '1000']))")
+NOTE = "note: numba cache: an unreadable entry in "
+
+
+def run(cache: Path, code: str = RUN) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=600, check=False)
+
+
+def entries(cache: Path, pattern: str) -> list[Path]:
+    return sorted(cache.rglob(pattern))
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:10])
+
+
+def random_bytes(path: Path) -> None:
+    path.write_bytes(os.urandom(200))
+
+
+def empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+@pytest.mark.parametrize("damage,pattern", [
+    (truncate, "*.nbc"), (random_bytes, "*.nbc"), (random_bytes, "*.nbi"),
+    (empty, "*.nbi"), (truncate, "*.nb?"),
+])
+def test_a_damaged_cache_is_rebuilt_with_one_line(tmp_path: Path, damage, pattern: str) -> None:
+    cache = tmp_path / "cache"
+    first = run(cache)
+    assert first.returncode == 0 and NOTE not in first.stderr, first.stderr
+    damaged = entries(cache, pattern)
+    assert damaged
+    for path in damaged:
+        damage(path)
+    broken = run(cache)
+    assert broken.returncode == 0, broken.stderr
+    assert "Traceback" not in broken.stderr
+    notes = [line for line in broken.stderr.splitlines() if line.startswith(NOTE)]
+    assert len(notes) == 1 and broken.stderr.count("numba") == 1, broken.stderr
+    assert "E[ΣQ]" in broken.stdout or broken.stdout.strip()  # the run's table was printed
+    healed = run(cache)
+    assert healed.returncode == 0 and NOTE not in healed.stderr, healed.stderr
+    assert healed.stdout.splitlines()[:3] == broken.stdout.splitlines()[:3]
+
+
+def test_the_python_api_heals_as_well(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    code = ("from dispatchlab import System, simulate\n"
+            "r = simulate(System.build('2x0.5', load=0.5), 'jsq', slots=1000, seed=3)\n"
+            "print(repr(r.mean_total_queue))")
+    first = run(cache, code)
+    assert first.returncode == 0, first.stderr
+    for path in entries(cache, "*.nbc"):
+        truncate(path)
+    again = run(cache, code)
+    assert again.returncode == 0 and again.stdout == first.stdout, again.stderr
+    assert again.stderr.count(NOTE) == 1
+
+
+def test_the_guard_is_installed_before_anything_compiles() -> None:
+    code = ("import dispatchlab.engine.loop\nfrom numba.core import caching\n"
+            "print(caching.Cache.load_overload.__name__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.stdout.strip() == "guarded_load", done.stderr
+
+
+def test_an_abort_from_an_error_is_never_a_silent_exit(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """click turns an EOFError raised anywhere into Abort; main says what it was."""
+    import typer
+
+    import dispatchlab.cli as cli
+
+    def aborts(**_: object) -> None:
+        try:
+            raise EOFError
+        except EOFError as error:
+            raise typer.Abort() from error
+
+    monkeypatch.setattr(cli, "app", aborts)
+    assert cli.main(["run"]) == 1
+    err = capsys.readouterr().err
+    assert err == "error: internal: EOFError: unexpected end of input (a bug: please report it)\n"
+
+    def interrupted(**_: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as error:
+            raise typer.Abort() from error
+
+    monkeypatch.setattr(cli, "app", interrupted)
+    assert cli.main(["run"]) == 1 and capsys.readouterr().err == ""

@@ -105,11 +105,21 @@ def policy_sections() -> str:
     from dispatchlab.cli.policies import allowed_values, value_text
     from dispatchlab.policies import catalog
     from dispatchlab.policies.api import public_name_of
+    from dispatchlab.policies.base import Preset, policy_entry
 
     out = []
     for name, summary, theory, params in catalog():
         python = public_name_of(name)
-        out += [f"## `{name}` — `{python}`", "", summary, ""]
+        entry = policy_entry(name)
+        out += [f"## `{name}` — `{python}` {{#{name}}}", "", summary, ""]
+        if isinstance(entry, Preset):
+            # only what can do something with the preset's fixed values (PiRand has no d)
+            useful = {p.name for p in entry.base.parameters_for(entry.fixed)}
+            params = tuple(p for p in params if p.name in useful)
+            fixed = ", ".join(f"`{k}={v!r}`" for k, v in entry.fixed.items())
+            out += [f"A preset of [`{entry.base.name}`](#{entry.base.name}) with {fixed}.", ""]
+            if theory == entry.base.theory:  # said once, in the base policy's section
+                theory = f"as for [`{entry.base.name}`](#{entry.base.name})."
         if theory:
             out += [f"**Theory.** {theory}", ""]
         example = ", ".join(f"{p.name}={p.default!r}" for p in params[:2])

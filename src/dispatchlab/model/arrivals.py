@@ -176,7 +176,8 @@ def arrival_process(text: str, rate: float | None) -> ArrivalProcess:
         counts = load_trace(path)
         require(counts.mean() > 0, "arrivals", "the trace has no arrivals at all")
         return ArrivalProcess("trace", float(counts.mean()), 0, path, counts)
-    require(rate is not None, "load", "give --load or --epsilon to set the arrival rate")
+    require(rate is not None, "load", "give load=ρ or epsilon=ε to set the arrival rate "
+            "(on the command line: --load or --epsilon)")
     assert rate is not None
     if law == "deterministic" and abs(rate - round(rate)) < 1e-9:
         rate = round(rate)  # ρ·μ_Σ may miss an integer by a rounding error

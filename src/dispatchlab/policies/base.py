@@ -57,6 +57,17 @@ class Param:
     low: float | None = None
     high: float | None = None
     low_open: bool = False
+    #: (other parameter, its values): this one does something only when that parameter
+    #: takes one of those values (``pod_d`` only with ``strategy="pod"``); None: always
+    only_with: tuple[str, tuple[Any, ...]] | None = None
+
+    def applies(self, fixed: dict[str, Any]) -> bool:
+        """Whether this parameter can do anything when the parameters ``fixed`` (those a
+        preset fixes) have those values."""
+        if self.only_with is None:
+            return True
+        other, values = self.only_with
+        return other not in fixed or fixed[other] in values
 
     def convert(self, value: Any, policy: str) -> Any:
         """``value`` checked against the declaration (ValidationError ``POLICY.NAME``)."""
@@ -207,6 +218,13 @@ class Policy(metaclass=_FrozenAfterInit):
         }
         self.validate_params()
 
+    @classmethod
+    def parameters_for(cls, fixed: dict[str, Any]) -> tuple[Param, ...]:
+        """The parameters that can do something when those in ``fixed`` (what a preset
+        fixes) have those values: the Policies page lists these for a preset. By default
+        those whose ``only_with`` allows it; override when the relation is richer."""
+        return tuple(p for p in cls.parameters if p.applies(fixed))
+
     def validate_params(self) -> None:
         """Check relations between parameters (override when there are any)."""
 
@@ -246,11 +264,27 @@ class Policy(metaclass=_FrozenAfterInit):
         return dict(self.params)
 
     def with_params(self, **changes: Any) -> Policy:
-        """A new policy of the same class with some parameters changed (validated again)."""
+        """A new policy of the same class with some parameters changed (validated again).
+        A policy made by a preset stays that preset unless a change touches what the
+        preset fixes."""
+        preset = self.__dict__.get("_preset")
+        if preset is not None and not set(changes) & set(preset.fixed):
+            free = {k: v for k, v in self.constructor_params().items() if k not in preset.fixed}
+            return preset.make({**free, **changes})
         return type(self)(**{**self.constructor_params(), **changes})
 
     def __repr__(self) -> str:
-        """``PowerOfD(d=3)``: the public class and the parameters that differ from defaults."""
+        """``PowerOfD(d=3)``: the public class and the parameters that differ from defaults;
+        a policy made by a preset shows the preset's factory (``PiJSQ()``,
+        ``LJBAPull(p=0.05)``) and the free parameters that differ from its defaults."""
+        preset = self.__dict__.get("_preset")
+        if preset is not None:
+            from dispatchlab.policies.api import preset_public_name
+
+            defaults = {p.name: p.default for p in preset.free_parameters()}
+            args = ", ".join(f"{k}={v!r}" for k, v in self.params.items()
+                             if k in defaults and defaults[k] != v)
+            return f"{preset_public_name(preset.name)}({args})"
         defaults = {p.name: p.default for p in self.parameters}
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items()
                          if k not in defaults or defaults[k] != v)
@@ -281,7 +315,9 @@ class Preset:
             raise ValidationError(
                 f"{self.name}.{clash[0]}", f"the preset fixes {clash[0]} = "
                 f"{self.fixed[clash[0]]!r}; use policy {self.base.name!r} to choose it")
-        return self.base(**{**self.defaults, **params, **self.fixed})
+        policy = self.base(**{**self.defaults, **params, **self.fixed})
+        policy.__dict__["_preset"] = self  # for its repr; equality is by name and params
+        return policy
 
     def free_parameters(self) -> tuple[Param, ...]:
         return tuple(replace(p, default=self.defaults.get(p.name, p.default))

@@ -96,6 +96,16 @@ class PiPolicy(Policy):
     diagnostics = ("samples_per_slot", "perp_sq", "perp_sq_literal", "sampled_total_queue",
                    "sampled_total_queue_sq")
 
+    @classmethod
+    def parameters_for(cls, fixed: dict[str, Any]) -> tuple[Param, ...]:
+        """With the decision fixed: T always, γ when the decision reads the order, and the
+        decision's own parameters (``uses``: d, k, resolution)."""
+        if "decision" not in fixed:
+            return cls.parameters
+        entry = decision_entry(fixed["decision"])
+        used = {"decision", "T", *entry.uses} | ({"gamma"} if entry.reads_queues else set())
+        return tuple(p for p in cls.parameters if p.name in used)
+
     def validate_params(self) -> None:
         entry = decision_entry(self.params["decision"])
         self.params["decision"] = entry.name

@@ -265,23 +265,26 @@ class LEDPolicy(Policy):
               "or pull (a server reports to a uniform dispatcher)", choices=UPDATES),
         Param("p", float, 0.1, "p̂, the update probability per trial", low=0.0, low_open=True,
               high=1.0),
-        Param("d", int, 2, "push: number of distinct servers sampled per update", low=1),
-        Param("pod_d", int, 2, "L-Pod: number of distinct servers compared", low=1),
+        Param("d", int, 2, "push: number of distinct servers sampled per update", low=1,
+              only_with=("update", ("push",))),
+        Param("pod_d", int, 2, "L-Pod: number of distinct servers compared", low=1,
+              only_with=("strategy", ("pod",))),
         Param("jba_average", str, "plain", "L-JBA threshold: plain mean or μ-weighted mean",
-              choices=JBA_AVERAGES),
+              choices=JBA_AVERAGES, only_with=("strategy", ("jba",))),
         Param("increment", bool, False, "LSQ option: Q̃^m_n += jobs sent at dispatch"),
         Param("learn_on_send", bool, False, "LSQ of the group's simulator: the destination "
               "answers with Q_n(t) (1 message per dispatcher, destination and slot) and "
               "Q̃^m_n = Q_n(t) + the jobs sent there this slot (overrides increment)"),
         Param("trigger", str, "slot", "push: flip the p̂-coin every slot or only in slots "
-              "with arrivals at the dispatcher", choices=TRIGGERS),
+              "with arrivals at the dispatcher", choices=TRIGGERS,
+              only_with=("update", ("push",))),
         Param("measure_error", bool, True, "accumulate E|Q_n − Q̃^m_n|, sampled in every "
               "(4M)-th slot (about N/4 work per slot, whatever M)"),
         Param("budget", str, "none", "po2: ignore p and set p̂ so that the expected messages "
               "per slot equal Po-2's (budget_unit), capped at p̂ = 1", choices=BUDGETS),
         Param("budget_unit", str, "dispatch", "Po-2's budget: dispatch = 4 per dispatch event "
               "(what Po-2 spends in batch mode, ≈ 1.3 per job in Fig. 1), arrival = 4 per "
-              "job, as [LED] §5 states", choices=BUDGET_UNITS),
+              "job, as [LED] §5 states", choices=BUDGET_UNITS, only_with=("budget", ("po2",))),
     )
     diagnostics = ("estimation_error",)
 

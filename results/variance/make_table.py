@@ -68,16 +68,22 @@ def main() -> None:
         "per cell, from a stationary start; SE = between-run SD / √R of each estimator's "
         "estimates of the same runs.",
         "",
-        "| case | ε | E[q] (exact) | plain mean ± SE | coupled mean ± SE | var(plain)/var(coupled) |",
+        "| case | ε | E[q] (exact) | plain mean ± SE | coupled mean ± SE "
+        "| var(plain)/var(coupled) |",
         "|---|---|---|---|---|---|",
     ]
-    for row in rows:
-        lines.append(
-            f"| {row['case']} ({row['servers']}, M = {row['dispatchers']}) | {row['epsilon']:g} | "
-            f"{row['pooled_queue_exact']:.6g} | {row['plain_mean']:.5g} ± {row['plain_se']:.3g} | "
-            f"{row['coupled_mean']:.6g} ± {row['coupled_se']:.3g} | "
-            f"{row['variance_ratio']:.3g} |")
+    lines += table_rows(rows)
     (HERE / "table.md").write_text("\n".join(lines) + "\n")
+
+
+def table_rows(rows: list[dict]) -> list[str]:
+    """The Markdown rows of ``table.md``, one a measured cell of ``table.json``."""
+    return [
+        f"| {row['case']} ({row['servers']}, M = {row['dispatchers']}) | {row['epsilon']:g} | "
+        f"{row['pooled_queue_exact']:.6g} | {row['plain_mean']:.5g} ± {row['plain_se']:.3g} | "
+        f"{row['coupled_mean']:.6g} ± {row['coupled_se']:.3g} | "
+        f"{row['variance_ratio']:.3g} |"
+        for row in rows]
 
 
 if __name__ == "__main__":

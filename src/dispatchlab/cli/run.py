@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -173,7 +175,8 @@ def result_table(result: Result, label: str | None = None) -> Table:
                   f"λ_Σ = {number(system['arrival_rate'])}")
     table.add_row("run", f"{integer(result.slots)} slots × {result.replications} "
                   f"(warm-up {integer(result.warmup)}), seed {result.seed}")
-    table.add_row("mean ΣQ \\[95% CI]", escape(f"{interval(result)} ({result.ci_method})"))
+    table.add_row("mean ΣQ \\[95% CI]", escape(f"{interval(result)} "
+                                              f"({_tau_in_blocks(result.ci_method)})"))
     table.add_row("estimator", escape(estimator_text(result)))
     table.add_row("E\\[q] + E\\[X]", escape(
         f"E[q] = {number(result.pooled_queue_exact)} ({result.pooled_queue_method}), "
@@ -197,7 +200,7 @@ def result_table(result: Result, label: str | None = None) -> Table:
     table.add_row("stability", f"[{verdict_style}]{result.stability}[/]: "
                   f"{escape(result.stability_evidence)}")
     table.add_row("stability by theory", escape(result.theory_stability))
-    table.add_row("lower bound on E[ΣQ]", number(result.lower_bound_total_queue))
+    table.add_row("lower bound on E[ΣQ]", escape(lower_bound_text(result)))
     table.add_row("ζ/2 vs ε·E[ΣQ]", f"{number(result.heavy_traffic_limit)} vs "
                   f"{number(result.epsilon_total_queue)}")
     for name, value in result.diagnostics.items():
@@ -206,3 +209,22 @@ def result_table(result: Result, label: str | None = None) -> Table:
         table.add_row("[red]invariant violations[/]", str(result.invariant_violations))
     table.add_row("speed", f"{integer(result.slots_per_second)} slots/s")
     return table
+
+
+def _tau_in_blocks(method: str) -> str:
+    """The CI method names τ̂ in blocks (its batch means' unit); say so, since the
+    precision row gives τ̂ in slots."""
+    return re.sub(r"τ̂ = ([0-9.eE+-]+)\)", r"τ̂ = \1 blocks)", method)
+
+
+def lower_bound_text(result) -> str:
+    """The finite-ε bound with what a 0 or a missing value means (docs/model.md#lower-bound)."""
+    bound = result.lower_bound_total_queue
+    if not math.isfinite(bound):
+        return ("— (the finite-ε bound needs bounded service; E[q] = "
+                f"{number(result.pooled_queue_exact)}, the pooled queue, still bounds E[ΣQ])")
+    if bound <= 0:
+        return ("0: the finite-ε bound ζ^(ε)/(2ε) − B is ≤ 0 this far from saturation, so it "
+                f"rules nothing out; E[q] = {number(result.pooled_queue_exact)}, the pooled "
+                "queue's mean, is the policy-free floor here (docs/model.md#lower-bound)")
+    return f"{number(bound)} (ζ^(ε)/(2ε) − B, every policy; docs/model.md#lower-bound)"

@@ -307,7 +307,15 @@ def _print_table(frame, show_experiment: bool) -> None:  # frame: pandas.DataFra
         return
     columns = [c for c in LIST_COLUMNS if c in frame.columns
                and (show_experiment or c != "experiment")]
-    table = Table(*(HEADERS.get(c, c) for c in columns), title=f"{len(frame)} stored points")
+    # names are never cut to "pi-col…": a text column is at least as wide as its longest
+    # name (up to 40 characters) and folds onto a second line beyond that
+    table = Table(title=f"{len(frame)} stored points")
+    for column in columns:
+        values = frame[column]
+        text = values.dtype == object
+        widest = max([len(str(v)) for v in values] + [len(HEADERS.get(column, column))])
+        table.add_column(HEADERS.get(column, column), overflow="fold",
+                         min_width=min(widest, 40) if text else None)
     for row in frame[columns].itertuples(index=False):
         cells = []
         for column, value in zip(columns, row, strict=True):

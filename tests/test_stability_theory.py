@@ -204,3 +204,19 @@ def test_heavy_traffic_exponential_mean_is_half_zeta():
     assert heavy_traffic_exponential_mean(
         limit_arrival_variance(system), float(system.service_variances.sum())
     ) == pytest.approx(heavy_traffic_limit(system))
+
+
+def test_monte_carlo_fractions_never_claim_an_exact_threshold() -> None:
+    """Issue 24: a region computed from estimated fractions says so and is not exact."""
+    import numpy as np
+
+    from dispatchlab.theory.stability import DispatchFractions, induced_threshold
+
+    mu = np.array([0.1, 0.1, 0.5, 1.0])
+    exact = induced_threshold(DispatchFractions("rank", np.full(4, 0.25)), mu)
+    guessed = induced_threshold(DispatchFractions("rank", np.full(4, 0.25),
+                                                  method="monte-carlo (1000 cycles per order)"),
+                                mu)
+    assert exact.exact and not exact.estimated
+    assert not guessed.exact and guessed.estimated and "exact=True" not in repr(guessed)
+    assert guessed.to_dict()["estimated"] is True

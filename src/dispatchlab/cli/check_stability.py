@@ -63,6 +63,8 @@ def _print_human(data: dict[str, object], region: StabilityRegion) -> None:
     if not region.throughput_optimal:
         console.print("above λ̄: " + ("transient (the condition of docs/model.md#pi-transience "
                                      "holds: λ̄ is the exact threshold)" if region.exact else
+                                     "not certified: λ̄ comes from Monte-Carlo fractions, an "
+                                     "estimate" if region.estimated else
                                      "not certified transient (the condition of "
                                      "docs/model.md#pi-transience does not apply; "
                                      "stability above λ̄ may be non-monotone)"))

@@ -94,8 +94,11 @@ class StabilityRegion:
         strict_margin: min over η and m ≤ N−1 of Σ_{l≤m} μ_{η(l)}/μ_Σ − Σ_{l≤m} a_l(η);
             > 0 is the strict majorisation that [Π] Theorem 4.4 needs for heavy-traffic
             optimality (docs/model.md#pi-heavy-traffic).
-        exact: the transience condition of docs/model.md#pi-transience holds just above λ̄,
-            so the region {λ_Σ < λ̄} is the exact stability region (no gap above λ̄).
+        exact: λ̄ is exactly the stability threshold: the transience condition of
+            docs/model.md#pi-transience holds just above it (no gap above λ̄) **and** the
+            fractions a_l(η) are exact. Always False for Monte-Carlo fractions (a user
+            decision), whose λ̄ is an estimate.
+        estimated: the fractions were estimated by Monte Carlo (see ``method``).
         method: how the minimum was found.
     """
 
@@ -109,6 +112,7 @@ class StabilityRegion:
     strict_margin: float
     exact: bool
     method: str
+    estimated: bool = False
 
     @property
     def heavy_traffic_optimal(self) -> bool:
@@ -143,6 +147,7 @@ class StabilityRegion:
             "heavy_traffic_optimal": self.heavy_traffic_optimal,
             "strict_margin": self.strict_margin if math.isfinite(self.strict_margin) else None,
             "exact": self.exact,
+            "estimated": self.estimated,
             "method": self.method,
         }
 
@@ -173,6 +178,13 @@ def _fraction_table(fractions: DispatchFractions, orders: np.ndarray) -> np.ndar
 
 def induced_threshold(fractions: DispatchFractions, mu) -> StabilityRegion:
     """λ̄ of Eq. (3) with its bottleneck, the throughput-optimality test and exactness."""
+    region = _induced_threshold(fractions, mu)
+    if fractions.method == "exact":
+        return region
+    return _replace_exact(region, False, estimated=True)  # λ̄ of Monte-Carlo fractions
+
+
+def _induced_threshold(fractions: DispatchFractions, mu) -> StabilityRegion:
     rates = _rates(mu)
     n = rates.size
     _check_size(fractions, n)
@@ -202,10 +214,12 @@ def induced_threshold(fractions: DispatchFractions, mu) -> StabilityRegion:
     return _replace_exact(region, certified and not region.throughput_optimal)
 
 
-def _replace_exact(region: StabilityRegion, exact: bool) -> StabilityRegion:
+def _replace_exact(region: StabilityRegion, exact: bool, *,
+                   estimated: bool | None = None) -> StabilityRegion:
     from dataclasses import replace
 
-    return replace(region, exact=exact)
+    return replace(region, exact=exact,
+                   estimated=region.estimated if estimated is None else estimated)
 
 
 def _slowest_first(servers: np.ndarray, rates: np.ndarray) -> tuple[int, ...]:

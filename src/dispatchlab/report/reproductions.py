@@ -270,7 +270,8 @@ def _excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
 
 
 def _exponent(curve: pd.DataFrame) -> float:
-    """α of ε·E[X] ∝ ε^α between the two smallest ε (nan without two positive values)."""
+    """α of ε·E[X] ∝ ε^α between the curve's two smallest ε (nan without two positive
+    values); the judges pass the curve from its smallest ε with an interval on."""
     if len(curve) < 2:
         return math.nan
     a, b = curve.iloc[0], curve.iloc[1]
@@ -545,7 +546,7 @@ def render(store: Store, out: Path, store_label: str | None = None) -> str:
         "measured with the coupled estimator from a stationary start "
         "([statistics](statistics.md#coupled)): a policy is heavy-traffic delay optimal "
         "exactly when ε·E[X] → 0. α is the local exponent of ε·E[X] ∝ ε^α between the two "
-        "smallest ε (α ≈ 1: E[X] stays bounded; α ≈ 0: ε·E[X] levels off).",
+        "smallest ε judged (α ≈ 1: E[X] stays bounded; α ≈ 0: ε·E[X] levels off).",
         "",
         "Verdicts:",
         "",

@@ -144,7 +144,14 @@ def test_how_to_reproduce_gives_an_install_that_works(stored, tmp_path):
     page = (out / "index.html").read_text()
     section = page.split("<h2>How to reproduce</h2>", 1)[1].split("</pre>", 1)[0]
     assert "pip install dispatchlab==" not in section  # not published on PyPI
-    assert "git clone " in section and "git checkout " in section
+    from dispatchlab.report.html import _git, _is_remote
+
+    if _is_remote(_git("remote", "get-url", "origin")):
+        assert "git clone " in section
+    else:  # never a clone of this machine's path (issue 24)
+        assert "git clone" not in section and "no public remote" in section
+    assert "git checkout " in section
+    assert "/" + "work/" not in section and "/" + "home/" not in section
     from dispatchlab.experiments.store import code_version
 
     commit = code_version().partition("+")[2].removesuffix("-dirty").rsplit("-g", 1)[-1]
@@ -180,3 +187,28 @@ def test_a_point_too_short_to_say_draws_without_a_band() -> None:
     low, high = _scaled_ci(pd.Series({"mean_total_queue": 10.0, "ci_low": None,
                                       "ci_high": None}), 0.1)
     assert math.isnan(low) and math.isnan(high)
+
+
+def test_the_report_reads_as_text_and_gives_the_verdict(stored, tmp_path):
+    """Issue 24: no raw reST in the description, the spec JSON without \\u escapes, a
+    caption that promises bands only where there are some, and a verdict section."""
+    import pandas as pd
+
+    from dispatchlab.report.html import _bands, _is_remote
+    from dispatchlab.report.text import to_html
+
+    out = tmp_path / "out"
+    assert main(["report", "report-test", "--store", str(stored), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "<h2>Verdict</h2>" in page
+    spec = page.split("<h2>Spec</h2>", 1)[1]
+    assert "\\u03" not in spec
+    assert (to_html("uses ``x`` and :func:`~a.b.fn`")
+            == "<p>uses <code>x</code> and <code>fn</code></p>")
+    figure = FigureSpec("q")
+    none = pd.DataFrame({"ci_low": [float("nan")], "ci_high": [float("nan")]})
+    some = pd.DataFrame({"ci_low": [1.0], "ci_high": [2.0]})
+    assert _bands(figure, none).startswith("no confidence bands")
+    assert _bands(figure, some) == "bands: 95 % confidence intervals."
+    assert not _is_remote("/some/local/path") and not _is_remote("file:///x")
+    assert _is_remote("https://github.com/o/r.git") and _is_remote("git@github.com:o/r.git")

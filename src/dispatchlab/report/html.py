@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import base64
 import html
+import json
+import math
 import platform
+import re
 import shlex
 import time
 from importlib import metadata
@@ -19,6 +22,7 @@ import pandas as pd
 from dispatchlab.core.errors import require
 from dispatchlab.experiments.store import Store, code_version
 from dispatchlab.report.plots import figure_notes, figures_of, summarize, write_figures
+from dispatchlab.report.text import to_html
 from dispatchlab.specs.experiment import ExperimentSpec
 
 PACKAGES = ("numpy", "numba", "scipy", "pandas", "matplotlib", "distributed")
@@ -73,8 +77,9 @@ def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: 
              f"<h1>{esc(spec.title or spec.name)}</h1>"]
     if spec.paper:
         parts.append(f"<p><b>Reproduces:</b> {esc(spec.paper)}</p>")
-    if spec.description:
-        parts.append(f"<p>{esc(spec.description)}</p>")
+    if spec.description:  # written like a docstring: its reST literals and roles as code
+        parts.append(to_html(spec.description))
+    parts.append(_claims(spec, store))
     total = len(spec.points())
     failed = store.points(spec.name, status="failed")
     parts.append(f"<p>Experiment <code>{esc(spec.name)}</code>: {len(frame)} of {total} points "
@@ -84,16 +89,17 @@ def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: 
     for figure in figures_of(spec):
         png = (figure_dir / f"{figure.name}.png").read_bytes()
         data = base64.b64encode(png).decode("ascii")
+        summary = summarize(frame, figure)
         parts.append(f"<h2>{esc(figure.title or figure.name)}</h2><figure>"
                      f"<img alt='{esc(figure.name)}' data-figure='{esc(figure.name)}' "
                      f"src='data:image/png;base64,{data}'>"
-                     f"<figcaption>y = {esc(figure.y)}, x = {esc(figure.x)}; bands: "
-                     f"{int(100 * 0.95)} % confidence intervals. Files: "
+                     f"<figcaption>y = {esc(figure.y)}, x = {esc(figure.x)}; "
+                     f"{_bands(figure, summary)} Files: "
                      f"{esc(figure.name)}.png, {esc(figure.name)}.svg"
                      + "".join(f"<br><span class='note'>{esc(note)}</span>"
                                for note in figure_notes(figure, frame, spec))
                      + "</figcaption></figure>")
-        parts.append(_table(summarize(frame, figure), figure.y))
+        parts.append(_table(summary, figure.y))
     if failed:
         parts.append("<h2>Failed points</h2><table><tr><th>policy</th><th>system</th>"
                      "<th>x</th><th>rep</th><th>error</th></tr>")
@@ -107,9 +113,59 @@ def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: 
     parts.append("<h2>How to reproduce</h2><pre>"
                  + esc(_reproduce(spec, command)) + "</pre>")
     parts.append("<h2>Versions</h2>" + _versions(frame))
-    parts.append("<h2>Spec</h2><pre>" + html.escape(spec.to_json(), quote=False) + "</pre>")
+    # the spec as readable JSON: γ, ε and ρ as themselves, not \u escapes
+    readable = json.dumps(json.loads(spec.to_json()), sort_keys=True, indent=1,
+                          ensure_ascii=False)
+    parts.append("<h2>Spec</h2><pre>" + html.escape(readable, quote=False) + "</pre>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _bands(figure, summary: pd.DataFrame) -> str:
+    """What the shaded bands are — or that there are none, and why."""
+    if not figure.ci:
+        return "no confidence bands (this figure draws means only)."
+    bounds = zip(summary.get("ci_low", []), summary.get("ci_high", []), strict=True)
+    finite = [lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)
+              for lo, hi in bounds]
+    if finite and all(finite):
+        return "bands: 95 % confidence intervals."
+    if any(finite):
+        return ("bands: 95 % confidence intervals where a point has one (the others were "
+                "too short to say or unstable).")
+    return "no confidence bands: no stored point has an interval (too short to say or unstable)."
+
+
+def _claims(spec: ExperimentSpec, store: Store) -> str:
+    """The verdict on each paper claim this experiment tests, as on the Reproductions
+    page (the same rules, dispatchlab.report.reproductions)."""
+    from dispatchlab.report.reproductions import CLAIMS, VERDICTS, Verdict, claim_frame
+
+    esc = html.escape
+    rows = []
+    for claim in CLAIMS:
+        if spec.name != claim.experiment and spec.name not in claim.extra:
+            continue
+        if claim.experiment not in store.experiment_names():
+            verdict = Verdict("not run yet", "")
+        else:
+            try:
+                judged = ExperimentSpec.from_json(store.experiment_spec(claim.experiment) or "")
+                verdict = claim.judge(judged, claim_frame(store, claim))
+            except (KeyError, IndexError, StopIteration, ValueError) as error:
+                verdict = Verdict("incomplete", f"{type(error).__name__}: {error}")
+        meaning = VERDICTS.get(verdict.status, "")
+        rows.append(f"<tr><td class='text'>{esc(claim.statement)}</td>"
+                    f"<td class='text'>{esc(claim.paper)}</td>"
+                    f"<td class='text' title='{esc(meaning)}'><b>{esc(verdict.status)}</b></td>"
+                    f"<td class='text'>{esc(verdict.numbers)}</td></tr>")
+    if not rows:
+        return ("<h2>Verdict</h2><p>No paper claim is judged from this experiment "
+                "(the Reproductions page lists the claims and their experiments).</p>")
+    legend = "".join(f"<li><b>{esc(word)}</b>: {esc(text)}</li>" for word, text in
+                     VERDICTS.items())
+    return ("<h2>Verdict</h2><table><tr><th>claim</th><th>source</th><th>verdict</th>"
+            "<th>numbers</th></tr>" + "".join(rows) + f"</table><ul>{legend}</ul>")
 
 
 def _table(summary: pd.DataFrame, y: str) -> str:
@@ -166,11 +222,17 @@ def _install_lines() -> list[str]:
     code version that made the report (``git describe`` of the source tree)."""
     version = code_version()
     _, _, described = version.partition("+")
-    repository = _git("remote", "get-url", "origin") or _git("rev-parse", "--show-toplevel")
-    if not described or not repository:
+    repository = _git("remote", "get-url", "origin")
+    if not described:
         return [f"# dispatchlab {version} is not published on PyPI: install it from a copy",
                 "# of its source tree:  pip install -e PATH/TO/dispatchlab"]
     commit = described.removesuffix("-dirty").rsplit("-g", 1)[-1]
+    if not _is_remote(repository):  # no public remote: a clone of this machine's path is no use
+        return ["# dispatchlab is not published on PyPI, and the source this report was made",
+                "# from has no public remote: in your copy of the dispatchlab repository,",
+                f"git checkout {shlex.quote(commit)}   # the code version of this report "
+                f"({' '.join(version.split())})",
+                "make venv && . .venv/bin/activate   # python -m venv .venv; pip install -e ."]
     lines = [f"git clone {shlex.quote(repository)} dispatchlab && cd dispatchlab",
              f"git checkout {shlex.quote(commit)}   # the code version of this report "
              f"({' '.join(version.split())})"]
@@ -178,6 +240,12 @@ def _install_lines() -> list[str]:
         lines.append("# (the report was made from a tree with uncommitted changes on top)")
     lines.append("make venv && . .venv/bin/activate   # python -m venv .venv; pip install -e .")
     return lines
+
+
+def _is_remote(url: str) -> bool:
+    """A URL another machine can clone (https://…, ssh://…, git@host:…), not a local path."""
+    return bool(url) and ("://" in url and not url.startswith("file://")
+                          or re.match(r"^[\w.-]+@[\w.-]+:", url) is not None)
 
 
 def _git(*args: str) -> str:

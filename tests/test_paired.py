@@ -61,3 +61,78 @@ def test_replications_pair_by_index() -> None:
         seed = np.random.SeedSequence(2, spawn_key=(index,))
         first = exogenous_path(system, "jsq", {}, seed)[0]
         assert (exogenous_path(system, "pod", {"d": 2}, seed)[0] == first).all()
+
+
+# -- dl.compare: the paired CI ------------------------------------------------------------------
+
+EXACT_SYSTEM = dict(mu="0.3,0.6", load=0.7, arrivals="bernoulli")
+
+
+def test_the_paired_ci_covers_the_exact_difference_and_is_narrower() -> None:
+    """JSQ vs weighted random on two servers: D from the exact stationary laws; the paired
+    CI covers it (one run: per-block differences; R = 6: per-replication differences) and
+    is narrower than the unpaired one on the same runs."""
+    import dispatchlab as dl
+
+    keywords = dict(EXACT_SYSTEM)
+    system = System.build(keywords.pop("mu"), **keywords)
+    exact = (dl.exact(system, "jsq").mean_total_queue
+             - dl.exact(system, "wrand").mean_total_queue)
+    one = dl.compare(system, "jsq", "wrand", slots=200_000, seed=3)
+    many = dl.compare(system, "jsq", "wrand", slots=50_000, seed=3, replications=6)
+    for paired in (one, many):
+        assert paired.common_random_numbers
+        assert paired.ci_low <= exact <= paired.ci_high, (exact, str(paired))
+        assert 0 < paired.variance_reduction < 1
+        assert paired.half_width < paired.unpaired_half_width
+        assert paired.difference == pytest.approx(paired.mean_a - paired.mean_b, abs=0.05)
+    assert one.method.startswith("per-block differences, batch means")
+    assert many.method == "per-replication differences (6 pairs)" and many.replications == 6
+    assert (one.policy_a, one.policy_b) == ("jsq", "wrand")
+    record = one.to_dict()
+    assert record["half_width"] == one.half_width and "result_a" in record
+
+
+def test_pairing_buys_most_where_the_policies_are_alike() -> None:
+    """JSQ against Po-4 near saturation: both track the pooled queue, so most of their
+    variance is the arrivals' and pairing removes it."""
+    import dispatchlab as dl
+    from dispatchlab.policies import make_policy
+
+    system = System.build("20x0.5", load=0.98)
+    paired = dl.compare(system, "jsq", make_policy("pod", d=4), slots=200_000, seed=0)
+    assert paired.variance_reduction < 0.5
+    assert paired.ci_high < 0  # JSQ's queue is shorter
+
+
+def test_a_policy_against_itself_differs_by_exactly_zero() -> None:
+    import dispatchlab as dl
+
+    system = System.build("4x0.5", load=0.9, dispatchers=2)
+    paired = dl.compare(system, "pod", "pod", slots=20_000, seed=1)
+    assert (paired.difference, paired.ci_low, paired.ci_high) == (0.0, 0.0, 0.0)
+    assert paired.method == "exact: the same path in every block"
+
+
+@pytest.mark.parametrize("keyword, value, field", [
+    ("precision", 0.01, "precision"), ("max_slots", 10**7, "max_slots"),
+    ("policy_params", {"d": 2}, "policy_params"), ("slots", 0, "slots"),
+    ("seed", -1, "seed"), ("replications", 1.5, "replications"), ("bogus", 1, "bogus"),
+])
+def test_compare_validates_like_simulate(keyword: str, value: object, field: str) -> None:
+    import dispatchlab as dl
+
+    system = System.build("4x0.5", load=0.9)
+    with pytest.raises(dl.ValidationError) as caught:
+        dl.compare(system, "jsq", "pod", **{"slots": 1000, keyword: value})
+    assert caught.value.field == field
+
+
+def test_compare_refuses_a_bad_policy_or_system() -> None:
+    import dispatchlab as dl
+
+    system = System.build("4x0.5", load=0.9)
+    with pytest.raises(dl.ValidationError, match="policy"):
+        dl.compare(system, "jsq", "no-such-policy", slots=1000)
+    with pytest.raises(dl.ValidationError, match="system"):
+        dl.compare("4x0.5", "jsq", "pod", slots=1000)

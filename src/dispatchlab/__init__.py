@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.model import System
     from dispatchlab.policies import Policy, make_policy, policy_names
     from dispatchlab.report.notebook import plot
+    from dispatchlab.simulation.compare import PairedComparison, compare
     from dispatchlab.simulation.exact import exact
     from dispatchlab.simulation.result import Result
     from dispatchlab.simulation.run import simulate
@@ -35,7 +36,9 @@ _HOMES = {
     "Policy": "dispatchlab.policies",
     "Result": "dispatchlab.simulation.result",
     "System": "dispatchlab.model",
+    "PairedComparison": "dispatchlab.simulation.compare",
     "ValidationError": "dispatchlab.core.errors",
+    "compare": "dispatchlab.simulation.compare",
     "exact": "dispatchlab.simulation.exact",  # scipy, on first call
     "make_policy": "dispatchlab.policies",
     "plot": "dispatchlab.report.notebook",  # matplotlib
@@ -45,11 +48,13 @@ _HOMES = {
 }
 
 __all__ = [
+    "PairedComparison",
     "Policy",
     "Result",
     "System",
     "ValidationError",
     "__version__",
+    "compare",
     "exact",
     "make_policy",
     "plot",

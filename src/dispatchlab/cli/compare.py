@@ -7,6 +7,7 @@ pull-based policy, 2·10^5 slots each, all with the same seed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -32,6 +33,7 @@ from dispatchlab.simulation.result import Result
 if TYPE_CHECKING:  # imported where used: the policies load numba (`--help` needs neither)
     from dispatchlab.model.system import System
     from dispatchlab.policies import Policy
+    from dispatchlab.simulation.compare import PairedComparison
     from dispatchlab.specs.run import RunSpec
 
 RUN = "Run"
@@ -144,15 +146,24 @@ def compare_command(
     max_slots: options.MaxSlots = None,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object {system, results: [...]}.")] = False,
+    paired: Annotated[bool, typer.Option(
+        "--paired", help="Pair every policy with the first on common random numbers (one "
+        "seed: the same arrivals and service): E[ΣQ] − E[ΣQ of the first] with a paired "
+        "95% CI and the variance reduction it bought (docs/statistics.md#paired).",
+        rich_help_panel=RUN)] = False,
+    import_: options.Import = None,
     yes: options.Yes = False,
 ) -> None:
     """Run several policies on one system (same seed) and print one comparison table."""
+    from dispatchlab.core.imports import import_user_modules
     from dispatchlab.core.pools import resolve_workers
+    from dispatchlab.simulation.compare import compare_with_first
     from dispatchlab.simulation.run import simulate_each
     from dispatchlab.simulation.work_guard import check_work, system_work
     from dispatchlab.specs.run import RunSpec
     from dispatchlab.stats.stability import below_lower_bound
 
+    import_user_modules(import_ or [])
     spec = RunSpec(slots=slots, seed=seed, replications=replications).with_overrides(
         servers=servers, dispatchers=dispatchers, load=load, epsilon=epsilon,
         arrivals=arrivals, service=service, dispatch=dispatch, split=split,
@@ -166,13 +177,26 @@ def compare_command(
     require(warmup is None or 0 <= warmup < slots, "warmup",
             f"must be in [0, slots) (got {warmup})")
     require(replications >= 1, "replications", f"must be ≥ 1 (got {replications})")
+    require(not paired or len(chosen) >= 2, "paired", "give two policies or more (-p A -p B): "
+            "each after the first is paired with the first")
+    require(not paired or (precision is None and precision_abs is None and max_slots is None),
+            "paired", "a paired comparison runs a fixed number of replications on every "
+            "policy; leave out --precision, --precision-abs and --max-slots")
     check_work(len(chosen) * system_work(system, slots, replications), confirmed=yes,
                what=f"comparing {len(chosen)} policies")
     errors = stderr_console()
     for note in notes:
         errors.print(f"note: {escape(note)}")
 
+    pairs: list[PairedComparison] = []
+
     def run() -> list[Result]:
+        if paired:
+            pairs.extend(compare_with_first(
+                system, [item.policy for item in chosen], workers=workers, slots=spec.slots,
+                warmup=spec.warmup, seed=spec.seed, replications=spec.replications,
+                track_delay=spec.track_delay))
+            return [pairs[0].result_b, *(pair.result_a for pair in pairs)]
         return simulate_each(system, [item.policy for item in chosen], workers=workers,
                              slots=spec.slots, warmup=spec.warmup, seed=spec.seed,
                              replications=spec.replications, track_delay=spec.track_delay,
@@ -190,13 +214,44 @@ def compare_command(
             errors.print(f"note: {escape(entry.label)}: simulated {result.stability}, but "
                          f"theory says {result.theory_stability}")
     if json_:
-        print_json(comparison_record(system, spec, chosen, results))
+        record = comparison_record(system, spec, chosen, results)
+        if paired:
+            record["paired"] = [{"label": entry.label, "baseline": chosen[0].label,
+                                 **{k: v for k, v in pair.to_dict().items()
+                                    if k not in ("result_a", "result_b")}}
+                                for entry, pair in zip(chosen[1:], pairs, strict=True)]
+        print_json(record)
         return
     stdout_console().print(comparison_table(system, spec, chosen, results))
+    if paired:
+        stdout_console().print(paired_table(chosen, pairs))
     for entry, result in zip(chosen, results, strict=True):
         if warning := below_lower_bound(result.ci_high, result.lower_bound_total_queue,
                                      result.mean_total_queue):
             stdout_console().print(f"[yellow]warning: {escape(entry.label)}: {escape(warning)}[/]")
+
+
+def paired_table(entries: list[Entry], pairs: list[PairedComparison]) -> Table:
+    """The ``--paired`` table: per policy after the first, its E[ΣQ] minus the first's
+    (the comparison's a − b, b the first) with
+    the paired 95 % CI, the CI's method, the variance reduction and the unpaired
+    half-width of the same runs (docs/statistics.md#paired)."""
+    baseline = entries[0].label
+    table = Table(title=escape(f"paired with {baseline} on common random numbers (the same "
+                               "arrivals and service)"), title_justify="left",
+                  caption="variance reduction: Var(paired difference) / (Var(a) + Var(b)) "
+                  "on the same runs; unpaired ±: the half-width were they independent",
+                  caption_justify="left")
+    table.add_column("policy", style="bold")
+    for name in (f"Δ E[ΣQ] vs {baseline} [95% CI]", "variance reduction", "unpaired ±"):
+        table.add_column(escape(name), justify="right")
+    table.add_column("method")
+    for entry, pair in zip(entries[1:], pairs, strict=True):
+        shown = (f"{number(pair.difference)} [{number(pair.ci_low)}, {number(pair.ci_high)}]"
+                 if math.isfinite(pair.half_width) else f"{number(pair.difference)} [—]")
+        table.add_row(escape(entry.label), escape(shown), number(pair.variance_reduction),
+                      number(pair.unpaired_half_width), escape(pair.method))
+    return table
 
 
 def comparison_record(system: System, spec: RunSpec, entries: list[Entry],

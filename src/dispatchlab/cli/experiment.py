@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -56,6 +57,11 @@ ScaleOption = Annotated[float | None, typer.Option(
     help="Multiply the spec's slot budget by this factor.", show_default=False)]
 ProgressOption = Annotated[bool, typer.Option(
     "--progress/--no-progress", help="Show a live progress line.")]
+DryRunOption = Annotated[bool, typer.Option(
+    "--dry-run", help="Print the plan (points, slots, estimated work and time, what the "
+    "store already holds) and run nothing.")]
+#: how --list and --dry-run write the work guard's speed
+UPDATES_PER_SECOND_TEXT = "3·10⁷"
 
 
 class RichProgress:
@@ -126,6 +132,74 @@ def sweep_work(spec: ExperimentSpec, done: int = 0) -> float:
             slots = spec._resolve_slots(system)
             work += system_work(system, slots, spec.replications) * len(spec.policies)
     return work * max(0.0, 1.0 - done / points)
+
+
+@dataclass(frozen=True)
+class SweepSize:
+    """A grid's size from its shape: points, slots over all points, server-slot updates."""
+
+    points: int
+    slots: float
+    work: float
+
+
+def sweep_size(spec: ExperimentSpec) -> SweepSize:
+    """The size of ``spec``'s grid without listing its points (see :func:`sweep_work`)."""
+    points = len(spec.systems) * len(spec.policies) * len(spec.values) * spec.replications
+    slots = 0.0
+    for system_spec in spec.systems:
+        for value in spec.values:
+            system = system_spec.build(**{spec.axis: value})
+            slots += float(spec._resolve_slots(system)) * spec.replications * len(spec.policies)
+    return SweepSize(points, slots, sweep_work(spec))
+
+
+def _rough_duration(work: float, workers: int = 1) -> str:
+    """The work guard's duration of ``work`` on ``workers`` cores (about)."""
+    from dispatchlab.simulation.work_guard import UPDATES_PER_SECOND
+
+    seconds = int(math.ceil(work / UPDATES_PER_SECOND / max(workers, 1)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def print_plan(spec: ExperimentSpec, store: Path, workers: int | None) -> None:
+    """``--dry-run``: what the sweep would run, and nothing run (no store is created)."""
+    from dispatchlab.core.pools import available_cores
+
+    size = sweep_size(spec)
+    done = 0
+    if store.is_file():
+        with Store(store) as db:
+            done = db.count(spec.name)
+    cores = workers or available_cores()
+    console = stdout_console()
+    console.print(f"[bold]{escape(spec.name)}[/bold] (dry run: nothing is run)")
+    values = ", ".join(number(v) for v in spec.values)
+    console.print(f"  axis {escape(spec.axis)}: {escape(values)}")
+    for system_spec in spec.systems:
+        console.print(f"  system {escape(str(system_spec.servers))}, "
+                      f"M = {system_spec.dispatchers}")
+    console.print("  policies: " + escape(", ".join(p.label or p.name for p in spec.policies)))
+    system = spec.systems[0]
+    table = Table(spec.axis, "slots a point" + (f" ({system.label or system.servers})"
+                                                if len(spec.systems) > 1 else ""))
+    for value in spec.values:
+        table.add_row(number(value), integer(spec._resolve_slots(system.build(
+            **{spec.axis: value}))))
+    console.print(table)
+    left = max(0.0, 1.0 - done / size.points) if size.points else 0.0
+    console.print(
+        f"  {integer(size.points)} points ({spec.replications} replication(s) each), "
+        f"{size.slots:.3g} slots, {size.work:.3g} server-slot updates; "
+        f"{integer(done)} already in {escape(str(store))}")
+    console.print(
+        f"  estimated time: {_rough_duration(size.work * left)} of CPU, about "
+        f"{_rough_duration(size.work * left, cores)} on {cores} worker(s) "
+        f"(at {UPDATES_PER_SECOND_TEXT} updates/s a core)")
 
 
 def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, workers: int | None,
@@ -199,18 +273,33 @@ def experiment_command(
     workers: WorkersOption = None,
     cluster: ClusterOption = None,
     progress: ProgressOption = True,
+    dry_run: DryRunOption = False,
+    import_: options.Import = None,
     yes: options.Yes = False,
 ) -> None:
     """Run a catalog experiment of the papers; resumes if interrupted."""
+    from dispatchlab.core.imports import import_user_modules
     from dispatchlab.experiments.catalog import build_experiment, catalog_entry, entries
 
+    import_user_modules(import_ or [])
     if list_ or name is None:
-        table = Table("experiment", "what", "paper", title="Catalog experiments")
+        table = Table("experiment", "what", "paper", "points", "slots", "work",
+                      "CPU time", title="Catalog experiments (estimated size of the full "
+                      "run; --quick is smaller)")
         for entry in entries():
-            table.add_row(entry.name, escape(entry.title), escape(entry.paper))
+            size = sweep_size(build_experiment(entry.name))
+            table.add_row(entry.name, escape(entry.title), escape(entry.paper),
+                          integer(size.points), f"{size.slots:.3g}", f"{size.work:.3g}",
+                          _rough_duration(size.work))
         stdout_console().print(table)
+        stdout_console().print(
+            "work: server-slot updates (N + M a slot); CPU time at "
+            f"{UPDATES_PER_SECOND_TEXT} updates/s on one core, split over the workers")
         return
     spec = _adjust(build_experiment(name, quick=quick), quick=quick, slots=slots, scale=scale)
+    if dry_run:
+        print_plan(spec, store, workers)
+        return
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
                    progress=progress, yes=yes)
     summary = catalog_entry(name).summary
@@ -232,11 +321,15 @@ def sweep_command(
     workers: WorkersOption = None,
     cluster: ClusterOption = None,
     progress: ProgressOption = True,
+    dry_run: DryRunOption = False,
+    import_: options.Import = None,
     yes: options.Yes = False,
 ) -> None:
     """Run the grid of a spec file; resumes if interrupted."""
+    from dispatchlab.core.imports import import_user_modules
     from dispatchlab.specs.experiment import ExperimentSpec
 
+    import_user_modules(import_ or [])  # asked for here; a spec file never imports
     if spec_file.suffix == ".json":
         require_readable_file(spec_file, "spec", "spec file")
         try:
@@ -250,6 +343,9 @@ def sweep_command(
     else:
         spec = ExperimentSpec.from_toml(spec_file)
     spec = _adjust(spec, quick=False, slots=slots, scale=scale)
+    if dry_run:
+        print_plan(spec, store, workers)
+        return
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
                    progress=progress, yes=yes)
 

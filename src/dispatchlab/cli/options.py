@@ -61,6 +61,11 @@ def parse_weights(text: str | None) -> tuple[float, ...] | None:
     return weights
 
 
+Import = Annotated[list[str] | None, typer.Option(
+    "--import", help="Import MODULE first (a dotted name, found from the current "
+    "directory, or a .py file; repeatable), so the policies it registers can be named.",
+    metavar="MODULE", show_default=False)]
+
 Yes = Annotated[bool, typer.Option(
     "--yes", help="Run even when the estimated work is above the guard's limit "
     "(see dispatchlab.simulation.work_guard).")]

@@ -82,12 +82,15 @@ def run_command(
     max_slots: options.MaxSlots = None,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object instead of the table.")] = False,
+    import_: options.Import = None,
     yes: options.Yes = False,
 ) -> None:
     """Simulate one policy on one system and report ΣQ, delay, messages and stability."""
+    from dispatchlab.core.imports import import_user_modules
     from dispatchlab.simulation.work_guard import check_work, system_work
     from dispatchlab.specs.run import RunSpec, parse_assignments
 
+    import_user_modules(import_ or [])  # asked for here; a spec file never imports
     base = RunSpec.from_toml(spec) if spec is not None else RunSpec()
     run_spec = base.with_overrides(
         policy=policy, params=parse_assignments(set_) or None, servers=servers,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import sys
 import threading
 import time
 import traceback
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.imports import import_in_worker, user_modules
 from dispatchlab.core.pools import available_cores, process_pool
 from dispatchlab.experiments.store import DEFAULT_STORE, HEARTBEAT_SECONDS, Store
 from dispatchlab.specs.experiment import ExperimentSpec, Point
@@ -102,6 +104,15 @@ def watch_coordinator(coordinator_pid: int, interval: float = 1.0) -> None:
             time.sleep(interval)
 
     threading.Thread(target=watch, name="dispatchlab-coordinator-watch", daemon=True).start()
+
+
+def start_worker(coordinator_pid: int, modules: tuple[str, ...] = (),
+                 path: tuple[str, ...] = ()) -> None:
+    """Worker initializer: import the modules the user asked for on the command line
+    (``--import``: their registered policies are then known here too; a spec or a store
+    never imports anything), then :func:`watch_coordinator`."""
+    import_in_worker(modules, path)
+    watch_coordinator(coordinator_pid)
 
 
 class _Heartbeat:
@@ -400,8 +411,8 @@ class _Executor:
         return self._client.get_executor(pure=False)
 
     def _local_pool(self) -> Executor:
-        return process_pool(self._workers, initializer=watch_coordinator,
-                            initargs=(os.getpid(),))
+        return process_pool(self._workers, initializer=start_worker,
+                            initargs=(os.getpid(), user_modules(), tuple(sys.path)))
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
         future = self._executor.submit(function, *args)

@@ -1,0 +1,51 @@
+"""``experiment --list`` with each experiment's size and estimated time, and ``--dry-run``
+on ``experiment`` and ``sweep``: the plan printed, nothing run, no store created."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dispatchlab.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_list_gives_points_slots_work_and_time(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    status, out, _ = run(capsys, "experiment", "--list")
+    assert status == 0
+    assert "points" in out and "CPU time" in out and "server-slot updates" in out
+    row = next(line for line in out.splitlines() if "│ led-fig2 " in line)
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    # 7 loads × 3 policies × 2 replications of 2·10⁵ slots on 100 servers, M = 10
+    assert cells[3:] == ["42", "8.4e+06", "9.24e+08", "31 s"]
+
+
+def test_a_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path: Path) -> None:
+    store = tmp_path / "never.sqlite"
+    status, out, err = run(capsys, "experiment", "led-fig2", "--dry-run", "--store",
+                           str(store), "--workers", "2")
+    assert status == 0, err
+    assert "dry run: nothing is run" in out and "L-JSQ-Push" in out
+    assert "42 points (2 replication(s) each), 8.4e+06 slots" in out
+    assert "0 already in" in out and "on 2 worker(s)" in out
+    assert not store.exists() and not (tmp_path / "results").exists()
+    status, out, err = run(capsys, "sweep", "examples/sweep.toml", "--dry-run", "--store",
+                           str(store), "--slots", "5000")
+    assert status == 0, err
+    assert "24 points" in out and "5,000" in out and not store.exists()
+
+
+def test_a_dry_run_counts_what_the_store_holds(capsys, tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    args = ("sweep", "examples/sweep.toml", "--store", str(store), "--slots", "1000",
+            "--out", str(tmp_path / "out"), "--workers", "1", "--no-progress")
+    assert run(capsys, *args)[0] == 0
+    status, out, _ = run(capsys, *args, "--dry-run")
+    assert status == 0 and "24 already in" in out and "estimated time: 0 s" in out

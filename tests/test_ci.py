@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -78,6 +80,15 @@ def test_short_run_is_undetermined() -> None:
     system = System.build("50x0.1,50x0.5", load=0.95, dispatchers=10)
     result = simulate(system, "wrand", slots=20_000, track_delay=False, detail=False)
     assert result.stability == "undetermined"
+    assert "the slowest server's relaxation time" in result.stability_evidence
+
+
+def test_the_slowest_server_sets_the_relaxation_time() -> None:
+    from dispatchlab.stats.heavy_traffic import heavy_traffic_relaxation
+
+    mu, rates = np.array([0.1, 0.5]), np.array([0.095, 0.45])
+    assert heavy_traffic_relaxation(np.array([20.0, 9.0]), mu, rates) == pytest.approx(16_000)
+    assert math.isnan(heavy_traffic_relaxation(np.array([1.0, 1.0]), mu, mu))  # δ_n = 0
 
 
 def _policy(name: str):

@@ -23,7 +23,10 @@ from dispatchlab.stats.estimators import (
     pooled_estimate,
     with_standard_error_floor,
 )
-from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
+from dispatchlab.stats.heavy_traffic import (
+    heavy_traffic_relaxation,
+    heavy_traffic_standard_error,
+)
 from dispatchlab.stats.stability import StabilityVerdict, below_lower_bound, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
 from dispatchlab.theory.pooled_queue import PooledMean, pooled_queue_of
@@ -141,14 +144,19 @@ RELAXATION_FACTOR = 10
 def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: System,
                       measured_slots: int, per_run: list[Estimate],
                       block_length: int, coupled: bool = False,
-                      stationary_start: bool = False) -> StabilityVerdict:
+                      stationary_start: bool = False,
+                      server_relaxation: float = math.nan) -> StabilityVerdict:
     """Downgrade a "stable" verdict to "undetermined" when the run cannot support it.
 
-    Three checks that a trend test alone misses near ρ = 1: the CI lies entirely below the
+    Four checks that a trend test alone misses near ρ = 1: the CI lies entirely below the
     proven lower bound on E[ΣQ] (docs/model.md#lower-bound); the measured window is shorter than
-    RELAXATION_FACTOR × ζ/ε², the relaxation time of the resource-pooled queue; or it is
-    shorter than MIN_TAU_BATCHES batches of 5 τ̂, the series' own integrated
-    autocorrelation time (each run's batch means then said "too short to say").
+    RELAXATION_FACTOR × ζ/ε², the relaxation time of the resource-pooled queue; it is
+    shorter than RELAXATION_FACTOR × ``server_relaxation``, the slowest server's own
+    heavy-traffic relaxation time where the routing fixes each server's arrival rate
+    (:func:`heavy_traffic_relaxation`: under random routing each queue relaxes on its own,
+    far more slowly than the pooled one); or it is shorter than MIN_TAU_BATCHES batches of
+    5 τ̂, the series' own integrated autocorrelation time (each run's batch means then said
+    "too short to say").
     With the ``coupled`` estimator τ̂ is X's (``per_run``: X's estimates); after a
     ``stationary_start`` too, q(t) is stationary from slot 0 and E[q] is not sampled, so
     the pooled queue's relaxation time no longer bounds the run (X's τ̂ still does). It
@@ -165,6 +173,12 @@ def _check_run_length(verdict: StabilityVerdict, estimate: Estimate, system: Sys
             f"; but {measured_slots} measured slots < {RELAXATION_FACTOR}·ζ/ε² = "
             f"{RELAXATION_FACTOR * relaxation:.3g} (the pooled queue's relaxation time): "
             "run longer, or start from its stationary law (start='stationary')"))
+    if math.isfinite(server_relaxation) and \
+            measured_slots < RELAXATION_FACTOR * server_relaxation:
+        return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
+            f"; but {measured_slots} measured slots < {RELAXATION_FACTOR}·4·q̄_n/(μ_n − λ_n) = "
+            f"{RELAXATION_FACTOR * server_relaxation:.3g} (the slowest server's relaxation "
+            "time under this state-independent routing): run longer"))
     if all(run.too_short for run in per_run):
         tau = max(run.autocorrelation_time for run in per_run) * block_length
         return replace(verdict, verdict="undetermined", evidence=verdict.evidence + (
@@ -242,14 +256,18 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     use_coupled = estimator == "coupled" and coupled is not None and pooled.method == "exact"
     estimate = coupled if use_coupled else plain
     note = "" if use_coupled or estimator == "plain" else f"E[q] {pooled.method}"
-    if worst.verdict == "undetermined" and (note := below_lower_bound(
+    if worst.verdict == "undetermined" and (warning := below_lower_bound(
             estimate.ci_high, lower_bound_total_queue(system), estimate.mean)):
-        worst = replace(worst, evidence=f"{worst.evidence}; but {note}")
+        worst = replace(worst, evidence=f"{worst.evidence}; but {warning}")
     if worst.verdict == "stable":
+        server_relaxation = (math.nan if rates is None else max(
+            heavy_traffic_relaxation(run.queue_sum / max(run.measured_slots, 1), *rates)
+            for run in runs))
         worst = _check_run_length(worst, estimate, system, min(r.measured_slots for r in runs),
                                   excess_runs if use_coupled else estimates,
                                   runs[0].block_length, coupled=use_coupled,
-                                  stationary_start=start == "stationary")
+                                  stationary_start=start == "stationary",
+                                  server_relaxation=server_relaxation)
     theory, why = theory_stability(system, policy)
     worst = _cross_check(worst, theory, why)
     tau_blocks = [e.autocorrelation_time for e in (excess_runs if use_coupled else estimates)

@@ -38,3 +38,15 @@ def heavy_traffic_standard_error(mean_queues: np.ndarray, mu: np.ndarray,
     if slots < 1 or q.shape != drift.shape or not np.all(np.isfinite(q)) or np.any(drift <= 0):
         return float("nan")
     return math.sqrt(float(np.sum(4.0 * np.maximum(q, 0.0) ** 3 / drift)) / slots)
+
+
+def heavy_traffic_relaxation(mean_queues: np.ndarray, mu: np.ndarray,
+                             arrival_rates: np.ndarray) -> float:
+    """max_n τ_n = 4·q̄_n/(μ_n − λ_n): the slowest server's integrated autocorrelation time
+    in slots, in the reflected-Brownian model above (``nan`` where the model does not apply:
+    a server not strictly underloaded, or a mean queue that is not finite)."""
+    q = np.asarray(mean_queues, dtype=float)
+    drift = np.asarray(mu, dtype=float) - np.asarray(arrival_rates, dtype=float)
+    if q.shape != drift.shape or not np.all(np.isfinite(q)) or np.any(drift <= 0):
+        return float("nan")
+    return float(np.max(4.0 * np.maximum(q, 0.0) / drift))

@@ -74,6 +74,8 @@ def dropped_fields(path: str | Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: compact STORE (default field, or the FIELDs named); the exit status
+    (2 with one ``error:`` line for a bad field or a file that is not a store)."""
     args = sys.argv[1:] if argv is None else argv
     if not args:
         print("usage: python -m dispatchlab.experiments.compact STORE [FIELD ...]",

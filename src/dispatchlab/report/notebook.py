@@ -6,16 +6,62 @@ draws, and reuses the report's summaries (Student-t intervals over replications)
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib import ticker
 
-from dispatchlab.core.errors import require
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.report.labels import plain
 from dispatchlab.report.plots import AXIS_LABELS, Y_LABELS, FigureSpec, summarize
+from dispatchlab.specs.figure import ReferenceLine
 
 #: the columns of a ``dispatchlab.sweep`` frame that the figure reads
 FRAME_COLUMNS = ("system", "policy_label", "stability", "load", "epsilon")
+#: ``references=`` shorthands: the catalog figures' theory lines, read per point from the
+#: frame (ζ/2 of docs/model.md#heavy-traffic, the finite-ε bound of
+#: docs/model.md#lower-bound)
+REFERENCE_SHORTHANDS = {
+    "zeta/2": ReferenceLine("ζ/2", field="heavy_traffic_limit"),
+    "lower_bound": ReferenceLine("lower bound on E[ΣQ]", field="lower_bound_total_queue"),
+}
+
+
+def reference_lines(references: object, frame: pd.DataFrame) -> list[ReferenceLine]:
+    """``references`` as lines: each a shorthand (:data:`REFERENCE_SHORTHANDS`), a number
+    (a constant), a numeric column of the frame (its per-point mean), or a
+    :class:`~dispatchlab.specs.figure.ReferenceLine` with ``value`` or ``field`` (a
+    ``function`` needs the experiment's systems: draw it with ``dispatchlab report``)."""
+    require(isinstance(references, Sequence) and not isinstance(references, str | bytes),
+            "references", f"expected a list of references (got {references!r}); allowed: "
+            f"{', '.join(REFERENCE_SHORTHANDS)}, a number, a column, or a ReferenceLine")
+    lines = []
+    for i, item in enumerate(references):
+        name = f"references[{i}]"
+        if isinstance(item, ReferenceLine):
+            item.validate(name)
+            require(item.function is None, name, "a function reference needs the "
+                    "experiment's systems; give value= or field= (or use dispatchlab report)")
+            line = item
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            require(math.isfinite(item), name, f"expected a finite number (got {item!r})")
+            line = ReferenceLine(f"{item:g}", value=float(item))
+        elif isinstance(item, str) and item in REFERENCE_SHORTHANDS:
+            line = REFERENCE_SHORTHANDS[item]
+        elif isinstance(item, str) and item in frame.columns \
+                and pd.api.types.is_numeric_dtype(frame[item]):
+            line = ReferenceLine(item, field=item)
+        else:
+            raise ValidationError(name, f"allowed: {', '.join(REFERENCE_SHORTHANDS)}, a "
+                                  f"number, a numeric column of the frame, or a ReferenceLine"
+                                  f" (got {item!r})")
+        require(line.field is None or line.field in frame.columns, name,
+                f"the frame has no column {line.field!r}")
+        lines.append(line)
+    return lines
 
 
 def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
@@ -40,10 +86,18 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
 
 
 def plot(frame, x: str = "load", y: str = "mean_total_queue", *, log_y: bool = False,
-         title: str = ""):
+         log_x: bool = False, references: Sequence[object] = (), title: str = ""):
     """E[ΣQ] (or any Result column ``y``) against ``x`` per policy, one panel per system,
-    the 95 % CI as a band (the report's figure; CIs as in ``report.plots.summarize``)."""
+    the 95 % CI as a band (the report's figure; CIs as in ``report.plots.summarize``).
+
+    ``log_x``/``log_y``: logarithmic axes (``log_x`` ticks at the swept values, as the
+    catalog figures: ε = 10⁻¹ … 10⁻⁴). ``references``: theory lines drawn dashed in every
+    panel, e.g. ``["zeta/2"]`` (ζ/2, for ``y="epsilon_total_queue"``), ``["lower_bound"]``
+    (the finite-ε lower bound on E[ΣQ]), a number, a numeric column, or a
+    :class:`~dispatchlab.specs.figure.ReferenceLine` (see :func:`reference_lines`)."""
     _check_arguments(frame, x, y, log_y, title)
+    require(isinstance(log_x, bool), "log_x", f"expected True or False (got {log_x!r})")
+    lines = reference_lines(references, frame)
     data = frame.copy()
     data["x"] = data[x]
     summary = summarize(data, FigureSpec("notebook", x=x, y=y))
@@ -67,6 +121,24 @@ def plot(frame, x: str = "load", y: str = "mean_total_queue", *, log_y: bool = F
                                    transform=ax.get_xaxis_transform(), clip_on=False)
                 handles.append(marks)
                 labels.append(plain(f"{policy}: unstable"))
+        rows = data[data["system"] == system]
+        xs = np.array(sorted(rows["x"].unique()), dtype=float)
+        for line in lines:
+            if line.value is not None:
+                ys = np.full(xs.size, float(line.value))
+            else:
+                per_x = rows.groupby("x")[line.field].mean()
+                ys = np.array([float(per_x.get(value, math.nan)) for value in xs])
+            drawable = np.isfinite(ys) & ((ys > 0) if log_y else True)
+            if drawable.any():
+                (drawn,) = ax.plot(xs[drawable], ys[drawable], linestyle=line.style,
+                                   color="0.25", linewidth=1.2)
+                handles.append(drawn)
+                labels.append(plain(line.label))
+        if log_x:
+            ax.set_xscale("log")
+            ax.set_xticks(xs, [f"{value:g}" for value in xs])
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         if log_y:
             ax.set_yscale("log")
         ax.set_xlabel(AXIS_LABELS.get(x, x))

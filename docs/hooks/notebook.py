@@ -78,13 +78,17 @@ def has_outputs(notebook: dict) -> bool:
 
 def text_outputs(notebook: dict) -> list[list[str]]:
     """Per code cell, its outputs as text (stream text, else text/plain; figures as
-    "<image/png>"): what a fresh execution must reproduce."""
+    "<image/png>"): what a fresh execution must reproduce. A progress line
+    (dispatchlab.core.progress_display, marked in its metadata) is left out: it says how
+    long the run took."""
     cells = []
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
         texts = []
         for output in cell.get("outputs", []):
+            if output.get("metadata", {}).get("dispatchlab") == "progress":
+                continue
             data = output.get("data", {})
             if "image/png" in data:
                 texts.append("<image/png>")

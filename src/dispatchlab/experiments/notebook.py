@@ -31,7 +31,8 @@ import importlib
 import importlib.util
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -40,6 +41,8 @@ from typing import Any
 
 from dispatchlab.core.errors import require
 from dispatchlab.core.pools import BROKEN_POOL, process_pool, stop_pool
+from dispatchlab.core.progress_display import notebook_progress
+from dispatchlab.engine.control import format_seconds
 from dispatchlab.experiments.arguments import SweepArguments, as_list, sweep_arguments
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
@@ -334,7 +337,8 @@ def _run_grid(tasks: list[tuple[Point, Policy, dict[str, Any] | None]], grid: Ex
     and the run's status: ``finished``, or ``interrupted`` when anything stopped it."""
     results: dict[str, tuple[Result, str]] = {}
     if args.store is None:
-        for point, result, how in _execute(tasks, args.options, args.workers):
+        for point, result, how in _shown(_execute(tasks, args.options, args.workers),
+                                         len(tasks), grid.name):
             results[point.key] = (result, how)
         return results
     from dispatchlab.experiments.store import Store
@@ -350,7 +354,8 @@ def _run_grid(tasks: list[tuple[Point, Policy, dict[str, Any] | None]], grid: Ex
         run_id = db.start_run(grid.name, "notebook sweep", len(todo))
         status = "interrupted"
         try:
-            for point, result, how in _execute(todo, args.options, args.workers):
+            for point, result, how in _shown(_execute(todo, args.options, args.workers),
+                                             len(todo), grid.name):
                 results[point.key] = (result, how)
                 db.record(run_id, point.to_dict(), result=result.to_dict(), worker=how,
                           seconds=result.seconds)
@@ -358,6 +363,25 @@ def _run_grid(tasks: list[tuple[Point, Policy, dict[str, Any] | None]], grid: Ex
         finally:
             db.finish_run(run_id, status)
     return results
+
+
+def _shown(finished: Iterator[tuple[Point, Result, str]], total: int,
+           name: str) -> Iterator[tuple[Point, Result, str]]:
+    """``finished`` as it comes, with a progress bar (points done of ``total``, ETA) in a
+    Jupyter notebook and nothing elsewhere (:mod:`dispatchlab.core.progress_display`)."""
+    show = notebook_progress()
+    if show is None:
+        yield from finished
+        return
+    started = time.perf_counter()
+    show(f"sweep {name}: 0 of {total} points", 0.0)
+    for done, item in enumerate(finished, start=1):
+        elapsed = time.perf_counter() - started
+        eta = format_seconds(elapsed * (total - done) / done)
+        show(f"sweep {name}: {done} of {total} points, ETA {eta}", done / total)
+        yield item
+    show(f"sweep {name}: {total} points in {format_seconds(time.perf_counter() - started)}",
+         1.0)
 
 
 def _execute(todo: list[tuple[Point, Policy, dict[str, Any] | None]], options: dict[str, Any],

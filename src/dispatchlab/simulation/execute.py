@@ -10,6 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from dispatchlab.core.pools import map_tasks, process_pool, resolve_workers
+from dispatchlab.core.progress_display import notebook_progress
+from dispatchlab.engine.control import Progress, current_progress, progress_to
 from dispatchlab.engine.raw import RawRun
 from dispatchlab.simulation.plan import Plan, Replication
 from dispatchlab.simulation.result import Result
@@ -21,7 +23,19 @@ PRECISION_OVERSHOOT = 1.2
 
 def execute(plan: Plan, workers: int | None) -> Result:
     """Run a plan's replications (in ``workers`` processes when asked; in rounds when it has
-    a precision target) and summarise them into a Result."""
+    a precision target) and summarise them into a Result. In a Jupyter notebook a run in
+    this process shows its progress (:mod:`dispatchlab.core.progress_display`; nowhere
+    else, and never when a caller installed its own)."""
+    show = (notebook_progress() if current_progress() is None
+            and resolve_workers(workers, len(plan.indices)) == 1 else None)
+    if show is None:
+        return _execute(plan, workers)
+    with progress_to(Progress(lambda line: show(f"simulate {plan.task.policy.name}: {line}"),
+                              runs=len(plan.indices))):
+        return _execute(plan, workers)
+
+
+def _execute(plan: Plan, workers: int | None) -> Result:
     if plan.target is None:
         runs = run_replications(plan.task, plan.indices, workers)
         return summarize_plan(plan, runs)

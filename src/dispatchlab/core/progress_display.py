@@ -15,7 +15,6 @@ import html
 import sys
 from collections.abc import Callable
 
-
 #: the metadata of a progress output (docs/hooks/notebook.py leaves such outputs out)
 PROGRESS_METADATA = {"dispatchlab": "progress"}
 

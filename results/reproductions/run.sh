@@ -6,6 +6,7 @@
 #   led-fig1 led-fig2 pi-stability          about 5 CPU-minutes together
 #   jbt-regimes led-regimes pi-regimes      ε down to 10⁻³, about 5 CPU-minutes
 #   *-regimes-deep                          ε = 10⁻⁴, 2·10⁹ slots a point, about 40
+#   jbt-regimes-deeper led-regimes-deeper   ε = 10⁻⁴, 4·10⁹ slots a point, about 45
 #
 # The store is then compacted for committing (the per-point ΣQ histograms, which no claim
 # reads, are dropped: dispatchlab.experiments.compact), and `make reproductions` (or
@@ -14,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 DISPATCHLAB="${DISPATCHLAB:-.venv/bin/dispatchlab}"
 ALL="led-fig1 led-fig2 pi-stability jbt-regimes led-regimes pi-regimes jbt-regimes-deep
-     led-regimes-deep pi-regimes-deep"
+     led-regimes-deep pi-regimes-deep jbt-regimes-deeper led-regimes-deeper"
 for name in ${*:-$ALL}; do
     "$DISPATCHLAB" experiment "$name" --store results/reproductions/store.sqlite \
         --out "results/reproductions/$name" --no-progress --yes

@@ -451,7 +451,7 @@ CLAIMS: tuple[Claim, ...] = (
           lambda s, f: _excess_vanishes(s, _without(f, LED_HETEROGENEOUS,
                                                     ["L-Pod-Pull", "L-Pod-Push"]),
                                         LED_REGIMES),
-          extra=("led-regimes-deep",)),
+          extra=("led-regimes-deep", "led-regimes-deeper")),
     Claim("led-pod-untilted", "[LED] Theorem 2 (its condition)",
           "L-Pod is not tilted on heterogeneous servers (`dispatchlab check tilt`), and "
           "there it is not heavy-traffic optimal (5×0.2 + 5×0.8).", "led-regimes",
@@ -462,21 +462,21 @@ CLAIMS: tuple[Claim, ...] = (
           "JIQ (r = 1, a constant threshold) is not heavy-traffic optimal: ε·E[X] levels "
           "off above 0.", "jbt-regimes", "eps-excess",
           lambda s, f: _excess_persists(s, f, ["r = 1 (JIQ)"]),
-          extra=("jbt-regimes-deep",)),
+          extra=("jbt-regimes-deep", "jbt-regimes-deeper")),
     Claim("jbt-constant", "[JBT] Theorem 1(1)",
           "Nor is the constant threshold r = 3: ε·E[X] levels off above 0.", "jbt-regimes",
           "eps-excess", lambda s, f: _excess_persists(s, f, ["r = 3"]),
-          extra=("jbt-regimes-deep",)),
+          extra=("jbt-regimes-deep", "jbt-regimes-deeper")),
     Claim("jbt-log", "[JBT] Theorem 2",
           "A logarithmic threshold r = ⌈K·log(1/ε)⌉ is heavy-traffic optimal: ε·E[X] → 0.",
           "jbt-regimes", "eps-excess",
           lambda s, f: _excess_vanishes(s, f, ["r = ⌈log(1/ε)⌉", "r = ⌈2 log(1/ε)⌉"]),
-          extra=("jbt-regimes-deep",)),
+          extra=("jbt-regimes-deep", "jbt-regimes-deeper")),
     Claim("jbt-separate", "[JBT] Theorems 1–2",
           "So at small ε the logarithmic threshold ⌈log(1/ε)⌉ ends below the constant "
           "r = 3.", "jbt-regimes", "eps-excess",
           lambda s, f: _separate(s, f, "r = ⌈log(1/ε)⌉", "r = 3"),
-          extra=("jbt-regimes-deep",)),
+          extra=("jbt-regimes-deep", "jbt-regimes-deeper")),
     Claim("jbt-poly", "[JBT] Theorem 1(2)",
           "A polynomial threshold r = (1/ε)^1.5 degenerates to random routing: ε·E[ΣQ] → "
           "the random-routing constant.", "jbt-regimes", "eps-queue",
@@ -511,10 +511,15 @@ def judge_all(store: Store) -> list[tuple[Claim, Verdict, ExperimentSpec | None]
 
 
 def claim_frame(store: Store, claim: Claim) -> pd.DataFrame:
-    """The stored points of a claim's experiment and of its ``extra`` ones."""
+    """The stored points of a claim's experiment and of its ``extra`` ones; where two runs
+    are of the same policy on the same system at the same x (a deeper experiment's longer
+    run of a point), the longer one supersedes the shorter."""
     names = [claim.experiment, *(name for name in claim.extra
                                  if name in set(store.experiment_names()))]
-    return pd.concat([store.frame(name) for name in names], ignore_index=True)
+    frame = pd.concat([store.frame(name) for name in names], ignore_index=True)
+    point = ["system", "policy_label", "x", "replication"]
+    return (frame.sort_values("slots", kind="stable")
+            .drop_duplicates(point, keep="last").sort_index())
 
 
 def _compute_text(frame: pd.DataFrame) -> str:

@@ -76,6 +76,10 @@ def run_command(
     no_delay: Annotated[bool, typer.Option(
         "--no-delay", help="Skip per-job delay tracking (faster; no delay quantiles).",
         rich_help_panel=RUN)] = False,
+    delay: Annotated[str | None, typer.Option(
+        help="Delay quantiles from tagged (a sample of tagged jobs, each quantile with a "
+        "95 % CI), all (every job timed) or off \\[default: tagged].", rich_help_panel=RUN,
+        show_default=False)] = None,
     workers: options.Workers = None,
     precision: options.Precision = None,
     precision_abs: options.PrecisionAbs = None,
@@ -101,6 +105,7 @@ def run_command(
         warmup_method=warmup_method, estimator=estimator, start=start,
         replications=replications, seed=seed,
         track_delay=False if no_delay else None,
+        delay=delay,
     )
     system = run_spec.build_system()
     check_work(system_work(system, run_spec.slots, run_spec.replications), confirmed=yes)
@@ -119,6 +124,19 @@ def run_command(
         print_json({"label": label, **result.to_dict()})
         return
     stdout_console().print(result_table(result, label=label))
+
+
+def delay_text(result: Result) -> str:
+    """The delay quantiles, with their 95 % CIs and the sample when tagged jobs measured them."""
+    names = ("p50", "p90", "p99", "p999")
+    values = " / ".join(number(getattr(result, f"delay_{q}")) for q in names)
+    if result.delay_method != "tagged":
+        return f"{values} ({result.delay_method} jobs)" if result.delay_method == "all" \
+            else values
+    intervals = ", ".join(f"[{number(getattr(result, f'delay_{q}_ci_low'))}, "
+                          f"{number(getattr(result, f'delay_{q}_ci_high'))}]" for q in names)
+    return (f"{values}; 95 % CIs {intervals} ({result.delay_jobs} tagged jobs, "
+            f"p = {number(result.delay_tag_probability)})")
 
 
 def estimator_text(result: Result) -> str:
@@ -194,9 +212,7 @@ def result_table(result: Result, label: str | None = None) -> Table:
         table.add_row("[yellow]warning[/]", f"[yellow]{escape(warning)}[/]")
     table.add_row("mean delay (slots)", f"{number(result.mean_delay)} by Little's law, "
                   f"{number(result.mean_delay_measured)} measured per job")
-    table.add_row("delay p50 / p90 / p99 / p99.9",
-                  " / ".join(number(x) for x in (result.delay_p50, result.delay_p90,
-                                                 result.delay_p99, result.delay_p999)))
+    table.add_row("delay p50 / p90 / p99 / p99.9", escape(delay_text(result)))
     table.add_row("messages", f"{number(result.messages_per_arrival)} per arrival, "
                   f"{number(result.messages_per_dispatch)} per dispatch")
     verdict_style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")

@@ -1,6 +1,6 @@
 """The random-number core of the compiled engine.
 
-A run draws from three streams, all seeded from one :class:`numpy.random.SeedSequence`,
+A run draws from four streams, all seeded from one :class:`numpy.random.SeedSequence`,
 so that the exogenous draws (the arrivals A^m(t) and the service S_n(t)) are the same for
 every policy run with one seed (common random numbers: a paired comparison of two
 policies sees the same A(t) and S_n(t)):
@@ -11,6 +11,8 @@ policies sees the same A(t) and S_n(t)):
 * the *exogenous stream*, xoshiro256++ (:func:`make_exogenous_stream`), for the arrivals
   (A_Σ(t) and its split A^m(t)) and the service laws other than Bernoulli. Its draws
   depend on the model alone, never on the queues or the policy.
+* the *tag stream*, xoshiro256++ (:func:`make_tag_stream`), for the choice of the tagged
+  jobs whose delays are followed (``delay="tagged"``); no other draw comes from it.
 * the *service stream*, SplitMix64 (Steele, Lea & Flood 2014, the generator of Java's
   ``SplittableRandom``) for the Bernoulli service draws S_n(t), one per server and slot.
   Its k-th output is a function of k alone, mix(start + k·γ), so the N draws of a slot
@@ -39,7 +41,7 @@ INV_2_53 = 1.0 / 9007199254740992.0  # 2⁻⁵³
 def _seed_words(seed: int | np.random.SeedSequence, count: int) -> np.ndarray:
     """The first ``count`` 64-bit words of ``seed``'s SeedSequence (a prefix of any longer
     request: the policy stream is words 0–3, the service stream words 4–5, the exogenous
-    stream words 6–9)."""
+    stream words 6–9, the tag stream words 10–13)."""
     if not isinstance(seed, np.random.SeedSequence):
         require(isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0,
                 "seed", f"must be an integer ≥ 0 (got {seed!r})")
@@ -61,6 +63,17 @@ def make_exogenous_stream(seed: int | np.random.SeedSequence) -> np.ndarray:
     SeedSequence: the arrivals A^m(t) and the non-Bernoulli service S_n(t) draw from it,
     and nothing else, so two policies run with one seed see the same A(t) and S_n(t)."""
     state = _seed_words(seed, 10)[6:].copy()
+    if not state.any():
+        state[0] = np.uint64(1)
+    return state
+
+
+def make_tag_stream(seed: int | np.random.SeedSequence) -> np.ndarray:
+    """Return a run's tag stream, the xoshiro256++ state of words 10–13 of ``seed``'s
+    SeedSequence: the geometric gaps between tagged jobs (``delay="tagged"``,
+    docs/statistics.md#tagged-delays) draw from it and nothing else, so tagging changes no
+    other draw (the other streams are prefixes of the same request)."""
+    state = _seed_words(seed, 14)[10:].copy()
     if not state.any():
         state[0] = np.uint64(1)
     return state

@@ -72,7 +72,8 @@ from dispatchlab.model.service import (
 # counters[...] layout
 ARRIVALS, ARRIVALS_MEASURED, DEPARTURES, DISPATCH_EVENTS, DISPATCH_EVENTS_MEASURED = range(5)
 HERDING_SLOTS, INVARIANT_VIOLATIONS, MAX_TOTAL_QUEUE, MEASURED_SLOTS = range(5, 9)
-N_COUNTERS = 9
+TAGS_DROPPED = 9  # tagged jobs not followed: the tag table was full (see _tag_jobs)
+N_COUNTERS = 10
 
 # moments[...] layout (sums over measured slots)
 SUM_TOTAL_QUEUE, SUM_TOTAL_QUEUE_SQ, SUM_POOLED, SUM_QU, SUM_DQI1, SUM_DQI2 = range(6)
@@ -82,7 +83,14 @@ N_MOMENTS = 8
 # carry[...] layout: what a chunk hands to the next one, and why it stopped
 CARRY_POOLED, CARRY_FIFO_FULL, CARRY_STATUS, CARRY_BAD_TARGET, CARRY_BAD_DISPATCHER = range(5)
 CARRY_BAD_SLOT = 5
-N_CARRY = 6
+# the tagged jobs (delay="tagged"): how many are followed, the jobs still to pass before the
+# next tag, and the flag of a chunk stopped for a tag table more than half full
+CARRY_TAG_COUNT, CARRY_TAG_SKIP, CARRY_TAGS_FULL = 6, 7, 8
+N_CARRY = 9
+#: CARRY_TAG_SKIP when nothing is tagged (never reached: the loop only subtracts from it)
+NO_TAGS = np.int64(2**62)
+#: CARRY_TAG_SKIP of a tagged run before its first tag: the first gap is still to draw
+TAG_START = np.int64(-1)
 # carry[CARRY_STATUS]: the chunk ran to t_stop (or stopped early for a FIFO about to fill
 # up, with CARRY_FIFO_FULL set), ΣQ passed the bound, or ``choose`` returned a bad server
 STATUS_RUNNING, STATUS_HIT_BOUND, STATUS_BAD_TARGET = range(3)
@@ -553,6 +561,81 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S
     return total_queue, total_service, departures
 
 
+# Tagged jobs (delay="tagged", docs/statistics.md#tagged-delays): each job of the measured
+# window is tagged with probability p, independently (geometric gaps between tags, drawn
+# from the tag stream alone), and followed by a row of ``tags``: (server n, jobs ahead of
+# it in n's FIFO, arrival slot). A tagged job's delay is fixed by the jobs ahead of it when
+# it arrives and its server's later departures (FIFO), so following k tags costs O(k) a
+# slot and no per-job FIFO is kept.
+TAG_SERVER, TAG_AHEAD, TAG_ARRIVED = range(3)
+
+
+@njit(inline="always", cache=True)
+def _tag_gap(log_q, stream):
+    """Untagged jobs before the next tag: Geometric on {0, 1, …}, log_q = log(1 − p)."""
+    u = 1.0 - uniform(stream)  # in (0, 1]
+    return np.int64(math.floor(math.log(u) / log_q)) if log_q < 0.0 else np.int64(0)
+
+
+@njit(inline="always", cache=True)
+def _tag_jobs(target, placed, ahead, t, probability, tags, carry, stream, counters):
+    """Tag the jobs of a placement of ``placed`` jobs on server ``target`` that the skip
+    counter reaches (``carry[CARRY_TAG_SKIP]`` < ``placed``); ``ahead``: the jobs already
+    in front of the placement's first job, Q_n(t) + the jobs placed on n earlier in slot t.
+    The gaps are Geometric(p) on {0, 1, …}, by inversion; a negative skip (TAG_START, a
+    run's first measured placement) draws the first gap."""
+    skip = carry[CARRY_TAG_SKIP]
+    count = carry[CARRY_TAG_COUNT]
+    log_q = math.log1p(-probability)
+    if skip < 0:
+        skip = _tag_gap(log_q, stream)
+    while skip < placed:
+        if count < tags.shape[0]:
+            tags[count, TAG_SERVER] = target
+            tags[count, TAG_AHEAD] = ahead + skip
+            tags[count, TAG_ARRIVED] = t
+            count += 1
+        else:  # cannot happen while a slot tags fewer than half the table (run_once says)
+            counters[TAGS_DROPPED] += 1
+        skip += 1 + _tag_gap(log_q, stream)
+    carry[CARRY_TAG_COUNT] = count
+    carry[CARRY_TAG_SKIP] = skip
+
+
+@njit(cache=True)
+def _follow_tags(Q, A, Q_prev, t, tags, carry, delay_hist, moments):
+    """Slot t's departures for the tagged jobs: server n served Q_n(t) + A_n(t) − Q_n(t+1)
+    jobs, from the front of its FIFO; a tagged job with fewer jobs ahead than that departs
+    in slot t (delay t − its arrival slot, into the delay histogram and SUM_DELAY) and its
+    row is replaced by the last one."""
+    count = carry[CARRY_TAG_COUNT]
+    delay_sum = moments[SUM_DELAY]
+    k = 0
+    while k < count:
+        n = tags[k, TAG_SERVER]
+        ahead = tags[k, TAG_AHEAD] - (Q_prev[n] + A[n] - Q[n])
+        if ahead < 0:
+            delay = t - tags[k, TAG_ARRIVED]
+            delay_hist[_delay_bin(delay)] += 1
+            delay_sum += delay
+            count -= 1
+            tags[k, TAG_SERVER] = tags[count, TAG_SERVER]
+            tags[k, TAG_AHEAD] = tags[count, TAG_AHEAD]
+            tags[k, TAG_ARRIVED] = tags[count, TAG_ARRIVED]
+        else:
+            tags[k, TAG_AHEAD] = ahead
+            k += 1
+    carry[CARRY_TAG_COUNT] = count
+    moments[SUM_DELAY] = delay_sum
+
+
+def grow_tags(tags: np.ndarray) -> np.ndarray:
+    """The tag table at twice its rows (after a chunk stopped with CARRY_TAGS_FULL)."""
+    grown = np.zeros((2 * tags.shape[0], tags.shape[1]), np.int64)
+    grown[:tags.shape[0]] = tags
+    return grown
+
+
 def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
                      track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments):
     """The service step for the laws other than Bernoulli (the Bernoulli twins are
@@ -675,6 +758,7 @@ class LoopControl(NamedTuple):
     bound: int  # ΣQ above which the run stops, unstable
     track_delay: bool  # time every job through its FIFO
     detail: bool  # measure the queue imbalance every slot
+    tag_probability: float  # p, each measured job's chance to be tagged (0: none)
 
 
 class LoopAccumulators(NamedTuple):
@@ -712,17 +796,21 @@ class LoopState(NamedTuple):
     poisson_offsets: np.ndarray  # the per-dispatcher Poisson tables (poisson_tables), or
     # none (one offset) when the run's arrivals are not split Poisson
     poisson_table: np.ndarray
+    tags: np.ndarray  # the tagged jobs followed, (server, jobs ahead, arrival slot) rows
+    tag_stream: np.ndarray  # the xoshiro256++ state of the tags' draws (compiled.rng)
 
 
 def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
                     mu: np.ndarray, track_delay: bool, arrival_rate: float,
                     dispatcher_p: np.ndarray, split_poisson: bool,
-                    exogenous: np.ndarray | None = None) -> LoopState:
+                    exogenous: np.ndarray | None = None, tag_stream: np.ndarray | None = None,
+                    tag_rows: int = 1) -> LoopState:
     """The :class:`LoopState` of a run that starts from queues ``Q`` (NumPy, not compiled:
     it runs once a run, and compiling it cost a cold first run about a second). The
     Poisson tables only for ``split_poisson`` (the loop then draws the arrivals itself; see
     :func:`needs_other_arrivals`), else none. ``exogenous``: the exogenous stream (default:
-    a copy of ``rng``'s state, for tests that build a state by hand)."""
+    a copy of ``rng``'s state, for tests that build a state by hand); ``tag_stream`` and
+    ``tag_rows``: the tags' stream (default: none is drawn from) and table rows."""
     N = Q.size
     work = np.zeros((5, N), np.int64)
     work[2] = -1
@@ -740,9 +828,12 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
     tables = (poisson_tables(arrival_rate * dispatcher_p) if split_poisson
               else (np.zeros(1, np.int64), np.zeros(0)))
     exogenous = rng.copy() if exogenous is None else exogenous
+    carry[CARRY_TAG_SKIP] = NO_TAGS
+    tag_stream = np.ones(4, np.uint64) if tag_stream is None else tag_stream
     return LoopState(Q, np.zeros(dispatcher_p.size, np.int64), rng, service_stream,
                      exogenous, work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
-                     np.cumsum(dispatcher_p), *tables)
+                     np.cumsum(dispatcher_p), *tables,
+                     np.zeros((max(tag_rows, 1), 3), np.int64), tag_stream)
 
 
 def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
@@ -785,6 +876,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     cumulative = _borrowed(state.cumulative)
     poisson_offsets = _borrowed(state.poisson_offsets)
     poisson_table = _borrowed(state.poisson_table)
+    tags, tag_stream = _borrowed(state.tags), _borrowed(state.tag_stream)
+    tag_probability = control.tag_probability
     carry[CARRY_STATUS] = STATUS_RUNNING
     if not (0 <= t_start <= t_stop <= slots):
         return t_start
@@ -844,6 +937,11 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                     if record:
                         counters[DISPATCH_EVENTS_MEASURED] += events
                     return t
+                if record:  # tagged jobs (off: the skip never gets below placed)
+                    if carry[CARRY_TAG_SKIP] < placed:
+                        _tag_jobs(target, placed, Q[target] + A[target], t, tag_probability,
+                                  tags, carry, tag_stream, counters)
+                    carry[CARRY_TAG_SKIP] -= placed
                 A[target] += placed
                 # herding: another dispatcher chose the same server in this slot (no
                 # branch: whether it did is random)
@@ -873,6 +971,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
+        if carry[CARRY_TAG_COUNT] > 0:
+            _follow_tags(Q, A, Q_prev, t, tags, carry, delay_hist, moments)
         pooled = max(pooled + total - total_service, 0)
         if total_queue < pooled:
             counters[INVARIANT_VIOLATIONS] += 1
@@ -908,6 +1008,10 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             carry[CARRY_POOLED] = pooled
             carry[CARRY_FIFO_FULL] = 1
             return t + 1
+        if 2 * carry[CARRY_TAG_COUNT] > tags.shape[0]:  # the next slot may tag as many
+            carry[CARRY_POOLED] = pooled
+            carry[CARRY_TAGS_FULL] = 1
+            return t + 1
     carry[CARRY_POOLED] = pooled
     return t_stop
 
@@ -918,11 +1022,11 @@ _f2 = types.float64[:, ::1]
 LOOP_LAWS_TYPE = types.NamedTuple([_fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, _b, _b],
                                   LoopLaws)
 LOOP_POLICY_TYPE = types.NamedTuple([_b, _b, _iv, _fv, _i2, _f2], LoopPolicy)
-LOOP_CONTROL_TYPE = types.NamedTuple([_i64, _i64, _i64, _i64, _b, _b], LoopControl)
+LOOP_CONTROL_TYPE = types.NamedTuple([_i64, _i64, _i64, _i64, _b, _b, _f64], LoopControl)
 LOOP_ACCUMULATORS_TYPE = types.NamedTuple([_iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv],
                                           LoopAccumulators)
 LOOP_STATE_TYPE = types.NamedTuple(
-    [_iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv],
+    [_iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv, _i2, _u64v],
     LoopState)
 #: run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
 #: begin_slot, end_slot, t_start, t_stop) -> the next slot to run

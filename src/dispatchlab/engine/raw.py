@@ -9,7 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.compiled.rng import make_exogenous_stream, make_rng_state, make_service_stream
+from dispatchlab.compiled.rng import (
+    make_exogenous_stream,
+    make_rng_state,
+    make_service_stream,
+    make_tag_stream,
+)
 from dispatchlab.core.errors import PolicyError, SimulationError
 from dispatchlab.engine import loop
 from dispatchlab.engine.adapter import choose_adapter, hook_adapter
@@ -49,6 +54,10 @@ class RawRun:
     seconds: float
     hit_bound: bool = False  # stopped because ΣQ passed ``bound``
     initial_jobs: int = 0  # ΣQ(0)
+    # what delay_hist holds: every measured job's delay (``all``), the tagged jobs' (each
+    # measured job tagged with probability ``tag_probability``), or nothing (``off``)
+    delay: str = "all"
+    tag_probability: float = 0.0
 
     @property
     def measured_slots(self) -> int:
@@ -131,6 +140,18 @@ def default_bound(system: System) -> int:
     return int(min(2**40, max(10**6, 10**4 * system.n_servers)))
 
 
+#: the fewest rows of a run's tag table (it doubles when more than half full)
+TAG_ROWS = 1024
+
+
+def tag_rows(system: System, tag_probability: float) -> int:
+    """The initial rows of the tag table: room for the tags of 8·(p·λ_Σ + 64) slots' mean
+    arrivals at half full, so that one slot fills the free half with a negligible
+    chance (the loop stops a chunk and the table doubles once it is half full)."""
+    per_slot = tag_probability * float(system.arrival_rate)
+    return int(max(TAG_ROWS, 16 * (per_slot + 64 + 8 * math.sqrt(per_slot))))
+
+
 def loop_steps(system: System) -> tuple[Any, Any]:
     """The slot loop's service and arrival steps for ``system`` (not yet compiled): the
     other laws' service step or the Bernoulli stub, the other arrivals' step or the stub of
@@ -153,7 +174,8 @@ def loop_laws(system: System, trace: np.ndarray) -> loop.LoopLaws:
 def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
              seed: int | np.random.SeedSequence, bound: int, track_delay: bool = True,
              detail: bool = True, initial_queues: np.ndarray | None = None,
-             policy: str = "policy", chunk: int | None = None) -> RawRun:
+             policy: str = "policy", chunk: int | None = None,
+             tag_probability: float = 0.0) -> RawRun:
     """Run the slot loop once, in chunks (see :mod:`dispatchlab.engine.control`), and
     return its raw accumulators.
 
@@ -162,7 +184,13 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     invariant (:func:`check_invariants`), and
     :class:`~dispatchlab.engine.control.RunInterrupted` on Ctrl-C (between two chunks).
     ``policy`` names the policy in these messages. ``chunk`` fixes the slots per chunk
-    (default: sized to about CHUNK_SECONDS each); the results never depend on it."""
+    (default: sized to about CHUNK_SECONDS each); the results never depend on it.
+    ``tag_probability`` p > 0 (with ``track_delay`` off): the delay histogram holds the
+    delays of tagged jobs, each measured job tagged with probability p from a stream of
+    its own (docs/statistics.md#tagged-delays), and no other draw changes."""
+    tagged = tag_probability > 0.0
+    if tagged and track_delay:
+        raise ValueError("tagged jobs replace the FIFO tracking of every job: not both")
     n, m = system.n_servers, system.dispatchers
     block_length = max(1, -(-slots // BLOCKS))
     blocks = -(-slots // block_length)
@@ -181,6 +209,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         diag=np.zeros(max(1, kernel.n_diagnostics)), counters=np.zeros(loop.N_COUNTERS, np.int64),
         moments=np.zeros(loop.N_MOMENTS), final_queues=queues, seconds=0.0,
         initial_jobs=initial_total,
+        delay="tagged" if tagged else "all" if track_delay else "off",
+        tag_probability=float(tag_probability),
     )
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)
@@ -188,12 +218,16 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     state = loop.init_loop_state(queues, rng, service_stream, system.mu, track_delay,
                                  float(system.arrival_rate), system.weights,
                                  arrival_step is loop.split_poisson_only,
-                                 make_exogenous_stream(seed))
+                                 make_exogenous_stream(seed), make_tag_stream(seed),
+                                 tag_rows(system, tag_probability) if tagged else 1)
     carry = state.carry
+    if tagged:
+        carry[loop.CARRY_TAG_SKIP] = loop.TAG_START
     laws = loop_laws(system, trace)
     memory = loop.LoopPolicy(kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
                              *kernel.memory())
-    control = loop.LoopControl(slots, warmup, block_length, bound, track_delay, detail)
+    control = loop.LoopControl(slots, warmup, block_length, bound, track_delay, detail,
+                               float(tag_probability))
     accumulators = loop.LoopAccumulators(
         out.queue_sum, out.block_sum, out.block_pooled, out.delay_hist, out.queue_hist,
         out.messages, np.zeros_like(out.messages), out.diag, out.counters, out.moments)
@@ -228,6 +262,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             if carry[loop.CARRY_FIFO_FULL]:
                 state = state._replace(pool=loop.grow_pool(state.pool, state.pool_free))
                 carry[loop.CARRY_FIFO_FULL] = 0
+            if carry[loop.CARRY_TAGS_FULL]:
+                state = state._replace(tags=loop.grow_tags(state.tags))
+                carry[loop.CARRY_TAGS_FULL] = 0
             if interrupted():
                 raise RunInterrupted(t, slots, policy)
             if progress is not None:
@@ -237,6 +274,10 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     if progress is not None:
         progress.finish_run(slots)
     out.messages -= accumulators.msg_at_warmup
+    if out.counters[loop.TAGS_DROPPED]:  # a slot tagged more than half the table
+        raise SimulationError(f"the run of policy {policy} tagged more jobs in one slot than "
+                              f"its tag table holds ({int(out.counters[loop.TAGS_DROPPED])} "
+                              "not followed); run it with delay='all'")
     check_invariants(out, initial_total, policy)
     return out
 

@@ -29,6 +29,14 @@ START_STREAM = 2**32 - 1
 # a precision run stops when its slots (all replications, warm-ups included) would pass
 # this multiple of ``slots``, unless ``max_slots`` says otherwise
 PRECISION_BUDGET_FACTOR = 64
+#: how delays are measured (docs/statistics.md#tagged-delays): ``tagged``, a sample of
+#: tagged jobs followed through their FIFOs (O(tags) a slot); ``all``, every job timed
+#: through a FIFO of batches; ``off``, none (the mean delay by Little's law stays)
+DELAY_MODES = ("tagged", "all", "off")
+#: the tagged jobs a replication aims at: each measured job is tagged with probability
+#: p = min(1, TAGGED_JOBS / (λ_Σ·measured slots)); enough for a relative CI of p99 within
+#: 2 % on the bench workloads (benchmarks/README.md#delay-quantiles)
+TAGGED_JOBS = 200_000
 #: the largest ΣQ bound (an int64 in the slot loop, with room to compare against)
 MAX_BOUND = 2**62
 
@@ -51,7 +59,7 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
           detail: bool = True, policy_params: dict[str, Any] | None = None,
           precision: float | None = None, precision_abs: float | None = None,
           max_slots: int | None = None, estimator: str = "coupled",
-          start: str = "empty") -> Plan:
+          start: str = "empty", delay: str | None = None) -> Plan:
     """Validate the arguments of :func:`simulate` (ValidationError on bad input)."""
     require(isinstance(system, System), "system",
             f"expected a System (System.build(...)), got {type(system).__name__}")
@@ -77,6 +85,7 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
             f"must be an integer in [1, 2^62] (got {bound!r})")  # the loop holds it as int64
     for name, flag in (("track_delay", track_delay), ("detail", detail)):
         require(isinstance(flag, bool), name, f"expected True or False (got {flag!r})")
+    delay = delay_mode(delay, track_delay)
     require(isinstance(warmup_method, str) and warmup_method in WARMUP_METHODS, "warmup_method",
             f"allowed: {', '.join(WARMUP_METHODS)}")
     require(isinstance(estimator, str) and estimator in ESTIMATORS, "estimator",
@@ -101,7 +110,9 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
         raise out_of_memory(system, policy) from None
     task = Replication(system, policy, int(slots), int(warmup), int(seed),
                        default_bound(system) if bound is None else int(bound),
-                       bool(track_delay), bool(detail), kernel, start)
+                       delay == "all", bool(detail), kernel, start,
+                       tag_probability(system, int(slots) - int(warmup)) if delay == "tagged"
+                       else 0.0)
     if precision is None and precision_abs is None:
         require(max_slots is None, "max_slots", "a slot budget needs a precision target")
         indices: list[int | None] = list(range(replications)) if replications > 1 else [None]
@@ -111,6 +122,26 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
             f"cover two replications of {slots} slots")
     return Plan(task, list(range(max(replications, 2))), warmup_method,
                 Target(precision, precision_abs), budget, estimator)
+
+
+def delay_mode(delay: Any, track_delay: bool) -> str:
+    """``delay`` checked (one of DELAY_MODES); ``None``: ``tagged``, or ``off`` when
+    ``track_delay`` is False. ``track_delay=False`` with ``tagged`` or ``all`` is refused."""
+    if delay is None:
+        return "tagged" if track_delay else "off"
+    require(isinstance(delay, str) and delay in DELAY_MODES, "delay",
+            f"allowed: {', '.join(DELAY_MODES)} (got {delay!r})")
+    require(track_delay or delay == "off", "delay",
+            f"delay={delay!r} measures delays and track_delay=False (--no-delay) none; "
+            "give one of them")
+    return delay
+
+
+def tag_probability(system: System, measured_slots: int) -> float:
+    """p, each measured job's chance to be tagged: TAGGED_JOBS over the expected measured
+    jobs λ_Σ·``measured_slots`` (at most 1: every job)."""
+    expected = float(system.arrival_rate) * max(measured_slots, 1)
+    return min(1.0, TAGGED_JOBS / expected) if expected > 0 else 1.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +158,7 @@ class Replication:
     detail: bool
     kernel: Kernel | None = field(default=None, compare=False, repr=False)
     start: str = "empty"
+    tag_probability: float = 0.0  # > 0: delays from tagged jobs (track_delay is then off)
 
     def seed_sequence(self, index: int | None) -> np.random.SeedSequence:
         """Replication ``index``'s seed: ``SeedSequence(seed).spawn(R)[index]``, and the root
@@ -157,7 +189,8 @@ class Replication:
                             warmup=self.warmup, seed=seed,
                             bound=self.bound, track_delay=self.track_delay,
                             detail=self.detail, policy=self.policy.name,
-                            initial_queues=self.initial_queues(seed))
+                            initial_queues=self.initial_queues(seed),
+                            tag_probability=self.tag_probability)
         except MemoryError:
             raise out_of_memory(self.system, self.policy) from None
 

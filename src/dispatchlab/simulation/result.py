@@ -115,6 +115,22 @@ class Result:
     epsilon_excess: float = math.nan  # ε·E[X]
     epsilon_excess_ci_low: float = math.nan
     epsilon_excess_ci_high: float = math.nan
+    # how the delay quantiles were measured (docs/statistics.md#tagged-delays): ``tagged``
+    # (a sample of tagged jobs, each measured job tagged with probability
+    # ``delay_tag_probability``), ``all`` (every job) or ``off``; ``delay_jobs``, the jobs
+    # behind them; for ``tagged`` each quantile's 95 % order-statistic CI, which covers the
+    # quantile ``all`` gives on the same run (nan for ``all``: no tagging error)
+    delay_method: str = "all"
+    delay_jobs: int = 0
+    delay_tag_probability: float = math.nan
+    delay_p50_ci_low: float = math.nan
+    delay_p50_ci_high: float = math.nan
+    delay_p90_ci_low: float = math.nan
+    delay_p90_ci_high: float = math.nan
+    delay_p99_ci_low: float = math.nan
+    delay_p99_ci_high: float = math.nan
+    delay_p999_ci_low: float = math.nan
+    delay_p999_ci_high: float = math.nan
 
     @property
     def load(self) -> float:

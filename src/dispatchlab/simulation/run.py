@@ -32,6 +32,7 @@ def simulate(
     max_slots: int | None = None,
     estimator: str = "coupled",
     start: str = "empty",
+    delay: str | None = None,
     **unknown: Any,
 ) -> Result:
     """Simulate ``policy`` on ``system`` for ``slots`` slots.
@@ -49,7 +50,7 @@ def simulate(
         warmup_method: ``fraction`` (fixed warm-up) or ``mser5`` (MSER-5 truncation of
             the ΣQ series after the fixed warm-up, applied to the mean and CI of ΣQ).
         bound: ΣQ at which the run stops and is judged unstable.
-        track_delay: time every job (FIFO) for the delay distribution.
+        track_delay: measure the delay distribution (False: ``delay="off"``).
         detail: measure the queue-imbalance quantities every slot.
         workers: processes that run replications side by side (spawned: safe in Jupyter
             and on macOS); ``None`` uses every core. Replication r has the same seed
@@ -72,17 +73,22 @@ def simulate(
             μ_n, so that q(t) is stationary from slot 0 and only X = ΣQ − q has a
             transient (heavy traffic: the pooled queue's relaxation time ζ/ε² no longer
             bounds the run; docs/statistics.md#coupled).
+        delay: how the delay quantiles are measured (docs/statistics.md#tagged-delays):
+            ``tagged`` (default), a sample of tagged jobs followed through their FIFOs at
+            O(tags) a slot, each quantile with a 95 % CI (``delay_quantile_ci``);
+            ``all``, every job timed through a FIFO; ``off``, none. The mean delay by
+            Little's law (``mean_delay``) is exact in every mode.
     """
     if unknown:
         raise ValidationError(sorted(unknown)[0], "unknown keyword of simulate; allowed: "
                               "slots, warmup, seed, replications, warmup_method, bound, "
                               "track_delay, detail, policy_params, workers, precision, "
-                              "precision_abs, max_slots, estimator, start")
+                              "precision_abs, max_slots, estimator, start, delay")
     return execute(plan_run(
         system, policy, slots=slots, warmup=warmup, seed=seed, replications=replications,
         warmup_method=warmup_method, bound=bound, track_delay=track_delay, detail=detail,
         policy_params=policy_params, precision=precision, precision_abs=precision_abs,
-        max_slots=max_slots, estimator=estimator, start=start), workers)
+        max_slots=max_slots, estimator=estimator, start=start, delay=delay), workers)
 
 
 def simulate_each(system: System, policies: list[Policy | str], *, workers: int | None = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from dispatchlab.stats.heavy_traffic import (
     heavy_traffic_relaxation,
     heavy_traffic_standard_error,
 )
+from dispatchlab.stats.quantiles import quantile_intervals
 from dispatchlab.stats.stability import StabilityVerdict, below_lower_bound, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
 from dispatchlab.theory.pooled_queue import PooledMean, pooled_queue_of
@@ -349,7 +351,23 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         epsilon_excess=stable_only(system.epsilon * excess.mean),
         epsilon_excess_ci_low=stable_only(system.epsilon * excess.ci_low),
         epsilon_excess_ci_high=stable_only(system.epsilon * excess.ci_high),
+        **delay_measurement(runs, hist, unstable),
     )
+
+
+def delay_measurement(runs: list[RawRun], hist: np.ndarray, unstable: bool) -> dict[str, Any]:
+    """The Result's delay_method … delay_p999_ci_high fields (docs/statistics.md#tagged-delays):
+    how the runs measured delays and, for tagged jobs, each quantile's order-statistic CI."""
+    method = runs[0].delay
+    fields: dict[str, Any] = {"delay_method": method, "delay_jobs": int(hist.sum()),
+                              "delay_tag_probability": runs[0].tag_probability
+                              if method == "tagged" else math.nan}
+    if method == "tagged" and not unstable:
+        levels = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+        for name, (low, high) in zip(levels, quantile_intervals(hist, tuple(levels.values())),
+                                     strict=True):
+            fields[f"delay_{name}_ci_low"], fields[f"delay_{name}_ci_high"] = low, high
+    return fields
 
 
 def _distribution(histogram: np.ndarray) -> list[float]:

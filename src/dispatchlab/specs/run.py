@@ -35,6 +35,7 @@ A run spec file has three tables, every key optional::
     seed = 7
     replications = 1
     track_delay = true
+    delay = "tagged"               # tagged (a sample of tagged jobs) | all | off
 
 ``per-job`` (the old spelling) is read as ``per_job``. A sweep's ``[[systems]]`` and
 ``[[policies]]`` tables take the same keys (without load/epsilon, which the grid sweeps)
@@ -66,7 +67,7 @@ from dispatchlab.core.errors import require
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.policies import Policy, make_policy
-from dispatchlab.simulation.plan import ESTIMATORS, STARTS, WARMUP_METHODS
+from dispatchlab.simulation.plan import DELAY_MODES, ESTIMATORS, STARTS, WARMUP_METHODS
 from dispatchlab.simulation.result import Result
 from dispatchlab.simulation.run import simulate
 
@@ -260,8 +261,8 @@ class RunSpec:
         policy: the policy (its name may come later, from ``--policy``).
         load: ρ = λ_Σ/μ_Σ (``None`` when ``epsilon`` sets the rate, or for a trace).
         epsilon: ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces ``load``).
-        slots, warmup, warmup_method, estimator, start, seed, replications, track_delay: as in
-            :func:`dispatchlab.simulate`.
+        slots, warmup, warmup_method, estimator, start, seed, replications, track_delay,
+            delay: as in :func:`dispatchlab.simulate`.
     """
 
     system: SystemSpec = field(
@@ -277,6 +278,7 @@ class RunSpec:
     seed: int = 0
     replications: int = 1
     track_delay: bool = True
+    delay: str | None = None  # tagged | all | off (None: tagged, off without track_delay)
 
     # -- construction -------------------------------------------------------------------------
 
@@ -360,7 +362,7 @@ class RunSpec:
         return simulate(system, policy, slots=self.slots, warmup=self.warmup, seed=self.seed,
                         replications=self.replications, warmup_method=self.warmup_method,
                         estimator=self.estimator, start=self.start,
-                        track_delay=self.track_delay, **execution)
+                        track_delay=self.track_delay, delay=self.delay, **execution)
 
 
 #: the converter of every run setting (TOML, JSON, and the Python API's keywords)
@@ -373,6 +375,7 @@ RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "seed": as_int,
     "replications": lambda v, n: as_int(v, n, low=1),
     "track_delay": as_bool,
+    "delay": as_choice(DELAY_MODES),
 }
 
 

@@ -14,6 +14,7 @@ import pytest
 from numba import njit
 
 from dispatchlab.bench import workloads as bench_workloads
+from dispatchlab.bench.machine import processor
 from dispatchlab.bench.workloads import (
     REFSIM_ENV,
     REFSIM_MISSING,
@@ -88,6 +89,8 @@ def test_bench_json_without_refsim(capsys: pytest.CaptureFixture[str]) -> None:
             assert row["ci_low"] <= row["mean_total_queue"] <= row["ci_high"]
         assert row["refsim"] == "off"
         assert not any(key in row for key in REFSIM_KEYS)
+        assert row["processor"] == processor() and row["processor"]  # every result names it
+        assert row["delay_method"] == "tagged"  # the full run measures as simulate does
     for row in rows:
         if "skipped" in row:
             assert row["skipped"] == "policy not registered"

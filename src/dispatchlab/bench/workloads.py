@@ -23,7 +23,9 @@ off (LED's estimation error, O(MN) per sampled slot: ``lean_params``); everythin
 engine always measures (ΣQ blocks and histogram, per-server means, pooled queue, herding, …)
 stays on.
 ``slots_per_second_full`` is the speed with every measurement on (the default of
-:func:`dispatchlab.simulate`). Speeds are timed inside the compiled loop, after a short
+:func:`dispatchlab.simulate`: delay quantiles from tagged jobs, ``delay_method``).
+Every row names the ``processor`` (:func:`dispatchlab.bench.machine.processor`).
+Speeds are timed inside the compiled loop, after a short
 warm run has compiled everything; with ``repeat`` > 1 repeat i runs seed + i, and each
 speed and each ratio is the median over the repeats, a ratio's parts (ours lean, refsim,
 ours full) timed back to back within a repeat, so that a slow spell of the shared machine
@@ -54,6 +56,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from dispatchlab.bench.machine import processor
 from dispatchlab.bench.programs import json_line, run_program
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.system import System
@@ -259,7 +262,8 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
     """Benchmark one workload: one dict (a JSON line) with speeds, means and the comparison."""
     row: dict[str, Any] = {"name": workload.name, "policy": workload.policy,
                            "params": dict(workload.params), "servers": workload.servers,
-                           "slots": slots, "seed": seed, "repeat": repeat}
+                           "slots": slots, "seed": seed, "repeat": repeat,
+                           "processor": processor()}
     missing = policy_available(workload)
     if missing is not None:
         row["skipped"] = missing
@@ -296,6 +300,7 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
         ci_method=estimate.method, stability=result.stability,
         messages_per_arrival=result.messages_per_arrival,
         mean_delay_measured=full.mean_delay_measured, delay_p99=full.delay_p99,
+        delay_method=full.delay_method,
         reference_mean_total_queue=workload.reference_mean,
         reference_se=workload.reference_se,
         reference_messages_per_arrival=workload.reference_messages,

@@ -33,7 +33,10 @@ def _fmt(value: Any, spec: str) -> str:
 
 
 def _table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="dispatchlab bench: ratio = ours / refsim slots/s, same run")
+    from dispatchlab.bench.machine import processor
+
+    table = Table(title="dispatchlab bench: ratio = ours / refsim slots/s, same run; "
+                  f"processor: {processor()}")
     for column in ("workload", "slots/s", "full", "refsim", "ratio", "full", "mean ΣQ ± 95%",
                    "reference", "ok", "msg/arr"):
         table.add_column(column, justify="left" if column == "workload" else "right",

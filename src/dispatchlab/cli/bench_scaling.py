@@ -25,8 +25,11 @@ def scaling_table(cells: Sequence[dict[str, Any]]) -> Table:
     cells = median_cells(cells)
     grid = _grid(cells)
     repeats = max(c["repeats"] for c in cells)
+    from dispatchlab.bench.machine import processor
+
     table = Table(title="dispatchlab bench --scaling: ns per job (CPU time / jobs arrived)"
-                  + (f", median of {repeats}" if repeats > 1 else ""))
+                  + (f", median of {repeats}" if repeats > 1 else "")
+                  + f"; processor: {processor()}")
     table.add_column("family", no_wrap=True)
     for n, m in grid:
         table.add_column(f"N={n:g} M={m}", justify="right", no_wrap=True)
@@ -63,9 +66,11 @@ def show_scaling(families: Sequence[str] | None, *, quick: bool, json_output: bo
 
     console = Console(stderr=not json_output)
 
+    from dispatchlab.bench.machine import processor
+
     def show(cell: dict[str, Any]) -> None:
         if json_output:
-            print(to_json(cell), flush=True)
+            print(to_json({**cell, "processor": processor()}), flush=True)
         else:
             console.print(f"[dim]{cell['family']} N={cell['servers']} M={cell['dispatchers']}: "
                           f"{cell['ns_per_job']:,.0f} ns/job[/dim]")

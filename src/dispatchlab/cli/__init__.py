@@ -17,6 +17,7 @@ import contextlib
 import importlib
 import os
 import pkgutil
+import signal
 import sys
 
 import typer
@@ -103,7 +104,11 @@ def entry_point() -> None:
     at a time: 2–3 s after every command (measured), which also made Ctrl-C look ignored.
     So: run the atexit hooks, flush, and leave with ``os._exit``."""
     status = main()
-    atexit._run_exitfuncs()  # logging, numba, weakref finalizers (temporary files)
+    # the command is over: a second Ctrl-C must not cut the clean-up short (a semaphore
+    # unlinked but not yet unregistered was reported as leaked; colorama's hook, a traceback)
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    atexit._run_exitfuncs()  # logging, numba, multiprocessing, weakref finalizers
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # a closed pipe (``| head``) is not an error here
             stream.flush()

@@ -219,12 +219,18 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
                    what=f"the sweep of {spec.name!r} (points not yet stored)")
         console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
                       f"{escape(str(db.path))}")
-        if progress:
-            with RichProgress(spec.name) as display:
-                outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster,
-                                         progress=display)
-        else:
-            outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster)
+        try:
+            if progress:
+                with RichProgress(spec.name) as display:
+                    outcome = run_experiment(spec, store=db, workers=workers,
+                                             cluster=cluster, progress=display)
+            else:
+                outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster)
+        except KeyboardInterrupt:  # the run is marked interrupted; its stored points stay
+            console.print(f"interrupted: {db.count(spec.name)} point(s) of {escape(spec.name)} "
+                          f"stored in {escape(str(db.path))}; the same command resumes",
+                          soft_wrap=True)
+            raise
         frame = db.frame(spec.name)
         directory.mkdir(parents=True, exist_ok=True)
         frame.to_csv(directory / "points.csv", index=False)

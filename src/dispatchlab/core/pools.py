@@ -8,12 +8,24 @@ therefore be picklable: a module-level function and plain arguments.
 
 Results come back in task order and do not depend on the number of workers: every task
 carries its own seed, so a run on 2 workers is bit-identical to the sequential run.
+
+Ctrl-C belongs to the coordinator (this process). A terminal sends SIGINT to the whole
+foreground process group, workers included; a worker hit while it imports numba printed a
+traceback, and one that died that way broke the pool under the coordinator's clean-up. So
+workers start with SIGINT blocked (as multiprocessing starts its resource tracker), and a
+pool left by an exception or an interrupt (``with process_pool(…)``, :func:`map_tasks`)
+is stopped with :func:`stop_pool`: workers terminated and reaped, the pool's management
+thread joined, before anything else runs. A pool shut down without waiting left that thread
+running while the interpreter exited, and the semaphores of the pool's queues it was
+releasing were reported as leaked by the resource tracker.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.context
 import os
+import signal
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -48,27 +60,60 @@ def resolve_workers(workers: int | None, tasks: int) -> int:
     return max(1, min(wanted, tasks))
 
 
+class _WorkerProcess(multiprocessing.context.SpawnProcess):
+    """A spawned worker that never sees SIGINT: the signal is blocked in the thread that
+    starts it, and a child keeps its parent's signal mask through fork and exec."""
+
+    def start(self) -> None:
+        if not hasattr(signal, "pthread_sigmask"):  # Windows: no process groups to signal
+            super().start()
+            return
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            super().start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+class _WorkerContext(multiprocessing.context.SpawnContext):
+    Process = _WorkerProcess
+
+
+class Pool(ProcessPoolExecutor):
+    """A ``ProcessPoolExecutor`` whose ``with`` block, left by an exception (Ctrl-C
+    included), stops the workers (:func:`stop_pool`) instead of waiting for their tasks."""
+
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> bool:
+        if exc_type is None:
+            self.shutdown(wait=True)
+        else:
+            stop_pool(self)
+        return False
+
+
 def process_pool(workers: int, initializer: Callable[..., Any] | None = None,
-                 initargs: tuple[Any, ...] = ()) -> ProcessPoolExecutor:
-    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes, each running
-    ``initializer(*initargs)`` first when one is given."""
-    return ProcessPoolExecutor(max_workers=workers,
-                               mp_context=multiprocessing.get_context(START_METHOD),
-                               initializer=initializer, initargs=initargs)
+                 initargs: tuple[Any, ...] = ()) -> Pool:
+    """A process pool of ``workers`` spawned processes (SIGINT blocked in each), each
+    running ``initializer(*initargs)`` first when one is given."""
+    return Pool(max_workers=workers, mp_context=_WorkerContext(),
+                initializer=initializer, initargs=initargs)
 
 
-def stop_pool(pool: ProcessPoolExecutor) -> None:
+def stop_pool(pool: Executor) -> None:
     """Stop a pool now (Ctrl-C, an error): cancel what is queued, terminate the workers
     (their points are abandoned, not waited for) and reap them, so that no process, queue
     or semaphore outlives the pool."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    # shutdown(wait=False) forgets the pool's management thread: keep it to join it below
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
             process.terminate()
     for process in processes:
         process.join(timeout=5)
-    pool.shutdown(wait=True)  # the workers are gone: this returns at once
+    if manager is not None:  # it sees the workers gone, closes the queues and ends
+        manager.join(timeout=10)
 
 
 def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,

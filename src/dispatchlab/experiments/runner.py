@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.imports import import_in_worker, user_modules
-from dispatchlab.core.pools import available_cores, process_pool
+from dispatchlab.core.pools import available_cores, process_pool, stop_pool
 from dispatchlab.experiments.store import DEFAULT_STORE, HEARTBEAT_SECONDS, Store
 from dispatchlab.specs.experiment import ExperimentSpec, Point
 
@@ -251,11 +251,12 @@ def run_experiment(
             _notify(progress, snapshot)
             return outcome
         pool = _Executor(executor, workers, cluster, len(todo))
-        run_id = db.start_run(spec.name, pool.kind, len(todo))
-        outcome.run_id = run_id
-        heartbeat = _Heartbeat(db.path, run_id)
         status = "interrupted"
+        run_id = db.start_run(spec.name, pool.kind, len(todo))
+        heartbeat: _Heartbeat | None = None
         try:  # Ctrl-C in the warm-up too marks the run interrupted (the loop stops in chunks)
+            outcome.run_id = run_id
+            heartbeat = _Heartbeat(db.path, run_id)
             mine = db.claim(spec.name, run_id, [p.key for p in todo])
             claimed = [p for p in todo if p.key in mine]
             if warm and pool.local and claimed:
@@ -266,9 +267,12 @@ def run_experiment(
                                       snapshot, outcome, progress)
             status = "finished"
         finally:
-            heartbeat.stop()
-            pool.shutdown(cancel=status != "finished")
-            db.finish_run(run_id, status)
+            try:
+                if heartbeat is not None:
+                    heartbeat.stop()
+                pool.shutdown(cancel=status != "finished")
+            finally:  # even when a second Ctrl-C cuts the clean-up short
+                db.finish_run(run_id, status)
         return outcome
     finally:
         if own_store:
@@ -421,7 +425,7 @@ class _Executor:
 
     def restart(self) -> None:
         require(self.local, "executor", "a worker died in an executor this sweep does not own")
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        stop_pool(self._executor)  # its workers, its queues and its thread
         self._executor = self._local_pool()
 
     def shutdown(self, cancel: bool) -> None:
@@ -429,15 +433,13 @@ class _Executor:
             for future in self._submitted:
                 future.cancel()
         if self.local:
+            # an interrupted sweep must not leave workers computing points nobody will store,
+            # nor the pool's thread releasing its queues while the interpreter exits (the
+            # resource tracker then reported their semaphores as leaked)
             if cancel:
-                self._terminate_workers()
-            self._executor.shutdown(wait=not cancel, cancel_futures=True)
+                stop_pool(self._executor)
+            else:
+                self._executor.shutdown(wait=True)
         elif self._client is not None:
             self._executor.shutdown(wait=not cancel)
             self._client.close()
-
-    def _terminate_workers(self) -> None:
-        # an interrupted sweep must not leave workers computing points nobody will store
-        for process in list(getattr(self._executor, "_processes", {}).values()):
-            if process.is_alive():
-                process.terminate()

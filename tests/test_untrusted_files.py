@@ -233,6 +233,11 @@ def test_how_to_reproduce_is_shell_quoted(tmp_path: Path, name: str) -> None:
     data = spec_data("dispatchlab.theory.heavy_traffic:pooled_limit", name)
     with Store(tmp_path / "s.sqlite") as db:
         db.save_experiment(name, json.dumps(data))
+        if not name.isprintable():  # refused by the experiment-name rule (check_name)
+            with pytest.raises(ValidationError, match="^name: "):
+                write_report(db, name, tmp_path / "rep")
+            assert not (tmp_path / "rep").exists()
+            return
         page = write_report(db, name, tmp_path / "rep").read_text(encoding="utf-8")
     block = html.unescape(re.search(r"<h2>How to reproduce</h2><pre>(.*?)</pre>", page,
                                     re.S).group(1))

@@ -439,15 +439,28 @@ def report_command(
         help="A stored experiment (see `dispatchlab results`).", show_default=False)],
     store: StoreOption = Path(DEFAULT_STORE),
     out: OutOption = None,
+    import_: options.Import = None,
 ) -> None:
-    """Write the figures (PNG, SVG) and one self-contained HTML page from the store."""
-    from dispatchlab.report.html import stored_spec, write_report
+    """Write the figures (PNG, SVG) and one self-contained HTML page from the store.
+
+    A stored policy not registered here (a user's own: ``--import`` its module) is left
+    out, with one ``note:`` line saying so (on the page too); the others are rendered."""
+    from dispatchlab.core.imports import import_user_modules
+    from dispatchlab.report.html import stored_spec, unrendered_policies, write_report
 
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
+    import_user_modules(import_ or [])  # asked for here; a store never imports
     directory = out or RESULTS_DIR / experiment
     with Store(store, readonly=True) as db:
         stored_spec(db, experiment)  # refused before the output directory is made
         _check_output_directory(directory)
+        left_out = unrendered_policies(db, experiment)
+        if left_out:
+            stderr_console().print(
+                "note: report: not rendered (not registered in this installation; --import "
+                "the module that registers it): "
+                + ", ".join(f"policy {escape(repr(p.name))} ({escape(p.display)})"
+                            for p in left_out), soft_wrap=True)
         try:
             path = write_report(db, experiment, directory)
         except KeyError as error:

@@ -14,6 +14,8 @@ import platform
 import re
 import shlex
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
@@ -21,9 +23,11 @@ import pandas as pd
 
 from dispatchlab.core.errors import require
 from dispatchlab.experiments.store import Store, code_version
+from dispatchlab.policies.base import policy_names
 from dispatchlab.report.plots import figure_notes, figures_of, summarize, write_figures
 from dispatchlab.report.text import to_html
 from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.specs.run import PolicySpec
 
 PACKAGES = ("numpy", "numba", "scipy", "pandas", "matplotlib", "distributed")
 
@@ -41,36 +45,81 @@ figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; 
 
 def write_report(store: Store, experiment: str, directory: str | Path,
                  command: str | None = None) -> Path:
-    """Draw the figures of ``experiment`` from ``store`` and write ``index.html``; return it."""
+    """Draw the figures of ``experiment`` from ``store`` and write ``index.html``; return it.
+
+    A stored policy that is not registered in this installation (a user's own, registered
+    by a module this process did not import) is left out: the page renders the others and
+    says what it left out and why (:func:`unrendered_policies`)."""
     spec = stored_spec(store, experiment)
+    left_out = unrendered_policies(store, experiment)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     frame = store.frame(experiment)
+    if left_out:
+        frame = frame[~frame["policy_label"].isin([p.display for p in left_out])]
     write_figures(spec, frame, directory, formats=("png", "svg"))
-    (directory / "spec.json").write_text(spec.to_json())
-    page = render(spec, frame, store, directory, command)
+    (directory / "spec.json").write_text(_full_spec(store, experiment).to_json())
+    page = render(spec, frame, store, directory, command,
+                  unrendered=[_left_out_line(store, experiment, p) for p in left_out],
+                  stored=_full_spec(store, experiment) if left_out else None)
     path = directory / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
 
 
-def stored_spec(store: Store, experiment: str) -> ExperimentSpec:
-    """The validated spec of ``experiment`` in ``store`` (before any file is written): a
-    received store is data, and a function it names resolves only among the registered
-    reference functions (:mod:`dispatchlab.specs.references`)."""
+def _full_spec(store: Store, experiment: str) -> ExperimentSpec:
     spec_json = store.experiment_spec(experiment)
     require(spec_json is not None, "experiment",
             f"{experiment!r} is not in {store.path}; stored: "
             + (", ".join(store.experiment_names()) or "nothing yet"))
     assert spec_json is not None
-    spec = ExperimentSpec.from_json(spec_json)
+    return ExperimentSpec.from_json(spec_json)
+
+
+def _unregistered(spec: ExperimentSpec) -> list[PolicySpec]:
+    known = set(policy_names())
+    return [p for p in spec.policies
+            if isinstance(p, PolicySpec) and isinstance(p.name, str)
+            and p.name.strip().lower() not in known]
+
+
+def unrendered_policies(store: Store, experiment: str) -> list[PolicySpec]:
+    """The stored policies of ``experiment`` that this installation cannot render: their
+    name is not registered here (``--import`` the module that registers them)."""
+    return _unregistered(_full_spec(store, experiment))
+
+
+def _left_out_line(store: Store, experiment: str, policy: PolicySpec) -> str:
+    points = sum(1 for row in store.points(experiment, status=None)
+                 if row["policy_label"] == policy.display)
+    return (f"policy {policy.name!r} ({policy.display}, {points} stored point(s)) not "
+            "rendered: not registered in this installation (--import the module that "
+            "registers it)")
+
+
+def stored_spec(store: Store, experiment: str) -> ExperimentSpec:
+    """The validated spec of ``experiment`` in ``store`` (before any file is written), less
+    the policies not registered in this installation (:func:`unrendered_policies`; at least
+    one must be): a received store is data, and a function it names resolves only among the
+    registered reference functions (:mod:`dispatchlab.specs.references`)."""
+    spec = _full_spec(store, experiment)
+    missing = _unregistered(spec)
+    if missing:
+        require(len(missing) < len(spec.policies), "policy",
+                f"no stored policy of {experiment!r} is registered in this installation "
+                f"({', '.join(repr(p.name) for p in missing)}); --import the module that "
+                "registers them")
+        spec = replace(spec, policies=tuple(p for p in spec.policies if p not in missing))
     spec.validate()
     return spec
 
 
 def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: Path,
-           command: str | None) -> str:
-    """The HTML text (figures read from ``figure_dir`` and embedded)."""
+           command: str | None, *, unrendered: Sequence[str] = (),
+           stored: ExperimentSpec | None = None) -> str:
+    """The HTML text (figures read from ``figure_dir`` and embedded); ``unrendered``: one
+    line for each part of the stored experiment the page leaves out, and why; ``stored``:
+    the whole stored spec, shown when ``spec`` is only the part rendered."""
     esc = html.escape
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<title>{esc(spec.title or spec.name)}</title><style>{_STYLE}</style></head><body>",
@@ -81,7 +130,11 @@ def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: 
         parts.append(to_html(spec.description))
     parts.append(_claims(spec, store))
     total = len(spec.points())
-    failed = store.points(spec.name, status="failed")
+    shown = set(p.display for p in spec.policies)
+    failed = [row for row in store.points(spec.name, status="failed")
+              if row["policy_label"] in shown]
+    for line in unrendered:
+        parts.append(f"<p class='failed unrendered'><b>Not shown:</b> {esc(line)}.</p>")
     parts.append(f"<p>Experiment <code>{esc(spec.name)}</code>: {len(frame)} of {total} points "
                  f"stored in <code>{esc(str(store.path))}</code>"
                  + (f", <span class='failed'>{len(failed)} failed</span>" if failed else "")
@@ -114,7 +167,7 @@ def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: 
                  + esc(_reproduce(spec, command)) + "</pre>")
     parts.append("<h2>Versions</h2>" + _versions(frame))
     # the spec as readable JSON: γ, ε and ρ as themselves, not \u escapes
-    readable = json.dumps(json.loads(spec.to_json()), sort_keys=True, indent=1,
+    readable = json.dumps(json.loads((stored or spec).to_json()), sort_keys=True, indent=1,
                           ensure_ascii=False)
     parts.append("<h2>Spec</h2><pre>" + html.escape(readable, quote=False) + "</pre>")
     parts.append("</body></html>")

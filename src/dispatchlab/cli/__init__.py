@@ -57,10 +57,22 @@ def _usage_line(error: Exception) -> str:
     return f"{field}: {message} (see `{command} --help`)"
 
 
+def _check_environment() -> None:
+    """dispatchlab's environment variables, checked before any command: a bad
+    ``DISPATCHLAB_MEMORY_LIMIT`` (``nan``, ``lots``) was read only by the policies whose
+    memory it guards, and ignored by every other run."""
+    from dispatchlab.core.ram import LIMIT_VARIABLE, parse_size
+
+    value = os.environ.get(LIMIT_VARIABLE, "").strip()
+    if value:
+        parse_size(value, LIMIT_VARIABLE)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     _load_commands()
     try:
+        _check_environment()
         status = app(args=argv, standalone_mode=False)
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -452,7 +452,9 @@ def report_command(
     import_user_modules(import_ or [])  # asked for here; a store never imports
     directory = out or RESULTS_DIR / experiment
     with Store(store, readonly=True) as db:
-        stored_spec(db, experiment)  # refused before the output directory is made
+        stored_spec(db, experiment)  # refused before the output directory is made,
+        db.points(experiment, status=None)  # and so is a damaged row (a received store)
+        db.runs(experiment)
         _check_output_directory(directory)
         left_out = unrendered_policies(db, experiment)
         if left_out:

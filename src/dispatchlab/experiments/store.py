@@ -127,6 +127,31 @@ CREATE TABLE IF NOT EXISTS claims (
 """
 #: columns added after the first release, added to older stores when opened for writing
 _ADDED_COLUMNS = {"runs": (("heartbeat", "REAL"),)}
+#: what a cell of a declared column type may hold (SQLite keeps any value in any column)
+_CELL_TYPES: dict[str, tuple[type, ...]] = {"REAL": (int, float), "INTEGER": (int,),
+                                            "TEXT": (str,)}
+
+
+@cache
+def _schema_columns() -> dict[str, dict[str, tuple[tuple[type, ...], bool]]]:
+    """table -> column -> (the Python types its cells may have, whether NULL is allowed),
+    from this module's own schema (never from the file being read)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(_SCHEMA)
+        for table, columns in _ADDED_COLUMNS.items():
+            for name, kind in columns:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+        return {table: {row[1]: (_CELL_TYPES.get(row[2].upper(), (object,)), not row[3])
+                        for row in db.execute(f"PRAGMA table_info({table})")}
+                for table in ("experiments", "runs", "points")}
+    finally:
+        db.close()
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _pid_alive(pid: int) -> bool:
@@ -249,6 +274,28 @@ class Store:
         cursor.row_factory = sqlite3.Row
         return cursor.execute(sql, parameters).fetchall()
 
+    def _checked(self, table: str, row: sqlite3.Row) -> dict[str, Any]:
+        """``row`` of ``table`` as a dict, each cell of the type its column declares: a
+        store someone sent you (or a hand edit) can hold text in a REAL column, which
+        would surface as a traceback far from here; it is one error line instead."""
+        data = dict(row)
+        added = {name for name, _ in _ADDED_COLUMNS.get(table, ())}
+        for column, (types, nullable) in _schema_columns()[table].items():
+            if column not in data and column in added:  # an older store, opened read-only
+                data[column] = None
+            require(column in data, "store", f"{self.path}: table {table} has no column "
+                    f"{column!r} (not a dispatchlab store, or a damaged one)")
+            value = data[column]
+            ok = (nullable if value is None
+                  else isinstance(value, types) and not isinstance(value, bool))
+            if not ok:
+                key = data.get("id", data.get("run_id", data.get("name")))
+                raise ValidationError("store", f"{self.path}: {table} row {key!r}: column "
+                                      f"{column} holds {_short(value)}, not "
+                                      f"{'/'.join(t.__name__ for t in types)} (a damaged or "
+                                      "hand-edited store)")
+        return data
+
     # -- experiments and runs -------------------------------------------------------------
 
     def save_experiment(self, name: str, spec_json: str) -> None:
@@ -262,8 +309,8 @@ class Store:
                 (name, spec_json, now, now, code_version()))
 
     def experiment_spec(self, name: str) -> str | None:
-        rows = self.query("SELECT spec_json FROM experiments WHERE name = ?", (name,))
-        return rows[0]["spec_json"] if rows else None
+        rows = self.query("SELECT * FROM experiments WHERE name = ?", (name,))
+        return self._checked("experiments", rows[0])["spec_json"] if rows else None
 
     def experiment_names(self) -> list[str]:
         return [r["name"] for r in self.query("SELECT name FROM experiments ORDER BY name")]
@@ -341,7 +388,7 @@ class Store:
         sql, args = "SELECT * FROM runs", ()
         if experiment is not None:
             sql, args = sql + " WHERE experiment = ?", (experiment,)
-        return [dict(r) for r in self.query(sql + " ORDER BY started", args)]
+        return [self._checked("runs", r) for r in self.query(sql + " ORDER BY started", args)]
 
     # -- points ---------------------------------------------------------------------------
 
@@ -412,10 +459,20 @@ class Store:
                           "policy_label, x, replication", tuple(args))
         out = []
         for row in rows:
-            data = dict(row)
-            data["result"] = json.loads(data["result_json"]) if data["result_json"] else None
+            data = self._checked("points", row)
+            data["result"] = self._result(data) if data["result_json"] else None
             out.append(data)
         return out
+
+    def _result(self, data: dict[str, Any]) -> dict[str, Any]:
+        try:
+            result = json.loads(data["result_json"])
+        except ValueError as error:  # json.JSONDecodeError
+            raise ValidationError("store", f"{self.path}: points row {data['id']}: its result "
+                                  f"is not JSON ({error})") from None
+        require(isinstance(result, dict), "store", f"{self.path}: points row {data['id']}: "
+                f"its result is {_short(result)}, not a JSON object")
+        return result
 
     def frame(self, experiment: str | None = None, **filters: Any):  # -> pandas.DataFrame
         """The stored points as a DataFrame: the store's columns plus each Result as the

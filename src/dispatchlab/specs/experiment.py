@@ -35,6 +35,7 @@ from dispatchlab.core.convert import as_float, as_table, check_keys
 from dispatchlab.core.documents import loads_json, read_toml
 from dispatchlab.core.errors import require
 from dispatchlab.model.system import System
+from dispatchlab.simulation.plan import plan_run
 from dispatchlab.specs.figure import FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
 
@@ -42,6 +43,11 @@ SLOTS_RULE_PER = ("epsilon", "load")
 SIMULATE_OPTIONS = ("warmup_method", "estimator", "start", "track_delay", "detail", "bound",
                     "replications")
 MIN_SLOTS = 100
+
+
+def _integer(value: Any) -> bool:
+    """An int that is not a bool (``seed = true`` in a TOML file is not seed 1)."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def check_name(name: Any, field: str = "name") -> str:
@@ -274,9 +280,9 @@ class ExperimentSpec:
                 "give loads or epsilons, not both")
         require(len(self.values) > 0, "loads",
                 "the grid is empty: give at least one load or epsilon")
-        require(isinstance(self.replications, int) and self.replications >= 1,
+        require(_integer(self.replications) and self.replications >= 1,
                 "replications", f"must be an integer ≥ 1 (got {self.replications!r})")
-        require(isinstance(self.seed, int) and self.seed >= 0, "seed",
+        require(_integer(self.seed) and self.seed >= 0, "seed",
                 f"must be an integer ≥ 0 (got {self.seed!r})")
         if isinstance(self.slots, SlotsRule):
             self.slots.validate("slots")
@@ -311,6 +317,9 @@ class ExperimentSpec:
                         f"must be in [0, slots) at every point (got {warmup} with {slots} slots)")
             for policy in self.policies:
                 policy.make().check_system(built)
+            # the options' values, by simulate's own checks (before any point runs: a bad
+            # one used to fail in the first point, after the sweep had started)
+            plan_run(built, "rand", slots=slots, seed=self.seed, **dict(self.options))
         for i, figure in enumerate(self.figures):
             figure.validate(f"figures[{i}]")
             require(figure.x == self.axis, f"figures[{i}].x",

@@ -1,0 +1,50 @@
+"""Experiment spec files a hostile user writes (found attacking issue 25).
+
+``seed = true`` or ``replications = true`` ran as seed 1 and one replication (a bool is
+not an int); ``[options] replications = 0`` (or any bad simulate option) was accepted by
+the spec and failed in the first point, after the sweep had printed its header. Each is
+now one ``error:`` line before anything runs, from simulate's own checks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_fuzz_cases import run_clean
+
+GRID = """name = "hostile"
+loads = [0.5]
+slots = 1000
+{top}
+[[systems]]
+servers = "3x0.5"
+[[policies]]
+name = "jsq"
+{tail}
+"""
+
+CASES = [
+    ("seed = true", "", "seed"),
+    ("replications = true", "", "replications"),
+    ("", "[options]\nreplications = 0", "replications"),
+    ("", "[options]\nreplications = true", "replications"),
+    ("", "[options]\nbound = 9223372036854775807", "bound"),
+    ("", "[options]\ntrack_delay = 1", "track_delay"),
+    ("", "[options]\nestimator = \"best\"", "estimator"),
+]
+
+
+@pytest.mark.parametrize(("top", "tail", "field"), CASES,
+                         ids=[f"{top or tail}" for top, tail, _ in CASES])
+def test_a_bad_value_is_refused_before_the_sweep_starts(
+        tmp_path: Path, top: str, tail: str, field: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "hostile.toml"
+    spec.write_text(GRID.format(top=top, tail=tail), encoding="utf-8")
+    code, out, err = run_clean(capsys, ["sweep", str(spec), "--store",
+                                        str(tmp_path / "s.sqlite"), "--no-progress",
+                                        "--out", str(tmp_path / "out")])
+    assert code == 2 and err.startswith(f"error: {field}: "), err
+    assert not (tmp_path / "s.sqlite").exists()

@@ -25,7 +25,12 @@ from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import MISSING, integer, number, stderr_console, stdout_console
 from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.core.paths import guarded_io, require_readable_file, require_writable_file
+from dispatchlab.core.paths import (
+    guarded_io,
+    require_readable_file,
+    require_writable_file,
+    write_whole,
+)
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
 
 if TYPE_CHECKING:  # specs hold policies (numba): imported where a command needs them
@@ -233,7 +238,8 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
             raise
         frame = db.frame(spec.name)
         directory.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(directory / "points.csv", index=False)
+        write_whole("out", directory / "points.csv",
+                    lambda path: frame.to_csv(path, index=False))
         try:
             figures = write_figures(spec, frame, directory, formats=("png",))
         except KeyError as error:  # the points are stored; only the figure cannot be drawn
@@ -387,12 +393,12 @@ def results_command(
     if format_ == "parquet":
         require(output is not None, "output", "parquet needs --output FILE")
         assert output is not None
-        guarded_io("output", output, lambda: frame.to_parquet(output, index=False))
+        write_whole("output", output, lambda path: frame.to_parquet(path, index=False))
     elif format_ in ("csv", "json"):
         text = (frame.to_csv(index=False) if format_ == "csv"
                 else frame.to_json(orient="records", lines=True))
         if output is not None:
-            guarded_io("output", output, lambda: output.write_text(text, encoding="utf-8"))
+            write_whole("output", output, lambda path: path.write_text(text, encoding="utf-8"))
         else:
             sys.stdout.write(text)
     else:

@@ -7,6 +7,7 @@ reported as what it is (not as "does not exist", and never as an ``OSError`` tra
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Callable
@@ -69,3 +70,29 @@ def guarded_io(field: str, path: str | Path, action: Callable[[], T], verb: str 
     except OSError as error:
         raise ValidationError(field, f"cannot {verb} {str(path)!r}: "
                               f"{error.strerror or error}") from None
+
+
+def write_whole(field: str, path: str | Path, write: Callable[[Path], object]) -> None:
+    """Write ``path`` whole or not at all: ``write(temporary)`` writes a file next to it
+    that replaces ``path`` only once complete. A failure on the way (disk full, a file-size
+    limit, Ctrl-C) removes the temporary file and leaves any old ``path`` as it was (a
+    half-written CSV or HTML page was left behind before); an ``OSError`` is a
+    ValidationError on ``field``. A path that is not a regular file (``/dev/stdout``, a
+    pipe) is written directly: renaming over it would replace the device or pipe itself."""
+    path = Path(path)
+    try:
+        regular = stat.S_ISREG(path.stat().st_mode)
+    except FileNotFoundError:
+        regular = True
+    except OSError:
+        regular = False
+    if not regular:
+        guarded_io(field, path, lambda: write(path))
+        return
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        guarded_io(field, path, lambda: write(temporary))
+        guarded_io(field, path, lambda: os.replace(temporary, path))
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from dispatchlab.core.errors import require
+from dispatchlab.core.paths import write_whole
 from dispatchlab.experiments.store import Store, code_version
 from dispatchlab.policies.base import policy_names
 from dispatchlab.report.plots import figure_notes, figures_of, summarize, write_figures
@@ -58,12 +59,13 @@ def write_report(store: Store, experiment: str, directory: str | Path,
     if left_out:
         frame = frame[~frame["policy_label"].isin([p.display for p in left_out])]
     write_figures(spec, frame, directory, formats=("png", "svg"))
-    (directory / "spec.json").write_text(_full_spec(store, experiment).to_json())
+    stored_json = _full_spec(store, experiment).to_json()
+    write_whole("out", directory / "spec.json", lambda path: path.write_text(stored_json))
     page = render(spec, frame, store, directory, command,
                   unrendered=[_left_out_line(store, experiment, p) for p in left_out],
                   stored=_full_spec(store, experiment) if left_out else None)
     path = directory / "index.html"
-    path.write_text(page, encoding="utf-8")
+    write_whole("out", path, lambda temporary: temporary.write_text(page, encoding="utf-8"))
     return path
 
 

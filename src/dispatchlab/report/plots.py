@@ -26,6 +26,7 @@ import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 from scipy import stats  # noqa: E402
 
+from dispatchlab.core.paths import write_whole  # noqa: E402
 from dispatchlab.report.labels import plain  # noqa: E402
 from dispatchlab.specs.experiment import ExperimentSpec  # noqa: E402
 from dispatchlab.specs.figure import (  # noqa: E402
@@ -226,7 +227,8 @@ def write_figures(spec: ExperimentSpec, frame: pd.DataFrame, directory: str | Pa
         try:
             for fmt in formats:
                 path = directory / f"{figure.name}.{fmt}"
-                fig.savefig(path, format=fmt, bbox_inches="tight")
+                write_whole("out", path, lambda temporary, fig=fig, fmt=fmt: fig.savefig(
+                    temporary, format=fmt, bbox_inches="tight"))
                 paths.append(path)
         finally:
             plt.close(fig)

@@ -48,3 +48,14 @@ def test_a_bad_value_is_refused_before_the_sweep_starts(
                                         "--out", str(tmp_path / "out")])
     assert code == 2 and err.startswith(f"error: {field}: "), err
     assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_a_trace_with_a_byte_order_mark_reads_like_a_spec_file(tmp_path: Path) -> None:
+    """A CSV trace saved by Excel starts with a UTF-8 byte-order mark; it was "not numeric
+    (line 1, column 1)" although spec files skip the mark."""
+    from dispatchlab.model.arrivals import load_trace
+
+    marked, plain = tmp_path / "marked.csv", tmp_path / "plain.csv"
+    marked.write_bytes(b"\xef\xbb\xbf1\r\n0\r\n2\r\n")
+    plain.write_bytes(b"1\n0\n2\n")
+    assert load_trace(marked).tolist() == load_trace(plain).tolist() == [1, 0, 2]

@@ -113,7 +113,10 @@ def load_trace(path: str | Path) -> np.ndarray:
                         f"trace {str(path)!r} holds {array.dtype} values; a trace is per-slot "
                         "counts: integers (or integral floats)")
                 return np.asarray(array, dtype=float)
-            return np.loadtxt(path, delimiter=",", ndmin=1, dtype=float)
+            # UTF-8 with or without a byte-order mark (a CSV saved by Excel has one), as
+            # spec files are read
+            return np.loadtxt(path, delimiter=",", ndmin=1, dtype=float,
+                              encoding="utf-8-sig")
 
     try:
         raw = guarded_io("arrivals", path, read, verb="read")

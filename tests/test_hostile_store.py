@@ -87,3 +87,29 @@ def test_a_bad_memory_limit_is_refused_by_every_run(value: str, monkeypatch: pyt
     monkeypatch.setenv("DISPATCHLAB_MEMORY_LIMIT", value)
     code, _, err = run_clean(capsys, ["run", "--policy", "jsq", "--slots", "100"])
     assert code == 2 and err.startswith("error: DISPATCHLAB_MEMORY_LIMIT: "), err
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("NUMBA_NUM_THREADS", "0"), ("NUMBA_NUM_THREADS", "abc"), ("NUMBA_OPT", "9")])
+def test_a_bad_numba_variable_is_one_line(variable: str, value: str,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """NUMBA_NUM_THREADS=0 was a ValueError traceback in the middle of a run (exit 1); =abc
+    and NUMBA_OPT=9 printed numba's traceback as a warning and ran on."""
+    monkeypatch.setenv(variable, value)
+    code, _, err = run_clean(capsys, ["run", "--policy", "jsq", "--slots", "100"])
+    assert code == 2 and err.startswith(f"error: {variable}: "), err
+
+
+def test_an_ascii_terminal_gets_the_table_not_a_traceback(tmp_path: Path) -> None:
+    """PYTHONIOENCODING=ascii (an ASCII terminal): ρ, Σ and — were a UnicodeEncodeError."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("dispatchlab")), "run", "--policy", "jsq",
+         "--servers", "3x0.5", "--slots", "1000"], cwd=tmp_path, capture_output=True,
+        timeout=300, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert b"Traceback" not in done.stderr and b"mean ?Q [95% CI]" in done.stdout

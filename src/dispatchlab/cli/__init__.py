@@ -23,7 +23,7 @@ import sys
 import typer
 
 from dispatchlab.cli.app import app, check_app
-from dispatchlab.core.errors import SimulationError, ValidationError
+from dispatchlab.core.errors import SimulationError, ValidationError, require
 
 EXIT_BAD_INPUT = 2
 EXIT_BUG = 1
@@ -58,20 +58,42 @@ def _usage_line(error: Exception) -> str:
 
 
 def _check_environment() -> None:
-    """dispatchlab's environment variables, checked before any command: a bad
+    """The environment variables a run reads, checked before any command: a bad
     ``DISPATCHLAB_MEMORY_LIMIT`` (``nan``, ``lots``) was read only by the policies whose
-    memory it guards, and ignored by every other run."""
+    memory it guards, and ignored by every other run; numba read ``NUMBA_NUM_THREADS=0``
+    in the middle of a run (a ValueError traceback) and printed a traceback as a warning
+    for ``NUMBA_NUM_THREADS=abc`` or ``NUMBA_OPT=9``."""
     from dispatchlab.core.ram import LIMIT_VARIABLE, parse_size
 
     value = os.environ.get(LIMIT_VARIABLE, "").strip()
     if value:
         parse_size(value, LIMIT_VARIABLE)
+    threads = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+    if threads:
+        require(threads.isdigit() and int(threads) >= 1, "NUMBA_NUM_THREADS",
+                f"must be an integer ≥ 1, numba's thread count (got {threads!r})")
+    level = os.environ.get("NUMBA_OPT", "").strip()
+    require(level in ("", "0", "1", "2", "3", "max"), "NUMBA_OPT",
+            f"numba's optimisation level: 0, 1, 2, 3 or max (got {level!r})")
+
+
+def _printable_streams() -> None:
+    """stdout and stderr write what their encoding cannot hold as ``?`` (an ASCII terminal
+    or ``PYTHONIOENCODING=ascii``: the tables' ρ, Σ and — were a UnicodeEncodeError
+    traceback)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "ρΣ—ε".encode(getattr(stream, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(errors="replace")  # type: ignore[union-attr]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     _load_commands()
     try:
+        _printable_streams()
         _check_environment()
         status = app(args=argv, standalone_mode=False)
     except ValidationError as error:

@@ -227,7 +227,7 @@ BAD_INPUT = [
     (["run", "--policy", "jsq", "--load", "0.5", "--epsilon", "1"], "load", "only one"),
     (["run", "--policy", "pod", "--set", "d=7", *SMALL], "pod.d", "between 1 and N = 6"),
     (["run", "--policy", "pod", "--set", "d=0"], "pod.d", "≥ 1"),
-    (["run", "--policy", "pod", "--set", "d=two"], "pod.d", "expected int"),
+    (["run", "--policy", "pod", "--set", "d=two"], "pod.d", "expected an integer"),
     (["run", "--policy", "nosuch"], "policy", "unknown policy 'nosuch'"),
     (["run", "--policy", "pod", "--set", "k=2"], "pod.k", "unknown parameter"),
     (["run", "--policy", "pod", "--set", "d"], "set", "KEY=VALUE"),

@@ -24,13 +24,9 @@ from rich.table import Table
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import MISSING, integer, number, stderr_console, stdout_console
+from dispatchlab.core.documents import read_text
 from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.core.paths import (
-    guarded_io,
-    require_readable_file,
-    require_writable_file,
-    write_whole,
-)
+from dispatchlab.core.paths import require_writable_file, write_whole
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
 
 if TYPE_CHECKING:  # specs hold policies (numba): imported where a command needs them
@@ -343,15 +339,8 @@ def sweep_command(
 
     import_user_modules(import_ or [])  # asked for here; a spec file never imports
     if spec_file.suffix == ".json":
-        require_readable_file(spec_file, "spec", "spec file")
-        try:
-            spec = ExperimentSpec.from_json(guarded_io(
-                "spec", spec_file, lambda: spec_file.read_text(encoding="utf-8"), verb="read"))
-        except ValueError as error:  # not JSON (json.JSONDecodeError, UnicodeDecodeError)
-            if isinstance(error, ValidationError):
-                raise
-            raise ValidationError("spec", f"{str(spec_file)!r} is not a spec's JSON: "
-                                  f"{error}") from None
+        spec = ExperimentSpec.from_json(read_text(spec_file, "spec", "spec file"),
+                                        repr(str(spec_file)))
     else:
         spec = ExperimentSpec.from_toml(spec_file)
     spec = _adjust(spec, quick=False, slots=slots, scale=scale)

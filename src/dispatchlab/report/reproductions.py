@@ -34,6 +34,8 @@ from dispatchlab.specs.experiment import ExperimentSpec
 LIMIT_TOLERANCE = 0.05
 #: ε·E[X] ∝ ε^α: above this α it is still falling fast (a level above 0 is not reached)
 FALLING_EXPONENT = 0.5
+#: at or above this α, ε·E[X] falls like ε: E[X] stays bounded (no level above 0 ahead)
+BOUNDED_EXPONENT = 0.8
 
 #: the committed store the page is built from
 DEFAULT_STORE = "results/reproductions/store.sqlite"
@@ -353,13 +355,15 @@ def _vanishing(small: pd.Series, large: pd.Series, tolerance: float, alpha: floa
 def _persisting(small: pd.Series, large: pd.Series, tolerance: float, alpha: float) -> str:
     """Not heavy-traffic optimal: ε·E[X] levels off above 0. Held when the CI of ε·E[X] at
     the smallest ε lies above the tolerance and it has stopped falling fast
-    (α < FALLING_EXPONENT); not held when the CI lies within the tolerance (no gap is
-    visible); undecided otherwise (above the tolerance but still falling)."""
+    (α < FALLING_EXPONENT); not held when the CI lies within the tolerance and ε·E[X]
+    still falls like ε (α ≥ BOUNDED_EXPONENT: E[X] stays bounded, no gap is ahead);
+    undecided otherwise (above the tolerance but still falling, or within it but falling
+    more slowly than ε, which a level just below the tolerance would also do)."""
     if not math.isfinite(small["ci_low"]):
         return "undecided"
     if small["ci_low"] > tolerance and alpha < FALLING_EXPONENT:
         return "held"
-    if small["ci_high"] <= tolerance:
+    if small["ci_high"] <= tolerance and alpha >= BOUNDED_EXPONENT:
         return "not held"
     return "undecided"
 

@@ -272,7 +272,8 @@ def sweep(
             or SystemSpecs.
         warmup_method: ``fraction`` or ``mser5`` (see ``simulate``).
         track_delay: time every job for the delay distribution.
-        estimator, start: as in ``simulate``.
+        estimator: as in ``simulate``.
+        start: as in ``simulate``.
 
     Every argument is checked as the same key of a spec file is
     (:mod:`dispatchlab.experiments.arguments`): a wrong type or value raises
@@ -280,10 +281,9 @@ def sweep(
     Ctrl-C stops the sweep within about a second (workers are stopped, not waited for);
     the points finished so far stay in the store and the run is marked ``interrupted``.
 
-    Returns:
-        A DataFrame with the Result fields (``Result.to_row()``), plus ``system``,
-        ``policy`` (label), ``policy_name``, ``axis``, ``x``, ``load``, ``epsilon``,
-        ``executor`` and ``point_key``.
+    Returns a DataFrame with the Result fields (``Result.to_row()``), plus ``system``,
+    ``policy`` (label), ``policy_name``, ``axis``, ``x``, ``load``, ``epsilon``,
+    ``executor`` and ``point_key``.
     """
     import pandas as pd
 

@@ -261,8 +261,9 @@ class RunSpec:
         policy: the policy (its name may come later, from ``--policy``).
         load: ρ = λ_Σ/μ_Σ (``None`` when ``epsilon`` sets the rate, or for a trace).
         epsilon: ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces ``load``).
-        slots, warmup, warmup_method, estimator, start, seed, replications, track_delay,
-            delay: as in :func:`dispatchlab.simulate`.
+        slots: as in :func:`dispatchlab.simulate`, and likewise ``warmup``,
+            ``warmup_method``, ``estimator``, ``start``, ``seed``, ``replications``,
+            ``track_delay`` and ``delay``.
     """
 
     system: SystemSpec = field(

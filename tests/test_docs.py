@@ -157,10 +157,13 @@ def _tracked_files(*paths: str) -> list[Path]:
 
 
 def _text(path: Path) -> str:
+    """A tracked file's text; "" for a binary file (a NUL byte: a figure's PNG bytes can
+    spell "§1" by chance) and for one absent from this tree."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        data = path.read_bytes()
     except (FileNotFoundError, IsADirectoryError):  # deleted or a submodule in this tree
         return ""
+    return "" if b"\0" in data else data.decode("utf-8", errors="replace")
 
 
 def test_no_tracked_file_cites_material_outside_the_repository() -> None:

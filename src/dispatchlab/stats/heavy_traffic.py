@@ -33,11 +33,11 @@ def heavy_traffic_standard_error(mean_queues: np.ndarray, mu: np.ndarray,
     ``slots`` T. ``nan`` when a server is not strictly underloaded (δ_n ≤ 0), a mean
     queue is not finite, or T < 1: no floor then.
     """
-    q = np.asarray(mean_queues, dtype=float)
-    drift = np.asarray(mu, dtype=float) - np.asarray(arrival_rates, dtype=float)
-    if slots < 1 or q.shape != drift.shape or not np.all(np.isfinite(q)) or np.any(drift <= 0):
+    model = _model(mean_queues, mu, arrival_rates)
+    if slots < 1 or model is None:
         return float("nan")
-    return math.sqrt(float(np.sum(4.0 * np.maximum(q, 0.0) ** 3 / drift)) / slots)
+    q, drift = model
+    return math.sqrt(float(np.sum(4.0 * q**3 / drift)) / slots)
 
 
 def heavy_traffic_relaxation(mean_queues: np.ndarray, mu: np.ndarray,
@@ -45,8 +45,19 @@ def heavy_traffic_relaxation(mean_queues: np.ndarray, mu: np.ndarray,
     """max_n τ_n = 4·q̄_n/(μ_n − λ_n): the slowest server's integrated autocorrelation time
     in slots, in the reflected-Brownian model above (``nan`` where the model does not apply:
     a server not strictly underloaded, or a mean queue that is not finite)."""
+    model = _model(mean_queues, mu, arrival_rates)
+    if model is None:
+        return float("nan")
+    q, drift = model
+    return float(np.max(4.0 * q / drift))
+
+
+def _model(mean_queues: np.ndarray, mu: np.ndarray, arrival_rates: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(max(q̄_n, 0), δ_n = μ_n − λ_n) where the model applies: every mean queue finite and
+    every server strictly underloaded; ``None`` otherwise."""
     q = np.asarray(mean_queues, dtype=float)
     drift = np.asarray(mu, dtype=float) - np.asarray(arrival_rates, dtype=float)
     if q.shape != drift.shape or not np.all(np.isfinite(q)) or np.any(drift <= 0):
-        return float("nan")
-    return float(np.max(4.0 * np.maximum(q, 0.0) / drift))
+        return None
+    return np.maximum(q, 0.0), drift

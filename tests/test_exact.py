@@ -106,6 +106,12 @@ def test_refusals_name_the_field() -> None:
         dispatchlab.exact(small, "led")
     with pytest.raises(ValidationError, match="^tolerance"):
         dispatchlab.exact(small, "jsq", tolerance=2.0)
+    # random routing splits λ_Σ = 0.63 evenly: 0.315 > μ_1 = 0.3, so no stationary law
+    # (it used to grow the truncation for minutes); JSQ is stable on the same system
+    overloaded = System.build([0.3, 0.6], load=0.7, arrivals="bernoulli")
+    with pytest.raises(ValidationError, match=r"^load: rand is unstable on this system"):
+        dispatchlab.exact(overloaded, "rand")
+    assert 0 < dispatchlab.exact(overloaded, "jsq").edge_mass < 1e-6
 
 
 def test_the_package_called_is_the_facade_function() -> None:

@@ -137,9 +137,8 @@ def compare_command(
         help="Independent replications per policy.", rich_help_panel=RUN)] = 1,
     seed: Annotated[int, typer.Option(
         help="Root seed (the same for every policy).", rich_help_panel=RUN)] = 0,
-    no_delay: Annotated[bool, typer.Option(
-        "--no-delay", help="Skip per-job delay tracking (no p99).", rich_help_panel=RUN)]
-    = False,
+    no_delay: options.NoDelay = False,
+    delay: options.Delay = None,
     workers: options.Workers = None,
     precision: options.Precision = None,
     precision_abs: options.PrecisionAbs = None,
@@ -168,7 +167,7 @@ def compare_command(
         servers=servers, dispatchers=dispatchers, load=load, epsilon=epsilon,
         arrivals=arrivals, service=service, dispatch=dispatch, split=split,
         allow_unstable=True if allow_unstable else None, warmup=warmup,
-        track_delay=False if no_delay else None,
+        track_delay=False if no_delay else None, delay=delay,
     )
     system = spec.build_system()
     chosen, notes = select_policies(policy, system)
@@ -195,12 +194,12 @@ def compare_command(
             pairs.extend(compare_with_first(
                 system, [item.policy for item in chosen], workers=workers, slots=spec.slots,
                 warmup=spec.warmup, seed=spec.seed, replications=spec.replications,
-                track_delay=spec.track_delay))
+                track_delay=spec.track_delay, delay=spec.delay))
             return [pairs[0].result_b, *(pair.result_a for pair in pairs)]
         return simulate_each(system, [item.policy for item in chosen], workers=workers,
                              slots=spec.slots, warmup=spec.warmup, seed=spec.seed,
                              replications=spec.replications, track_delay=spec.track_delay,
-                             precision=precision, precision_abs=precision_abs,
+                             delay=spec.delay, precision=precision, precision_abs=precision_abs,
                              max_slots=max_slots)
 
     workers_used = resolve_workers(workers, len(chosen))

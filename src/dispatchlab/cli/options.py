@@ -70,6 +70,14 @@ Yes = Annotated[bool, typer.Option(
     "--yes", help="Run even when the estimated work is above the guard's limit "
     "(see dispatchlab.simulation.work_guard).")]
 
+NoDelay = Annotated[bool, typer.Option(
+    "--no-delay", help="Measure no delays (faster; no delay quantiles): --delay off.",
+    rich_help_panel="Run")]
+Delay = Annotated[str | None, typer.Option(
+    help="Delay quantiles from tagged (a sample of tagged jobs, each quantile with a "
+    "95 % CI), all (every job timed) or off \\[default: tagged].", rich_help_panel="Run",
+    show_default=False)]
+
 PRECISION = "Precision"
 Workers = Annotated[int | None, typer.Option(
     help="Processes for replications and policies (spawned) \\[default: every core].",

@@ -73,13 +73,8 @@ def run_command(
         rich_help_panel=RUN, show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         help="Root seed \\[default: 0].", rich_help_panel=RUN, show_default=False)] = None,
-    no_delay: Annotated[bool, typer.Option(
-        "--no-delay", help="Skip per-job delay tracking (faster; no delay quantiles).",
-        rich_help_panel=RUN)] = False,
-    delay: Annotated[str | None, typer.Option(
-        help="Delay quantiles from tagged (a sample of tagged jobs, each quantile with a "
-        "95 % CI), all (every job timed) or off \\[default: tagged].", rich_help_panel=RUN,
-        show_default=False)] = None,
+    no_delay: options.NoDelay = False,
+    delay: options.Delay = None,
     workers: options.Workers = None,
     precision: options.Precision = None,
     precision_abs: options.PrecisionAbs = None,

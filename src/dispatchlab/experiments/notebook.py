@@ -245,6 +245,7 @@ def sweep(
     allow_unstable: bool = False,
     warmup_method: str = "fraction",
     track_delay: bool = True,
+    delay: str | None = None,
     estimator: str = "coupled",
     start: str = "empty",
 ):  # -> pandas.DataFrame
@@ -271,7 +272,9 @@ def sweep(
         allow_unstable: accept loads ρ ≥ 1 (ε ≤ 0) for systems given as server lists
             or SystemSpecs.
         warmup_method: ``fraction`` or ``mser5`` (see ``simulate``).
-        track_delay: time every job for the delay distribution.
+        track_delay: measure delays (``False``: no delay quantiles, as ``delay="off"``).
+        delay: how delay quantiles are measured, as in ``simulate``: ``tagged`` (the
+            default), ``all`` or ``off``.
         estimator: as in ``simulate``.
         start: as in ``simulate``.
 
@@ -291,7 +294,7 @@ def sweep(
         load=load, epsilon=epsilon, replications=replications, slots=slots, warmup=warmup,
         seed=seed, workers=workers, store=store, experiment=experiment,
         dispatchers=dispatchers, allow_unstable=allow_unstable, warmup_method=warmup_method,
-        track_delay=track_delay, estimator=estimator, start=start)
+        track_delay=track_delay, delay=delay, estimator=estimator, start=start)
     specs = [system_spec(s, args.dispatchers, args.allow_unstable)
              for s in as_list(systems, "systems", (System, SystemSpec, str),
                               "a System, a SystemSpec or a server list")]

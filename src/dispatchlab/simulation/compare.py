@@ -37,7 +37,7 @@ from dispatchlab.stats.estimators import Estimate, batch_means, replication_esti
 
 #: the run settings compare passes to simulate's validation (plan_run)
 SETTINGS = ("slots", "warmup", "seed", "replications", "warmup_method", "bound",
-            "track_delay", "detail", "estimator", "start")
+            "track_delay", "delay", "detail", "estimator", "start")
 
 
 @dataclass(frozen=True)
@@ -107,8 +107,8 @@ def compare(system: System, a: Policy | str, b: Policy | str, *, workers: int | 
         workers: processes for the 2·R replications (spawned; ``None``: every core).
         settings: :func:`~dispatchlab.simulate`'s run settings (``slots``, ``warmup``,
             ``seed``, ``replications``, ``warmup_method``, ``bound``, ``track_delay``,
-            ``detail``, ``estimator``, ``start``), validated by it; a precision target is
-            refused (the pairs need the same replications on both sides).
+            ``delay``, ``detail``, ``estimator``, ``start``), validated by it; a precision
+            target is refused (the pairs need the same replications on both sides).
 
     Returns a :class:`PairedComparison` with both :class:`Result` objects.
     """

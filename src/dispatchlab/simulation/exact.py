@@ -21,10 +21,14 @@ def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
     truncation level K and the mass at its edge (:func:`dispatchlab.exact.chain.solve`).
 
     Raises ValidationError ("no exact solution: simulate") for a policy that declares no
-    exact dispatch law, and when the state space would be too large.
+    exact dispatch law, when the state space would be too large, and when theory says the
+    policy is unstable on ``system`` (a state-independent split that overloads a server,
+    docs/model.md#pi-stability): such a chain has no stationary law, and its truncation
+    would grow until ``max_states``.
     """
     from dispatchlab.exact.chain import solve
     from dispatchlab.policies import Policy, make_policy
+    from dispatchlab.simulation.summary import theory_stability
 
     require(isinstance(system, System), "system", f"expected a System (got {system!r})")
     if isinstance(policy, str):
@@ -33,6 +37,9 @@ def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
         raise ValidationError("policy_params", "give parameters with a policy name only")
     require(isinstance(policy, Policy), "policy", f"expected a Policy or a name (got {policy!r})")
     policy.check_system(system)
+    verdict, why = theory_stability(system, policy)
+    require(verdict != "unstable", "load", f"{policy.name} is unstable on this system ({why}; "
+            f"arrival rate λ_Σ = {system.arrival_rate:.6g}): no stationary law to solve for")
     options = {key: value for key, value in (("truncation", truncation),
                                              ("tolerance", tolerance),
                                              ("max_states", max_states),

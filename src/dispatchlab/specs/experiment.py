@@ -40,8 +40,8 @@ from dispatchlab.specs.figure import FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 SLOTS_RULE_PER = ("epsilon", "load")
-SIMULATE_OPTIONS = ("warmup_method", "estimator", "start", "track_delay", "detail", "bound",
-                    "replications")
+SIMULATE_OPTIONS = ("warmup_method", "estimator", "start", "track_delay", "delay", "detail",
+                    "bound", "replications")
 MIN_SLOTS = 100
 
 
@@ -197,8 +197,8 @@ class ExperimentSpec:
         slots: slots per point: an integer or a :class:`SlotsRule`.
         warmup: see :data:`WarmupLike`.
         seed: the root seed.
-        options: extra keyword arguments of ``simulate`` (warmup_method, track_delay,
-            detail, bound).
+        options: extra keyword arguments of ``simulate`` (warmup_method, estimator,
+            start, track_delay, delay, detail, bound).
         figures: what ``dispatchlab report`` draws.
         title / description / paper: shown in the report.
         quick_scale: factor applied to the slots by ``--quick``.

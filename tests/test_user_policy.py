@@ -92,6 +92,8 @@ def test_a_module_that_does_not_import_is_one_line(tmp_path: Path) -> None:
     broken.write_text("import numpy\nraise RuntimeError('half\\nwritten')\n", encoding="utf-8")
     needs = tmp_path / "needs_more.py"
     needs.write_text("import no_such_dependency_here\n", encoding="utf-8")
+    leaves = tmp_path / "script_policy.py"
+    leaves.write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
     cases = [
         (["run", "--import", "no_such_module_anywhere"],
          "error: import: no_such_module_anywhere: no such module"),
@@ -102,6 +104,9 @@ def test_a_module_that_does_not_import_is_one_line(tmp_path: Path) -> None:
         (["experiment", "--list", "--import", str(needs)],
          f"error: import: {needs}: it needs 'no_such_dependency_here', not found"),
         (["run", "--import", "not a module"], "error: import: 'not a module' is not a module"),
+        # it exited 3 with no word before
+        (["run", "--import", str(leaves)],
+         f"error: import: {leaves}: the module called sys.exit(3) while being imported"),
     ]
     for args, expected in cases:
         done = dispatchlab(*args)

@@ -59,6 +59,9 @@ def import_user_module(text: str) -> ModuleType:
     except Exception as error:  # a user's module failing as it runs: say how, in one line
         message = " ".join(str(error).split()) or type(error).__name__
         raise ValidationError("import", f"{text}: {type(error).__name__}: {message}") from None
+    except SystemExit as error:  # a script's sys.exit() is not a way to leave dispatchlab
+        raise ValidationError("import", f"{text}: the module called sys.exit({error.code!r}) "
+                              "while being imported; a policy module only registers") from None
     if name not in _IMPORTED:
         _IMPORTED.append(name)
     return module

@@ -92,3 +92,30 @@ def test_ctrl_c_on_a_pooled_sweep_is_clean(tmp_path: Path, after: float, twice: 
     assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
     with sqlite3.connect(store) as db:
         assert [row[0] for row in db.execute("SELECT status FROM runs")] == ["interrupted"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_on_pooled_replications_says_how_far_it_got() -> None:
+    """``run --replications 2 --workers 2``: the replications run in workers, so there is no
+    one slot to report; the line says how many pooled runs had finished (it said only
+    "interrupted")."""
+    command = [str(Path(sys.executable).with_name("dispatchlab")), "run", "--policy", "jsq",
+               "--servers", "10x0.5", "--slots", str(10**11), "--replications", "2",
+               "--workers", "2", "--no-delay", "--yes"]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while len(_workers_of(child.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = _workers_of(child.pid)
+        assert workers, "no worker process started"
+        os.killpg(child.pid, signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert child.returncode == 130, err
+    assert out == "" and "Traceback" not in err and "leaked" not in err, err
+    assert err.strip().endswith("interrupted: 0 of 2 pooled runs had finished (none is kept)"), err
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)

@@ -26,7 +26,7 @@ from dispatchlab.cli.output import (
     stdout_console,
 )
 from dispatchlab.cli.warm import precompile
-from dispatchlab.engine.control import Progress, RunInterrupted, progress_to
+from dispatchlab.engine.control import Progress, progress_to
 from dispatchlab.simulation.result import Result
 
 RUN = "Run"
@@ -167,8 +167,9 @@ def run_status(text: str, runs: int) -> Iterator[None]:
 
             with progress_to(Progress(show, runs=runs)):
                 yield
-    except RunInterrupted as interrupted:  # Typer turns it into exit status 130, silently
-        print(interrupted, file=sys.stderr)
+    except KeyboardInterrupt as interrupted:  # Typer turns it into exit status 130, silently
+        # where it stopped: RunInterrupted's slot, or how many pooled runs had finished
+        print(str(interrupted) or "interrupted", file=sys.stderr)
         raise
 
 

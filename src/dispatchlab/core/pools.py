@@ -129,8 +129,22 @@ def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,
         return [function(item) for item in items]
     try:
         if pool is not None:
-            return list(pool.map(function, items))
+            return _gather(pool, function, items)
         with process_pool(count) as own:
-            return list(own.map(function, items))
+            return _gather(own, function, items)
     except BrokenProcessPool as error:
         raise RuntimeError(BROKEN_POOL) from error
+
+
+def _gather(pool: Executor, function: Callable[[T], R], items: list[T]) -> list[R]:
+    """The results in order; Ctrl-C says how many tasks had finished (a pooled run has no
+    single slot to report, unlike one in this process)."""
+    futures = [pool.submit(function, item) for item in items]
+    try:
+        return [future.result() for future in futures]
+    except KeyboardInterrupt:
+        finished = sum(future.done() and not future.cancelled() for future in futures)
+        for future in futures:
+            future.cancel()
+        raise KeyboardInterrupt(f"interrupted: {finished} of {len(items)} pooled runs had "
+                                "finished (none is kept)") from None

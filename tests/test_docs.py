@@ -4,12 +4,14 @@ builds with warnings as errors (issue 14)."""
 from __future__ import annotations
 
 import ast
+import html
 import importlib.util
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -69,34 +71,35 @@ def test_site_builds_strict(tmp_path: Path) -> None:
                            "-d", str(tmp_path / "site")], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    policies = (tmp_path / "site" / "policies" / "index.html").read_text(encoding="utf-8")
+    policies = (tmp_path / "site" / "policies.html").read_text(encoding="utf-8")
     from dispatchlab import policy_names
 
     for name in policy_names():  # generated from the registry, not copied
         assert f"<code>{name}</code>" in policies, name
     assert "PowerOfD" in policies and "LJBAPull" in policies
-    api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    api = (tmp_path / "site" / "api.html").read_text(encoding="utf-8")
     assert "check_policy" in api and "with_params" in api
     assert not re.search(r":(class|func|meth|mod|attr|data|exc|obj):", api)  # no raw roles
     for name in ("Kernel", "choose_function", "hook_function", "Strategy", "register_strategy",
                  "decision_function", "register_decision", "simulate_each", "RunSpec"):
         assert re.search(rf'id="dispatchlab\.[\w.]*\b{name}"', api), name  # the seam
     assert "<li><code>conservation</code>" in api and "<li><code>little</code>" in api
-    assert (tmp_path / "site" / "reproductions" / "index.html").exists()
-    tutorial = (tmp_path / "site" / "tutorial" / "index.html").read_text(encoding="utf-8")
+    assert (tmp_path / "site" / "reproductions.html").exists()
+    tutorial = (tmp_path / "site" / "tutorial.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in tutorial and "Result(pod(d=2)" in tutorial  # outputs
-    gallery = (tmp_path / "site" / "gallery" / "index.html").read_text(encoding="utf-8")
+    gallery = (tmp_path / "site" / "gallery.html").read_text(encoding="utf-8")
     for figure in sorted((ROOT / "docs" / "reproductions").glob("*/*.png")):
         assert f"{figure.parent.name}/{figure.name}" in gallery, figure
     assert ":func:" not in gallery and "``" not in gallery
     _check_site_offline_math_and_citations(tmp_path / "site")
+    assert not unfollowable_links(tmp_path / "site"), unfollowable_links(tmp_path / "site")
 
 
 def _check_site_offline_math_and_citations(site: Path) -> None:
     """Math is MathML (typeset at build time), nothing is fetched from a CDN, and every
     citation key of running text links to its bibliography entry (issue 24)."""
     for page in ("model", "statistics"):
-        html = (site / page / "index.html").read_text(encoding="utf-8")
+        html = (site / f"{page}.html").read_text(encoding="utf-8")
         assert html.count("<math") >= 5 and 'class="arithmatex"' not in html, page
     entries = dict(BIB_ENTRY.findall(BIBLIOGRAPHY.read_text(encoding="utf-8")))
     unlinked = []
@@ -105,7 +108,7 @@ def _check_site_offline_math_and_citations(site: Path) -> None:
         lowered = html.lower()
         assert "fonts.googleapis" not in lowered and "mathjax" not in lowered, path
         assert "polyfill" not in lowered and "cdn.jsdelivr" not in lowered, path
-        prose = re.sub(r'<a class="citation" href="[^"]*bibliography/#([\w-]+)"[^>]*>'
+        prose = re.sub(r'<a class="citation" href="(?:\.\./)*bibliography\.html#([\w-]+)"[^>]*>'
                        r"\[([^\]]+)\]</a>",
                        lambda m: "" if entries.get(m.group(2)) == m.group(1) else m.group(0),
                        html)
@@ -115,6 +118,82 @@ def _check_site_offline_math_and_citations(site: Path) -> None:
         unlinked += [f"{path.relative_to(site)}: [{key}]" for key in CITATION.findall(prose)
                      if key in entries]
     assert not unlinked, "citation keys not linked to the bibliography:\n" + "\n".join(unlinked)
+
+
+#: an href or src attribute of built HTML
+LINK = re.compile(r"""\b(?:href|src)\s*=\s*["']([^"']*)["']""")
+#: not a link inside the site: another site, a data: or mailto: URI
+OTHER_SITE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//)", re.I)
+
+
+def unfollowable_links(site: Path) -> list[str]:
+    """The internal links of a built site that a browser reading it from ``file://``
+    cannot follow: one ending in "/" or naming a folder (a directory listing there), a
+    root-absolute one ("/x.html": the root of the disk), one whose file is missing, or one
+    whose #anchor is not in its page. Each as "page: link". ``404.html`` is left out: a web
+    server shows it at any URL, so it links from the root by design, and no link leads
+    to it."""
+    bad, texts = [], {}
+    for page in sorted(set(site.rglob("*.html")) - {site / "404.html"}):
+        for url in LINK.findall(page.read_text(encoding="utf-8")):
+            url = html.unescape(url)
+            if not url or OTHER_SITE.match(url):
+                continue
+            path, _, anchor = url.partition("#")
+            path = unquote(path.split("?", 1)[0])
+            target = (page.parent / path) if path else page
+            if path.endswith("/") or path.startswith("/") or not target.is_file():
+                bad.append(f"{page.relative_to(site).as_posix()}: {url}")
+            elif anchor and target.suffix == ".html":
+                text = texts.setdefault(target, target.read_text(encoding="utf-8"))
+                if f'id="{unquote(anchor)}"' not in text:
+                    bad.append(f"{page.relative_to(site).as_posix()}: {url}")
+    return bad
+
+
+def test_unfollowable_links_are_found(tmp_path: Path) -> None:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "index.html").write_text('<a href="../index.html">up</a>')
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "a b.png").write_bytes(b"")
+    (tmp_path / "model.html").write_text('<h2 id="x">X</h2> <a href="#y">not here</a>')
+    (tmp_path / "404.html").write_text('<link href="/css/theme.css">')
+    (tmp_path / "index.html").write_text(
+        '<a href="model.html#x">page</a> <img src="img/a%20b.png"> <a href="#">top</a> '
+        '<a href="https://example.org/x/">other site</a> <img src="data:image/png;base64,A"> '
+        '<a href="model/">folder</a> <a href="model">bare folder</a> <a href="gone.html">'
+        'missing</a> <a href="/model.html">root</a> <a href=\'model/index.html?q=1\'>file</a> '
+        '<a href="model.html#nope">no such anchor</a>')
+    assert unfollowable_links(tmp_path) == [
+        "index.html: model/", "index.html: model", "index.html: gone.html",
+        "index.html: /model.html", "index.html: model.html#nope", "model.html: #y"]
+
+
+@pytest.mark.skipif(bool(_missing("mkdocs")), reason="needs mkdocs (pip install -e '.[docs]')")
+def test_a_small_site_with_the_project_settings_links_pages_not_folders(tmp_path: Path) -> None:
+    """The project's URL setting and citation hook on a two-page site (seconds, where the
+    whole site takes minutes): every link, a citation's included, opens a file."""
+    import yaml
+
+    settings = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert settings["use_directory_urls"] is False  # file:// browsing (issue 24)
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "index.md").write_text("# Home\n\nAs [LED] shows: [page](sub/page.md#a).\n")
+    (docs / "sub" / "page.md").write_text("# Model\n\n## A {#a}\n\n[LED]; [home](../index.md)\n")
+    (docs / "bibliography.md").write_text("# Bibliography\n\n### [LED] {#led}\n\nX. *T.* 2020\n")
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({
+        "site_name": "t", "use_directory_urls": settings["use_directory_urls"],
+        "hooks": [str(ROOT / "docs" / "hooks" / "citations.py")],
+        "markdown_extensions": ["attr_list"]}))
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    site = tmp_path / "site"
+    assert 'href="bibliography.html#led"' in (site / "index.html").read_text(encoding="utf-8")
+    page = (site / "sub" / "page.html").read_text(encoding="utf-8")
+    assert 'href="../bibliography.html#led"' in page and 'href="../index.html"' in page
+    assert not unfollowable_links(site), unfollowable_links(site)
 
 
 def test_reproductions_page_says_not_run_yet_for_an_empty_store(tmp_path: Path) -> None:
@@ -308,9 +387,25 @@ def test_every_citation_key_used_has_a_bibliography_entry() -> None:
     missing = {key: sorted(set(where)) for key, where in used.items() if key not in entries}
     assert not missing, f"citation keys without an entry in docs/bibliography.md: {missing}"
     text = BIBLIOGRAPHY.read_text(encoding="utf-8")
-    for key in used:  # each entry names its authors, title (in italics) and year
+    for key in entries:  # each entry: authors, title (in italics), year and an identifier
         body = text.split(f"[{key}] {{#{entries[key]}}}", 1)[1].split("\n#", 1)[0]
         assert re.search(r"\*[^*]+\*", body) and re.search(r"\b(19|20)\d\d\b", body), key
+        prose = " ".join(body.lower().split())
+        assert IDENTIFIER.search(body) or "identifier not verified" in prose, key
+
+
+#: a DOI or an arXiv id, written as a link to its resolver
+IDENTIFIER = re.compile(r"\[doi:(10\.\d{4,9}/[^\]\s]+)\]\(https://doi\.org/\1\)"
+                        r"|\[arXiv:(\d{4}\.\d{4,5})\]\(https://arxiv\.org/abs/\2\)")
+
+
+def test_every_bibliography_identifier_is_well_formed_and_links_to_itself() -> None:
+    """A DOI or arXiv id is written once, as the text of a link to its own resolver, so
+    the text a reader copies and the link they follow cannot disagree."""
+    text = BIBLIOGRAPHY.read_text(encoding="utf-8")
+    links = re.findall(r"\[(?:doi|arXiv):[^\]]*\]\([^)]*\)", text)
+    assert len(links) >= 20
+    assert [link for link in links if not IDENTIFIER.fullmatch(link)] == []
 
 
 def test_the_home_page_example_prints_what_the_page_says() -> None:

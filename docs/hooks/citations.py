@@ -2,7 +2,7 @@
 
 The keys are the headings of ``docs/bibliography.md`` (``### [LED] {#led}``). After a page
 is rendered — its own Markdown and the docstrings mkdocstrings put on it — each key in
-running text becomes a link to ``bibliography/#anchor``. Code, math, headings and existing
+running text becomes a link to ``bibliography.html#anchor``. Code, math, headings and existing
 links are left alone. ``tests/test_docs.py`` checks that every key used in the docs and
 the docstrings has an entry, and that the built pages link it.
 """
@@ -51,6 +51,6 @@ def link_citations(content: str, keys: dict[str, str], bibliography_url: str) ->
 
 def on_page_content(html_text: str, page, config, files) -> str:
     keys = bibliography_keys(config["docs_dir"])
-    url = get_relative_url("bibliography/" if config.get("use_directory_urls", True)
-                           else "bibliography.html", page.url)
+    # the page's own URL (bibliography.html, or bibliography/ with directory URLs)
+    url = get_relative_url(files.get_file_from_path("bibliography.md").url, page.url)
     return link_citations(html_text, keys, url)

@@ -56,7 +56,7 @@ def tutorial_markdown() -> str:
     executed = notebook.read()
     if not notebook.has_outputs(executed):
         raise ValueError("docs/tutorial.ipynb has no outputs: run `make tutorial` and commit it")
-    return notebook.render(executed)
+    return notebook.render(executed, heading_offset=1)  # one page title: tutorial.md's
 
 
 def gallery_sections(docs_dir: Path) -> str:

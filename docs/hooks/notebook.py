@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import re
 from pathlib import Path
 
 TUTORIAL = Path(__file__).resolve().parents[1] / "tutorial.ipynb"
@@ -53,14 +54,31 @@ def _output(output: dict, figure_number: list[int]) -> list[str]:
     return []
 
 
-def render(notebook: dict) -> str:
-    """Markdown for an executed notebook (cells in order, each code cell with its outputs)."""
+def _demote(markdown: str, levels: int) -> str:
+    """``markdown`` with each ATX heading ``levels`` deeper (code fences left alone)."""
+    lines, fenced = [], False
+    for line in markdown.split("\n"):
+        fenced ^= line.lstrip().startswith("```")
+        if not fenced and re.match(r"#{1,6} ", line):
+            line = "#" * levels + line
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def render(notebook: dict, heading_offset: int = 0) -> str:
+    """Markdown for an executed notebook (cells in order, each code cell with its outputs).
+
+    Args:
+        notebook: the executed notebook (its JSON).
+        heading_offset: how many levels deeper its headings go (1: the notebook's title
+            becomes a section of the page that shows it, which keeps its own title).
+    """
     out: list[str] = []
     figures = [0]
     for cell in notebook.get("cells", []):
         source = _text(cell.get("source", ""))
         if cell.get("cell_type") == "markdown":
-            out += [source.rstrip("\n"), ""]
+            out += [_demote(source.rstrip("\n"), heading_offset), ""]
         elif cell.get("cell_type") == "code":
             out += _fence(source, "python")
             for output in cell.get("outputs", []):

@@ -87,6 +87,8 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     assert (tmp_path / "site" / "reproductions.html").exists()
     tutorial = (tmp_path / "site" / "tutorial.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in tutorial and "Result(pod(d=2)" in tutorial  # outputs
+    assert tutorial.count("<h1") == 1  # the notebook's title is a section of the page
+    assert '<a href="model.html#led-tilt">docs/model.md#led-tilt</a>' in policies
     gallery = (tmp_path / "site" / "gallery.html").read_text(encoding="utf-8")
     for figure in sorted((ROOT / "docs" / "reproductions").glob("*/*.png")):
         assert f"{figure.parent.name}/{figure.name}" in gallery, figure
@@ -180,7 +182,7 @@ def test_a_small_site_with_the_project_settings_links_pages_not_folders(tmp_path
     docs = tmp_path / "docs"
     (docs / "sub").mkdir(parents=True)
     (docs / "index.md").write_text("# Home\n\nAs [LED] shows: [page](sub/page.md#a).\n")
-    (docs / "sub" / "page.md").write_text("# Model\n\n## A {#a}\n\n[LED]; [home](../index.md)\n")
+    (docs / "sub" / "page.md").write_text("# Page\n\n## A {#a}\n\n[LED]; [home](../index.md)\n")
     (docs / "bibliography.md").write_text("# Bibliography\n\n### [LED] {#led}\n\nX. *T.* 2020\n")
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({
         "site_name": "t", "use_directory_urls": settings["use_directory_urls"],
@@ -194,6 +196,22 @@ def test_a_small_site_with_the_project_settings_links_pages_not_folders(tmp_path
     page = (site / "sub" / "page.html").read_text(encoding="utf-8")
     assert 'href="../bibliography.html#led"' in page and 'href="../index.html"' in page
     assert not unfollowable_links(site), unfollowable_links(site)
+
+
+def test_docs_references_in_running_text_link_to_their_page() -> None:
+    spec = importlib.util.spec_from_file_location("docs_crossrefs",
+                                                  ROOT / "docs" / "hooks" / "crossrefs.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    pages = {"model.md": "../model.html"}
+    html_in = ('<p>see docs/model.md#led-tilt and docs/model.md, not docs/other.md#x</p>'
+               '<pre>docs/model.md#led</pre><code>docs/model.md#jiq</code>'
+               '<a href="y">docs/model.md#lsq</a><h2>docs/model.md#kslq</h2>')
+    assert hook.link_references(html_in, pages.get) == (
+        '<p>see <a href="../model.html#led-tilt">docs/model.md#led-tilt</a> and '
+        '<a href="../model.html">docs/model.md</a>, not docs/other.md#x</p>'
+        '<pre>docs/model.md#led</pre><code>docs/model.md#jiq</code>'
+        '<a href="y">docs/model.md#lsq</a><h2>docs/model.md#kslq</h2>')
 
 
 def test_reproductions_page_says_not_run_yet_for_an_empty_store(tmp_path: Path) -> None:
@@ -350,6 +368,9 @@ def test_no_docstring_uses_numpy_or_sphinx_parameter_sections() -> None:
 
 BIBLIOGRAPHY = ROOT / "docs" / "bibliography.md"
 BIB_ENTRY = re.compile(r"^#{2,6}\s+\[([^\]]+)\]\s*\{#([A-Za-z0-9_-]+)\}", re.M)
+#: a DOI or an arXiv id, written as a link to its resolver
+IDENTIFIER = re.compile(r"\[doi:(10\.\d{4,9}/[^\]\s]+)\]\(https://doi\.org/\1\)"
+                        r"|\[arXiv:(\d{4}\.\d{4,5})\]\(https://arxiv\.org/abs/\2\)")
 #: a citation key in running text: "[LED]", "[Π]", "[ES12]", "[MSER-5]" (not "x[n]",
 #: "[text](link)", "[link][ref]" or a one-letter "[X]")
 CITATION = re.compile(r"(?<![\w\]\[`'\"])\[(Π|[A-Z][A-Za-z0-9-]{1,9})\](?![\w(\[:])")
@@ -392,11 +413,6 @@ def test_every_citation_key_used_has_a_bibliography_entry() -> None:
         assert re.search(r"\*[^*]+\*", body) and re.search(r"\b(19|20)\d\d\b", body), key
         prose = " ".join(body.lower().split())
         assert IDENTIFIER.search(body) or "identifier not verified" in prose, key
-
-
-#: a DOI or an arXiv id, written as a link to its resolver
-IDENTIFIER = re.compile(r"\[doi:(10\.\d{4,9}/[^\]\s]+)\]\(https://doi\.org/\1\)"
-                        r"|\[arXiv:(\d{4}\.\d{4,5})\]\(https://arxiv\.org/abs/\2\)")
 
 
 def test_every_bibliography_identifier_is_well_formed_and_links_to_itself() -> None:

@@ -721,6 +721,37 @@ def _imbalance(Q, total):
     return absolute, square
 
 
+#: LoopObservation.cursor[0] when no trajectory is recorded (never reached)
+NO_POINT = np.int64(2**62)
+CURSOR_NEXT, CURSOR_POINTS = range(2)
+#: trajectory columns: t, ΣQ(t), q(t), then Q_n(t) of each recorded server
+POINT_SLOT, POINT_TOTAL, POINT_POOLED, POINT_SERVERS = range(4)
+
+
+@njit(cache=True)
+def _observe(t, record, Q, Q_prev, A, total_queue, pooled, per_server, served, server_hist,
+             every, servers, trajectory, cursor):
+    """The optional observations of slot t (docs/statistics.md#per-server): in a measured
+    slot, each server's jobs served Q_n(t) + A_n(t) − Q_n(t+1) and the histogram of
+    Q_n(t+1) (its last bin: ≥ its index); at t + 1 = the next trajectory point, the row
+    (t + 1, ΣQ(t+1), q(t+1), Q_n(t+1) of each recorded server)."""
+    if per_server and record:
+        top = server_hist.shape[1] - 1
+        for n in range(Q.size):
+            q = Q[n]
+            served[n] += Q_prev[n] + A[n] - q
+            server_hist[n, min(max(q, 0), top)] += 1
+    if t + 1 == cursor[CURSOR_NEXT]:
+        row = cursor[CURSOR_POINTS]
+        trajectory[row, POINT_SLOT] = t + 1
+        trajectory[row, POINT_TOTAL] = total_queue
+        trajectory[row, POINT_POOLED] = pooled
+        for i in range(servers.size):
+            trajectory[row, POINT_SERVERS + i] = Q[servers[i]]
+        cursor[CURSOR_POINTS] = row + 1
+        cursor[CURSOR_NEXT] = t + 1 + every
+
+
 class LoopLaws(NamedTuple):
     """The model as the slot loop reads it (one record, built once a run by
     :func:`dispatchlab.engine.raw.loop_laws`)."""
@@ -800,6 +831,26 @@ class LoopState(NamedTuple):
     tag_stream: np.ndarray  # the xoshiro256++ state of the tags' draws (compiled.rng)
 
 
+class LoopObservation(NamedTuple):
+    """What the loop observes on request besides its statistics: per-server statistics and
+    a decimated trajectory (:func:`_observe`; both off, the loop tests one flag a slot)."""
+
+    per_server: bool  # count each server's jobs served and Q_n(t+1) histogram
+    every: int  # k: a trajectory point every k slots (0: none)
+    servers: np.ndarray  # the servers whose Q_n(t) the trajectory records
+    served: np.ndarray  # jobs served by each server in the measured slots
+    server_hist: np.ndarray  # (N, bins): measured slots with Q_n(t+1) = k, last bin ≥ k
+    trajectory: np.ndarray  # (points, POINT_SERVERS + servers) rows
+    cursor: np.ndarray  # the next point's slot (NO_POINT: none), the points recorded
+
+
+def no_observation() -> LoopObservation:
+    """The :class:`LoopObservation` of a run that observes nothing."""
+    return LoopObservation(False, 0, np.zeros(0, np.int64), np.zeros(0, np.int64),
+                           np.zeros((0, 1), np.int64), np.zeros((0, POINT_SERVERS), np.int64),
+                           np.array([NO_POINT, 0], np.int64))
+
+
 def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
                     mu: np.ndarray, track_delay: bool, arrival_rate: float,
                     dispatcher_p: np.ndarray, split_poisson: bool,
@@ -837,7 +888,7 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
 
 
 def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
-               begin_slot, end_slot, t_start, t_stop):
+               begin_slot, end_slot, t_start, t_stop, observation):
     """Run slots [``t_start``, ``t_stop``) of a ``control.slots``-slot run from the state
     left by the previous chunk (or :func:`init_loop_state`). Returns the next slot to run;
     it is below ``t_stop`` when the chunk stopped early: ``carry[CARRY_STATUS]`` says why
@@ -847,9 +898,10 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
 
     ``laws`` (:class:`LoopLaws`), ``policy`` (:class:`LoopPolicy`), ``control``
     (:class:`LoopControl`), ``acc`` (:class:`LoopAccumulators`) and ``state``
-    (:class:`LoopState`) are named records; ``serve_other`` and ``draw_other_arrivals``
-    are the steps of the laws the loop does not draw itself, ``choose`` and the hooks the
-    policy's adapters (engine.adapter)."""
+    (:class:`LoopState`) are named records, and so is ``observation``
+    (:class:`LoopObservation`, what is observed on request); ``serve_other`` and
+    ``draw_other_arrivals`` are the steps of the laws the loop does not draw itself,
+    ``choose`` and the hooks the policy's adapters (engine.adapter)."""
     # every array is used borrowed (see _borrowed): the originals live in the caller. (One
     # function, not a wrapper that borrows and calls the loop: that compiled ~0.7 s longer.)
     mu, trace = _borrowed(laws.mu), _borrowed(laws.trace)
@@ -878,6 +930,11 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     poisson_table = _borrowed(state.poisson_table)
     tags, tag_stream = _borrowed(state.tags), _borrowed(state.tag_stream)
     tag_probability = control.tag_probability
+    per_server, every = observation.per_server, observation.every
+    observe = per_server or every > 0
+    servers, served = _borrowed(observation.servers), _borrowed(observation.served)
+    server_hist = _borrowed(observation.server_hist)
+    trajectory, cursor = _borrowed(observation.trajectory), _borrowed(observation.cursor)
     carry[CARRY_STATUS] = STATUS_RUNNING
     if not (0 <= t_start <= t_stop <= slots):
         return t_start
@@ -1000,6 +1057,9 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 absolute, square = _imbalance(Q, total_queue)
                 moments[SUM_DQI1] += absolute
                 moments[SUM_DQI2] += math.sqrt(square)
+        if observe:  # per-server statistics, the trajectory (off: this test alone)
+            _observe(t, record, Q, Q_prev, A, total_queue, pooled, per_server, served,
+                     server_hist, every, servers, trajectory, cursor)
         if total_queue > bound:
             carry[CARRY_POOLED] = pooled
             carry[CARRY_STATUS] = STATUS_HIT_BOUND
@@ -1028,12 +1088,13 @@ LOOP_ACCUMULATORS_TYPE = types.NamedTuple([_iv, _fv, _fv, _iv, _iv, _iv, _iv, _f
 LOOP_STATE_TYPE = types.NamedTuple(
     [_iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv, _i2, _u64v],
     LoopState)
+LOOP_OBSERVATION_TYPE = types.NamedTuple([_b, _i64, _iv, _iv, _i2, _i2, _iv], LoopObservation)
 #: run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
-#: begin_slot, end_slot, t_start, t_stop) -> the next slot to run
+#: begin_slot, end_slot, t_start, t_stop, observation) -> the next slot to run
 LOOP_SIGNATURE = _i64(
     LOOP_LAWS_TYPE, LOOP_POLICY_TYPE, LOOP_CONTROL_TYPE, LOOP_ACCUMULATORS_TYPE,
     LOOP_STATE_TYPE, SERVE_TYPE, ARRIVALS_TYPE, ADAPTER_TYPE, HOOK_ADAPTER_TYPE,
-    HOOK_ADAPTER_TYPE, _i64, _i64,
+    HOOK_ADAPTER_TYPE, _i64, _i64, LOOP_OBSERVATION_TYPE,
 )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,14 @@ class RawRun:
     # measured job tagged with probability ``tag_probability``), or nothing (``off``)
     delay: str = "all"
     tag_probability: float = 0.0
+    # on request (run_once's per_server and trajectory_every): each server's jobs served
+    # and histogram of Q_n(t+1) over the measured slots, and the trajectory rows (t, ΣQ(t),
+    # q(t), Q_n(t) of trajectory_servers) at t = 0, k, 2k, …; empty when not asked for
+    served: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    server_hist: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.int64))
+    trajectory: np.ndarray = field(
+        default_factory=lambda: np.zeros((0, loop.POINT_SERVERS), np.int64))
+    trajectory_servers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def measured_slots(self) -> int:
@@ -171,11 +180,35 @@ def loop_laws(system: System, trace: np.ndarray) -> loop.LoopLaws:
                          system.split == "batch", system.dispatch == "per_job")
 
 
+def observation(queues: np.ndarray, slots: int, per_server: bool, bins: int, every: int,
+                servers: Sequence[int]) -> loop.LoopObservation:
+    """The loop's :class:`~dispatchlab.engine.loop.LoopObservation` of a run from
+    ``queues`` = Q(0): per-server counts with a ``bins``-bin histogram when ``per_server``;
+    a trajectory point every ``every`` slots (0: none), Q_n(t) of ``servers`` in it, its
+    first row (t = 0, q(0) = ΣQ(0)) written here."""
+    if not per_server and every == 0:
+        return loop.no_observation()
+    n = queues.size
+    servers = np.asarray(servers, np.int64).reshape(-1)
+    trajectory = np.zeros((slots // every + 1 if every else 0, loop.POINT_SERVERS + servers.size),
+                          np.int64)
+    cursor = np.array([every if every else loop.NO_POINT, 0], np.int64)
+    if every:
+        total = queues.sum()
+        trajectory[0, :loop.POINT_SERVERS] = (0, total, total)
+        trajectory[0, loop.POINT_SERVERS:] = queues[servers]
+        cursor[loop.CURSOR_POINTS] = 1
+    return loop.LoopObservation(
+        per_server, every, servers, np.zeros(n if per_server else 0, np.int64),
+        np.zeros((n, bins) if per_server else (0, 1), np.int64), trajectory, cursor)
+
+
 def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
              seed: int | np.random.SeedSequence, bound: int, track_delay: bool = True,
              detail: bool = True, initial_queues: np.ndarray | None = None,
              policy: str = "policy", chunk: int | None = None,
-             tag_probability: float = 0.0) -> RawRun:
+             tag_probability: float = 0.0, per_server: bool = False, server_bins: int = 64,
+             trajectory_every: int = 0, trajectory_servers: Sequence[int] = ()) -> RawRun:
     """Run the slot loop once, in chunks (see :mod:`dispatchlab.engine.control`), and
     return its raw accumulators.
 
@@ -187,7 +220,10 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     (default: sized to about CHUNK_SECONDS each); the results never depend on it.
     ``tag_probability`` p > 0 (with ``track_delay`` off): the delay histogram holds the
     delays of tagged jobs, each measured job tagged with probability p from a stream of
-    its own (docs/statistics.md#tagged-delays), and no other draw changes."""
+    its own (docs/statistics.md#tagged-delays), and no other draw changes.
+    ``per_server`` (with a ``server_bins``-bin histogram of each Q_n) and
+    ``trajectory_every`` k > 0 (with Q_n(t) of ``trajectory_servers``) observe the run
+    (:func:`observation`; docs/statistics.md#per-server) and change no draw either."""
     tagged = tag_probability > 0.0
     if tagged and track_delay:
         raise ValueError("tagged jobs replace the FIFO tracking of every job: not both")
@@ -231,6 +267,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     accumulators = loop.LoopAccumulators(
         out.queue_sum, out.block_sum, out.block_pooled, out.delay_hist, out.queue_hist,
         out.messages, np.zeros_like(out.messages), out.diag, out.counters, out.moments)
+    observed = observation(queues, slots, per_server, server_bins, trajectory_every,
+                           trajectory_servers)
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer(n + m + (float(system.arrival_rate) if per_job else 0.0))
     progress = current_progress()
@@ -248,7 +286,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             t_before = t
             t = int(run_slots(laws, memory, control, accumulators, state, serve_other,
                               other_arrivals, choose, begin_slot, end_slot,
-                              t, min(slots, t + (chunk or sizer.size))))
+                              t, min(slots, t + (chunk or sizer.size)), observed))
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
             status = carry[loop.CARRY_STATUS]
             if status == loop.STATUS_BAD_TARGET:
@@ -274,6 +312,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     if progress is not None:
         progress.finish_run(slots)
     out.messages -= accumulators.msg_at_warmup
+    out.served, out.server_hist = observed.served, observed.server_hist
+    out.trajectory = observed.trajectory[:observed.cursor[loop.CURSOR_POINTS]]
+    out.trajectory_servers = observed.servers
     if out.counters[loop.TAGS_DROPPED]:  # a slot tagged more than half the table
         raise SimulationError(f"the run of policy {policy} tagged more jobs in one slot than "
                               f"its tag table holds ({int(out.counters[loop.TAGS_DROPPED])} "

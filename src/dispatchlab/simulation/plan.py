@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,10 @@ DELAY_MODES = ("tagged", "all", "off")
 TAGGED_JOBS = 200_000
 #: the largest ΣQ bound (an int64 in the slot loop, with room to compare against)
 MAX_BOUND = 2**62
+#: bins of each server's queue-length histogram (per_server=True) unless given
+SERVER_BINS = 64
+#: the most numbers (8 bytes each) the per-server histograms, or the trajectory, may hold
+MAX_OBSERVED_ENTRIES = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,9 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
           detail: bool = True, policy_params: dict[str, Any] | None = None,
           precision: float | None = None, precision_abs: float | None = None,
           max_slots: int | None = None, estimator: str = "coupled",
-          start: str = "empty", delay: str | None = None) -> Plan:
+          start: str = "empty", delay: str | None = None, per_server: bool = False,
+          per_server_bins: int | None = None, trajectory: int | None = None,
+          trajectory_servers: Sequence[int] = ()) -> Plan:
     """Validate the arguments of :func:`simulate` (ValidationError on bad input)."""
     require(isinstance(system, System), "system",
             f"expected a System (System.build(...)), got {type(system).__name__}")
@@ -103,6 +110,8 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
                 name, f"must be a number > 0 (got {value!r})")
     require(max_slots is None or (is_int(max_slots) and max_slots >= slots), "max_slots",
             f"must be an integer ≥ slots = {slots} (got {max_slots!r})")
+    observed = observation_settings(system, int(slots), per_server, per_server_bins, trajectory,
+                                    trajectory_servers)
     policy.check_system(system)
     try:  # policies check their memory first (dispatchlab.core.ram); this is the backstop
         kernel = policy.kernel(system)  # validates the policy's parameters against the system
@@ -112,7 +121,7 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
                        default_bound(system) if bound is None else int(bound),
                        delay == "all", bool(detail), kernel, start,
                        tag_probability(system, int(slots) - int(warmup)) if delay == "tagged"
-                       else 0.0)
+                       else 0.0, *observed)
     if precision is None and precision_abs is None:
         require(max_slots is None, "max_slots", "a slot budget needs a precision target")
         indices: list[int | None] = list(range(replications)) if replications > 1 else [None]
@@ -137,6 +146,48 @@ def delay_mode(delay: Any, track_delay: bool) -> str:
     return delay
 
 
+def observation_settings(system: System, slots: int, per_server: Any, bins: Any,
+                         trajectory: Any, servers: Any) -> tuple[bool, int, int, tuple[int, ...]]:
+    """``(per_server, bins, every, servers)`` checked (docs/statistics.md#per-server):
+    per-server statistics with a ``bins``-bin histogram of each Q_n (default SERVER_BINS);
+    a trajectory point every ``trajectory`` slots (0: none) with Q_n(t) of ``servers``;
+    each of them within MAX_OBSERVED_ENTRIES numbers."""
+    require(isinstance(per_server, bool), "per_server",
+            f"expected True or False (got {per_server!r})")
+    if bins is None:
+        bins = SERVER_BINS
+    else:
+        require(per_server, "per_server_bins", "bins of the per-server histograms: give "
+                "per_server=True too")
+        require(is_int(bins) and bins >= 2, "per_server_bins",
+                f"must be an integer ≥ 2 (Q_n = 0 … bins − 2, and one bin for the rest; "
+                f"got {bins!r})")
+    n = system.n_servers
+    require(not per_server or n * bins <= MAX_OBSERVED_ENTRIES, "per_server_bins",
+            f"N × bins = {n} × {bins} histogram entries; at most {MAX_OBSERVED_ENTRIES:,}")
+    require(trajectory is None or (is_int(trajectory) and trajectory >= 1), "trajectory",
+            f"must be an integer k ≥ 1, a point every k slots (got {trajectory!r})")
+    require(isinstance(servers, Sequence | np.ndarray) and not isinstance(servers, str | bytes),
+            "trajectory_servers", f"expected a list of server indices (got {servers!r})")
+    servers = list(servers)
+    require(not servers or trajectory is not None, "trajectory_servers",
+            "the servers whose Q_n(t) the trajectory records: give trajectory=k too")
+    for i, server in enumerate(servers):
+        require(is_int(server) and 0 <= server < n, f"trajectory_servers[{i}]",
+                f"must be a server index in 0 … N − 1 = {n - 1} (got {server!r})")
+    require(len(set(servers)) == len(servers), "trajectory_servers",
+            f"a server given twice ({servers!r})")
+    every = 0 if trajectory is None else int(trajectory)
+    if every:
+        points = slots // every + 1
+        entries = points * (3 + len(servers))
+        require(entries <= MAX_OBSERVED_ENTRIES, "trajectory",
+                f"a point every {every} slots of {slots} is {points:,} points × "
+                f"{3 + len(servers)} numbers; at most {MAX_OBSERVED_ENTRIES:,} (take k ≥ "
+                f"{-(-slots * (3 + len(servers)) // MAX_OBSERVED_ENTRIES)})")
+    return per_server, int(bins), every, tuple(int(server) for server in servers)
+
+
 def tag_probability(system: System, measured_slots: int) -> float:
     """p, each measured job's chance to be tagged: TAGGED_JOBS over the expected measured
     jobs λ_Σ·``measured_slots`` (at most 1: every job)."""
@@ -159,6 +210,10 @@ class Replication:
     kernel: Kernel | None = field(default=None, compare=False, repr=False)
     start: str = "empty"
     tag_probability: float = 0.0  # > 0: delays from tagged jobs (track_delay is then off)
+    per_server: bool = False  # per-server statistics (observation_settings)
+    per_server_bins: int = SERVER_BINS
+    trajectory: int = 0  # k: the first replication's trajectory, a point every k slots
+    trajectory_servers: tuple[int, ...] = ()
 
     def seed_sequence(self, index: int | None) -> np.random.SeedSequence:
         """Replication ``index``'s seed: ``SeedSequence(seed).spawn(R)[index]``, and the root
@@ -190,7 +245,10 @@ class Replication:
                             bound=self.bound, track_delay=self.track_delay,
                             detail=self.detail, policy=self.policy.name,
                             initial_queues=self.initial_queues(seed),
-                            tag_probability=self.tag_probability)
+                            tag_probability=self.tag_probability,
+                            per_server=self.per_server, server_bins=self.per_server_bins,
+                            trajectory_every=self.trajectory if index in (None, 0) else 0,
+                            trajectory_servers=self.trajectory_servers)
         except MemoryError:
             raise out_of_memory(self.system, self.policy) from None
 

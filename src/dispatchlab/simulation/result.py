@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dispatchlab.core.errors import require
+
 
 @dataclass
 class Result:
@@ -131,6 +133,20 @@ class Result:
     delay_p99_ci_high: float = math.nan
     delay_p999_ci_low: float = math.nan
     delay_p999_ci_high: float = math.nan
+    # per-server statistics (simulate(per_server=True), docs/statistics.md#per-server) over
+    # the measured slots of every replication; empty when not asked for
+    server_rates: list[float] = field(default_factory=list)  # μ_n
+    server_utilisation: list[float] = field(default_factory=list)  # u_n = D_n/(μ_n·T)
+    server_idle_fraction: list[float] = field(default_factory=list)  # slots ending Q_n = 0
+    # P(Q_n = k) for k = 0 … bins − 2, the last entry P(Q_n ≥ bins − 1); [] when unstable
+    server_queue_distributions: list[list[float]] = field(default_factory=list)
+    # the decimated trajectory (simulate(trajectory=k)) of the first replication, warm-up
+    # included: ΣQ(t), q(t) and Q_n(t) of trajectory_servers at t = 0, k, 2k, …
+    trajectory_slots: list[int] = field(default_factory=list)
+    trajectory_total_queue: list[int] = field(default_factory=list)
+    trajectory_pooled_queue: list[int] = field(default_factory=list)
+    trajectory_servers: list[int] = field(default_factory=list)
+    trajectory_queues: list[list[int]] = field(default_factory=list)  # one list per server
 
     @property
     def load(self) -> float:
@@ -179,6 +195,54 @@ class Result:
         import pandas as pd
 
         return pd.DataFrame.from_records(self.to_records())
+
+    def trajectory_frame(self):  # -> pandas.DataFrame
+        """The trajectory (``simulate(…, trajectory=k)``) as a DataFrame, one row per point:
+        ``slot`` (t = 0, k, 2k, …), ``total_queue`` (ΣQ(t)), ``pooled_queue`` (q(t), the
+        resource-pooled queue on the same draws) and ``queue_<n>`` (Q_n(t)) for each
+        recorded server n. Raises ValidationError when no trajectory was recorded."""
+        import pandas as pd
+
+        require(bool(self.trajectory_slots), "trajectory",
+                "no trajectory recorded: run simulate(..., trajectory=k)")
+        columns = {"slot": self.trajectory_slots, "total_queue": self.trajectory_total_queue,
+                   "pooled_queue": self.trajectory_pooled_queue}
+        columns.update({f"queue_{n}": values for n, values in
+                        zip(self.trajectory_servers, self.trajectory_queues, strict=True)})
+        return pd.DataFrame(columns)
+
+    def per_server_frame(self):  # -> pandas.DataFrame
+        """The per-server statistics (``simulate(…, per_server=True)``) as a DataFrame, one
+        row per server: ``server`` (n), ``mu`` (μ_n), ``mean_queue`` (E[Q_n], NaN when
+        unstable), ``throughput`` (jobs served a slot, u_n·μ_n), ``utilisation`` (u_n) and
+        ``idle_fraction`` (docs/statistics.md#per-server). Raises ValidationError when
+        they were not measured."""
+        import pandas as pd
+
+        require(bool(self.server_utilisation), "per_server",
+                "no per-server statistics: run simulate(..., per_server=True)")
+        mu = self.server_rates
+        return pd.DataFrame({
+            "server": range(len(mu)), "mu": mu, "mean_queue": self.mean_queues,
+            "throughput": [u * m for u, m in zip(self.server_utilisation, mu, strict=True)],
+            "utilisation": self.server_utilisation, "idle_fraction": self.server_idle_fraction,
+        })
+
+    def server_distribution_frame(self):  # -> pandas.DataFrame
+        """Each server's queue-length distribution (``simulate(…, per_server=True)``) in long
+        form: ``server``, ``queue`` (k), ``probability`` (P(Q_n = k)) and ``tail`` (True on
+        each server's last row, which is P(Q_n ≥ k)). Raises ValidationError when it was not
+        measured, or the run was unstable (no stationary distribution to show)."""
+        import pandas as pd
+
+        require(bool(self.server_utilisation), "per_server",
+                "no per-server statistics: run simulate(..., per_server=True)")
+        require(bool(self.server_queue_distributions), "per_server",
+                "no queue-length distributions: the run was judged unstable")
+        rows = [(n, k, p, k == len(pmf) - 1)
+                for n, pmf in enumerate(self.server_queue_distributions)
+                for k, p in enumerate(pmf)]
+        return pd.DataFrame(rows, columns=["server", "queue", "probability", "tail"])
 
     def __repr__(self) -> str:
         from dispatchlab.simulation.display import result_line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dispatchlab.core.errors import ValidationError
@@ -33,6 +34,10 @@ def simulate(
     estimator: str = "coupled",
     start: str = "empty",
     delay: str | None = None,
+    per_server: bool = False,
+    per_server_bins: int | None = None,
+    trajectory: int | None = None,
+    trajectory_servers: Sequence[int] = (),
     **unknown: Any,
 ) -> Result:
     """Simulate ``policy`` on ``system`` for ``slots`` slots.
@@ -78,17 +83,30 @@ def simulate(
             O(tags) a slot, each quantile with a 95 % CI (``delay_quantile_ci``);
             ``all``, every job timed through a FIFO; ``off``, none. The mean delay by
             Little's law (``mean_delay``) is exact in every mode.
+        per_server: also measure each server's utilisation, idle fraction and queue-length
+            distribution over the measured window of every replication
+            (docs/statistics.md#per-server; ``Result.per_server_frame()``,
+            ``Result.server_distribution_frame()``). Off by default; no draw changes.
+        per_server_bins: bins of each server's queue-length histogram (default 64): Q_n =
+            0 … bins − 2, and the last bin for Q_n ≥ bins − 1.
+        trajectory: k: record ΣQ(t) and the pooled q(t) every k slots, t = 0, k, 2k, …,
+            over the whole first replication (warm-up included;
+            ``Result.trajectory_frame()``). ``slots // 1000`` gives about 1000 points.
+        trajectory_servers: server indices n whose Q_n(t) the trajectory records too.
     """
     if unknown:
         raise ValidationError(sorted(unknown)[0], "unknown keyword of simulate; allowed: "
                               "slots, warmup, seed, replications, warmup_method, bound, "
                               "track_delay, detail, policy_params, workers, precision, "
-                              "precision_abs, max_slots, estimator, start, delay")
+                              "precision_abs, max_slots, estimator, start, delay, "
+                              "per_server, per_server_bins, trajectory, trajectory_servers")
     return execute(plan_run(
         system, policy, slots=slots, warmup=warmup, seed=seed, replications=replications,
         warmup_method=warmup_method, bound=bound, track_delay=track_delay, detail=detail,
         policy_params=policy_params, precision=precision, precision_abs=precision_abs,
-        max_slots=max_slots, estimator=estimator, start=start, delay=delay), workers)
+        max_slots=max_slots, estimator=estimator, start=start, delay=delay,
+        per_server=per_server, per_server_bins=per_server_bins, trajectory=trajectory,
+        trajectory_servers=trajectory_servers), workers)
 
 
 def simulate_each(system: System, policies: list[Policy | str], *, workers: int | None = None,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.core.errors import ValidationError
+from dispatchlab.engine import loop
 from dispatchlab.engine.interface import MESSAGE_KINDS
 from dispatchlab.engine.raw import RawRun, Totals
 from dispatchlab.model.system import System
@@ -352,7 +353,46 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         epsilon_excess_ci_low=stable_only(system.epsilon * excess.ci_low),
         epsilon_excess_ci_high=stable_only(system.epsilon * excess.ci_high),
         **delay_measurement(runs, hist, unstable),
+        **per_server_statistics(system, runs, unstable),
+        **trajectory_fields(runs[0]),
     )
+
+
+def per_server_statistics(system: System, runs: list[RawRun], unstable: bool
+                          ) -> dict[str, Any]:
+    """The Result's server_* fields (docs/statistics.md#per-server) from the runs' per-server
+    counts, pooled over their measured slots T: u_n = D_n/(μ_n·T) with D_n the jobs server
+    n served, the idle fraction (slots ending with Q_n = 0)/T, and each histogram of Q_n
+    over T (none when ``unstable``). Empty when the runs did not count them."""
+    if runs[0].served.size == 0:
+        return {}
+    measured = sum(run.measured_slots for run in runs)
+    if measured == 0:  # stopped before the warm-up ended: nothing measured
+        unknown = [math.nan] * system.n_servers
+        return {"server_rates": system.mu.tolist(), "server_utilisation": unknown,
+                "server_idle_fraction": unknown}
+    served = sum(run.served for run in runs)
+    hist = sum(run.server_hist for run in runs)
+    return {
+        "server_rates": system.mu.tolist(),
+        "server_utilisation": (served / (system.mu * measured)).tolist(),
+        "server_idle_fraction": (hist[:, 0] / measured).tolist(),
+        "server_queue_distributions": [] if unstable else (hist / measured).tolist(),
+    }
+
+
+def trajectory_fields(run: RawRun) -> dict[str, Any]:
+    """The Result's trajectory_* fields from one run's trajectory rows (empty: none)."""
+    rows = run.trajectory
+    if rows.shape[0] == 0:
+        return {}
+    return {
+        "trajectory_slots": rows[:, loop.POINT_SLOT].tolist(),
+        "trajectory_total_queue": rows[:, loop.POINT_TOTAL].tolist(),
+        "trajectory_pooled_queue": rows[:, loop.POINT_POOLED].tolist(),
+        "trajectory_servers": run.trajectory_servers.tolist(),
+        "trajectory_queues": rows[:, loop.POINT_SERVERS:].T.tolist(),
+    }
 
 
 def delay_measurement(runs: list[RawRun], hist: np.ndarray, unstable: bool) -> dict[str, Any]:

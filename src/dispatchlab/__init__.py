@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.model import System
     from dispatchlab.policies import Policy, make_policy, policy_names
     from dispatchlab.report.notebook import plot
+    from dispatchlab.report.result_plots import plot_distribution, plot_trajectory
     from dispatchlab.simulation.compare import PairedComparison, compare
     from dispatchlab.simulation.exact import exact
     from dispatchlab.simulation.result import Result
@@ -42,6 +43,8 @@ _HOMES = {
     "exact": "dispatchlab.simulation.exact",  # scipy, on first call
     "make_policy": "dispatchlab.policies",
     "plot": "dispatchlab.report.notebook",  # matplotlib
+    "plot_distribution": "dispatchlab.report.result_plots",  # matplotlib
+    "plot_trajectory": "dispatchlab.report.result_plots",
     "policy_names": "dispatchlab.policies",
     "simulate": "dispatchlab.simulation.run",
     "sweep": "dispatchlab.experiments.notebook",  # pandas and the store
@@ -58,6 +61,8 @@ __all__ = [
     "exact",
     "make_policy",
     "plot",
+    "plot_distribution",
+    "plot_trajectory",
     "policies",
     "policy_names",
     "simulate",

@@ -61,6 +61,19 @@ def parse_weights(text: str | None) -> tuple[float, ...] | None:
     return weights
 
 
+def parse_indices(text: str | None, name: str) -> tuple[int, ...] | None:
+    """``"0,5"`` → ``(0, 5)``; ``None`` (not given) stays ``None``."""
+    if text is None:
+        return None
+    try:
+        indices = tuple(int(item) for item in text.split(","))
+    except ValueError:
+        indices = ()
+    require(bool(indices), name, f"expected comma-separated server indices, e.g. 0,5 "
+            f"(got {text!r})")
+    return indices
+
+
 Import = Annotated[list[str] | None, typer.Option(
     "--import", help="Import MODULE first (a dotted name, found from the current "
     "directory, or a .py file; repeatable), so the policies it registers can be named.",

@@ -75,6 +75,18 @@ def run_command(
         help="Root seed \\[default: 0].", rich_help_panel=RUN, show_default=False)] = None,
     no_delay: options.NoDelay = False,
     delay: options.Delay = None,
+    per_server: Annotated[bool, typer.Option(
+        "--per-server", help="Also measure each server's utilisation, idle fraction and "
+        "queue-length distribution (in --json).", rich_help_panel=RUN)] = False,
+    per_server_bins: Annotated[int | None, typer.Option(
+        help="Bins of each server's queue-length histogram, the last for Q_n ≥ bins − 1 "
+        "\\[default: 64].", rich_help_panel=RUN, show_default=False)] = None,
+    trajectory: Annotated[int | None, typer.Option(
+        help="Record ΣQ(t) and the pooled q(t) every K slots of the first replication "
+        "(in --json).", metavar="K", rich_help_panel=RUN, show_default=False)] = None,
+    trajectory_servers: Annotated[str | None, typer.Option(
+        help="Comma-separated server indices whose Q_n(t) the trajectory records too, "
+        "e.g. 0,5.", rich_help_panel=RUN, show_default=False)] = None,
     workers: options.Workers = None,
     precision: options.Precision = None,
     precision_abs: options.PrecisionAbs = None,
@@ -100,7 +112,9 @@ def run_command(
         warmup_method=warmup_method, estimator=estimator, start=start,
         replications=replications, seed=seed,
         track_delay=False if no_delay else None,
-        delay=delay,
+        delay=delay, per_server=True if per_server else None,
+        per_server_bins=per_server_bins, trajectory=trajectory,
+        trajectory_servers=options.parse_indices(trajectory_servers, "trajectory_servers"),
     )
     system = run_spec.build_system()
     check_work(system_work(system, run_spec.slots, run_spec.replications), confirmed=yes)
@@ -132,6 +146,17 @@ def delay_text(result: Result) -> str:
                           f"{number(getattr(result, f'delay_{q}_ci_high'))}]" for q in names)
     return (f"{values}; 95 % CIs {intervals} ({result.delay_jobs} tagged jobs, "
             f"p = {number(result.delay_tag_probability)})")
+
+
+def per_server_text(result: Result) -> str:
+    """The range over the servers of each per-server statistic (all of them in --json)."""
+    def span(values: list[float]) -> str:
+        finite = [v for v in values if math.isfinite(v)]
+        return f"{number(min(finite))} … {number(max(finite))}" if finite else "—"
+
+    return (f"utilisation {span(result.server_utilisation)}, idle fraction "
+            f"{span(result.server_idle_fraction)}, E[Q_n] {span(result.mean_queues)} "
+            "(each server's, and its queue-length distribution, in --json)")
 
 
 def estimator_text(result: Result) -> str:
@@ -218,6 +243,11 @@ def result_table(result: Result, label: str | None = None) -> Table:
     table.add_row("lower bound on E[ΣQ]", escape(lower_bound_text(result)))
     table.add_row("ζ/2 vs ε·E[ΣQ]", f"{number(result.heavy_traffic_limit)} vs "
                   f"{number(result.epsilon_total_queue)}")
+    if result.server_utilisation:
+        table.add_row("per server", escape(per_server_text(result)))
+    if result.trajectory_slots:
+        table.add_row("trajectory", f"{len(result.trajectory_slots)} points, slots 0 … "
+                      f"{integer(result.trajectory_slots[-1])} (in --json)")
     for name, value in result.diagnostics.items():
         table.add_row(f"diag: {name}", number(value))
     if result.invariant_violations:

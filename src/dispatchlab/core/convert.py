@@ -57,6 +57,13 @@ def as_floats(value: Any, name: str) -> tuple[float, ...]:
     return tuple(as_float(v, f"{name}[{i}]") for i, v in enumerate(value))
 
 
+def as_ints(value: Any, name: str) -> tuple[int, ...]:
+    """An array of integers (a TOML array, JSON list or tuple; no bools)."""
+    require(isinstance(value, list | tuple), name,
+            f"expected an array of integers (got {value!r})")
+    return tuple(as_int(v, f"{name}[{i}]") for i, v in enumerate(value))
+
+
 def as_choice(allowed: tuple[str, ...], aliases: Mapping[str, str] | None = None
               ) -> Callable[[Any, str], str]:
     """A converter to one of ``allowed`` (lower-cased; ``aliases`` map old spellings)."""

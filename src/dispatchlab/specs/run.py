@@ -36,6 +36,10 @@ A run spec file has three tables, every key optional::
     replications = 1
     track_delay = true
     delay = "tagged"               # tagged (a sample of tagged jobs) | all | off
+    per_server = false             # utilisation, idle fraction, Q_n distribution per server
+    per_server_bins = 64           # bins of each Q_n histogram (the last: Q_n ≥ bins − 1)
+    trajectory = 1000              # ΣQ(t), q(t) every 1000 slots (default: none)
+    trajectory_servers = [0, 1]    # and Q_n(t) of these servers
 
 ``per-job`` (the old spelling) is read as ``per_job``. A sweep's ``[[systems]]`` and
 ``[[policies]]`` tables take the same keys (without load/epsilon, which the grid sweeps)
@@ -58,6 +62,7 @@ from dispatchlab.core.convert import (
     as_float,
     as_floats,
     as_int,
+    as_ints,
     as_str,
     as_table,
     check_keys,
@@ -263,7 +268,8 @@ class RunSpec:
         epsilon: ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces ``load``).
         slots: as in :func:`dispatchlab.simulate`, and likewise ``warmup``,
             ``warmup_method``, ``estimator``, ``start``, ``seed``, ``replications``,
-            ``track_delay`` and ``delay``.
+            ``track_delay``, ``delay``, ``per_server``, ``per_server_bins``,
+            ``trajectory`` and ``trajectory_servers``.
     """
 
     system: SystemSpec = field(
@@ -280,6 +286,10 @@ class RunSpec:
     replications: int = 1
     track_delay: bool = True
     delay: str | None = None  # tagged | all | off (None: tagged, off without track_delay)
+    per_server: bool = False
+    per_server_bins: int | None = None  # None: simulate's default
+    trajectory: int | None = None  # k: a point every k slots (None: no trajectory)
+    trajectory_servers: tuple[int, ...] = ()
 
     # -- construction -------------------------------------------------------------------------
 
@@ -363,7 +373,10 @@ class RunSpec:
         return simulate(system, policy, slots=self.slots, warmup=self.warmup, seed=self.seed,
                         replications=self.replications, warmup_method=self.warmup_method,
                         estimator=self.estimator, start=self.start,
-                        track_delay=self.track_delay, delay=self.delay, **execution)
+                        track_delay=self.track_delay, delay=self.delay,
+                        per_server=self.per_server, per_server_bins=self.per_server_bins,
+                        trajectory=self.trajectory,
+                        trajectory_servers=self.trajectory_servers, **execution)
 
 
 #: the converter of every run setting (TOML, JSON, and the Python API's keywords)
@@ -377,6 +390,10 @@ RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "replications": lambda v, n: as_int(v, n, low=1),
     "track_delay": as_bool,
     "delay": as_choice(DELAY_MODES),
+    "per_server": as_bool,
+    "per_server_bins": lambda v, n: as_int(v, n, low=2),
+    "trajectory": lambda v, n: as_int(v, n, low=1),
+    "trajectory_servers": as_ints,
 }
 
 

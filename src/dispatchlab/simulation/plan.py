@@ -165,8 +165,9 @@ def observation_settings(system: System, slots: int, per_server: Any, bins: Any,
     n = system.n_servers
     require(not per_server or n * bins <= MAX_OBSERVED_ENTRIES, "per_server_bins",
             f"N × bins = {n} × {bins} histogram entries; at most {MAX_OBSERVED_ENTRIES:,}")
-    require(trajectory is None or (is_int(trajectory) and trajectory >= 1), "trajectory",
-            f"must be an integer k ≥ 1, a point every k slots (got {trajectory!r})")
+    require(trajectory is None or (is_int(trajectory) and 1 <= trajectory <= slots),
+            "trajectory", f"must be an integer k in [1, slots = {slots}], a point every k "
+            f"slots (got {trajectory!r})")
     require(isinstance(servers, Sequence | np.ndarray) and not isinstance(servers, str | bytes),
             "trajectory_servers", f"expected a list of server indices (got {servers!r})")
     servers = list(servers)

@@ -158,7 +158,7 @@ def observation_settings(system: System, slots: int, per_server: Any, bins: Any,
         bins = SERVER_BINS
     else:
         require(per_server, "per_server_bins", "bins of the per-server histograms: give "
-                "per_server=True too")
+                "per_server=True (--per-server) too")
         require(is_int(bins) and bins >= 2, "per_server_bins",
                 f"must be an integer ≥ 2 (Q_n = 0 … bins − 2, and one bin for the rest; "
                 f"got {bins!r})")
@@ -172,7 +172,8 @@ def observation_settings(system: System, slots: int, per_server: Any, bins: Any,
             "trajectory_servers", f"expected a list of server indices (got {servers!r})")
     servers = list(servers)
     require(not servers or trajectory is not None, "trajectory_servers",
-            "the servers whose Q_n(t) the trajectory records: give trajectory=k too")
+            "the servers whose Q_n(t) the trajectory records: give trajectory=k "
+            "(--trajectory K) too")
     for i, server in enumerate(servers):
         require(is_int(server) and 0 <= server < n, f"trajectory_servers[{i}]",
                 f"must be a server index in 0 … N − 1 = {n - 1} (got {server!r})")

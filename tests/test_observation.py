@@ -10,6 +10,8 @@ from dataclasses import fields
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import dispatchlab as dl
@@ -87,6 +89,45 @@ def test_per_server_invariants(settings: dict) -> None:
         # throughput = λ_Σ in a stable run, so Σ_n u_n μ_n ≈ λ_Σ
         assert (np.array(result.server_utilisation) @ mu
                 == pytest.approx(system.arrival_rate, rel=0.02))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(rates=st.lists(st.sampled_from([0.2, 0.5, 0.9]), min_size=1, max_size=4),
+       load=st.floats(0.2, 0.95), policy=st.sampled_from(["jsq", "rand", "rr", "pod"]),
+       service=st.sampled_from(["bernoulli", "geometric", "poisson"]),
+       k=st.integers(1, 300), blocks=st.integers(2, 20), bins=st.integers(2, 12),
+       seed=st.integers(0, 2**32))
+def test_observation_invariants_hold_on_any_small_system(rates, load, policy, service, k,
+                                                         blocks, bins, seed) -> None:
+    """On random systems, policies, laws and settings: each histogram sums to 1 with the
+    idle fraction as its first entry and a mean below E[Q_n]; Σ_n E[Q_n] is the time
+    average of ΣQ; the jobs served in the window are the arrivals in it plus ΣQ at its
+    start minus ΣQ at its end (read from the trajectory); ΣQ(t) = Σ_n Q_n(t) ≥ q(t)."""
+    if policy == "pod" and len(rates) < 2:
+        policy = "jsq"
+    system = dl.System.build(rates, load=load, service=service)
+    n = system.n_servers
+    result = dl.simulate(system, policy, slots=k * blocks, warmup=k * (blocks // 2),
+                         seed=seed, per_server=True, per_server_bins=bins, trajectory=k,
+                         trajectory_servers=list(range(n)), track_delay=False)
+    measured = k * blocks - k * (blocks // 2)
+    total = np.array(result.trajectory_total_queue)
+    assert result.trajectory_slots == list(range(0, k * blocks + 1, k))
+    assert np.array_equal(np.array(result.trajectory_queues).sum(axis=0), total)
+    assert np.all(total >= np.array(result.trajectory_pooled_queue))
+    served = np.array(result.server_utilisation) * system.mu * measured
+    start = result.trajectory_slots.index(k * (blocks // 2))
+    arrived = result.arrival_rate_measured * measured
+    assert served.sum() == pytest.approx(arrived + total[start] - total[-1], abs=1e-6)
+    if result.stability == "unstable":
+        assert result.server_queue_distributions == []
+        return
+    pmf = np.array(result.server_queue_distributions)
+    assert pmf.shape == (n, bins)
+    np.testing.assert_allclose(pmf.sum(axis=1), 1.0)
+    assert result.server_idle_fraction == pmf[:, 0].tolist()
+    assert np.all(pmf @ np.arange(bins) <= np.array(result.mean_queues) + 1e-9)
+    assert sum(result.mean_queues) == pytest.approx(result.plain_mean_total_queue, rel=1e-12)
 
 
 def test_trajectory_invariants() -> None:

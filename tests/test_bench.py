@@ -45,7 +45,6 @@ from dispatchlab.engine.loop import (
     EXACT_DELAY_BINS,
     FREE_COUNT,
     SUM_DELAY,
-    _bernoulli_draws,
     _draw_split_poisson,
     _fifo_append,
     _serve_bernoulli,
@@ -317,9 +316,16 @@ def test_bernoulli_threshold_matches_float_compare(p: float) -> None:
 
 @njit(cache=True)
 def _service_draws(thresholds, slots, stream):
-    out = np.zeros((slots, thresholds.size), np.int64)
+    """S_n(t) of ``slots`` slots of the loop's Bernoulli service (one job at each server
+    every slot, so that every draw is served)."""
+    N = thresholds.size
+    Q, A = np.zeros(N, np.int64), np.zeros(N, np.int64)
+    Q_prev, queue_sum = np.zeros(N, np.int64), np.zeros(N, np.int64)
+    out = np.zeros((slots, N), np.int64)
     for t in range(slots):
-        _bernoulli_draws(thresholds, out[t], stream)
+        Q[:] = 0
+        A[:] = 1
+        _serve_bernoulli(Q, A, Q_prev, thresholds, stream, False, queue_sum, out[t])
     return out
 
 

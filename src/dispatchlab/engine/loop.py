@@ -426,32 +426,27 @@ def _fifo_update(n, arrived_now, served, t, warmup, pool, tails, pool_free, dela
 
 
 @njit(inline="always", cache=True)
-def _bernoulli_draws(thresholds, S, stream):
-    """S_n(t) ~ Bernoulli(μ_n) into ``S``, from the service stream ``stream`` = (start, γ)
-    (:mod:`dispatchlab.compiled.rng`): server n's draw is the stream's next-but-n output
-    and the integer compare ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` (exactly ``uniform < μ_n``, see
-    bernoulli_thresholds). The outputs depend on the counter alone, so the loop vectorises."""
-    start = stream[0]
+def _draw_and_serve(Q, A, Q_prev, thresholds, stream, record, queue_sum, S):
+    """Bernoulli service in one branch-free, vectorised pass: S_n(t) ~ Bernoulli(μ_n), then
+    Q_prev ← Q; Q ← max(Q + A − S, 0); S ← the jobs served, min(S_n, Q_n + A_n); and
+    queue_sum += Q when ``record``. Returns (ΣQ(t+1), Σ S_n, departures).
+
+    Server n's draw comes from the service stream ``stream`` = (start, γ)
+    (:mod:`dispatchlab.compiled.rng`): the stream's next-but-n output and the integer
+    compare ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` (exactly ``uniform < μ_n``, see
+    bernoulli_thresholds); the outputs depend on the counter alone, so the pass vectorises.
+    (One pass, not the draws into S and then the update: storing min(S_n, ·) over the S_n
+    just loaded became a masked store, ~40 % of the step on an AMD EPYC without AVX-512.)"""
+    x = stream[0]
     gamma = stream[1]
-    N = thresholds.size
-    for n in range(N):
-        bits = splitmix64(start + np.uint64(n + 1) * gamma)
-        S[n] = np.int64((bits >> np.uint64(11)) < thresholds[n])
-    stream[0] = start + np.uint64(N) * gamma
-
-
-@njit(inline="always", cache=True)
-def _apply_service(Q, A, Q_prev, S, record, queue_sum):
-    """Q_prev ← Q; Q ← max(Q + A − S, 0); S ← the jobs served, min(S, Q + A); and
-    queue_sum += Q when ``record``. Branch-free and vectorised. Returns (ΣQ(t+1), Σ S_n,
-    departures)."""
     total_queue = np.int64(0)
     total_service = np.int64(0)
     departures = np.int64(0)
     for n in range(Q.size):
+        x += gamma
+        s = np.int64((splitmix64(x) >> np.uint64(11)) < thresholds[n])
         q = Q[n] + A[n]
         Q_prev[n] = Q[n]
-        s = S[n]
         total_service += s
         served = min(s, q)
         S[n] = served
@@ -459,6 +454,7 @@ def _apply_service(Q, A, Q_prev, S, record, queue_sum):
         left = q - served
         Q[n] = left
         total_queue += left
+    stream[0] = x
     if record:
         for n in range(Q.size):
             queue_sum[n] += Q[n]
@@ -469,11 +465,9 @@ def _apply_service(Q, A, Q_prev, S, record, queue_sum):
 def _serve_bernoulli(Q, A, Q_prev, thresholds, stream, record, queue_sum, S):
     """Bernoulli service without delay tracking, the hot path of most runs: Q ← max(Q + A − S, 0).
 
-    The draws and the update are two loops (:func:`_bernoulli_draws`, :func:`_apply_service`).
-    Returns (ΣQ(t+1), Σ S_n, departures). Its twin with delay tracking is
-    :func:`_serve_bernoulli_fifo`: keep the two in step."""
-    _bernoulli_draws(thresholds, S, stream)
-    return _apply_service(Q, A, Q_prev, S, record, queue_sum)
+    One pass (:func:`_draw_and_serve`). Returns (ΣQ(t+1), Σ S_n, departures). Its twin
+    with delay tracking is :func:`_serve_bernoulli_fifo`: keep the two in step."""
+    return _draw_and_serve(Q, A, Q_prev, thresholds, stream, record, queue_sum, S)
 
 
 @njit(cache=True)
@@ -489,9 +483,8 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S
     time, and listing them took a serial pass over all servers): the appends, the
     departures, then the head batches left empty by them. Per server the order stays
     arrivals first, then departures; departures are timed in server order."""
-    _bernoulli_draws(thresholds, S, stream)
-    total_queue, total_service, departures = _apply_service(Q, A, Q_prev, S, record,
-                                                            queue_sum)
+    total_queue, total_service, departures = _draw_and_serve(Q, A, Q_prev, thresholds,
+                                                             stream, record, queue_sum, S)
     N = Q.size
     delay_sum = moments[SUM_DELAY]
     free_head = pool_free[FREE_HEAD]

@@ -207,7 +207,7 @@ def poisson_tables(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return offsets, table
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def _draw_split_poisson(poisson_offsets, poisson_table, A_m, rng):
     """A^m(t) for Poisson(λ_Σ) arrivals split among M > 1 dispatchers job by job: M
     independent Poisson(λ_Σ·p_m) draws into ``A_m`` from the rows of

@@ -436,7 +436,9 @@ def _draw_and_serve(Q, A, Q_prev, thresholds, stream, record, queue_sum, S):
     compare ``(bits >> 11) < ⌈μ_n·2⁵³⌉`` (exactly ``uniform < μ_n``, see
     bernoulli_thresholds); the outputs depend on the counter alone, so the pass vectorises.
     (One pass, not the draws into S and then the update: storing min(S_n, ·) over the S_n
-    just loaded became a masked store, ~40 % of the step on an AMD EPYC without AVX-512.)"""
+    just loaded became a masked store, microcoded on an AMD EPYC without AVX-512, where
+    the one pass is a third faster: 330 → 210 ns a slot at N = 100, and the counter is an
+    induction, x += γ, instead of a 64-bit multiply per server.)"""
     x = stream[0]
     gamma = stream[1]
     total_queue = np.int64(0)

@@ -15,7 +15,13 @@ from dispatchlab.compiled.rng import make_rng_state, randint
 from dispatchlab.engine.alias import alias_table
 from dispatchlab.policies.led import LEDPolicy
 from dispatchlab.policies.led.layout import INDEX_BLOCKS, INDEX_SUM, write_estimate
-from dispatchlab.policies.led.min_blocks import block_argmin, block_shift, new_block_rows
+from dispatchlab.policies.led.min_blocks import (
+    HEADER,
+    block_argmin,
+    block_shift,
+    group_shift,
+    new_block_rows,
+)
 from dispatchlab.policies.led.min_tree import (
     mark_dirty,
     new_tree_rows,
@@ -78,22 +84,28 @@ def _block_and_scan_picks(values, index, writes, levels, rng_writes, rng_a, rng_
 
 
 @pytest.mark.parametrize("servers, levels", [(64, 2), (100, 3), (1000, 2), (1000, 40),
-                                             (4097, 5)])
+                                             (4097, 5), (10_000, 2), (40_000, 3)])
 def test_block_minima_pick_like_the_scan(servers, levels):
-    """Random writes (few levels: many ties, blocks whose last minimiser rises, a partial
-    last block): the block index picks the scan's server with the scan's draws, and its
-    rows stay the exact (min, count) of every block."""
+    """Random writes (few levels: many ties, blocks and groups whose last minimiser rises,
+    a partial last block and group): the block index picks the scan's server with the
+    scan's draws, and its rows stay the exact (min, count) of every block and group that
+    is not marked dirty."""
     values = np.zeros(servers, np.int64)
     index = new_block_rows(servers, 1, servers)[0]
     picks = _block_and_scan_picks(values, index, 3_000, levels, make_rng_state(1),
                                   make_rng_state(2), make_rng_state(2))
     assert (picks[:, 0] == picks[:, 1]).all()
     size = 1 << block_shift(servers)
-    for k in range(index[1]):
-        block = values[k * size:(k + 1) * size]
-        if index[3 + 2 * k] != -1:
-            assert (index[2 + 2 * k], index[3 + 2 * k]) == (block.min(),
-                                                           (block == block.min()).sum())
+    group_size = size << group_shift(servers)
+    assert (index[0], index[2]) == (block_shift(servers), group_shift(servers))
+    assert index[1] == -(-servers // size) and index[3] == -(-servers // group_size)
+    pairs = [(HEADER, group_size, index[3]), (HEADER + 2 * index[3], size, index[1])]
+    for first, width, count in pairs:
+        for k in range(count):
+            part = values[k * width:(k + 1) * width]
+            if index[first + 2 * k + 1] != -1:
+                assert (index[first + 2 * k], index[first + 2 * k + 1]) == (
+                    part.min(), (part == part.min()).sum())
 
 
 @njit(cache=True)

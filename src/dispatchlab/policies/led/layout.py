@@ -32,7 +32,7 @@ from __future__ import annotations
 from numba import njit
 
 from dispatchlab.compiled.prefetch import prefetch
-from dispatchlab.policies.led.min_blocks import block_write
+from dispatchlab.policies.led.min_blocks import HEADER, block_entry, block_write
 from dispatchlab.policies.led.min_tree import mark_dirty
 
 # ip entries
@@ -119,8 +119,31 @@ def prefetch_estimate(memory, m, n):
     prefetch(memory.ist, m * width + n)
     if memory.ip[IP_INDEX] == INDEX_BLOCKS:
         first = index_rows_start(memory)
-        shift = memory.ist[first, 0]  # log2 B, the same in every dispatcher's row
-        prefetch(memory.ist, (first + m) * width + 2 + 2 * (n >> shift))
+        # (the row's header is the same in every dispatcher's row)
+        prefetch(memory.ist, (first + m) * width + block_entry(memory.ist[first], n))
+
+
+#: the tree levels (from the root) of the next dispatcher prefetched during a choice
+NEXT_TREE_LEVELS = 6
+
+
+@njit(inline="always", cache=True)
+def prefetch_next_index(memory, m):
+    """Prefetch the top of dispatcher m + 1's index (its block pairs, or the upper levels
+    of its min tree), which the engine asks next within the slot: its loads then overlap
+    this choice's instead of starting the next walk with a miss per level."""
+    M = memory.ip[IP_DISPATCHERS]
+    kind = memory.ip[IP_INDEX]
+    if m + 1 >= M or (kind != INDEX_BLOCKS and kind != INDEX_TREE):
+        return
+    width = memory.ist.shape[1]
+    first = (index_rows_start(memory) + m + 1) * width
+    if kind == INDEX_BLOCKS:
+        stop = HEADER + 2 * memory.ist[index_rows_start(memory), 3]  # the group pairs
+    else:
+        stop = min(4 << NEXT_TREE_LEVELS, 4 * memory.ist[index_rows_start(memory), 0])
+    for k in range(0, stop, 8):
+        prefetch(memory.ist, first + k)
 
 
 @njit(inline="always", cache=True)

@@ -51,6 +51,7 @@ from dispatchlab.policies.led.layout import (
     index_kind,
     learns_on_send,
     learnt_slots,
+    prefetch_next_index,
     rate_alias_table,
     strategy_code,
     strategy_params,
@@ -168,6 +169,7 @@ def estimate_after_send(m, target, jobs, current, slot, memory, ctx):
 
 @choose_function
 def _builtin_choose(m, jobs, slot, memory, ctx):
+    prefetch_next_index(memory, m)
     own = estimates(memory, m)
     code = strategy_code(memory)
     kind = index_kind(memory)

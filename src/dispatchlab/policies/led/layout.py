@@ -123,27 +123,17 @@ def prefetch_estimate(memory, m, n):
         prefetch(memory.ist, (first + m) * width + block_entry(memory.ist[first], n))
 
 
-#: the tree levels (from the root) of the next dispatcher prefetched during a choice
-NEXT_TREE_LEVELS = 6
-
-
 @njit(inline="always", cache=True)
 def prefetch_next_index(memory, m):
-    """Prefetch the top of dispatcher m + 1's index (its block pairs, or the upper levels
-    of its min tree), which the engine asks next within the slot: its loads then overlap
-    this choice's instead of starting the next walk with a miss per level."""
-    M = memory.ip[IP_DISPATCHERS]
-    kind = memory.ip[IP_INDEX]
-    if m + 1 >= M or (kind != INDEX_BLOCKS and kind != INDEX_TREE):
+    """With block minima: prefetch dispatcher m + 1's group pairs, which the engine asks
+    next within the slot, so that their loads overlap this choice's (out of cache at
+    M = 100, they were the first of each choice's misses)."""
+    if memory.ip[IP_INDEX] != INDEX_BLOCKS or m + 1 >= memory.ip[IP_DISPATCHERS]:
         return
-    width = memory.ist.shape[1]
-    first = (index_rows_start(memory) + m + 1) * width
-    if kind == INDEX_BLOCKS:
-        stop = HEADER + 2 * memory.ist[index_rows_start(memory), 3]  # the group pairs
-    else:
-        stop = min(4 << NEXT_TREE_LEVELS, 4 * memory.ist[index_rows_start(memory), 0])
-    for k in range(0, stop, 8):
-        prefetch(memory.ist, first + k)
+    first = index_rows_start(memory)
+    start = (first + m + 1) * memory.ist.shape[1]
+    for k in range(0, HEADER + 2 * memory.ist[first, 3], 8):
+        prefetch(memory.ist, start + k)
 
 
 @njit(inline="always", cache=True)

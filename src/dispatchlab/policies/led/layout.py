@@ -15,7 +15,7 @@
       INDEX_TREE (L-JSQ and LSQ with push updates, N ≥ 64): M rows, dispatcher m's
                   incremental minimum of Q̃^m (:mod:`.min_tree`) :func:`estimate_index`
       INDEX_BLOCKS (L-JSQ and LSQ with pull updates, N ≥ 64): M rows, dispatcher m's
-                  per-block minima of Q̃^m (:mod:`.min_blocks`)
+                  block and group minima of Q̃^m (:mod:`.min_blocks`)
       INDEX_SUM (L-JBA, plain average): ⌈M/N⌉ rows, entry m of the flattened rows is
                   Σ_n Q̃^m_n                                    :func:`estimate_index`
       INDEX_NONE: no rows (the strategy scans)

@@ -14,7 +14,7 @@ group and a scan of one block — exactly the draw of
 
 Why three levels: with M rows out of cache (M = 100, N = 10⁴) a choice costs about the cache
 lines it reads. Blocks of √N alone read ⌈N/B⌉ pairs and a block of B, 2√N entries (≈ 36
-lines at N = 10⁴); with groups it reads 2J + 2G + B entries, ≈ 3·N^(1/3) (≈ 13 lines), for
+lines at N = 10⁴); with groups it reads 2J + 2G + B entries, ≈ 5·N^(1/3) (≈ 14 lines), for
 one more pair written per estimate write (a line shared by every write to the group).
 
 Why not the segment tree of :mod:`.min_tree` for pull: pull updates write p̂·N estimates

@@ -629,8 +629,30 @@ def test_scaling_cell_ends_when_its_runs_stop_early(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(bench_scaling, "simulate", stopped_at_the_bound)
     family = bench_scaling.select_families(["jsq"])[0]
     cell = bench_scaling.time_cell(family, 100, 1, jobs=10**9)
-    assert len(asked) == 2  # the probe and one long run, not a growing series
+    assert len(asked) == 3  # two probes and one long run, not a growing series
     assert cell["slots"] == 300 - bench_scaling.MIN_SLOTS
+
+
+def test_scaling_cell_subtracts_the_cheaper_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process's first call pays more than the fixed cost (the first cell of a grid read
+    0 ns per job): the cell subtracts the cheaper of its two probes."""
+    from types import SimpleNamespace
+
+    from dispatchlab.bench import scaling as bench_scaling
+
+    costs = iter([0.05, 0.005, 0.025])  # first probe, second probe, the long run
+
+    def timed(system, policy, *, slots, **options):
+        start = time.process_time()
+        cost = next(costs)
+        while time.process_time() - start < cost:
+            pass
+        return SimpleNamespace(jobs_arrived=slots, slots_run=slots)
+
+    monkeypatch.setattr(bench_scaling, "simulate", timed)
+    family = bench_scaling.select_families(["jsq"])[0]
+    cell = bench_scaling.time_cell(family, 100, 1, jobs=10_000)
+    assert 0.015 < cell["cpu_seconds"] < 0.03  # ≈ 0.025 − 0.005, not max(0.025 − 0.05, 0)
 
 
 def test_more_served_than_queued_ends_the_fifo_pass() -> None:

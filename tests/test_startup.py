@@ -126,6 +126,18 @@ def test_a_run_compiles_only_the_loop_and_its_policy() -> None:
     others = [name for name in compiled if not name.startswith(shared)
               and name != "dispatchlab.policies.classic._jsq_choose"]
     assert others == []  # no other policy, no theory Monte Carlo, no statistics helper
+    # nor the per-job FIFO of delay="all" (about a fifth of the loop's cold compile)
+    assert "dispatchlab.engine.loop._serve_bernoulli_fifo" not in compiled
+
+
+def test_a_run_timing_every_job_compiles_the_fifo_step() -> None:
+    script = ("from dispatchlab import System, simulate\n"
+              "from dispatchlab.engine import loop\n"
+              "result = simulate(System.build('4x0.3,4x0.6', load=0.5, dispatchers=2), 'jsq',"
+              " slots=500, seed=1, delay='all')\n"
+              "print(bool(loop.bernoulli_fifo.overloads), bool(loop.bernoulli_only.overloads),"
+              " result.delay_method, result.delay_jobs > 0)")
+    assert _python(script).split() == ["True", "False", "all", "True"]
 
 
 def test_warm_compiles_the_named_policies(capsys: pytest.CaptureFixture[str]) -> None:

@@ -510,7 +510,8 @@ def test_fifo_times_each_job_like_a_plain_fifo(law: str) -> None:
             assert departures == plain_departures
         else:
             serve_other_law(Q, A, scratch[0], mu, 2, 0, rng, True, queue_sum, True, t, warmup,
-                            pool, tails, pool_free, hist, moments)
+                            pool, tails, pool_free, hist, moments, thresholds, stream,
+                            scratch[1])
         for n in range(N):
             for _ in range(int(before[n] - Q[n])):
                 arrived = jobs[n].pop(0)
@@ -671,7 +672,8 @@ def test_more_served_than_queued_ends_the_fifo_pass() -> None:
         "hist, moments = np.zeros(DELAY_BINS, np.int64), np.zeros(8)\n"
         "served = serve_other_law(Q, A, prev, np.array([50.0]), 2, 0, make_rng_state(1),\n"
         "                         True, np.zeros(1, np.int64), True, 5, 0, pool, tails,\n"
-        "                         free, hist, moments)[2]\n"
+        "                         free, hist, moments, np.zeros(1, np.uint64),\n"
+        "                         np.zeros(4, np.uint64), np.zeros(1, np.int64))[2]\n"
         "print(served, int(hist.sum()), int(hist[5]))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300, check=False)

@@ -18,8 +18,12 @@ import pytest
 HEAVY = ("numba", "scipy", "pandas", "matplotlib", "dask", "dispatchlab.policies",
          "dispatchlab.simulation.run", "dispatchlab.experiments.catalog")
 
-REPORT_LOADED = (f"\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} "
-                 "if m in sys.modules)))")
+#: what a help page need not load either: numpy, and what typer.rich_utils imports only for
+#: Markdown help and pretty tracebacks (cli/rich_help.py)
+HELP_HEAVY = ("numpy", "rich.markdown", "rich.traceback", "markdown_it", "pygments")
+#: the scipy packages a run need not import (about a second of CPU each; theory.pmf and
+#: theory.roots give their numbers)
+RUN_HEAVY = ("scipy.stats", "scipy.signal", "scipy.optimize", "pandas", "matplotlib")
 
 
 def _python(code: str) -> str:
@@ -30,8 +34,10 @@ def _python(code: str) -> str:
     return done.stdout
 
 
-def _heavy_loaded(code: str) -> list[str]:
-    return json.loads(_python(code + REPORT_LOADED).splitlines()[-1])
+def _heavy_loaded(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    report = (f"\nimport json, sys\nprint(json.dumps(sorted(m for m in {heavy!r} "
+              "if m in sys.modules)))")
+    return json.loads(_python(code + report).splitlines()[-1])
 
 
 def test_import_dispatchlab_loads_nothing_heavy() -> None:
@@ -45,7 +51,23 @@ def test_import_dispatchlab_loads_nothing_heavy() -> None:
 ], ids=" ".join)
 def test_help_loads_nothing_heavy(args: list[str]) -> None:
     code = f"from dispatchlab.cli import main\nassert main({args!r}) == 0"
-    assert _heavy_loaded(code) == []
+    assert _heavy_loaded(code, HEAVY + HELP_HEAVY) == []
+
+
+def test_help_renders_markdown_and_tracebacks_on_demand() -> None:
+    """The stand-ins cli.rich_help leaves in typer.rich_utils load the real classes."""
+    _python("from dispatchlab.cli import main\nassert main(['--help']) == 0\n"
+            "import sys, typer.rich_utils as r\nassert 'rich.markdown' not in sys.modules\n"
+            "assert type(r.Markdown('*x*')).__module__ == 'rich.markdown'\n"
+            "try:\n    1 / 0\nexcept ZeroDivisionError as error:\n"
+            "    assert type(r.Traceback.from_exception(type(error), error, None)).__name__"
+            " == 'Traceback'\n")
+
+
+def test_a_run_loads_no_scipy_stats_signal_or_optimize() -> None:
+    code = ("from dispatchlab.cli import main\nassert main(['run', '--policy', 'jsq', "
+            "'--slots', '2000', '--json']) == 0")
+    assert _heavy_loaded(code, RUN_HEAVY) == []
 
 
 def test_the_store_loads_no_policy() -> None:
@@ -104,6 +126,18 @@ def test_a_run_compiles_only_the_loop_and_its_policy() -> None:
     others = [name for name in compiled if not name.startswith(shared)
               and name != "dispatchlab.policies.classic._jsq_choose"]
     assert others == []  # no other policy, no theory Monte Carlo, no statistics helper
+    # nor the per-job FIFO of delay="all" (about a fifth of the loop's cold compile)
+    assert "dispatchlab.engine.loop._serve_bernoulli_fifo" not in compiled
+
+
+def test_a_run_timing_every_job_compiles_the_fifo_step() -> None:
+    script = ("from dispatchlab import System, simulate\n"
+              "from dispatchlab.engine import loop\n"
+              "result = simulate(System.build('4x0.3,4x0.6', load=0.5, dispatchers=2), 'jsq',"
+              " slots=500, seed=1, delay='all')\n"
+              "print(bool(loop.bernoulli_fifo.overloads), bool(loop.bernoulli_only.overloads),"
+              " result.delay_method, result.delay_jobs > 0)")
+    assert _python(script).split() == ["True", "False", "all", "True"]
 
 
 def test_warm_compiles_the_named_policies(capsys: pytest.CaptureFixture[str]) -> None:

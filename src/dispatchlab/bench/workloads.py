@@ -52,17 +52,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dispatchlab.bench.machine import processor
 from dispatchlab.bench.programs import json_line, run_program
 from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.model.system import System
 
-# the policies, simulate and the estimators (numba, scipy) are imported where a benchmark
-# runs: `dispatchlab bench --help` reads this module's constants
+if TYPE_CHECKING:
+    from dispatchlab.model.system import System
+
+# the system (numpy), the policies, simulate and the estimators (numba, scipy) are imported
+# where a benchmark runs: `dispatchlab bench --help` reads this module's constants
 
 DISPATCHERS = 10
 LOAD = 0.95
@@ -107,6 +107,8 @@ class Workload:
     lean_params: dict[str, Any] = field(default_factory=dict)
 
     def system(self) -> System:
+        from dispatchlab.model.system import System
+
         return System.build(self.servers, load=LOAD, dispatchers=DISPATCHERS,
                             arrivals="poisson", service="bernoulli", dispatch="batch")
 
@@ -285,6 +287,8 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
         if ref_speeds:
             full_ratios.append(full_speeds[-1] / ref_speeds[-1])
     assert result is not None and full is not None
+    import numpy as np
+
     from dispatchlab.stats.estimators import Estimate, replication_estimate
 
     # with repeats (seeds seed, seed+1, …) the CI of ΣQ comes from independent replications

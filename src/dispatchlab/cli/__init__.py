@@ -22,6 +22,7 @@ import sys
 
 import typer
 
+from dispatchlab.cli import rich_help
 from dispatchlab.cli.app import app, check_app
 from dispatchlab.core.errors import SimulationError, ValidationError, require
 
@@ -31,8 +32,9 @@ EXIT_INTERRUPTED = 130
 
 
 def _load_commands() -> None:
+    rich_help.install()
     for module in pkgutil.iter_modules(__path__):
-        if module.name != "app":
+        if module.name not in ("app", "rich_help"):
             importlib.import_module(f"{__name__}.{module.name}")
 
 

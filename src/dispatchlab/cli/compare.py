@@ -204,7 +204,8 @@ def compare_command(
 
     workers_used = resolve_workers(workers, len(chosen))
     if resolve_workers(workers, len(chosen) * spec.replications) > 1:
-        precompile(system, [item.policy for item in chosen])  # once here, not once per worker
+        # once here, not once per worker
+        precompile(system, [item.policy for item in chosen], delay=spec.delay)
     with run_status(f"{len(chosen)} policies on {workers_used} worker(s) …",
                     len(chosen) * spec.replications):
         results = run()

@@ -125,7 +125,8 @@ def run_command(
                                  precision_abs=precision_abs, max_slots=max_slots)
 
     if pooled(workers, run_spec.replications, precision or precision_abs):
-        precompile(system, [run_spec.make_policy()])  # once here, not once per worker
+        # once here, not once per worker
+        precompile(system, [run_spec.make_policy()], delay=run_spec.delay)
     with run_status(f"simulating {escape(label)} …", run_spec.replications):
         result = run()
     if json_:

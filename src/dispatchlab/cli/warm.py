@@ -38,13 +38,14 @@ def warm_system(dispatch: str = "batch") -> System:
                         dispatch=dispatch)
 
 
-def precompile(system: System, policies: Sequence[Policy | str]) -> None:
+def precompile(system: System, policies: Sequence[Policy | str], *,
+               delay: str | None = None) -> None:
     """Before a pool of worker processes starts: compile (or load from the disk cache) the
     slot loop and the functions of ``policies`` here, once, with a short run of each on a
     small system like ``system``; the workers then load them from the cache instead of
     each compiling them again (on a cold cache, two workers doubled the CPU of
     ``dispatchlab compare``). A policy the small system does not fit is left to the
-    workers."""
+    workers. ``delay``: the runs' delay mode (``"all"`` needs a service step of its own)."""
     from dispatchlab.compiled.lazy import compiled
     from dispatchlab.engine.raw import loop_steps
     from dispatchlab.simulation.run import simulate
@@ -57,7 +58,7 @@ def precompile(system: System, policies: Sequence[Policy | str]) -> None:
             except ValidationError:
                 continue
         # the loop's steps for laws and splits the small system may not use
-        for step in loop_steps(system):
+        for step in loop_steps(system, track_delay=delay == "all"):
             compiled(step)
 
 

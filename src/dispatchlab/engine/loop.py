@@ -295,14 +295,16 @@ _b = types.boolean
 _iv = types.int64[::1]
 _fv = types.float64[::1]
 #: serve(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
-#: track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
-#: -> (ΣQ(t+1), Σ S_n, departures): the service step for laws other than Bernoulli, which the
-#: loop receives as a first-class function (:data:`serve_other_law`, or
-#: :data:`bernoulli_only` for a Bernoulli run), so that it compiles only for a run that
-#: uses it (about 1 s of the loop's compile time)
+#: track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments, thresholds,
+#: service_stream, S) -> (ΣQ(t+1), Σ S_n, departures): the service step for laws other than
+#: Bernoulli and for Bernoulli with every job's delay (``delay="all"``), which the loop
+#: receives as a first-class function (:data:`serve_other_law`, :data:`bernoulli_fifo`, or
+#: :data:`bernoulli_only` for a Bernoulli run that needs neither), so that it compiles only
+#: for a run that uses it (about 1 s of the loop's compile time each on a cold cache)
 SERVE_SIGNATURE = types.UniTuple(_i64, 3)(
     _iv, _iv, _iv, _fv, _i64, _i64, types.uint64[::1], _b, _iv,
-    _b, _i64, _i64, types.int64[:, ::1], _iv, _iv, _iv, _fv,
+    _b, _i64, _i64, types.int64[:, ::1], _iv, _iv, _iv, _fv, types.uint64[::1],
+    types.uint64[::1], _iv,
 )
 SERVE_TYPE = types.FunctionType(SERVE_SIGNATURE)
 #: arrivals(code, rate, trials, trace, t, p, cumulative, batch_split, A_m, rng) -> A_Σ(t):
@@ -632,7 +634,8 @@ def grow_tags(tags: np.ndarray) -> np.ndarray:
 
 
 def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
-                     track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments):
+                     track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments,
+                     thresholds, service_stream, S):
     """The service step for the laws other than Bernoulli (the Bernoulli twins are
     :func:`_serve_bernoulli` and :func:`_serve_bernoulli_fifo`). Returns (ΣQ(t+1), Σ S_n,
     departures)."""
@@ -658,15 +661,28 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
     return total_queue, total_service, departures
 
 
+def _bernoulli_with_fifo(Q, A, Q_prev, mu, service_code, service_trials, rng, record,
+                        queue_sum, track_delay, t, warmup, pool, tails, pool_free, delay_hist,
+                        moments, thresholds, service_stream, S):
+    """Bernoulli service timing every job (:func:`_serve_bernoulli_fifo`), as the loop's
+    ``serve_other``."""
+    return _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, service_stream, record, queue_sum,
+                                 S, t, warmup, pool, tails, pool_free, delay_hist, moments)
+
+
 def _bernoulli_only(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
-                    track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments):
-    """The service step a Bernoulli run passes for the other laws: the loop never calls it."""
+                    track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments,
+                    thresholds, service_stream, S):
+    """The service step a Bernoulli run without ``delay="all"`` passes: the loop never
+    calls it."""
     return np.int64(0), np.int64(0), np.int64(0)
 
 
 #: the loop's ``serve_other`` (:data:`SERVE_SIGNATURE`), compiled on first use: for a run
-#: under a law other than Bernoulli, and for a Bernoulli run the stub that is never called
+#: under a law other than Bernoulli, for a Bernoulli run timing every job, and for the other
+#: Bernoulli runs the stub that is never called
 serve_other_law = lazy_function(_serve_other_law, SERVE_SIGNATURE, allocates=False)
+bernoulli_fifo = lazy_function(_bernoulli_with_fifo, SERVE_SIGNATURE, allocates=False)
 bernoulli_only = lazy_function(_bernoulli_only, SERVE_SIGNATURE, allocates=False)
 #: the loop's ``draw_other_arrivals`` (:data:`ARRIVALS_SIGNATURE`), compiled on first use
 #: (see :func:`needs_other_arrivals`), and the stub of split-Poisson runs
@@ -1013,14 +1029,11 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
         if service_code == SERVICE_BERNOULLI and not track_delay:
             total_queue, total_service, departures = _serve_bernoulli(
                 Q, A, Q_prev, thresholds, service_stream, record, queue_sum, S)
-        elif service_code == SERVICE_BERNOULLI:
-            total_queue, total_service, departures = _serve_bernoulli_fifo(
-                Q, A, Q_prev, thresholds, service_stream, record, queue_sum, S, t, warmup,
-                pool, tails, pool_free, delay_hist, moments)
-        else:
+        else:  # another law, or Bernoulli timing every job (loop_steps in engine.raw)
             total_queue, total_service, departures = serve_other(
                 Q, A, Q_prev, mu, service_code, service_trials, exogenous, record, queue_sum,
-                track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments)
+                track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments,
+                thresholds, service_stream, S)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
         if carry[CARRY_TAG_COUNT] > 0:

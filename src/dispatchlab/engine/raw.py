@@ -161,12 +161,15 @@ def tag_rows(system: System, tag_probability: float) -> int:
     return int(max(TAG_ROWS, 16 * (per_slot + 64 + 8 * math.sqrt(per_slot))))
 
 
-def loop_steps(system: System) -> tuple[Any, Any]:
+def loop_steps(system: System, track_delay: bool = False) -> tuple[Any, Any]:
     """The slot loop's service and arrival steps for ``system`` (not yet compiled): the
-    other laws' service step or the Bernoulli stub, the other arrivals' step or the stub of
+    other laws' service step, the Bernoulli one timing every job (``track_delay``:
+    ``delay="all"``) or the Bernoulli stub, the other arrivals' step or the stub of
     split-Poisson runs (see loop.needs_other_arrivals)."""
-    bernoulli = system.service.code == SERVICE_BERNOULLI
-    serve = loop.bernoulli_only if bernoulli else loop.serve_other_law
+    if system.service.code != SERVICE_BERNOULLI:
+        serve = loop.serve_other_law
+    else:
+        serve = loop.bernoulli_fifo if track_delay else loop.bernoulli_only
     split_poisson = not loop.needs_other_arrivals(system.arrivals.code, system.dispatchers,
                                                   system.split == "batch")
     return serve, loop.split_poisson_only if split_poisson else loop.other_arrivals
@@ -250,7 +253,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     )
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)
-    serve_step, arrival_step = loop_steps(system)
+    serve_step, arrival_step = loop_steps(system, track_delay)
     state = loop.init_loop_state(queues, rng, service_stream, system.mu, track_delay,
                                  float(system.arrival_rate), system.weights,
                                  arrival_step is loop.split_poisson_only,

@@ -17,18 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from dispatchlab.core.errors import require
-from dispatchlab.core.pools import map_tasks
-from dispatchlab.model.system import System
-from dispatchlab.theory.closed_forms import (
-    geo_geo_1_mean,
-    poisson_bernoulli_mean,
-    random_routing_total_mean,
-)
+
+if TYPE_CHECKING:
+    from dispatchlab.model.system import System
+
+# the system and the closed forms (numpy), the pool and simulate are imported where a case
+# runs: `dispatchlab check coverage --help` reads this module's cases
 
 DEFAULT_RUNS = 60
 #: the estimators whose intervals a run reports (Result's coupled_* and plain_* fields)
@@ -53,6 +50,8 @@ class CoverageCase:
     fast: bool = False  # part of the quick subset the default test suite runs
 
     def system(self) -> System:
+        from dispatchlab.model.system import System
+
         return System.build(self.servers, load=self.load, arrivals=self.arrivals,
                             service="bernoulli", dispatchers=self.dispatchers,
                             dispatch=self.dispatch, split=self.split)
@@ -60,6 +59,12 @@ class CoverageCase:
     def exact_mean(self) -> float:
         """E[ΣQ] in closed form (docs/model.md#single-queue, docs/model.md#random-routing),
         or, for JSQ, from the exact solution of the slotted chain (docs/exact.md)."""
+        from dispatchlab.theory.closed_forms import (
+            geo_geo_1_mean,
+            poisson_bernoulli_mean,
+            random_routing_total_mean,
+        )
+
         system = self.system()
         if self.policy == "jsq":
             from dispatchlab.simulation.exact import exact  # scipy: not for --help
@@ -174,6 +179,8 @@ def measure_estimators(case: CoverageCase, *, runs: int = DEFAULT_RUNS, seed: in
                        workers: int | None = None, **settings: Any) -> dict[str, CoverageRow]:
     """:func:`measure_coverage` of every estimator, from the same runs."""
     require(isinstance(runs, int) and runs >= 2, "runs", f"must be an integer ≥ 2 (got {runs!r})")
+    from dispatchlab.core.pools import map_tasks
+
     exact = case.exact_mean()
     outcomes = map_tasks(_one_run, [(case, seed + k, settings) for k in range(runs)],
                          workers=workers)
@@ -183,6 +190,8 @@ def measure_estimators(case: CoverageCase, *, runs: int = DEFAULT_RUNS, seed: in
 
 def _row(case: CoverageCase, exact: float, rows: list[tuple[Any, ...]], seed: int,
          estimator: str) -> CoverageRow:
+    import numpy as np
+
     runs = len(rows)
     means = np.array([r[0] for r in rows])
     low = np.array([r[1] for r in rows])

@@ -194,22 +194,17 @@ def stationary_distribution(increment_pmf: np.ndarray, offset: int, size: int) -
 
 def increment_pmf(arrival_pmf: np.ndarray, service_pmf: np.ndarray) -> tuple[np.ndarray, int]:
     """The pmf of x = a − s (a, s independent, pmfs on 0, 1, …) and its offset (s_max)."""
-    from scipy.signal import fftconvolve
+    from dispatchlab.theory.pmf import convolve  # scipy: not for --help
 
     service = np.asarray(service_pmf, dtype=float)
     arrival = np.asarray(arrival_pmf, dtype=float)
-    if min(arrival.size, service.size) <= 64:
-        pmf = np.convolve(arrival, service[::-1])
-    else:  # large laws (many servers, large λ): O(n log n) instead of O(n²)
-        pmf = np.clip(fftconvolve(arrival, service[::-1]), 0.0, None)
-    return pmf, service.size - 1
+    return convolve(arrival, service[::-1]), service.size - 1
 
 
 def poisson_binomial_pmf(probabilities: np.ndarray) -> np.ndarray:
     """The law of S_Σ = Σ_n Bernoulli(μ_n): the pooled service of Bernoulli servers,
     as the convolution of one Binomial(count, μ) per distinct rate."""
-    from scipy import stats as scipy_stats  # imported here: ~1 s of CPU, runs never need it
-    from scipy.signal import fftconvolve
+    from dispatchlab.theory.pmf import binom_pmf, convolve
 
     rates, counts = np.unique(np.asarray(probabilities, dtype=float), return_counts=True)
     require(rates.size <= MAX_RATE_GROUPS, "servers",
@@ -217,9 +212,7 @@ def poisson_binomial_pmf(probabilities: np.ndarray) -> np.ndarray:
             f"(got {rates.size:,})")
     pmf = np.array([1.0])
     for p, count in zip(rates, counts, strict=True):
-        group = scipy_stats.binom.pmf(np.arange(count + 1), count, p)
-        pmf = (np.convolve(pmf, group) if min(pmf.size, group.size) <= 64
-               else np.clip(fftconvolve(pmf, group), 0.0, None))
+        pmf = convolve(pmf, binom_pmf(np.arange(count + 1), count, p))
     return pmf
 
 
@@ -239,17 +232,17 @@ def pooled_queue_mean(system: System, size: int | None = None) -> float:
     from its stationary law (numerical, exact up to a truncation checked here)."""
     require(system.service.kind == "bernoulli", "service",
             "pooled_queue_mean needs Bernoulli service")
-    from scipy import stats as scipy_stats
+    from dispatchlab.theory.pmf import binom_pmf, poisson_pmf
 
     lam = system.arrival_rate
     law = system.arrivals
     if law.law == "poisson":
         top = int(lam + 12 * math.sqrt(lam) + 20)
-        arrival_pmf = scipy_stats.poisson.pmf(np.arange(top + 1), lam)
+        arrival_pmf = poisson_pmf(np.arange(top + 1), lam)
     elif law.law in ("binomial", "bernoulli"):
         trials = law.trials if law.law == "binomial" else 1
         top = min(trials, int(lam + 12 * math.sqrt(lam) + 20))  # the mass beyond is < 1e-30
-        arrival_pmf = scipy_stats.binom.pmf(np.arange(top + 1), trials, lam / trials)
+        arrival_pmf = binom_pmf(np.arange(top + 1), trials, lam / trials)
     else:
         raise ValidationError("arrivals", "pooled_queue_mean needs poisson, bernoulli or "
                               "binomial arrivals")

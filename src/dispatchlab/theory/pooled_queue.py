@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dispatchlab.model.system import System
+from dispatchlab.theory.pmf import binom_pmf, convolve, nbinom_pmf, poisson_pmf
+from dispatchlab.theory.roots import brentq
 
 #: laws are cut where the mass beyond is below this
 TAIL_MASS = 1e-18
@@ -116,66 +118,52 @@ def _too_wide(system: System) -> bool:
 
 def arrival_pmf(system: System) -> tuple[np.ndarray, int] | None:
     """The law of A_Σ as (pmf, first value); None for a trace."""
-    from scipy import stats  # imported here: ~1 s of CPU, runs never need it
-
     law, lam = system.arrivals.law, float(system.arrival_rate)
     if law == "poisson":
-        return _trim(stats.poisson.pmf(np.arange(_poisson_top(lam) + 1), lam), 0)
+        return _trim(poisson_pmf(np.arange(_poisson_top(lam) + 1), lam), 0)
     if law == "bernoulli":
         return np.array([1 - lam, lam]), 0
     if law == "binomial":
         trials = system.arrivals.trials
         top = _binomial_top(trials, lam / trials)
-        return _trim(stats.binom.pmf(np.arange(top + 1), trials, lam / trials), 0)
+        return _trim(binom_pmf(np.arange(top + 1), trials, lam / trials), 0)
     if law == "deterministic":
         return np.ones(1), int(round(lam))
     return None
 
 
-def _convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    from scipy.signal import fftconvolve
-
-    if min(a.size, b.size) <= 64:
-        return np.convolve(a, b)
-    return np.clip(fftconvolve(a, b), 0.0, None)
-
-
 def service_pmf(system: System) -> tuple[np.ndarray, int] | str:
     """The law of S_Σ = Σ_n S_n as (pmf, first value), or why it is not built."""
-    from scipy import stats
-
     kind = system.service.kind
     mu = np.asarray(system.mu, dtype=float)
     if kind == "deterministic":
         return np.ones(1), int(round(mu.sum()))
     if kind == "poisson":
         total = float(mu.sum())
-        return _trim(stats.poisson.pmf(np.arange(_poisson_top(total) + 1), total), 0)
+        return _trim(poisson_pmf(np.arange(_poisson_top(total) + 1), total), 0)
     rates, counts = np.unique(mu, return_counts=True)
     if rates.size > MAX_RATE_GROUPS:
         return f"more than {MAX_RATE_GROUPS:,} distinct service rates"
     pmf, first = np.ones(1), 0
     for rate, count in zip(rates, counts, strict=True):
         if kind == "bernoulli":
-            group = stats.binom.pmf(np.arange(count + 1), count, rate)
+            group = binom_pmf(np.arange(count + 1), count, rate)
         elif kind == "binomial":
             trials = int(count) * system.service.trials
             p = rate / system.service.trials
-            group = stats.binom.pmf(np.arange(_binomial_top(trials, p) + 1), trials, p)
+            group = binom_pmf(np.arange(_binomial_top(trials, p) + 1), trials, p)
         else:  # geometric on {0, 1, …} with mean μ: a sum of ``count`` is negative binomial
             p = 1.0 / (1.0 + rate)
             mean, sd = count * rate, math.sqrt(count * rate * (1 + rate))
             top = int(mean + 14 * sd + 45 / p)  # the geometric tail: (1 − p)^k < 10⁻¹⁹
-            group = stats.nbinom.pmf(np.arange(top + 1), count, p)
+            group = nbinom_pmf(np.arange(top + 1), count, p)
         group, low = _trim(group, 0)
-        pmf, first = _trim(_convolve(pmf, group), first + low)
+        pmf, first = _trim(convolve(pmf, group), first + low)
     return pmf, first
 
 
 def _tail_exponent(pmf: np.ndarray, low: int) -> float:
     """θ* > 0 with E[e^(θ*D)] = 1, D on low, low + 1, … with law ``pmf`` and E[D] < 0."""
-    from scipy.optimize import brentq
-
     values = np.arange(low, low + pmf.size, dtype=float)
 
     def excess(theta: float) -> float:  # E[e^(θD)] − 1, without the cancellation
@@ -256,7 +244,7 @@ def pooled_queue_mean(system: System) -> PooledMean:
     if width > MAX_EXACT_WIDTH:
         return _bounded(system, epsilon, f"the increments take {width:,} values "
                         f"(> {MAX_EXACT_WIDTH:,})")
-    increments = _convolve(a_pmf, s_pmf[::-1])
+    increments = convolve(a_pmf, s_pmf[::-1])
     increments /= increments.sum()
     low = a_low - (s_low + s_pmf.size - 1)  # min D
     if low >= 0:  # every slot brings at least the service: no reflection ever

@@ -1,0 +1,52 @@
+"""Discrete laws on 0, 1, … and their convolution, without scipy.stats or scipy.signal.
+
+Every run computes E[q] of the pooled queue (:mod:`dispatchlab.theory.pooled_queue`) from
+Poisson and binomial pmfs and their convolutions. scipy.stats and scipy.signal take about
+a second of CPU each to import (more than the rest of a warm run's start-up), so these
+functions call the same scipy.special kernels that ``scipy.stats.<law>.pmf`` calls and the
+same scipy.fft transforms as ``scipy.signal.fftconvolve``: the numbers are bit-identical
+(tests/test_pmf.py compares them), only the imports are lighter (scipy.special and
+scipy.fft are loaded by a run anyway).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import fft, special
+
+#: below this many values in either law, the direct convolution (exact, O(n·m))
+DIRECT_CONVOLUTION_SIZE = 64
+
+
+def _pmf(values: np.ndarray) -> np.ndarray:
+    # scipy.stats clips every pmf to [0, 1]
+    return np.clip(values, 0, 1)
+
+
+def poisson_pmf(k: np.ndarray, mu: float) -> np.ndarray:
+    """P(X = k) for X ~ Poisson(μ), ``k`` integers ≥ 0: ``scipy.stats.poisson.pmf``'s
+    formula, exp(k·log μ − log k! − μ)."""
+    return _pmf(np.exp(special.xlogy(k, mu) - special.gammaln(k + 1) - mu))
+
+
+def binom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
+    """P(X = k) for X ~ Binomial(n, p), ``k`` in 0 … n: ``scipy.stats.binom.pmf``'s kernel."""
+    return _pmf(special._ufuncs._binom_pmf(k, n, p))
+
+
+def nbinom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
+    """P(X = k) for X ~ NegativeBinomial(n, p) (failures before the n-th success), ``k``
+    integers ≥ 0: ``scipy.stats.nbinom.pmf``'s kernel."""
+    return _pmf(special._ufuncs._nbinom_pmf(k, n, p))
+
+
+def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The law of X + Y from the pmfs ``a`` and ``b`` of independent X and Y: directly when
+    either is short, else through the FFT as ``scipy.signal.fftconvolve`` (the rounding's
+    tiny negative values clipped to 0)."""
+    if min(a.size, b.size) <= DIRECT_CONVOLUTION_SIZE:
+        return np.convolve(a, b)
+    size = a.size + b.size - 1
+    padded = [fft.next_fast_len(size, True)]
+    product = fft.rfftn(a, padded, axes=[0]) * fft.rfftn(b, padded, axes=[0])
+    return np.clip(fft.irfftn(product, padded, axes=[0])[:size], 0.0, None)

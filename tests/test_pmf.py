@@ -36,6 +36,18 @@ def test_binomial_pmfs_are_scipy_s(n: int, p: float) -> None:
     assert np.array_equal(nbinom_pmf(k, n, success), stats.nbinom.pmf(k, n, success))
 
 
+def test_a_scipy_without_the_private_kernels_falls_back_to_scipy_stats(monkeypatch) -> None:
+    import types
+
+    from dispatchlab.theory import pmf
+
+    # scipy.stats itself calls the kernels: hide them from theory.pmf alone
+    monkeypatch.setattr(pmf, "special", types.SimpleNamespace())
+    k = np.arange(31)
+    assert np.array_equal(binom_pmf(k, 30, 0.3), stats.binom.pmf(k, 30, 0.3))
+    assert np.array_equal(nbinom_pmf(k, 3, 0.4), stats.nbinom.pmf(k, 3, 0.4))
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(1, 900), st.integers(1, 900), st.integers(0, 2**32 - 1))
 def test_convolve_is_fftconvolve(size_a: int, size_b: int, seed: int) -> None:

@@ -11,6 +11,8 @@ scipy.fft are loaded by a run anyway).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy import fft, special
 
@@ -29,15 +31,30 @@ def poisson_pmf(k: np.ndarray, mu: float) -> np.ndarray:
     return _pmf(np.exp(special.xlogy(k, mu) - special.gammaln(k + 1) - mu))
 
 
+def _kernel(name: str, law: str) -> Callable[..., np.ndarray]:
+    """scipy.special's private pmf kernel ``name``, which ``scipy.stats.<law>.pmf`` calls;
+    should a scipy release (pyproject allows newer ones) rename it, ``scipy.stats``' own
+    ``<law>.pmf``: the same numbers, a slower import."""
+    kernel = getattr(getattr(special, "_ufuncs", None), name, None)
+    if kernel is not None:
+        return kernel
+
+    def from_stats(k: np.ndarray, n: int, p: float) -> np.ndarray:
+        import scipy.stats
+
+        return getattr(scipy.stats, law).pmf(k, n, p)
+    return from_stats
+
+
 def binom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
     """P(X = k) for X ~ Binomial(n, p), ``k`` in 0 … n: ``scipy.stats.binom.pmf``'s kernel."""
-    return _pmf(special._ufuncs._binom_pmf(k, n, p))
+    return _pmf(_kernel("_binom_pmf", "binom")(k, n, p))
 
 
 def nbinom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
     """P(X = k) for X ~ NegativeBinomial(n, p) (failures before the n-th success), ``k``
     integers ≥ 0: ``scipy.stats.nbinom.pmf``'s kernel."""
-    return _pmf(special._ufuncs._nbinom_pmf(k, n, p))
+    return _pmf(_kernel("_nbinom_pmf", "nbinom")(k, n, p))
 
 
 def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:

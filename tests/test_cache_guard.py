@@ -114,3 +114,56 @@ def test_an_abort_from_an_error_is_never_a_silent_exit(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(cli, "app", interrupted)
     assert cli.main(["run"]) == 1 and capsys.readouterr().err == ""
+
+
+PROBE_CALLER = """
+from numba import njit
+
+from dispatchlab.compiled import _probe_callee
+
+
+@njit(cache=True)
+def probe():
+    return _probe_callee.value() + 1
+"""
+PROBE_CALLEE = """
+from numba import njit
+
+
+@njit(inline="always")
+def value():
+    return {value}
+"""
+CALL = ("import dispatchlab.compiled; from dispatchlab.compiled._probe_caller import probe; "
+        "print(probe())")
+
+
+def test_a_change_in_another_module_compiles_afresh(tmp_path: Path) -> None:
+    """numba keys an entry by its own file alone: a changed helper it inlines from another
+    module was served stale (wrong numbers, silently). The key now holds a digest of
+    dispatchlab's sources. A copy of the package with a probe: the caller's file is not
+    touched, only the callee's."""
+    import shutil
+
+    import dispatchlab
+
+    package = tmp_path / "src" / "dispatchlab"
+    shutil.copytree(Path(dispatchlab.__file__).parent, package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "compiled" / "_probe_caller.py").write_text(PROBE_CALLER, encoding="utf-8")
+    callee = package / "compiled" / "_probe_callee.py"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = str(tmp_path / "src")
+
+    def call() -> str:
+        done = subprocess.run([sys.executable, "-c", CALL], capture_output=True, text=True,
+                              env=env, timeout=600, check=False, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    callee.write_text(PROBE_CALLEE.format(value=1), encoding="utf-8")
+    assert call() == "2"
+    assert sorted(package.rglob("_probe_caller*.nbi")), "the caller was not cached"
+    assert call() == "2"  # from the cache
+    callee.write_text(PROBE_CALLEE.format(value=41), encoding="utf-8")
+    assert call() == "42"

@@ -81,6 +81,18 @@ def test_adapter_cache_key_describes_the_policy_function() -> None:
     assert key != _AdapterCache(_inlining_adapter(_pod_choose), _pod_choose)._policy_key
 
 
+def test_adapter_cache_key_holds_dispatchlab_s_sources() -> None:
+    """A policy inlines helpers from other modules (LED's min tree, layouts), which its own
+    stamp does not see: a stale adapter chose server 128 of 100 after an update."""
+    from numba.core.registry import cpu_target
+
+    from dispatchlab.compiled.cache_guard import sources_digest
+
+    cache = _AdapterCache(_inlining_adapter(_jsq_choose), _jsq_choose)
+    key = cache._index_key((types.int64,), cpu_target.target_context.codegen())
+    assert sources_digest() in key[-1]
+
+
 def test_hook_adapters_update_memory_and_draw_like_the_hooks() -> None:
     """LED push and pull updates, and a Π policy's hooks (which allocate), through their
     adapters: the same memory, draws, messages and diagnostics as calling them directly."""

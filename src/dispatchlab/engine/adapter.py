@@ -27,6 +27,7 @@ from numba.core import cgutils
 from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 
+from dispatchlab.compiled.cache_guard import sources_digest
 from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled
 
 _i64 = types.int64
@@ -95,7 +96,9 @@ class _AdapterCache(FunctionCache):
     The adapter is a closure over that function; numba's own key pickles the closure's
     cells, which for a compiled function differs from process to process (a fresh uuid),
     so it would never hit. This key describes the policy function instead: its module,
-    name, bytecode and constants, and its source file's stamp (as numba's own check)."""
+    name, bytecode and constants, and its source file's stamp (as numba's own check), and
+    dispatchlab's sources (``compiled.cache_guard.sources_digest``: the helpers a policy
+    inlines from other modules, which the stamp does not see)."""
 
     def __init__(self, py_func, policy_function: Any) -> None:
         super().__init__(py_func)
@@ -108,7 +111,7 @@ class _AdapterCache(FunctionCache):
 
     def _index_key(self, sig, codegen):
         code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
-        return (sig, codegen.magic_tuple(), (code, self._policy_key))
+        return (sig, codegen.magic_tuple(), (code, self._policy_key, sources_digest()))
 
 
 _ADAPTERS: dict[Any, Any] = {}

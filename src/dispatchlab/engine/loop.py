@@ -84,9 +84,10 @@ N_MOMENTS = 8
 CARRY_POOLED, CARRY_FIFO_FULL, CARRY_STATUS, CARRY_BAD_TARGET, CARRY_BAD_DISPATCHER = range(5)
 CARRY_BAD_SLOT = 5
 # the tagged jobs (delay="tagged"): how many are followed, the jobs still to pass before the
-# next tag, and the flag of a chunk stopped for a tag table more than half full
-CARRY_TAG_COUNT, CARRY_TAG_SKIP, CARRY_TAGS_FULL = 6, 7, 8
-N_CARRY = 9
+# next tag, the flag of a chunk stopped for a tag table more than half full, and the first
+# free row of the tag table (−1: none)
+CARRY_TAG_COUNT, CARRY_TAG_SKIP, CARRY_TAGS_FULL, CARRY_TAG_FREE = 6, 7, 8, 9
+N_CARRY = 10
 #: CARRY_TAG_SKIP when nothing is tagged (never reached: the loop only subtracts from it)
 NO_TAGS = np.int64(2**62)
 #: CARRY_TAG_SKIP of a tagged run before its first tag: the first gap is still to draw
@@ -560,11 +561,25 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S
 
 # Tagged jobs (delay="tagged", docs/statistics.md#tagged-delays): each job of the measured
 # window is tagged with probability p, independently (geometric gaps between tags, drawn
-# from the tag stream alone), and followed by a row of ``tags``: (server n, jobs ahead of
-# it in n's FIFO, arrival slot). A tagged job's delay is fixed by the jobs ahead of it when
-# it arrives and its server's later departures (FIFO), so following k tags costs O(k) a
-# slot and no per-job FIFO is kept.
-TAG_SERVER, TAG_AHEAD, TAG_ARRIVED = range(3)
+# from the tag stream alone), and followed by a row of ``tags``: (server n, departure mark,
+# arrival slot, next row). Server n's FIFO serves its jobs in arrival order: with a_n the
+# jobs placed on n in the measured slots (``work[ARRIVED_ON]``), a_n − Q_n grows by n's
+# departures, and the tagged job placed after a of them leaves at the end of the first slot
+# where a_n − Q_n reaches its mark a + 1; no per-job FIFO is kept. A server serves at most
+# ``most`` jobs a slot (1 under Bernoulli service, K under binomial:K; 0 here: no bound), so
+# a tag with r departures still to come cannot leave before ⌈r / most⌉ slots have passed:
+# it waits in a timing wheel of TAG_WHEEL lists, one per slot modulo TAG_WHEEL, and is
+# looked at only in that slot (or TAG_WHEEL slots on, if that comes first), not every slot.
+# On led-pod-push ≈ 41 tags are live, each for E[W] ≈ 185 slots, and a slot visits about
+# one. Rows not in use form a free list through their ``next`` column.
+TAG_SERVER, TAG_MARK, TAG_ARRIVED, TAG_NEXT = range(4)
+TAG_COLUMNS = 4
+#: the timing wheel's lists (a power of 2): a tag is looked at again at most this many
+#: slots on
+TAG_WHEEL = 256
+#: the row of ``state.work`` that counts the jobs placed on each server in the measured
+#: slots (a_n above; unused when nothing is tagged)
+ARRIVED_ON = 5
 
 
 @njit(inline="always", cache=True)
@@ -575,10 +590,34 @@ def _tag_gap(log_q, stream):
 
 
 @njit(inline="always", cache=True)
-def _tag_jobs(target, placed, ahead, t, probability, tags, carry, stream, counters):
+def _wake_slot(t, remaining, most):
+    """The first slot after t whose end may see ``remaining`` (≥ 1) more departures from a
+    server that serves at most ``most`` jobs a slot (0: no bound, the next slot). Bernoulli
+    service (``most`` = 1) takes no division (a 64-bit one costs tens of cycles)."""
+    if most == 1:
+        return t + remaining
+    if most <= 0:
+        return t + 1
+    return t + (remaining + most - 1) // most
+
+
+@njit(inline="always", cache=True)
+def _wait(row, wake, t, tags, wheel):
+    """Put tag ``row`` in the wheel's list of slot ``wake`` (> t − 1), or of slot
+    t − 1 + TAG_WHEEL if that comes first."""
+    slot = min(wake, t - 1 + wheel.size)
+    bucket = slot & (wheel.size - 1)
+    tags[row, TAG_NEXT] = wheel[bucket]
+    wheel[bucket] = row
+
+
+@njit(inline="always", cache=True)
+def _tag_jobs(target, placed, ahead, arrived, t, most, probability, tags, wheel, carry,
+              stream, counters):
     """Tag the jobs of a placement of ``placed`` jobs on server ``target`` that the skip
     counter reaches (``carry[CARRY_TAG_SKIP]`` < ``placed``); ``ahead``: the jobs already
-    in front of the placement's first job, Q_n(t) + the jobs placed on n earlier in slot t.
+    in front of the placement's first job, Q_n(t) + the jobs placed on n earlier in slot t;
+    ``arrived``: a_n, the jobs placed on n in the measured slots before this placement.
     The gaps are Geometric(p) on {0, 1, …}, by inversion; a negative skip (TAG_START, a
     run's first measured placement) draws the first gap."""
     skip = carry[CARRY_TAG_SKIP]
@@ -587,10 +626,14 @@ def _tag_jobs(target, placed, ahead, t, probability, tags, carry, stream, counte
     if skip < 0:
         skip = _tag_gap(log_q, stream)
     while skip < placed:
-        if count < tags.shape[0]:
-            tags[count, TAG_SERVER] = target
-            tags[count, TAG_AHEAD] = ahead + skip
-            tags[count, TAG_ARRIVED] = t
+        row = carry[CARRY_TAG_FREE]
+        if row >= 0:
+            carry[CARRY_TAG_FREE] = tags[row, TAG_NEXT]
+            tags[row, TAG_SERVER] = target
+            tags[row, TAG_MARK] = arrived + skip + 1
+            tags[row, TAG_ARRIVED] = t
+            # ahead + skip + 1 departures to come from slot t on
+            _wait(row, _wake_slot(t - 1, ahead + skip + 1, most), t, tags, wheel)
             count += 1
         else:  # cannot happen while a slot tags fewer than half the table (run_once says)
             counters[TAGS_DROPPED] += 1
@@ -600,36 +643,54 @@ def _tag_jobs(target, placed, ahead, t, probability, tags, carry, stream, counte
 
 
 @njit(cache=True)
-def _follow_tags(Q, A, Q_prev, t, tags, carry, delay_hist, moments):
-    """Slot t's departures for the tagged jobs: server n served Q_n(t) + A_n(t) − Q_n(t+1)
-    jobs, from the front of its FIFO; a tagged job with fewer jobs ahead than that departs
-    in slot t (delay t − its arrival slot, into the delay histogram and SUM_DELAY) and its
-    row is replaced by the last one."""
+def _follow_tags(Q, arrived_on, t, most, tags, wheel, carry, delay_hist, moments):
+    """Slot t's departures for the tagged jobs in the wheel's list of slot t: with
+    Q = Q(t+1), a tag whose server's a_n − Q_n reached its mark departs in slot t (delay
+    t − its arrival slot, into the delay histogram and SUM_DELAY; its row is freed); the
+    others wait for the next slot that may see their remaining departures."""
+    bucket = t & (wheel.size - 1)
+    row = wheel[bucket]
+    wheel[bucket] = -1
     count = carry[CARRY_TAG_COUNT]
+    free = carry[CARRY_TAG_FREE]
     delay_sum = moments[SUM_DELAY]
-    k = 0
-    while k < count:
-        n = tags[k, TAG_SERVER]
-        ahead = tags[k, TAG_AHEAD] - (Q_prev[n] + A[n] - Q[n])
-        if ahead < 0:
-            delay = t - tags[k, TAG_ARRIVED]
+    while row >= 0:
+        following = tags[row, TAG_NEXT]
+        n = tags[row, TAG_SERVER]
+        remaining = tags[row, TAG_MARK] - (arrived_on[n] - Q[n])
+        if remaining <= 0:
+            delay = t - tags[row, TAG_ARRIVED]
             delay_hist[_delay_bin(delay)] += 1
             delay_sum += delay
             count -= 1
-            tags[k, TAG_SERVER] = tags[count, TAG_SERVER]
-            tags[k, TAG_AHEAD] = tags[count, TAG_AHEAD]
-            tags[k, TAG_ARRIVED] = tags[count, TAG_ARRIVED]
+            tags[row, TAG_NEXT] = free
+            free = row
         else:
-            tags[k, TAG_AHEAD] = ahead
-            k += 1
+            _wait(row, _wake_slot(t, remaining, most), t + 1, tags, wheel)
+        row = following
     carry[CARRY_TAG_COUNT] = count
+    carry[CARRY_TAG_FREE] = free
     moments[SUM_DELAY] = delay_sum
 
 
-def grow_tags(tags: np.ndarray) -> np.ndarray:
-    """The tag table at twice its rows (after a chunk stopped with CARRY_TAGS_FULL)."""
-    grown = np.zeros((2 * tags.shape[0], tags.shape[1]), np.int64)
-    grown[:tags.shape[0]] = tags
+def new_tags(rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """A tag table of ``rows`` free rows, linked in order (the free list starts at row 0:
+    ``carry[CARRY_TAG_FREE]``), and an empty timing wheel of TAG_WHEEL lists."""
+    tags = np.zeros((rows, TAG_COLUMNS), np.int64)
+    tags[:, TAG_NEXT] = np.arange(1, rows + 1)
+    tags[-1, TAG_NEXT] = -1
+    return tags, np.full(TAG_WHEEL, -1, np.int64)
+
+
+def grow_tags(tags: np.ndarray, carry: np.ndarray) -> np.ndarray:
+    """The tag table at twice its rows (after a chunk stopped with CARRY_TAGS_FULL; rows in
+    use keep their index); the new rows go on top of the free list in ``carry``."""
+    rows = tags.shape[0]
+    grown = np.zeros((2 * rows, TAG_COLUMNS), np.int64)
+    grown[:rows] = tags
+    grown[rows:, TAG_NEXT] = np.arange(rows + 1, 2 * rows + 1)
+    grown[-1, TAG_NEXT] = carry[CARRY_TAG_FREE]
+    carry[CARRY_TAG_FREE] = rows
     return grown
 
 
@@ -838,7 +899,8 @@ class LoopState(NamedTuple):
     poisson_offsets: np.ndarray  # the per-dispatcher Poisson tables (poisson_tables), or
     # none (one offset) when the run's arrivals are not split Poisson
     poisson_table: np.ndarray
-    tags: np.ndarray  # the tagged jobs followed, (server, jobs ahead, arrival slot) rows
+    tags: np.ndarray  # the tagged jobs followed, (server, mark, arrival slot, next) rows
+    tag_wheel: np.ndarray  # the first row of each slot's list of tags to look at (new_tags)
     tag_stream: np.ndarray  # the xoshiro256++ state of the tags' draws (compiled.rng)
 
 
@@ -874,7 +936,7 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
     a copy of ``rng``'s state, for tests that build a state by hand); ``tag_stream`` and
     ``tag_rows``: the tags' stream (default: none is drawn from) and table rows."""
     N = Q.size
-    work = np.zeros((5, N), np.int64)
+    work = np.zeros((ARRIVED_ON + 1, N), np.int64)
     work[2] = -1
     carry = np.zeros(N_CARRY, np.int64)
     carry[CARRY_POOLED] = Q.sum()  # the pooled queue q(0) = ΣQ(0)
@@ -892,10 +954,11 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
     exogenous = rng.copy() if exogenous is None else exogenous
     carry[CARRY_TAG_SKIP] = NO_TAGS
     tag_stream = np.ones(4, np.uint64) if tag_stream is None else tag_stream
+    tags, wheel = new_tags(max(tag_rows, 1))
+    carry[CARRY_TAG_FREE] = 0
     return LoopState(Q, np.zeros(dispatcher_p.size, np.int64), rng, service_stream,
                      exogenous, work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
-                     np.cumsum(dispatcher_p), *tables,
-                     np.zeros((max(tag_rows, 1), 3), np.int64), tag_stream)
+                     np.cumsum(dispatcher_p), *tables, tags, wheel, tag_stream)
 
 
 def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
@@ -940,7 +1003,9 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     poisson_offsets = _borrowed(state.poisson_offsets)
     poisson_table = _borrowed(state.poisson_table)
     tags, tag_stream = _borrowed(state.tags), _borrowed(state.tag_stream)
+    wheel = _borrowed(state.tag_wheel)
     tag_probability = control.tag_probability
+    tagging = tag_probability > 0.0
     per_server, every = observation.per_server, observation.every
     observe = per_server or every > 0
     servers, served = _borrowed(observation.servers), _borrowed(observation.served)
@@ -959,6 +1024,10 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     last_slot_chosen = work[2]
     last_chooser = work[3]
     S = work[4]
+    arrived_on = work[ARRIVED_ON]
+    # the most jobs a server serves in one slot (0: no bound), for the tags' wake-up slots
+    most = (1 if service_code == SERVICE_BERNOULLI
+            else service_trials if service_code == SERVICE_BINOMIAL else 0)
     pooled = carry[CARRY_POOLED]
     # choose is the policy's adapter (engine.adapter): it reads the arrays from here
     packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg))
@@ -1005,11 +1074,13 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                     if record:
                         counters[DISPATCH_EVENTS_MEASURED] += events
                     return t
-                if record:  # tagged jobs (off: the skip never gets below placed)
+                if record and tagging:
                     if carry[CARRY_TAG_SKIP] < placed:
-                        _tag_jobs(target, placed, Q[target] + A[target], t, tag_probability,
-                                  tags, carry, tag_stream, counters)
+                        _tag_jobs(target, placed, Q[target] + A[target], arrived_on[target],
+                                  t, most, tag_probability, tags, wheel, carry, tag_stream,
+                                  counters)
                     carry[CARRY_TAG_SKIP] -= placed
+                    arrived_on[target] += placed
                 A[target] += placed
                 # herding: another dispatcher chose the same server in this slot (no
                 # branch: whether it did is random)
@@ -1036,8 +1107,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 thresholds, service_stream, S)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
-        if carry[CARRY_TAG_COUNT] > 0:
-            _follow_tags(Q, A, Q_prev, t, tags, carry, delay_hist, moments)
+        if wheel[t & (wheel.size - 1)] >= 0:  # tags to look at in slot t
+            _follow_tags(Q, arrived_on, t, most, tags, wheel, carry, delay_hist, moments)
         pooled = max(pooled + total - total_service, 0)
         if total_queue < pooled:
             counters[INVARIANT_VIOLATIONS] += 1
@@ -1094,7 +1165,8 @@ LOOP_CONTROL_TYPE = types.NamedTuple([_i64, _i64, _i64, _i64, _b, _b, _f64], Loo
 LOOP_ACCUMULATORS_TYPE = types.NamedTuple([_iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv],
                                           LoopAccumulators)
 LOOP_STATE_TYPE = types.NamedTuple(
-    [_iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv, _i2, _u64v],
+    [_iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv, _i2, _iv,
+     _u64v],
     LoopState)
 LOOP_OBSERVATION_TYPE = types.NamedTuple([_b, _i64, _iv, _iv, _i2, _i2, _iv], LoopObservation)
 #: run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,

@@ -304,7 +304,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
                 state = state._replace(pool=loop.grow_pool(state.pool, state.pool_free))
                 carry[loop.CARRY_FIFO_FULL] = 0
             if carry[loop.CARRY_TAGS_FULL]:
-                state = state._replace(tags=loop.grow_tags(state.tags))
+                state = state._replace(tags=loop.grow_tags(state.tags, carry))
                 carry[loop.CARRY_TAGS_FULL] = 0
             if interrupted():
                 raise RunInterrupted(t, slots, policy)

@@ -11,12 +11,16 @@ estimates) scans N int64 at least once a slot. This script measures each
 unit cost in a compiled loop: one vectorised Bernoulli draw, one sequential xoshiro draw
 and one int64 of an in-cache argmin scan.
 
-    .venv/bin/python benchmarks/limit.py
+    .venv/bin/python benchmarks/limit.py            # the unit costs and the limits
+    .venv/bin/python benchmarks/limit.py --bench    # and, in the same run, the bench's ns
+                                                    # a slot (ours lean and full, refsim)
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from math import nan
 
 import numpy as np
 from numba import njit
@@ -116,8 +120,20 @@ def main() -> None:
     costs = unit_costs()
     print(f"processor: {processor()}")
     print(", ".join(f"{k} {v:.2f} ns" for k, v in costs.items()))
-    for name, ns in limits(costs).items():
-        print(f"{name}: limit {ns:.0f} ns a slot")
+    bounds = limits(costs)
+    if "--bench" not in sys.argv[1:]:
+        for name, ns in bounds.items():
+            print(f"{name}: limit {ns:.0f} ns a slot")
+        return
+    from dispatchlab.bench.workloads import run_bench
+
+    print("| workload | limit (ns a slot) | ours lean | ours full | refsim | lean / limit |")
+    print("|---|---|---|---|---|---|")
+    for row in run_bench(repeat=3):
+        lean, full = 1e9 / row["slots_per_second"], 1e9 / row["slots_per_second_full"]
+        refsim = 1e9 / row["refsim_slots_per_second"] if "refsim_slots_per_second" in row else nan
+        print(f"| {row['name']} | {bounds[row['name']]:.0f} | {lean:.0f} | {full:.0f} | "
+              f"{refsim:.0f} | {lean / bounds[row['name']]:.2f} |")
 
 
 if __name__ == "__main__":

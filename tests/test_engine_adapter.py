@@ -9,6 +9,7 @@ from numba import njit, types
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine.adapter import (
     ADAPTER_TYPE,
+    EVERY_DISPATCHER,
     HOOK_ADAPTER_TYPE,
     _AdapterCache,
     _inlining_adapter,
@@ -16,7 +17,15 @@ from dispatchlab.engine.adapter import (
     hook_adapter,
     pack_arrays,
 )
-from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled, no_hook
+from dispatchlab.engine.interface import (
+    Context,
+    Memory,
+    Slot,
+    Step,
+    choose_function,
+    compiled,
+    no_hook,
+)
 from dispatchlab.model.system import System
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.classic import _jsq_choose, _pod_choose
@@ -26,9 +35,16 @@ _fv = types.float64[::1]
 
 
 @njit(types.int64(ADAPTER_TYPE, types.int64, types.int64, types.int64, _iv, _fv, _iv, _fv,
-                  types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], _iv))
+                  types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], _iv, _iv,
+                  _iv))
+def _call_with(adapter, m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets):
+    return adapter(m, jobs, t, pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets)))
+
+
 def _call(adapter, m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    return adapter(m, jobs, t, pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg)))
+    """One dispatcher's call (per-job dispatch) with 3 dispatchers."""
+    A_m, targets = np.zeros(3, np.int64), np.zeros(3, np.int64)
+    return _call_with(adapter, m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets)
 
 
 @njit(types.none(HOOK_ADAPTER_TYPE, types.int64, types.boolean, _iv, _fv, _iv, _fv,
@@ -124,3 +140,83 @@ def test_hook_adapters_update_memory_and_draw_like_the_hooks() -> None:
                 assert (left == right).all(), (policy, params)
             assert (direct_rng == adapted_rng).all() and (direct_msg == adapted_msg).all()
             assert (direct_diag == adapted_diag).all(), (policy, params)
+
+
+@choose_function
+def _record_calls(m, jobs, slot, memory, ctx):
+    """Appends (m, jobs, ΣQ seen) to the row ist[0] (its first entry counts the calls) and
+    returns memory.ip[m], a server chosen ahead by the test (out of range on purpose)."""
+    row = memory.ist[0]
+    k = row[0]
+    row[1 + 3 * k], row[2 + 3 * k], row[3 + 3 * k] = m, jobs, slot.Q.sum()
+    row[0] = k + 1
+    return memory.ip[m]
+
+
+def test_one_batch_call_chooses_for_every_dispatcher_as_separate_calls_did() -> None:
+    """adapter(EVERY_DISPATCHER, …): one call runs choose for each dispatcher with
+    arrivals, m = 0 … M−1, each placing its A^m(t) jobs, with the same draws and servers as
+    one call per dispatcher; dispatchers without arrivals keep their target entry."""
+    draws = np.random.default_rng(5)
+    for policy, params in (("pod", {"d": 2}), ("jsq", {}), ("wrand", {}),
+                           ("led", {"strategy": "pod", "update": "push", "p": 0.3})):
+        system, kernel, Q = _state(policy, **params)
+        direct_memory, adapted_memory = kernel.memory(), kernel.memory()
+        direct_rng, adapted_rng = make_rng_state(4), make_rng_state(4)
+        direct_msg, adapted_msg = np.zeros(5, np.int64), np.zeros(5, np.int64)
+        adapter, choose = choose_adapter(kernel.choose), compiled(kernel.choose)
+        calls = 0
+        for t in range(300):
+            A_m = draws.integers(0, 3, 3).astype(np.int64)
+            targets = np.full(3, -7, np.int64)
+            expected = targets.copy()
+            for m in np.flatnonzero(A_m):
+                expected[m] = choose(int(m), int(A_m[m]), Slot(t, Q, system.mu),
+                                     direct_memory, Context(direct_rng, direct_msg))
+                calls += 1
+            _call_with(adapter, EVERY_DISPATCHER, 0, t, Q, system.mu, *adapted_memory,
+                       adapted_rng, adapted_msg, A_m, targets)
+            assert (targets == expected).all(), (policy, t, A_m, targets, expected)
+        assert calls > 300
+        assert (direct_rng == adapted_rng).all() and (direct_msg == adapted_msg).all()
+        for left, right in zip(direct_memory, adapted_memory, strict=True):
+            assert (left == right).all(), policy
+
+
+def _recorded(ist: np.ndarray) -> list[tuple[int, int, int]]:
+    row = ist[0]
+    return [tuple(int(x) for x in row[1 + 3 * k:4 + 3 * k]) for k in range(row[0])]
+
+
+def test_batch_call_order_jobs_and_slot_start_queues() -> None:
+    adapter = choose_adapter(_record_calls)
+    Q, mu = np.array([3, 1, 4], np.int64), np.full(3, 0.5)
+    A_m = np.array([2, 0, 5, 1, 0], np.int64)
+    ip = np.array([0, 1, 2, 0, 1], np.int64)  # every target in range
+    ist = np.zeros((1, 64), np.int64)
+    targets = np.full(5, -7, np.int64)
+    _call_with(adapter, EVERY_DISPATCHER, 0, 9, Q, mu, ip, np.zeros(1), ist,
+               np.zeros((1, 1)), make_rng_state(1), np.zeros(5, np.int64), A_m, targets)
+    assert _recorded(ist) == [(0, 2, 8), (2, 5, 8), (3, 1, 8)]
+    assert targets.tolist() == [0, -7, 2, 0, -7]
+    # per-job dispatch: dispatcher 2 alone, one job, its server returned
+    ist[0, 0] = 0
+    server = _call_with(adapter, 2, 1, 9, Q, mu, ip, np.zeros(1), ist, np.zeros((1, 1)),
+                        make_rng_state(1), np.zeros(5, np.int64), A_m, targets)
+    assert server == 2 and _recorded(ist) == [(2, 1, 8)]
+
+
+def test_batch_call_stops_after_the_first_bad_server() -> None:
+    """The loop reports the first dispatcher whose server is outside 0 … N−1 and stops:
+    no later dispatcher's choose runs (as when each had a call of its own)."""
+    adapter = choose_adapter(_record_calls)
+    Q, mu = np.array([3, 1, 4], np.int64), np.full(3, 0.5)
+    A_m = np.array([1, 1, 0, 1, 1], np.int64)
+    for bad in (3, -1):
+        ip = np.array([1, 2, 0, bad, 0], np.int64)
+        ist = np.zeros((1, 64), np.int64)
+        targets = np.full(5, -7, np.int64)
+        _call_with(adapter, EVERY_DISPATCHER, 0, 0, Q, mu, ip, np.zeros(1), ist,
+                   np.zeros((1, 1)), make_rng_state(1), np.zeros(5, np.int64), A_m, targets)
+        assert [m for m, _, _ in _recorded(ist)] == [0, 1, 3]
+        assert targets.tolist() == [1, 2, -7, bad, -7]

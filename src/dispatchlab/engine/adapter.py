@@ -6,16 +6,29 @@ stored again on every call although only ``m``, ``jobs`` and ``t`` change (about
 a pod2 dispatch went into it). The loop instead packs the arrays once per chunk into a
 tuple on its stack (:func:`pack_arrays`) and calls, through :data:`ADAPTER_TYPE`, a small
 per-policy adapter ``adapter(m, jobs, t, packed)`` that unpacks them and runs the policy's
-``choose`` inlined, so only the fields the policy reads are ever loaded. The hooks
-``begin_slot``/``end_slot`` go the same way (:func:`hook_adapter`): the loop packs the
-arrays of their four tuples once per chunk (:data:`HOOK_PACKED_TYPE`, one pack per hook) and
-calls ``adapter(t, record, packed)``.
+``choose`` inlined, so only the fields the policy reads are ever loaded.
+
+In batch dispatch (the default) the loop makes one adapter call a slot,
+``adapter(EVERY_DISPATCHER, 0, t, packed)``: the adapter runs ``choose`` for every
+dispatcher m with A^m(t) > 0, in order m = 0, …, M−1, each placing its A^m(t) jobs, and
+writes the chosen servers into ``targets[m]``; the loop then places them in the same order.
+An indirect call per dispatcher (a full prologue and epilogue, the packed fields and the
+message counters reloaded, about a quarter of a lean pod2 slot at M = 10) becomes one a
+slot. Dispatcher m's ``choose`` still sees the slot-start Q(t) and the memory and policy
+stream as left by dispatchers < m (no ``choose`` reads A(t)), so the draws are those of
+one call per dispatcher; the adapter stops after the first server outside 0 … N−1, which
+the loop reports, so no later ``choose`` runs on it. In per-job dispatch the loop calls
+``adapter(m, 1, t, packed)`` once per job, which returns the server (and writes it to
+``targets[m]`` too): the same adapter, with its one inlined copy of ``choose``.
+
+The hooks ``begin_slot``/``end_slot`` go the same way (:func:`hook_adapter`): the loop
+packs the arrays of their four tuples once per chunk (:data:`HOOK_PACKED_TYPE`, one pack
+per hook) and calls ``adapter(t, record, packed)``.
 
 The loop itself stays compiled once for every policy; each adapter is compiled (or loaded
 from numba's disk cache, keyed by the policy function's module, name, bytecode and source
 file stamp) once per policy, and costs about what compiling ``choose`` alone did.
 """
-
 from __future__ import annotations
 
 import hashlib
@@ -32,17 +45,25 @@ from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled
 
 _i64 = types.int64
 #: the arrays of Slot, Memory and Context, in the order (Q, μ, ip, fp, ist, fst, rng, msg)
-PACKED_TYPE = types.Tuple((
+_POLICY_ARRAYS = (
     types.int64[::1], types.float64[::1], types.int64[::1], types.float64[::1],
     types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], types.int64[::1],
-))
+)
+#: the arrays ``choose``'s adapter reads: those of Slot, Memory and Context, then A^m(t)
+#: and the targets it writes, one per dispatcher: (Q, μ, ip, fp, ist, fst, rng, msg, A_m,
+#: targets)
+PACKED_TYPE = types.Tuple((*_POLICY_ARRAYS, types.int64[::1], types.int64[::1]))
 #: the arrays of a hook's Slot, Step, Memory and Context: (Q, μ, ip, fp, ist, fst, rng,
 #: msg, Q_prev, A, A_m, diag)
 HOOK_PACKED_TYPE = types.Tuple((
-    *PACKED_TYPE.types, types.int64[::1], types.int64[::1], types.int64[::1],
+    *_POLICY_ARRAYS, types.int64[::1], types.int64[::1], types.int64[::1],
     types.float64[::1],
 ))
-#: adapter(m, jobs, t, packed) -> server
+#: the adapter's ``m`` for batch dispatch: every dispatcher with arrivals, in order
+EVERY_DISPATCHER = -1
+#: adapter(m, jobs, t, packed) -> server: ``choose`` for dispatcher m placing ``jobs``
+#: jobs, or (m = EVERY_DISPATCHER) for each dispatcher placing its A^m(t) jobs, the
+#: servers into ``targets``
 ADAPTER_SIGNATURE = _i64(_i64, _i64, _i64, types.voidptr)
 ADAPTER_TYPE = types.FunctionType(ADAPTER_SIGNATURE)
 #: hook adapter(t, record, packed)
@@ -124,22 +145,35 @@ def _is_cached(function: Any) -> bool:
             and function.py_func.__closure__ is None)
 
 
-def _inlining_adapter(choose: Any) -> Any:
-    body = njit(inline="always")(choose.py_func)
+def _choosing_adapter(body: Any) -> Any:
+    """The adapter (:data:`ADAPTER_SIGNATURE`) that runs ``body``, ``choose`` inlined or
+    compiled on its own: one call site, serving both dispatch modes."""
 
     def adapter(m, jobs, t, packed):
-        Q, mu, ip, fp, ist, fst, rng, msg = _unpack_arrays(packed)
-        return body(m, jobs, Slot(t, Q, mu), Memory(ip, fp, ist, fst), Context(rng, msg))
+        Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets = _unpack_arrays(packed)
+        every = m == EVERY_DISPATCHER
+        first, stop = (0, A_m.size) if every else (m, m + 1)
+        target = 0
+        for d in range(first, stop):
+            placed = A_m[d] if every else jobs
+            if placed == 0:
+                continue
+            target = body(d, placed, Slot(t, Q, mu), Memory(ip, fp, ist, fst),
+                          Context(rng, msg))
+            targets[d] = target
+            if target < 0 or target >= Q.size:  # the loop stops at it: no later choose
+                break
+        return target
 
     return adapter
+
+
+def _inlining_adapter(choose: Any) -> Any:
+    return _choosing_adapter(njit(inline="always")(choose.py_func))
 
 
 def _calling_adapter(choose: Any) -> Any:
-    def adapter(m, jobs, t, packed):
-        Q, mu, ip, fp, ist, fst, rng, msg = _unpack_arrays(packed)
-        return choose(m, jobs, Slot(t, Q, mu), Memory(ip, fp, ist, fst), Context(rng, msg))
-
-    return adapter
+    return _choosing_adapter(choose)
 
 
 def _inlining_hook_adapter(hook: Any) -> Any:

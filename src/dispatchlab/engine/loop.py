@@ -5,7 +5,8 @@ Order of events in slot t:
   1. ``begin_slot`` hook (e.g. a periodic policy samples the queues at t = kT);
   2. arrivals A_Σ(t), split into A^m(t) among the M dispatchers;
   3. each dispatcher with A^m(t) > 0 calls ``choose`` on the slot-start state Q(t)
-     (once in batch mode, once per job in per-job mode);
+     (once in batch mode, all dispatchers in one adapter call (engine.adapter) before the
+     loop places their jobs in order m = 0, …, M−1; once per job in per-job mode);
   4. service: Q_n(t+1) = max(Q_n(t) + A_n(t) − S_n(t), 0), unused service
      U_n(t) = max(S_n(t) − Q_n(t) − A_n(t), 0), FIFO departures timed per job;
      the pooled queue q(t+1) = max(q(t) + A_Σ(t) − Σ_n S_n(t), 0) on the same draws;
@@ -54,7 +55,12 @@ from dispatchlab.compiled.rng import (
     weighted_index,
     xoshiro_step,
 )
-from dispatchlab.engine.adapter import ADAPTER_TYPE, HOOK_ADAPTER_TYPE, pack_arrays
+from dispatchlab.engine.adapter import (
+    ADAPTER_TYPE,
+    EVERY_DISPATCHER,
+    HOOK_ADAPTER_TYPE,
+    pack_arrays,
+)
 from dispatchlab.engine.interface import lazy_function
 from dispatchlab.model.arrivals import (
     ARRIVAL_BERNOULLI,
@@ -895,6 +901,7 @@ class LoopState(NamedTuple):
 
     Q: np.ndarray  # Q_n(t), the queues at the start of the next slot to run
     A_m: np.ndarray  # A^m(t), the current slot's arrivals at each dispatcher
+    targets: np.ndarray  # the server each dispatcher chose in the current slot (adapter)
     rng: np.ndarray  # the xoshiro256++ state of the policies' draws (the policy stream)
     service_stream: np.ndarray  # the SplitMix64 state of Bernoulli service
     exogenous: np.ndarray  # the xoshiro256++ state of the arrivals and the other service
@@ -966,7 +973,8 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
     tag_stream = np.ones(4, np.uint64) if tag_stream is None else tag_stream
     tags, wheel = new_tags(max(tag_rows, 1))
     carry[CARRY_TAG_FREE] = 0
-    return LoopState(Q, np.zeros(dispatcher_p.size, np.int64), rng, service_stream,
+    return LoopState(Q, np.zeros(dispatcher_p.size, np.int64),
+                     np.zeros(dispatcher_p.size, np.int64), rng, service_stream,
                      exogenous, work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
                      np.cumsum(dispatcher_p), *tables, tags, wheel, tag_stream)
 
@@ -1003,7 +1011,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     delay_hist, queue_hist = _borrowed(acc.delay_hist), _borrowed(acc.queue_hist)
     msg, msg_at_warmup = _borrowed(acc.msg), _borrowed(acc.msg_at_warmup)
     diag, counters, moments = _borrowed(acc.diag), _borrowed(acc.counters), _borrowed(acc.moments)
-    Q, A_m = _borrowed(state.Q), _borrowed(state.A_m)
+    Q, A_m, targets = _borrowed(state.Q), _borrowed(state.A_m), _borrowed(state.targets)
     rng, service_stream = _borrowed(state.rng), _borrowed(state.service_stream)
     exogenous = _borrowed(state.exogenous)
     work, carry = _borrowed(state.work), _borrowed(state.carry)
@@ -1040,7 +1048,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             else service_trials if service_code == SERVICE_BINOMIAL else 0)
     pooled = carry[CARRY_POOLED]
     # choose is the policy's adapter (engine.adapter): it reads the arrays from here
-    packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg))
+    packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets))
     # and the hooks' adapters theirs: in begin_slot Q_prev is Q(t) itself; in end_slot Q is
     # Q(t+1) and Q_prev Q(t)
     begin_packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, Q, A, A_m, diag))
@@ -1066,6 +1074,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             A[n] = 0
         herded = False
         events = 0
+        if not per_job and total > 0:  # one call: every dispatcher's choice into targets
+            choose(EVERY_DISPATCHER, 0, t, packed)
         for m in range(M):
             jobs = A_m[m]
             if jobs == 0:
@@ -1073,7 +1083,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             calls = jobs if per_job else 1
             placed = 1 if per_job else jobs
             for _ in range(calls):
-                target = choose(m, placed, t, packed)
+                target = choose(m, placed, t, packed) if per_job else targets[m]
                 if target < 0 or target >= N:  # a policy bug: stop before indexing with it
                     carry[CARRY_POOLED] = pooled
                     carry[CARRY_STATUS] = STATUS_BAD_TARGET
@@ -1175,8 +1185,8 @@ LOOP_CONTROL_TYPE = types.NamedTuple([_i64, _i64, _i64, _i64, _b, _b, _f64], Loo
 LOOP_ACCUMULATORS_TYPE = types.NamedTuple([_iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv],
                                           LoopAccumulators)
 LOOP_STATE_TYPE = types.NamedTuple(
-    [_iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv, _i2, _iv,
-     _u64v],
+    [_iv, _iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv, _i2,
+     _iv, _u64v],
     LoopState)
 LOOP_OBSERVATION_TYPE = types.NamedTuple([_b, _i64, _iv, _iv, _i2, _i2, _iv], LoopObservation)
 #: run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,

@@ -42,9 +42,12 @@ def _call_with(adapter, m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg, A_m, targ
 
 
 def _call(adapter, m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg):
-    """One dispatcher's call (per-job dispatch) with 3 dispatchers."""
-    A_m, targets = np.zeros(3, np.int64), np.zeros(3, np.int64)
-    return _call_with(adapter, m, jobs, t, Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets)
+    """Dispatcher m's choice for ``jobs`` jobs, the only one with arrivals (batch)."""
+    A_m, targets = np.zeros(3, np.int64), np.full(3, -7, np.int64)
+    A_m[m] = jobs
+    _call_with(adapter, EVERY_DISPATCHER, 0, t, Q, mu, ip, fp, ist, fst, rng, msg, A_m,
+               targets)
+    return targets[m]
 
 
 @njit(types.none(HOOK_ADAPTER_TYPE, types.int64, types.boolean, _iv, _fv, _iv, _fv,
@@ -199,11 +202,12 @@ def test_batch_call_order_jobs_and_slot_start_queues() -> None:
                np.zeros((1, 1)), make_rng_state(1), np.zeros(5, np.int64), A_m, targets)
     assert _recorded(ist) == [(0, 2, 8), (2, 5, 8), (3, 1, 8)]
     assert targets.tolist() == [0, -7, 2, 0, -7]
-    # per-job dispatch: dispatcher 2 alone, one job, its server returned
+    # per-job dispatch: 3 jobs of dispatcher 2, one choose call each, into targets[0:3]
     ist[0, 0] = 0
-    server = _call_with(adapter, 2, 1, 9, Q, mu, ip, np.zeros(1), ist, np.zeros((1, 1)),
-                        make_rng_state(1), np.zeros(5, np.int64), A_m, targets)
-    assert server == 2 and _recorded(ist) == [(2, 1, 8)]
+    _call_with(adapter, 2, 3, 9, Q, mu, ip, np.zeros(1), ist, np.zeros((1, 1)),
+               make_rng_state(1), np.zeros(5, np.int64), A_m, targets)
+    assert _recorded(ist) == [(2, 1, 8)] * 3
+    assert targets.tolist() == [2, 2, 2, 0, -7]
 
 
 def test_batch_call_stops_after_the_first_bad_server() -> None:
@@ -220,3 +224,8 @@ def test_batch_call_stops_after_the_first_bad_server() -> None:
                    np.zeros((1, 1)), make_rng_state(1), np.zeros(5, np.int64), A_m, targets)
         assert [m for m, _, _ in _recorded(ist)] == [0, 1, 3]
         assert targets.tolist() == [1, 2, -7, bad, -7]
+    # per job: dispatcher 3's first job already gets the bad server, no second call
+    ist = np.zeros((1, 64), np.int64)
+    _call_with(adapter, 3, 4, 0, Q, mu, ip, np.zeros(1), ist, np.zeros((1, 1)),
+               make_rng_state(1), np.zeros(5, np.int64), A_m, targets)
+    assert _recorded(ist) == [(3, 1, 8)] and targets[0] == -1

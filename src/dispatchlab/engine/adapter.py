@@ -11,15 +11,18 @@ per-policy adapter ``adapter(m, jobs, t, packed)`` that unpacks them and runs th
 In batch dispatch (the default) the loop makes one adapter call a slot,
 ``adapter(EVERY_DISPATCHER, 0, t, packed)``: the adapter runs ``choose`` for every
 dispatcher m with A^m(t) > 0, in order m = 0, …, M−1, each placing its A^m(t) jobs, and
-writes the chosen servers into ``targets[m]``; the loop then places them in the same order.
+writes the chosen servers into ``targets[m]``; the loop then places them in the same
+order.
 An indirect call per dispatcher (a full prologue and epilogue, the packed fields and the
 message counters reloaded, about a quarter of a lean pod2 slot at M = 10) becomes one a
 slot. Dispatcher m's ``choose`` still sees the slot-start Q(t) and the memory and policy
 stream as left by dispatchers < m (no ``choose`` reads A(t)), so the draws are those of
 one call per dispatcher; the adapter stops after the first server outside 0 … N−1, which
 the loop reports, so no later ``choose`` runs on it. In per-job dispatch the loop calls
-``adapter(m, 1, t, packed)`` once per job, which returns the server (and writes it to
-``targets[m]`` too): the same adapter, with its one inlined copy of ``choose``.
+``adapter(m, k, t, packed)`` for dispatcher m's jobs, k at a time (k ≤ ``targets.size``):
+k calls of ``choose`` with one job each, the servers into ``targets[0 … k−1]``, which the
+loop then places one by one. Both modes go through the adapter's one inlined copy of
+``choose``.
 
 The hooks ``begin_slot``/``end_slot`` go the same way (:func:`hook_adapter`): the loop
 packs the arrays of their four tuples once per chunk (:data:`HOOK_PACKED_TYPE`, one pack
@@ -61,9 +64,10 @@ HOOK_PACKED_TYPE = types.Tuple((
 ))
 #: the adapter's ``m`` for batch dispatch: every dispatcher with arrivals, in order
 EVERY_DISPATCHER = -1
-#: adapter(m, jobs, t, packed) -> server: ``choose`` for dispatcher m placing ``jobs``
-#: jobs, or (m = EVERY_DISPATCHER) for each dispatcher placing its A^m(t) jobs, the
-#: servers into ``targets``
+#: adapter(m, jobs, t, packed) -> the last server chosen: m = EVERY_DISPATCHER, ``choose``
+#: for each dispatcher d with A^d(t) > 0 placing its A^d(t) jobs, the server into
+#: ``targets[d]``; m ≥ 0 (per-job dispatch), ``jobs`` choices of one job each by dispatcher
+#: m, into ``targets[0 … jobs − 1]``
 ADAPTER_SIGNATURE = _i64(_i64, _i64, _i64, types.voidptr)
 ADAPTER_TYPE = types.FunctionType(ADAPTER_SIGNATURE)
 #: hook adapter(t, record, packed)
@@ -152,15 +156,14 @@ def _choosing_adapter(body: Any) -> Any:
     def adapter(m, jobs, t, packed):
         Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets = _unpack_arrays(packed)
         every = m == EVERY_DISPATCHER
-        first, stop = (0, A_m.size) if every else (m, m + 1)
         target = 0
-        for d in range(first, stop):
-            placed = A_m[d] if every else jobs
+        for i in range(A_m.size if every else jobs):
+            placed = A_m[i] if every else 1
             if placed == 0:
                 continue
-            target = body(d, placed, Slot(t, Q, mu), Memory(ip, fp, ist, fst),
+            target = body(i if every else m, placed, Slot(t, Q, mu), Memory(ip, fp, ist, fst),
                           Context(rng, msg))
-            targets[d] = target
+            targets[i] = target
             if target < 0 or target >= Q.size:  # the loop stops at it: no later choose
                 break
         return target

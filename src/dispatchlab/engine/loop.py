@@ -5,8 +5,10 @@ Order of events in slot t:
   1. ``begin_slot`` hook (e.g. a periodic policy samples the queues at t = kT);
   2. arrivals A_Σ(t), split into A^m(t) among the M dispatchers;
   3. each dispatcher with A^m(t) > 0 calls ``choose`` on the slot-start state Q(t)
-     (once in batch mode, all dispatchers in one adapter call (engine.adapter) before the
-     loop places their jobs in order m = 0, …, M−1; once per job in per-job mode);
+     (once in batch mode, once per job in per-job mode), through the policy's adapter
+     (engine.adapter): every dispatcher's choice in one call (batch mode), or up to
+     TARGET_BUFFER of a dispatcher's jobs in one call (per job); the loop then places the
+     jobs in order m = 0, …, M−1;
   4. service: Q_n(t+1) = max(Q_n(t) + A_n(t) − S_n(t), 0), unused service
      U_n(t) = max(S_n(t) − Q_n(t) − A_n(t), 0), FIFO departures timed per job;
      the pooled queue q(t+1) = max(q(t) + A_Σ(t) − Σ_n S_n(t), 0) on the same draws;
@@ -101,6 +103,9 @@ TAG_START = np.int64(-1)
 # carry[CARRY_STATUS]: the chunk ran to t_stop (or stopped early for a FIFO about to fill
 # up, with CARRY_FIFO_FULL set), ΣQ passed the bound, or ``choose`` returned a bad server
 STATUS_RUNNING, STATUS_HIT_BOUND, STATUS_BAD_TARGET = range(3)
+#: per-job dispatch: the most servers one adapter call chooses (a dispatcher's jobs in a
+#: slot, that many at a time)
+TARGET_BUFFER = 32
 
 
 
@@ -901,7 +906,8 @@ class LoopState(NamedTuple):
 
     Q: np.ndarray  # Q_n(t), the queues at the start of the next slot to run
     A_m: np.ndarray  # A^m(t), the current slot's arrivals at each dispatcher
-    targets: np.ndarray  # the server each dispatcher chose in the current slot (adapter)
+    targets: np.ndarray  # the servers the adapter chose: dispatcher m's at m (batch
+    # dispatch), or those of one dispatcher's next jobs (per job); max(M, TARGET_BUFFER)
     rng: np.ndarray  # the xoshiro256++ state of the policies' draws (the policy stream)
     service_stream: np.ndarray  # the SplitMix64 state of Bernoulli service
     exogenous: np.ndarray  # the xoshiro256++ state of the arrivals and the other service
@@ -974,7 +980,8 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
     tags, wheel = new_tags(max(tag_rows, 1))
     carry[CARRY_TAG_FREE] = 0
     return LoopState(Q, np.zeros(dispatcher_p.size, np.int64),
-                     np.zeros(dispatcher_p.size, np.int64), rng, service_stream,
+                     np.zeros(max(dispatcher_p.size, TARGET_BUFFER), np.int64), rng,
+                     service_stream,
                      exogenous, work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
                      np.cumsum(dispatcher_p), *tables, tags, wheel, tag_stream)
 
@@ -1074,7 +1081,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             A[n] = 0
         herded = False
         events = 0
-        if not per_job and total > 0:  # one call: every dispatcher's choice into targets
+        if not per_job and total > 0:  # one call: every dispatcher's server into targets
             choose(EVERY_DISPATCHER, 0, t, packed)
         for m in range(M):
             jobs = A_m[m]
@@ -1082,8 +1089,13 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 continue
             calls = jobs if per_job else 1
             placed = 1 if per_job else jobs
-            for _ in range(calls):
-                target = choose(m, placed, t, packed) if per_job else targets[m]
+            k = -1 if per_job else m - 1  # the index in targets of the placement
+            for j in range(calls):
+                k += 1
+                if per_job and (j == 0 or k == targets.size):  # the next jobs' servers
+                    choose(m, min(calls - j, targets.size), t, packed)
+                    k = 0
+                target = targets[k]
                 if target < 0 or target >= N:  # a policy bug: stop before indexing with it
                     carry[CARRY_POOLED] = pooled
                     carry[CARRY_STATUS] = STATUS_BAD_TARGET

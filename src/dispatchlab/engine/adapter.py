@@ -12,17 +12,16 @@ In batch dispatch (the default) the loop makes one adapter call a slot,
 ``adapter(EVERY_DISPATCHER, 0, t, packed)``: the adapter runs ``choose`` for every
 dispatcher m with A^m(t) > 0, in order m = 0, …, M−1, each placing its A^m(t) jobs, and
 writes the chosen servers into ``targets[m]``; the loop then places them in the same
-order.
-An indirect call per dispatcher (a full prologue and epilogue, the packed fields and the
-message counters reloaded, about a quarter of a lean pod2 slot at M = 10) becomes one a
-slot. Dispatcher m's ``choose`` still sees the slot-start Q(t) and the memory and policy
+order. Dispatcher m's ``choose`` still sees the slot-start Q(t) and the memory and policy
 stream as left by dispatchers < m (no ``choose`` reads A(t)), so the draws are those of
 one call per dispatcher; the adapter stops after the first server outside 0 … N−1, which
-the loop reports, so no later ``choose`` runs on it. In per-job dispatch the loop calls
-``adapter(m, k, t, packed)`` for dispatcher m's jobs, k at a time (k ≤ ``targets.size``):
-k calls of ``choose`` with one job each, the servers into ``targets[0 … k−1]``, which the
-loop then places one by one. Both modes go through the adapter's one inlined copy of
-``choose``.
+the loop reports, so no later ``choose`` runs. In per-job dispatch the loop calls
+``adapter(m, k, t, packed)`` for dispatcher m's jobs, k ≤ 32 (``loop.TARGET_BUFFER``) at
+a time: k calls of ``choose`` with one job each, the servers into ``targets[0 … k−1]``,
+which the loop then places one by one. Both modes go through the adapter's one inlined
+copy of ``choose``. (On an AMD EPYC this measured no faster than a call per dispatcher:
+the processor already overlapped the calls with ``choose``'s own dependency chains;
+benchmarks/README.md, "One adapter call a slot".)
 
 The hooks ``begin_slot``/``end_slot`` go the same way (:func:`hook_adapter`): the loop
 packs the arrays of their four tuples once per chunk (:data:`HOOK_PACKED_TYPE`, one pack
@@ -30,8 +29,10 @@ per hook) and calls ``adapter(t, record, packed)``.
 
 The loop itself stays compiled once for every policy; each adapter is compiled (or loaded
 from numba's disk cache, keyed by the policy function's module, name, bytecode and source
-file stamp) once per policy, and costs about what compiling ``choose`` alone did.
+file stamp) once per policy, and costs about what compiling ``choose`` alone did (about
+10 % more since it loops over the dispatchers).
 """
+
 from __future__ import annotations
 
 import hashlib

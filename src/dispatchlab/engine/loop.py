@@ -104,7 +104,7 @@ TAG_START = np.int64(-1)
 # up, with CARRY_FIFO_FULL set), ΣQ passed the bound, or ``choose`` returned a bad server
 STATUS_RUNNING, STATUS_HIT_BOUND, STATUS_BAD_TARGET = range(3)
 #: per-job dispatch: the most servers one adapter call chooses (a dispatcher's jobs in a
-#: slot, that many at a time)
+#: slot, that many at a time; a power of 2, so that the index into them is a mask)
 TARGET_BUFFER = 32
 
 
@@ -1089,12 +1089,10 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 continue
             calls = jobs if per_job else 1
             placed = 1 if per_job else jobs
-            k = -1 if per_job else m - 1  # the index in targets of the placement
             for j in range(calls):
-                k += 1
-                if per_job and (j == 0 or k == targets.size):  # the next jobs' servers
-                    choose(m, min(calls - j, targets.size), t, packed)
-                    k = 0
+                k = j % TARGET_BUFFER if per_job else m  # the placement's entry in targets
+                if per_job and k == 0:  # the servers of its next TARGET_BUFFER jobs
+                    choose(m, min(calls - j, TARGET_BUFFER), t, packed)
                 target = targets[k]
                 if target < 0 or target >= N:  # a policy bug: stop before indexing with it
                     carry[CARRY_POOLED] = pooled

@@ -981,9 +981,9 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
     carry[CARRY_TAG_FREE] = 0
     return LoopState(Q, np.zeros(dispatcher_p.size, np.int64),
                      np.zeros(max(dispatcher_p.size, TARGET_BUFFER), np.int64), rng,
-                     service_stream,
-                     exogenous, work, carry, pool, tails, pool_free, bernoulli_thresholds(mu),
-                     np.cumsum(dispatcher_p), *tables, tags, wheel, tag_stream)
+                     service_stream, exogenous, work, carry, pool, tails, pool_free,
+                     bernoulli_thresholds(mu), np.cumsum(dispatcher_p), *tables, tags, wheel,
+                     tag_stream)
 
 
 def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,

@@ -84,12 +84,13 @@ def _block_and_scan_picks(values, index, writes, levels, rng_writes, rng_a, rng_
 
 
 @pytest.mark.parametrize("servers, levels", [(64, 2), (100, 3), (1000, 2), (1000, 40),
-                                             (4097, 5), (10_000, 2), (40_000, 3)])
+                                             (4097, 5), (10_000, 2), (40_000, 3),
+                                             (300_000, 2)])
 def test_block_minima_pick_like_the_scan(servers, levels):
     """Random writes (few levels: many ties, blocks and groups whose last minimiser rises,
-    a partial last block and group): the block index picks the scan's server with the
-    scan's draws, and its rows stay the exact (min, count) of every block and group that
-    is not marked dirty."""
+    a partial last block and group, blocks of 64 at N = 3·10⁵): the block index picks the
+    scan's server with the scan's draws, and its rows stay the exact (min, count) of every
+    group and (min, minimisers' mask) of every block that is not marked for recomputing."""
     values = np.zeros(servers, np.int64)
     index = new_block_rows(servers, 1, servers)[0]
     picks = _block_and_scan_picks(values, index, 3_000, levels, make_rng_state(1),
@@ -99,13 +100,18 @@ def test_block_minima_pick_like_the_scan(servers, levels):
     group_size = size << group_shift(servers)
     assert (index[0], index[2]) == (block_shift(servers), group_shift(servers))
     assert index[1] == -(-servers // size) and index[3] == -(-servers // group_size)
-    pairs = [(HEADER, group_size, index[3]), (HEADER + 2 * index[3], size, index[1])]
-    for first, width, count in pairs:
-        for k in range(count):
-            part = values[k * width:(k + 1) * width]
-            if index[first + 2 * k + 1] != -1:
-                assert (index[first + 2 * k], index[first + 2 * k + 1]) == (
-                    part.min(), (part == part.min()).sum())
+    for j in range(index[3]):
+        part = values[j * group_size:(j + 1) * group_size]
+        if index[HEADER + 2 * j + 1] != -1:
+            assert (index[HEADER + 2 * j], index[HEADER + 2 * j + 1]) == (
+                part.min(), (part == part.min()).sum())
+    first = HEADER + 2 * index[3]
+    for k in range(index[1]):
+        part = values[k * size:(k + 1) * size]
+        if index[first + 2 * k + 1] != 0:
+            mask = sum(1 << int(i) for i in np.flatnonzero(part == part.min()))
+            assert (index[first + 2 * k], int(index[first + 2 * k + 1]) % 2**64) == (
+                part.min(), mask)
 
 
 @njit(cache=True)
@@ -232,3 +238,4 @@ def test_jba_plain_and_weighted_runs_agree_with_the_scan_statistically(dispatche
                                       p=0.2), slots=20_000, seed=3, replications=4,
                     track_delay=False)
     assert fast.ci_low <= scan.ci_high and scan.ci_low <= fast.ci_high
+

@@ -10,9 +10,9 @@ from numba import njit
 from scipy import stats
 
 from dispatchlab import System, simulate
-from dispatchlab.compiled.argmin import argmin_random_ties
-from dispatchlab.compiled.rng import make_rng_state, randint
-from dispatchlab.engine.alias import alias_table
+from dispatchlab.compiled.argmin import argmin_random_ties, shorter_of_two
+from dispatchlab.compiled.rng import make_rng_state, randint, sample_distinct_row
+from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.policies.led import LEDPolicy
 from dispatchlab.policies.led.layout import INDEX_BLOCKS, INDEX_SUM, write_estimate
 from dispatchlab.policies.led.min_blocks import (
@@ -36,10 +36,12 @@ from dispatchlab.policies.led.min_tree import (
     write_through,
 )
 from dispatchlab.policies.led.strategies import (
+    alias_step,
     builtin_strategy,
     l_jba_pick,
     l_jba_pick_by_sum,
     l_jsq,
+    pod_pair,
 )
 
 
@@ -239,3 +241,56 @@ def test_jba_plain_and_weighted_runs_agree_with_the_scan_statistically(dispatche
                     track_delay=False)
     assert fast.ci_low <= scan.ci_high and scan.ci_low <= fast.ci_high
 
+
+@njit(cache=True)
+def _pod_pairs_peeked_and_drawn(rng, n, choices):
+    """``choices`` L-Pod choices in a row: the pairs :func:`pod_pair` peeks from a copy of
+    the state, and those Floyd's sampler draws (then the tie-break draw) from the stream,
+    with the state left by shorter_of_two on a third copy."""
+    peeked = np.zeros((choices, 2), np.int64)
+    drawn = np.zeros((choices, 2), np.int64)
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    compared = rng.copy()
+    table = np.zeros((1, 2), np.int64)
+    values = np.zeros(n, np.int64)
+    for c in range(choices):
+        first, second, s0, s1, s2, s3 = pod_pair(s0, s1, s2, s3, np.uint64(n))
+        peeked[c] = first, second
+        sample_distinct_row(rng, n, 2, table, 0)
+        randint(rng, 2)
+        drawn[c] = table[0]
+        shorter_of_two(values, compared)
+    return peeked, drawn, np.array([s0, s1, s2, s3]), compared
+
+
+@pytest.mark.parametrize("servers", [2, 3, 10, 10_000])
+def test_pod_lookahead_peeks_the_next_choices_pairs(servers):
+    """The pairs an L-Pod choice prefetches for the next dispatchers are the pairs they
+    compare: Floyd's draw (shorter_of_two's), and the state after each peeked choice is the
+    state shorter_of_two leaves."""
+    rng = make_rng_state(5)
+    peeked, drawn, state, compared = _pod_pairs_peeked_and_drawn(rng, servers, 500)
+    assert (peeked == drawn).all()
+    assert (state == compared).all() and (state == rng).all()
+    assert (peeked[:, 0] != peeked[:, 1]).all()
+
+
+@njit(cache=True)
+def _alias_peeked_and_drawn(rng, table, draws):
+    peeked = np.zeros(draws, np.int64)
+    drawn = np.zeros(draws, np.int64)
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    for i in range(draws):
+        peeked[i], s0, s1, s2, s3 = alias_step(s0, s1, s2, s3, table)
+        drawn[i] = alias_draw(rng, table)
+    return peeked, drawn, np.array([s0, s1, s2, s3])
+
+
+def test_jba_lookahead_peeks_the_next_alias_draws():
+    """The servers an L-JBA choice prefetches for the next dispatcher are its next alias
+    draws, and peeking leaves the state where the draws leave it."""
+    rng = make_rng_state(9)
+    table = alias_table(np.array([0.2] * 7 + [0.6] * 5 + [1.3]))
+    peeked, drawn, state = _alias_peeked_and_drawn(rng, table, 2_000)
+    assert (peeked == drawn).all() and (state == rng).all()
+    assert len(set(drawn.tolist())) == 13

@@ -45,6 +45,7 @@ from dispatchlab.policies.led.layout import (
     TRIGGER_SLOT,
     UPDATE_PULL,
     UPDATE_PUSH,
+    dispatchers,
     estimate_index,
     estimates,
     increments,
@@ -79,6 +80,8 @@ from dispatchlab.policies.led.strategies import (
     l_jba_pick_by_sum,
     l_jsq_pick,
     l_pod_pick,
+    prefetch_next_jba_draws,
+    prefetch_next_pod_pairs,
 )
 from dispatchlab.policies.led.updates import (
     DIAG_ERROR_SAMPLES,
@@ -206,12 +209,16 @@ def _scan_choice(own, code, kind, m, slot, memory, ctx):
             # the plain average from the kept sum, alias draws ∝ μ (same law as the scan)
             target = l_jba_pick_by_sum(own, estimate_index(memory, m)[0], slot.mu,
                                        rate_alias_table(memory), ctx.rng)
+            prefetch_next_jba_draws(memory.ist, m, dispatchers(memory), ctx.rng,
+                                    rate_alias_table(memory))
         else:
             target = l_jba_pick(own, slot.mu, ctx.rng,
                                 strategy_params(memory)[0] == JBA_WEIGHTED)
     else:
-        target = l_pod_pick(own, ctx.rng, np.int64(strategy_params(memory)[0]), memory.ist,
-                            strategy_scratch_row(memory))
+        d = np.int64(strategy_params(memory)[0])
+        target = l_pod_pick(own, ctx.rng, d, memory.ist, strategy_scratch_row(memory))
+        if d == 2:
+            prefetch_next_pod_pairs(memory.ist, m, dispatchers(memory), ctx.rng)
     return target
 
 

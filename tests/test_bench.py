@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -541,6 +542,49 @@ def test_scaling_benchmark_quick_runs_and_prints_well_formed_cells(
     assert main(["bench", "--scaling", "--quick", "--family", "rand"]) == 0
     err = capsys.readouterr().err
     assert "rand N=1000 M=10:" in err and "ratio" in err
+
+
+def test_scaling_benchmark_runs_the_grid_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    """--servers and --dispatchers replace the grid (the paired M = 1 / M = 100 cells of
+    benchmarks/README.md's scaling table are a CLI line)."""
+    rows = _rows(capsys, ["bench", "--scaling", "--quick", "--family", "rand", "--servers",
+                          "200", "--dispatchers", "3", "--dispatchers", "1", "--repeat", "2",
+                          "--json"])
+    assert [(r["servers"], r["dispatchers"], r["round"]) for r in rows] == [
+        (200, 3, 0), (200, 1, 0), (200, 3, 1), (200, 1, 1)]
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--no-refsim", "--servers", "100"], "servers"),
+    (["--no-refsim", "--dispatchers", "1"], "dispatchers"),
+    (["--scaling", "--servers", "1"], "servers"),
+    (["--scaling", "--servers", "1000001"], "servers"),
+    (["--scaling", "--servers", "abc"], "servers"),
+    (["--scaling", "--servers", "1e4"], "servers"),
+    (["--scaling", "--dispatchers", "0"], "dispatchers"),
+    (["--scaling", "--dispatchers", "1001"], "dispatchers"),
+    (["--scaling", "--dispatchers", "1", "--dispatchers", "1"], "dispatchers"),
+])
+def test_scaling_grid_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                field: str) -> None:
+    """A grid value out of range, not an integer, repeated, or given without --scaling: one
+    error line naming the option, exit 2, nothing run."""
+    assert main(["bench", "--family", "rand", *argv]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith(f"error: {field}:") and "\n" not in err and captured.out == ""
+
+
+@pytest.mark.parametrize("keyword, value", [
+    ("servers", [True]), ("servers", "100"), ("servers", 100), ("servers", [100.0]),
+    ("dispatchers", [1, 1]), ("dispatchers", [0]), ("jobs", True), ("jobs", 2.5)])
+def test_run_scaling_refuses_a_bad_grid(keyword: str, value: Any) -> None:
+    """The Python API validates the grid as the CLI does: no bool as an integer, no string
+    as a list of numbers."""
+    from dispatchlab.bench import scaling as bench_scaling
+
+    with pytest.raises(ValidationError, match=keyword):
+        bench_scaling.run_scaling(["rand"], quick=True, **{keyword: value})
 
 
 def test_scaling_benchmark_refuses_an_unknown_family() -> None:

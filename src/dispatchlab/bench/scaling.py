@@ -47,6 +47,10 @@ CELL_BUDGET_SECONDS = 20.0  # a cell runs at most about this long (CPU seconds)
 LOAD = 0.9
 SEED = 11
 RATIO_SERVERS = 10_000  # where cost(M = max)/cost(M = 1) is read
+#: the largest N and M a grid may ask for (the grid's largest cell, 10⁵ × 100, takes 0.2 GB
+#: of LED estimates; 10⁶ × 1000 would take 16 GB)
+MAX_SERVERS = 1_000_000
+MAX_DISPATCHERS = 1_000
 
 
 @dataclass(frozen=True)
@@ -167,14 +171,12 @@ def run_scaling(families: Sequence[str] | None = None, *, quick: bool = False,
                 on_cell: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Time every selected family on the (N, M) grid ``repeat`` times; one dict per
     measurement, its ``round`` in 0 … repeat − 1 (see the module's docstring)."""
-    grid_n = tuple(servers or (QUICK_SERVERS if quick else SCALING_SERVERS))
-    grid_m = tuple(dispatchers or (QUICK_DISPATCHERS if quick else SCALING_DISPATCHERS))
+    grid_n = _grid(servers, QUICK_SERVERS if quick else SCALING_SERVERS, "servers", "N", 2,
+                   MAX_SERVERS)
+    grid_m = _grid(dispatchers, QUICK_DISPATCHERS if quick else SCALING_DISPATCHERS,
+                   "dispatchers", "M", 1, MAX_DISPATCHERS)
     jobs = jobs or (QUICK_JOBS if quick else SCALING_JOBS)
-    require(all(isinstance(n, int) and n >= 2 for n in grid_n), "servers",
-            f"every N must be an integer ≥ 2 (got {grid_n})")
-    require(all(isinstance(m, int) and m >= 1 for m in grid_m), "dispatchers",
-            f"every M must be an integer ≥ 1 (got {grid_m})")
-    require(isinstance(jobs, int) and jobs >= 1, "jobs", f"must be ≥ 1 (got {jobs!r})")
+    require(type(jobs) is int and jobs >= 1, "jobs", f"must be an integer ≥ 1 (got {jobs!r})")
     require(isinstance(repeat, int) and repeat >= 1, "repeat",
             f"must be an integer ≥ 1 (got {repeat!r})")
     cells = []
@@ -188,6 +190,23 @@ def run_scaling(families: Sequence[str] | None = None, *, quick: bool = False,
                     if on_cell is not None:
                         on_cell(cell)
     return cells
+
+
+def _grid(values: Sequence[int] | None, default: Sequence[int], field: str, symbol: str,
+          low: int, high: int) -> tuple[int, ...]:
+    """The grid's values of N or M: ``default`` when ``values`` is None or empty, else each
+    an integer (not a bool) in [low, high], each once."""
+    require(values is None or isinstance(values, Sequence) and not isinstance(values, str),
+            field, f"a list of integers (got {values!r})")
+    if not values:
+        return tuple(default)
+    grid = tuple(values)
+    require(all(type(v) is int and low <= v <= high for v in grid), field,
+            f"every {symbol} must be an integer between {low} and {high:,} (got "
+            f"{', '.join(map(repr, grid))})")
+    require(len(set(grid)) == len(grid), field,
+            f"each {symbol} once (got {', '.join(map(str, grid))})")
+    return grid
 
 
 def median_cells(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

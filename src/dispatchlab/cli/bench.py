@@ -20,6 +20,7 @@ from dispatchlab.bench.workloads import (
     to_json,
 )
 from dispatchlab.cli.app import app
+from dispatchlab.core.errors import require
 
 SCALING_FAMILIES_HELP = "scaling: policy family to run (repeatable; default all; see README)"
 
@@ -81,6 +82,12 @@ def bench(
     quick: Annotated[bool, typer.Option(
         "--quick", help="scaling: a small grid (N ∈ {100, 1000}, M ∈ {1, 10}), seconds")] = False,
     family: Annotated[list[str] | None, typer.Option(help=SCALING_FAMILIES_HELP)] = None,
+    servers: Annotated[list[int] | None, typer.Option(
+        help="scaling: N of the grid (repeatable; default 10², 10³, 10⁴, 10⁵)",
+        show_default=False)] = None,
+    dispatchers: Annotated[list[int] | None, typer.Option(
+        help="scaling: M of the grid (repeatable; default 1, 10, 100)",
+        show_default=False)] = None,
 ) -> None:
     """Run the standard benchmark workloads single-threaded (after a compile run) and
     compare speed and mean ΣQ with the C reference simulator refsim in the same run.
@@ -91,8 +98,11 @@ def bench(
     if scaling:
         from dispatchlab.cli.bench_scaling import show_scaling
 
-        show_scaling(family, quick=quick, json_output=json_output, repeat=repeat)
+        show_scaling(family, quick=quick, json_output=json_output, repeat=repeat,
+                     servers=servers, dispatchers=dispatchers)
         return
+    for name, given in (("servers", servers), ("dispatchers", dispatchers)):
+        require(given is None, name, "only with --scaling (the grid of the scaling benchmark)")
     console = Console(stderr=not json_output)
     use: Path | bool = False if no_refsim else (refsim if refsim is not None else True)
 

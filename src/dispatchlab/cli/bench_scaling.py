@@ -59,9 +59,10 @@ def ratio_table(cells: Sequence[dict[str, Any]]) -> Table:
 
 
 def show_scaling(families: Sequence[str] | None, *, quick: bool, json_output: bool,
-                 repeat: int = 1) -> None:
-    """Run the scaling benchmark; print JSON lines (one per measurement), or the tables at
-    the end."""
+                 repeat: int = 1, servers: Sequence[int] | None = None,
+                 dispatchers: Sequence[int] | None = None) -> None:
+    """Run the scaling benchmark (on the grid ``servers`` × ``dispatchers`` when given);
+    print JSON lines (one per measurement), or the tables at the end."""
     from dispatchlab.bench.scaling import relative_cost, run_scaling  # simulate: numba
 
     console = Console(stderr=not json_output)
@@ -75,7 +76,8 @@ def show_scaling(families: Sequence[str] | None, *, quick: bool, json_output: bo
             console.print(f"[dim]{cell['family']} N={cell['servers']} M={cell['dispatchers']}: "
                           f"{cell['ns_per_job']:,.0f} ns/job[/dim]")
 
-    cells = run_scaling(families, quick=quick, repeat=repeat, on_cell=show)
+    cells = run_scaling(families, quick=quick, servers=servers, dispatchers=dispatchers,
+                        repeat=repeat, on_cell=show)
     if json_output or not cells:
         return
     console.width = max(console.width, TABLE_WIDTH)

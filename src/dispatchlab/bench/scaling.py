@@ -47,8 +47,9 @@ CELL_BUDGET_SECONDS = 20.0  # a cell runs at most about this long (CPU seconds)
 LOAD = 0.9
 SEED = 11
 RATIO_SERVERS = 10_000  # where cost(M = max)/cost(M = 1) is read
-#: the largest N and M a grid may ask for (the grid's largest cell, 10⁵ × 100, takes 0.2 GB
-#: of LED estimates; 10⁶ × 1000 would take 16 GB)
+#: the largest N and M a grid may ask for, ten times the default grid's (a cell whose memory
+#: does not fit, LED's M·N estimates at 10⁶ × 1000: 16 GB, is refused by the policy's own
+#: guard, core.ram)
 MAX_SERVERS = 1_000_000
 MAX_DISPATCHERS = 1_000
 

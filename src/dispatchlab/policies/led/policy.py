@@ -188,7 +188,7 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
         if value >= 0:
             write_through(own, index, target, current, value)
         return target
-    target = _scan_choice(own, code, kind, m, slot, memory, ctx)
+    target = _scan_choice(own, code, kind, m, jobs, slot, memory, ctx)
     value = estimate_after_send(m, target, jobs, UNREAD, slot, memory, ctx)
     if value >= 0:
         write_estimate(own, estimate_index(memory, m), kind, target, value)
@@ -196,8 +196,10 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
 
 
 @njit(inline="always", cache=True)
-def _scan_choice(own, code, kind, m, slot, memory, ctx):
-    """The built-in strategies' choice other than L-JSQ's on a min tree."""
+def _scan_choice(own, code, kind, m, jobs, slot, memory, ctx):
+    """The built-in strategies' choice other than L-JSQ's on a min tree. A choice of
+    several jobs (batch mode) prefetches what the next dispatchers' choices will read
+    (L-JBA, L-Pod): in per-job mode (one job a call) the next call is usually m's own."""
     if code == CODE_JSQ:
         # the block minima when the kernel built them; the scan otherwise (same draw)
         if kind == INDEX_BLOCKS:
@@ -209,15 +211,16 @@ def _scan_choice(own, code, kind, m, slot, memory, ctx):
             # the plain average from the kept sum, alias draws ∝ μ (same law as the scan)
             target = l_jba_pick_by_sum(own, estimate_index(memory, m)[0], slot.mu,
                                        rate_alias_table(memory), ctx.rng)
-            prefetch_next_jba_draws(memory.ist, m, dispatchers(memory), ctx.rng,
-                                    rate_alias_table(memory))
+            if jobs > 1:
+                prefetch_next_jba_draws(memory.ist, m, dispatchers(memory), ctx.rng,
+                                        rate_alias_table(memory))
         else:
             target = l_jba_pick(own, slot.mu, ctx.rng,
                                 strategy_params(memory)[0] == JBA_WEIGHTED)
     else:
         d = np.int64(strategy_params(memory)[0])
         target = l_pod_pick(own, ctx.rng, d, memory.ist, strategy_scratch_row(memory))
-        if d == 2:
+        if d == 2 and jobs > 1:
             prefetch_next_pod_pairs(memory.ist, m, dispatchers(memory), ctx.rng)
     return target
 

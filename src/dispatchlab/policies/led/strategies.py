@@ -189,9 +189,9 @@ def prefetch_next_pod_pairs(table, m, dispatchers, rng):
     POD_LOOKAHEAD (rows of ``table``, N wide) will compare, the engine asking them next in
     a batch slot. Their servers are the next draws of the policy's stream
     (:func:`pod_pair`), computed on a copy of the state: the stream is left as it is. A
-    hint only: when other draws come between (per-job mode, a dispatcher without jobs),
-    the lines fetched are merely useless. With M rows out of cache (M = 100, N = 10⁴)
-    those two loads were nine tenths of a choice's time."""
+    hint only: when other draws come between (a dispatcher without jobs, per-job mode,
+    where the caller skips it), the lines fetched are merely useless. With M rows out of
+    cache (M = 100, N = 10⁴) those two loads were nine tenths of a choice's time."""
     width = table.shape[1]
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     for ahead in range(1, POD_LOOKAHEAD + 1):

@@ -10,7 +10,7 @@ policy parameter at its default. The figure is ns per job = CPU seconds / jobs a
 (the difference between that run and a 20-slot probe, see :func:`time_cell`).
 
 Two summaries come with the table: cost(M = 100)/cost(M = 1) at N = 10⁴ for every family
-(issue target: ≤ 3), and ``pi-jsq``/``jsq`` at every (N, M) (target: ≤ 2).
+(target: ≤ 2 since issue 26; ≤ 3 before), and ``pi-jsq``/``jsq`` at every (N, M) (target: ≤ 2).
 Absolute figures move with the machine's load; compare ratios from one run. With
 ``repeat`` > 1 every cell is measured that many times, the cells of one N in rounds (all
 its M, then all its M again), so that the two costs of a ratio are measured back to back:

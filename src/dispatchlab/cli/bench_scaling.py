@@ -49,7 +49,7 @@ def ratio_table(cells: Sequence[dict[str, Any]]) -> Table:
     servers = (RATIO_SERVERS if any(c["servers"] == RATIO_SERVERS for c in cells)
                else max(c["servers"] for c in cells))
     top = max(c["dispatchers"] for c in cells)
-    table = Table(title=f"cost(M = {top}) / cost(M = 1) at N = {servers:g} (target ≤ 3)")
+    table = Table(title=f"cost(M = {top}) / cost(M = 1) at N = {servers:g} (target ≤ 2)")
     table.add_column("family", no_wrap=True)
     table.add_column("ratio", justify="right")
     table.add_column("rounds' range", justify="right")

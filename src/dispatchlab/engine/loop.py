@@ -96,7 +96,7 @@ CARRY_BAD_SLOT = 5
 # free row of the tag table (−1: none)
 CARRY_TAG_COUNT, CARRY_TAG_SKIP, CARRY_TAGS_FULL, CARRY_TAG_FREE = 6, 7, 8, 9
 N_CARRY = 10
-#: CARRY_TAG_SKIP when nothing is tagged (never reached: the loop only subtracts from it)
+#: CARRY_TAG_SKIP when nothing is tagged (the loop leaves it alone then)
 NO_TAGS = np.int64(2**62)
 #: CARRY_TAG_SKIP of a tagged run before its first tag: the first gap is still to draw
 TAG_START = np.int64(-1)

@@ -102,19 +102,28 @@ def shortest_of_row(values, table, row, d, rng):
 
 
 @njit(inline="always", cache=True)
+def pair_draws(s0, s1, s2, s3, n):
+    """The two distinct servers of Floyd's sample (d = 2) on N = ``n`` (uint64) servers,
+    drawn from the random state (s0, s1, s2, s3) held in registers: (first, second, s0,
+    s1, s2, s3 after the two draws). :func:`shorter_of_two` compares them; a look-ahead
+    (policies.led.strategies.pod_pair) peeks at them on a copy of the state."""
+    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+    first = np.int64(((bits >> np.uint64(32)) * (n - np.uint64(1))) >> np.uint64(32))
+    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
+    second = np.int64(((bits >> np.uint64(32)) * n) >> np.uint64(32))
+    second = select_unpredictable(second == first, np.int64(n - np.uint64(1)), second)
+    return first, second, s0, s1, s2, s3
+
+
+@njit(inline="always", cache=True)
 def shorter_of_two(values, rng):
     """Po-2 on ``values`` (the queues Q, or an LED dispatcher's estimates Q̃^m): exactly the
     draws and the answer of ``sample_distinct_row`` (Floyd, d = 2) then
     ``shortest_of_row``, with the random state kept in registers and no sample written to
     memory (stores there could alias the state, so it was reloaded and
     stored on each of the three draws)."""
-    n = np.uint64(values.size)
-    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-    first = np.int64(((bits >> np.uint64(32)) * (n - np.uint64(1))) >> np.uint64(32))
-    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-    second = np.int64(((bits >> np.uint64(32)) * n) >> np.uint64(32))
-    second = select_unpredictable(second == first, np.int64(n - np.uint64(1)), second)
+    first, second, s0, s1, s2, s3 = pair_draws(rng[0], rng[1], rng[2], rng[3],
+                                               np.uint64(values.size))
     best = values[first]
     v = values[second]
     tie = v == best

@@ -63,10 +63,17 @@ def alias_table(weights: np.ndarray) -> np.ndarray:
 
 
 @njit(inline="always", cache=True)
-def alias_draw(rng, table):
-    """Index i with probability ∝ its weight, from the table of :func:`alias_table`."""
+def alias_index(bits, table):
+    """The index that the 64-bit random output ``bits`` draws from the table of
+    :func:`alias_table` (with probability ∝ its weight)."""
     n = table.size >> 1
-    x = np.float64(next_u64(rng) >> np.uint64(11)) * INV_2_53 * n
+    x = np.float64(bits >> np.uint64(11)) * INV_2_53 * n
     i = min(np.int64(x), n - 1)
     keep = x - i < table[2 * i]
     return select_unpredictable(keep, i, np.int64(table[2 * i + 1]))
+
+
+@njit(inline="always", cache=True)
+def alias_draw(rng, table):
+    """Index i with probability ∝ its weight, from the table of :func:`alias_table`."""
+    return alias_index(next_u64(rng), table)

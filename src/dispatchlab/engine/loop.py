@@ -616,10 +616,11 @@ def _wake_slot(t, remaining, most):
 
 
 @njit(inline="always", cache=True)
-def _wait(row, wake, t, tags, wheel):
-    """Put tag ``row`` in the wheel's list of slot ``wake`` (> t − 1), or of slot
-    t − 1 + TAG_WHEEL if that comes first."""
-    slot = min(wake, t - 1 + wheel.size)
+def _wait(row, wake, latest, tags, wheel):
+    """Put tag ``row`` in the wheel's list of slot ``wake``, or of slot ``latest`` if that
+    comes first: the wheel's lists are those of the TAG_WHEEL slots from the next one to be
+    looked at, and ``latest`` is the last of them."""
+    slot = min(wake, latest)
     bucket = slot & (wheel.size - 1)
     tags[row, TAG_NEXT] = wheel[bucket]
     wheel[bucket] = row
@@ -647,7 +648,8 @@ def _tag_jobs(target, placed, ahead, arrived, t, most, probability, tags, wheel,
             tags[row, TAG_MARK] = arrived + skip + 1
             tags[row, TAG_ARRIVED] = t
             # ahead + skip + 1 departures to come from slot t on
-            _wait(row, _wake_slot(t - 1, ahead + skip + 1, most), t, tags, wheel)
+            _wait(row, _wake_slot(t - 1, ahead + skip + 1, most), t - 1 + wheel.size,
+                  tags, wheel)
             count += 1
         else:  # cannot happen while a slot tags fewer than half the table (run_once says)
             counters[TAGS_DROPPED] += 1
@@ -680,7 +682,7 @@ def _follow_tags(Q, arrived_on, t, most, tags, wheel, carry, delay_hist, moments
             tags[row, TAG_NEXT] = free
             free = row
         else:
-            _wait(row, _wake_slot(t, remaining, most), t + 1, tags, wheel)
+            _wait(row, _wake_slot(t, remaining, most), t + wheel.size, tags, wheel)
         row = following
     carry[CARRY_TAG_COUNT] = count
     carry[CARRY_TAG_FREE] = free

@@ -36,18 +36,17 @@ import numpy as np
 from numba import njit
 from numba.core.registry import CPUDispatcher
 
-from dispatchlab.compiled.argmin import argmin_random_ties, shorter_of_two, shortest_of_row
-from dispatchlab.compiled.prefetch import prefetch
-from dispatchlab.compiled.rng import (
-    INV_2_53,
-    randint,
-    sample_distinct_row,
-    uniform,
-    xoshiro_step,
+from dispatchlab.compiled.argmin import (
+    argmin_random_ties,
+    pair_draws,
+    shorter_of_two,
+    shortest_of_row,
 )
+from dispatchlab.compiled.prefetch import prefetch
+from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform, xoshiro_step
 from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.engine.alias import alias_draw
+from dispatchlab.engine.alias import alias_draw, alias_index
 from dispatchlab.engine.interface import compiled, lazy_function
 from dispatchlab.policies.base import cache_allowed
 
@@ -174,11 +173,7 @@ def pod_pair(s0, s1, s2, s3, n):
     """The two servers :func:`~dispatchlab.compiled.argmin.shorter_of_two` compares when
     it starts from the random state (s0, s1, s2, s3) on N = ``n`` servers, and the state
     after its three draws: (first, second, s0, s1, s2, s3)."""
-    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-    first = np.int64(((bits >> np.uint64(32)) * (n - np.uint64(1))) >> np.uint64(32))
-    bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-    second = np.int64(((bits >> np.uint64(32)) * n) >> np.uint64(32))
-    second = np.int64(n - np.uint64(1)) if second == first else second
+    first, second, s0, s1, s2, s3 = pair_draws(s0, s1, s2, s3, n)
     bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)  # (its tie-break)
     return first, second, s0, s1, s2, s3
 
@@ -207,10 +202,7 @@ def alias_step(s0, s1, s2, s3, alias):
     """:func:`~dispatchlab.engine.alias.alias_draw` from the random state (s0, s1, s2, s3):
     (its index, s0, s1, s2, s3 after the draw)."""
     bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-    n = alias.size >> 1
-    x = np.float64(bits >> np.uint64(11)) * INV_2_53 * n
-    i = min(np.int64(x), n - 1)
-    return (i if x - i < alias[2 * i] else np.int64(alias[2 * i + 1])), s0, s1, s2, s3
+    return alias_index(bits, alias), s0, s1, s2, s3
 
 
 @njit(inline="always", cache=True)

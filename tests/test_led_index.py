@@ -41,6 +41,7 @@ from dispatchlab.policies.led.strategies import (
     l_jba_pick,
     l_jba_pick_by_sum,
     l_jsq,
+    l_pod,
     pod_pair,
 )
 
@@ -294,3 +295,31 @@ def test_jba_lookahead_peeks_the_next_alias_draws():
     peeked, drawn, state = _alias_peeked_and_drawn(rng, table, 2_000)
     assert (peeked == drawn).all() and (state == rng).all()
     assert len(set(drawn.tolist())) == 13
+
+
+@pytest.mark.parametrize("options, specialised", [
+    ({"pod_d": 2}, True),
+    ({"pod_d": 3, "update": "pull"}, True),
+    ({"pod_d": 1, "trigger": "arrival"}, True),
+    ({"pod_d": 2, "increment": True}, False),
+    ({"pod_d": 2, "learn_on_send": True}, False),
+])
+@pytest.mark.parametrize("dispatch", ["batch", "per_job"])
+def test_pod_choose_draws_like_the_plugin(options, specialised, dispatch):
+    """L-Pod without the LSQ options runs its own ``choose`` (no tests of the strategy or
+    the options per call); it and the general one consume the plug-in l_pod's random
+    numbers: identical trajectories, diagnostics and messages."""
+    from dispatchlab.policies.led.policy import _builtin_choose, _pod_choose
+
+    system = System.build("20x0.3", load=0.9, dispatchers=4, dispatch=dispatch)
+    builtin = LEDPolicy(strategy="pod", p=0.2, **options)
+    chosen = builtin.kernel(system).choose
+    assert chosen is (_pod_choose if specialised else _builtin_choose)
+    plugin = LEDPolicy(strategy=l_pod, strategy_params=(options["pod_d"],), p=0.2,
+                       **{k: v for k, v in options.items() if k != "pod_d"})
+    ran = [simulate(system, policy, slots=3_000, seed=4, track_delay=False)
+           for policy in (builtin, plugin)]
+    for field in ("jobs_departed", "jobs_in_system", "mean_total_queue", "herding_fraction",
+                  "messages_by_kind"):
+        assert getattr(ran[0], field) == getattr(ran[1], field)
+    assert ran[0].diagnostics == ran[1].diagnostics

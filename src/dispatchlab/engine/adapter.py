@@ -39,6 +39,7 @@ import hashlib
 import re
 from typing import Any
 
+from llvmlite import ir
 from numba import errors, njit, types
 from numba.core import cgutils
 from numba.core.caching import FunctionCache
@@ -150,12 +151,51 @@ def _is_cached(function: Any) -> bool:
             and function.py_func.__closure__ is None)
 
 
+@intrinsic
+def _stack_words(typingctx, like):
+    """An uninitialised uint64 array shaped as ``like`` (a policy stream, 4 words) in the
+    caller's stack frame (its entry block), with no owner: valid until the caller returns."""
+    if like != types.uint64[::1]:
+        return None
+
+    def codegen(context, builder, signature, args):
+        words = cgutils.alloca_once(builder, ir.IntType(64), size=POLICY_STREAM_WORDS)
+        array = context.make_array(signature.return_type)(context, builder)
+        context.populate_array(
+            array, data=words,
+            shape=cgutils.pack_array(builder, [context.get_constant(_i64,
+                                                                    POLICY_STREAM_WORDS)]),
+            strides=cgutils.pack_array(builder, [context.get_constant(_i64, 8)]),
+            itemsize=context.get_constant(_i64, 8), meminfo=None)
+        return array._getvalue()
+
+    return like(like), codegen
+
+
+#: the words of the policy stream's state (xoshiro256++)
+POLICY_STREAM_WORDS = 4
+
+
+@njit(inline="always", cache=True)
+def _copy_words(source, destination):
+    for k in range(POLICY_STREAM_WORDS):
+        destination[k] = source[k]
+
+
 def _choosing_adapter(body: Any) -> Any:
     """The adapter (:data:`ADAPTER_SIGNATURE`) that runs ``body``, ``choose`` inlined or
-    compiled on its own: one call site, serving both dispatch modes."""
+    compiled on its own: one call site, serving both dispatch modes.
+
+    The choices draw from a copy of the policy stream's state on the adapter's stack,
+    copied back at the end: the compiler keeps it in registers across the dispatchers
+    (the run's ``rng`` array might alias ``targets`` and the policy's arrays, so each
+    store to those made it store and reload the state between one choice and the next).
+    The draws are the same."""
 
     def adapter(m, jobs, t, packed):
         Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets = _unpack_arrays(packed)
+        state = _stack_words(rng)
+        _copy_words(rng, state)
         every = m == EVERY_DISPATCHER
         target = 0
         for i in range(A_m.size if every else jobs):
@@ -163,10 +203,11 @@ def _choosing_adapter(body: Any) -> Any:
             if placed == 0:
                 continue
             target = body(i if every else m, placed, Slot(t, Q, mu), Memory(ip, fp, ist, fst),
-                          Context(rng, msg))
+                          Context(state, msg))
             targets[i] = target
             if target < 0 or target >= Q.size:  # the loop stops at it: no later choose
                 break
+        _copy_words(state, rng)
         return target
 
     return adapter

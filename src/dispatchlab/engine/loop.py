@@ -658,6 +658,34 @@ def _tag_jobs(target, placed, ahead, arrived, t, most, probability, tags, wheel,
     carry[CARRY_TAG_SKIP] = skip
 
 
+@njit(inline="always", cache=True)
+def _tag_placement(target, placed, Q, A, arrived_on, t, most, probability, tags, wheel, carry,
+                   stream, counters):
+    """The tagging of a measured placement of ``placed`` jobs on server ``target`` (before
+    A_target(t) counts them): :func:`_tag_jobs` when the skip counter reaches one of them,
+    and a_target moves past them."""
+    if carry[CARRY_TAG_SKIP] < placed:
+        _tag_jobs(target, placed, Q[target] + A[target], arrived_on[target], t, most,
+                  probability, tags, wheel, carry, stream, counters)
+    carry[CARRY_TAG_SKIP] -= placed
+    arrived_on[target] += placed
+
+
+@njit(inline="always", cache=True)
+def _stop_at_bad_target(target, m, t, pooled, events, record, carry, counters):
+    """Record in ``carry`` that dispatcher m's ``choose`` returned ``target``, outside
+    0 … N−1, in slot t (a policy bug: the loop returns before indexing with it), with the
+    slot's dispatch events so far."""
+    carry[CARRY_POOLED] = pooled
+    carry[CARRY_STATUS] = STATUS_BAD_TARGET
+    carry[CARRY_BAD_TARGET] = target
+    carry[CARRY_BAD_DISPATCHER] = m
+    carry[CARRY_BAD_SLOT] = t
+    counters[DISPATCH_EVENTS] += events
+    if record:
+        counters[DISPATCH_EVENTS_MEASURED] += events
+
+
 @njit(cache=True)
 def _follow_tags(Q, arrived_on, t, most, tags, wheel, carry, delay_hist, moments):
     """Slot t's departures for the tagged jobs in the wheel's list of slot t: with
@@ -1083,43 +1111,47 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             A[n] = 0
         herded = False
         events = 0
-        if not per_job and total > 0:  # one call: every dispatcher's server into targets
-            choose(EVERY_DISPATCHER, 0, t, packed)
-        for m in range(M):
-            jobs = A_m[m]
-            if jobs == 0:
-                continue
-            calls = jobs if per_job else 1
-            placed = 1 if per_job else jobs
-            for j in range(calls):
-                k = j % TARGET_BUFFER if per_job else m  # the placement's entry in targets
-                if per_job and k == 0:  # the servers of its next TARGET_BUFFER jobs
-                    choose(m, min(calls - j, TARGET_BUFFER), t, packed)
-                target = targets[k]
-                if target < 0 or target >= N:  # a policy bug: stop before indexing with it
-                    carry[CARRY_POOLED] = pooled
-                    carry[CARRY_STATUS] = STATUS_BAD_TARGET
-                    carry[CARRY_BAD_TARGET] = target
-                    carry[CARRY_BAD_DISPATCHER] = m
-                    carry[CARRY_BAD_SLOT] = t
-                    counters[DISPATCH_EVENTS] += events
-                    if record:
-                        counters[DISPATCH_EVENTS_MEASURED] += events
+        if per_job:
+            for m in range(M):
+                jobs = A_m[m]
+                for j in range(jobs):
+                    k = j % TARGET_BUFFER  # the placement's entry in targets
+                    if k == 0:  # the servers of its next TARGET_BUFFER jobs
+                        choose(m, min(jobs - j, TARGET_BUFFER), t, packed)
+                    target = targets[k]
+                    if target < 0 or target >= N:  # a policy bug: stop before indexing
+                        _stop_at_bad_target(target, m, t, pooled, events, record, carry,
+                                            counters)
+                        return t
+                    if record and tagging:
+                        _tag_placement(target, 1, Q, A, arrived_on, t, most, tag_probability,
+                                       tags, wheel, carry, tag_stream, counters)
+                    A[target] += 1
+                    # herding: another dispatcher chose the same server in this slot (no
+                    # branch: whether it did is random)
+                    herded |= (last_slot_chosen[target] == t) & (last_chooser[target] != m)
+                    last_slot_chosen[target] = t
+                    last_chooser[target] = m
+                events += np.int64(jobs > 0)
+        else:
+            if total > 0:  # one call: every dispatcher's server into targets
+                choose(EVERY_DISPATCHER, 0, t, packed)
+            for m in range(M):
+                jobs = A_m[m]
+                if jobs == 0:
+                    continue
+                target = targets[m]
+                if target < 0 or target >= N:
+                    _stop_at_bad_target(target, m, t, pooled, events, record, carry, counters)
                     return t
                 if record and tagging:
-                    if carry[CARRY_TAG_SKIP] < placed:
-                        _tag_jobs(target, placed, Q[target] + A[target], arrived_on[target],
-                                  t, most, tag_probability, tags, wheel, carry, tag_stream,
-                                  counters)
-                    carry[CARRY_TAG_SKIP] -= placed
-                    arrived_on[target] += placed
-                A[target] += placed
-                # herding: another dispatcher chose the same server in this slot (no
-                # branch: whether it did is random)
-                herded |= (last_slot_chosen[target] == t) & (last_chooser[target] != m)
-                last_slot_chosen[target] = t
-                last_chooser[target] = m
-            events += 1
+                    _tag_placement(target, jobs, Q, A, arrived_on, t, most, tag_probability,
+                                   tags, wheel, carry, tag_stream, counters)
+                # herding: one placement per dispatcher, so a server that already has jobs
+                # of slot t has them from another dispatcher
+                herded |= A[target] != 0
+                A[target] += jobs
+                events += 1
         counters[DISPATCH_EVENTS] += events
         counters[ARRIVALS] += total
         if record:

@@ -51,7 +51,7 @@ import math
 import numpy as np
 from numba import njit
 
-from dispatchlab.compiled.bits import bit_count
+from dispatchlab.compiled.bits import bit_count, select_bit
 from dispatchlab.compiled.rng import randint
 
 EMPTY = np.iinfo(np.int64).max
@@ -236,11 +236,4 @@ def block_argmin(values, index, rng):
     _clean_blocks(values, index, first, stop)  # (a clean group may hold stale blocks)
     base = HEADER + 2 * groups
     k, skip = _select(index, base, first, stop, best, skip, True)
-    mask = index[base + 2 * k + 1]
-    # branch-free: the set bit at which skip reaches 0 (skip then goes negative)
-    found = 0
-    for i in range(1 << shift):
-        hit = (mask >> i) & 1
-        found = i if hit and skip == 0 else found
-        skip -= hit
-    return (k << shift) + found
+    return (k << shift) + select_bit(index[base + 2 * k + 1], skip)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dispatchlab.compiled.bits import bit_count
+from dispatchlab.compiled.bits import bit_count, select_bit
 from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint
 
@@ -295,11 +295,4 @@ def tree_select(values, tree, skip, warm):
                 continue
             skip -= left_count
         i = left + 1
-    # branch-free: the set bit of the leaf's mask at which skip reaches 0 (then < 0)
-    mask = tree[5 * P + i - P]
-    found = 0
-    for j in range(BLOCK):
-        hit = (mask >> j) & 1
-        found = j if hit and skip == 0 else found
-        skip -= hit
-    return (i - P) * BLOCK + found
+    return (i - P) * BLOCK + select_bit(tree[5 * P + i - P], skip)

@@ -297,27 +297,33 @@ def test_jba_lookahead_peeks_the_next_alias_draws():
     assert len(set(drawn.tolist())) == 13
 
 
-@pytest.mark.parametrize("options, servers, choose", [
-    ({"pod_d": 2}, 20, "_pod2_choose"),
-    ({"pod_d": 2}, 20_000, "_pod_choose"),  # M·N = 80 000: the look-ahead
-    ({"pod_d": 2}, 2, "_pod_choose"),  # d = N: every server
-    ({"pod_d": 3, "update": "pull"}, 20, "_pod_choose"),
-    ({"pod_d": 1, "trigger": "arrival"}, 20, "_pod_choose"),
-    ({"pod_d": 2, "increment": True}, 20, "_builtin_choose"),
-    ({"pod_d": 2, "learn_on_send": True}, 20, "_builtin_choose"),
+@pytest.mark.parametrize("strategy, options, servers, choose", [
+    ("pod", {"pod_d": 2}, 20, "_pod2_choose"),
+    ("pod", {"pod_d": 2}, 20_000, "_pod_choose"),  # M·N = 80 000: the look-ahead
+    ("pod", {"pod_d": 2}, 2, "_pod_choose"),  # d = N: every server
+    ("pod", {"pod_d": 3, "update": "pull"}, 20, "_pod_choose"),
+    ("pod", {"pod_d": 1, "trigger": "arrival"}, 20, "_pod_choose"),
+    ("pod", {"pod_d": 2, "increment": True}, 20, "_builtin_choose"),
+    ("pod", {"pod_d": 2, "learn_on_send": True}, 20, "_builtin_choose"),
+    ("jsq", {"update": "pull"}, 200, "_blocks_choose"),
+    ("jsq", {"update": "pull"}, 20, "_builtin_choose"),  # N < 64: the scan
+    ("jsq", {"update": "pull", "increment": True}, 200, "_builtin_choose"),
+    ("jsq", {"update": "push"}, 200, "_builtin_choose"),
 ])
 @pytest.mark.parametrize("dispatch", ["batch", "per_job"])
-def test_pod_choose_draws_like_the_plugin(options, servers, choose, dispatch):
-    """L-Pod without the LSQ options runs a ``choose`` of its own (no tests of the strategy
-    or the options per call; with d = 2 on estimates in cache, nothing but the pair); each
-    consumes the plug-in l_pod's random numbers: identical trajectories, diagnostics and
-    messages."""
+def test_specialised_choose_draws_like_the_plugin(strategy, options, servers, choose,
+                                                  dispatch):
+    """Without the LSQ options L-Pod and L-JSQ on block minima run a ``choose`` of their own
+    (no tests of the strategy or the options per call; L-Pod with d = 2 on estimates in
+    cache, nothing but the pair); each consumes the plug-in rule's random numbers (l_pod,
+    l_jsq's scan): identical trajectories, diagnostics and messages."""
     from dispatchlab.policies.led import policy as led_policy
 
     system = System.build(f"{servers}x0.3", load=0.9, dispatchers=4, dispatch=dispatch)
-    builtin = LEDPolicy(strategy="pod", p=0.2, **options)
+    builtin = LEDPolicy(strategy=strategy, p=0.2, **options)
     assert builtin.kernel(system).choose is getattr(led_policy, choose)
-    plugin = LEDPolicy(strategy=l_pod, strategy_params=(options["pod_d"],), p=0.2,
+    rule = ((l_pod, (options["pod_d"],)) if strategy == "pod" else (l_jsq, ()))
+    plugin = LEDPolicy(strategy=rule[0], strategy_params=rule[1], p=0.2,
                        **{k: v for k, v in options.items() if k != "pod_d"})
     slots = 3_000 if servers < 1000 else 100
     ran = [simulate(system, policy, slots=slots, seed=4, track_delay=False)

@@ -246,6 +246,15 @@ def _pod_choice(own, m, lookahead, memory, ctx):
 
 
 @choose_function
+def _blocks_choose(m, jobs, slot, memory, ctx):
+    """L-JSQ on block minima (pull updates), without the LSQ options: :func:`_builtin_choose`'s
+    choice without its tests of the strategy, the index and the options (a smaller
+    adapter, whose loop over the dispatchers the compiler keeps in registers)."""
+    prefetch_next_index(memory, m)
+    return block_argmin(estimates(memory, m), estimate_index(memory, m), ctx.rng)
+
+
+@choose_function
 def _pod2_choose(m, jobs, slot, memory, ctx):
     """L-Pod with d = 2, without the LSQ options, on M rows of estimates that stay in cache
     (M·N below :data:`LOOKAHEAD_MIN_ESTIMATES`: no look-ahead): :func:`_pod_choose`'s
@@ -436,19 +445,26 @@ class LEDPolicy(Policy):
             state[index_start:] = new_block_rows(n, m, n)
         elif index == INDEX_TREE:
             state[index_start:] = new_tree_rows(n, m, n)
-        if not strategy.builtin:
-            choose = custom_choose(strategy.function)
-        elif (strategy.code == CODE_POD and not self.params["increment"]
-              and not self.params["learn_on_send"]):
-            pair = self.params["pod_d"] == 2 and n > 2  # (d ≥ N: every server, a scan)
-            in_cache = m * n < LOOKAHEAD_MIN_ESTIMATES
-            choose = _pod2_choose if pair and in_cache else _pod_choose
-        else:
-            choose = _builtin_choose
+        choose = self._choose(strategy, index, n, m)
         end_slot = push_end_slot if self.params["update"] == "push" else pull_end_slot
         return Kernel(choose, end_slot=end_slot, int_params=ip, float_params=fp,
                       int_state=state, float_state=strategy.param_array[None, :].copy(),
                       n_diagnostics=len(self.diagnostics) + 1)  # + the error's sample count
+
+    def _choose(self, strategy: Strategy, index: int, n: int, m: int) -> Any:
+        """The compiled ``choose`` for this configuration: a user rule's, one of the
+        specialised built-ins when no LSQ option writes at dispatch, else the general one."""
+        if not strategy.builtin:
+            return custom_choose(strategy.function)
+        if self.params["increment"] or self.params["learn_on_send"]:
+            return _builtin_choose
+        if strategy.code == CODE_POD:
+            pair = self.params["pod_d"] == 2 and n > 2  # (d ≥ N: every server, a scan)
+            in_cache = m * n < LOOKAHEAD_MIN_ESTIMATES
+            return _pod2_choose if pair and in_cache else _pod_choose
+        if strategy.code == CODE_JSQ and index == INDEX_BLOCKS:
+            return _blocks_choose
+        return _builtin_choose
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
         """``estimation_error``: the mean of (1/MN) Σ |Q_n − Q̃^m_n| over the sampled slots."""

@@ -135,9 +135,46 @@ def test_a_run_timing_every_job_compiles_the_fifo_step() -> None:
               "from dispatchlab.engine import loop\n"
               "result = simulate(System.build('4x0.3,4x0.6', load=0.5, dispatchers=2), 'jsq',"
               " slots=500, seed=1, delay='all')\n"
-              "print(bool(loop.bernoulli_fifo.overloads), bool(loop.bernoulli_only.overloads),"
+              "print(bool(loop.bernoulli_fifo.overloads),"
+              " hasattr(loop.bernoulli_only, 'overloads'),"
               " result.delay_method, result.delay_jobs > 0)")
     assert _python(script).split() == ["True", "False", "all", "True"]
+
+
+def test_an_absent_step_is_a_first_class_function_that_compiles_nothing() -> None:
+    """The steps a run never takes (Bernoulli service without FIFO timing, the other
+    arrivals of a split-Poisson run, the hooks a policy lacks) are passed to the loop as
+    AbsentStep: typed as the first-class function the loop expects, nothing compiled."""
+    from numba import typeof, types
+
+    from dispatchlab.compiled.lazy import AbsentStep
+    from dispatchlab.engine import loop
+    from dispatchlab.engine.adapter import HOOK_ADAPTER_TYPE, NO_HOOK_ADAPTER, hook_adapter
+    from dispatchlab.engine.interface import no_hook
+
+    assert typeof(loop.bernoulli_only) == loop.SERVE_TYPE
+    assert typeof(loop.split_poisson_only) == loop.ARRIVALS_TYPE
+    assert hook_adapter(no_hook) is NO_HOOK_ADAPTER
+    assert typeof(NO_HOOK_ADAPTER) == HOOK_ADAPTER_TYPE
+    assert typeof(AbsentStep(types.int64(types.int64), "f")) != loop.ARRIVALS_TYPE
+
+
+def test_calling_an_absent_step_stops_the_process() -> None:
+    """Should the loop ever call a step it was told is absent, the process aborts (the
+    C library's abort) rather than run whatever lies at the address."""
+    script = ("from numba import njit, types\n"
+              "from dispatchlab.compiled.lazy import AbsentStep\n"
+              "signature = types.int64(types.int64)\n"
+              "@njit(types.int64(types.FunctionType(signature), types.int64))\n"
+              "def call(step, x):\n"
+              "    return step(x) if x > 0 else -1\n"
+              "absent = AbsentStep(signature, 'absent')\n"
+              "print(call(absent, 0), flush=True)\n"
+              "print(call(absent, 1), flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.stdout.split() == ["-1"]  # passed and not called: fine
+    assert done.returncode != 0  # called: SIGABRT, not a number
 
 
 def test_warm_compiles_the_named_policies(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,10 +6,18 @@ the engine and the theory, so that both can declare compiled functions this way.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 from numba import errors, njit
+from numba.core.types import WrapperAddressProtocol
+
+# (imported for numba's typeof of a WrapperAddressProtocol, which it registers)
+from numba.experimental import function_type as _function_type  # noqa: F401
 
 
-def lazy_function(func, signature, *, cache: bool = True, allocates: bool = True):
+def lazy_function(func, signature, *, cache: bool = True, allocates: bool = True,
+                  from_python: bool = True, first_class: bool = True):
     """``func`` as a numba dispatcher that compiles nothing now: its declared ``signature``
     is compiled (or loaded from the disk cache) on first use — by :func:`compiled`, when
     the slot loop receives it as a first-class function, or when compiled code calls it.
@@ -19,8 +27,18 @@ def lazy_function(func, signature, *, cache: bool = True, allocates: bool = True
     so the reference counts numba maintains on them and on their views do nothing; but on
     the fields of tuple arguments they stay as calls its pruner cannot remove (about twenty
     per hook call, a few per cent of a run). A function that allocates no array needs none
-    of them (numba's ``_nrt=False``)."""
+    of them (numba's ``_nrt=False``).
+
+    ``from_python``: Python calls it (numba builds a wrapper that unboxes every argument:
+    for the slot loop's records of some fifty arrays, about as much code as the loop);
+    ``first_class``: the loop receives it as a first-class function (which calls numba's C
+    wrapper). A wrapper nothing calls is compiled code a cold run pays for and never runs.
+    """
     options = {"cache": cache} if allocates else {"cache": cache, "_nrt": False}
+    if not from_python:
+        options["no_cpython_wrapper"] = True
+    if not first_class:
+        options["no_cfunc_wrapper"] = True
     dispatcher = njit(**options)(func)
     dispatcher.declared_signature = signature
     return dispatcher
@@ -44,3 +62,30 @@ def compiled(function, *, only: bool = False):
     if only and hasattr(function, "disable_compile"):  # not a wrapper of one
         function.disable_compile()
     return function
+
+
+def _abort_address() -> int:
+    """The address of the C library's ``abort``: where an :class:`AbsentStep` points."""
+    library = ctypes.CDLL(None if ctypes.util.find_library("c") else "msvcrt")
+    return ctypes.cast(library.abort, ctypes.c_void_p).value or 0
+
+
+class AbsentStep(WrapperAddressProtocol):
+    """A first-class function of ``signature`` that a run passes the slot loop for a step
+    it never takes (a law, a hook or an observation the run does not have): it compiles
+    nothing (a compiled stub cost a cold first run about 0.05 s each). Its address is the
+    C library's ``abort``, so that a call the loop should never make stops the process
+    at once instead of running whatever lies at a null address."""
+
+    def __init__(self, signature, name: str) -> None:
+        self._signature = signature
+        self.__name__ = name
+
+    def signature(self):
+        return self._signature
+
+    def __wrapper_address__(self) -> int:
+        return _abort_address()
+
+    def __repr__(self) -> str:
+        return f"AbsentStep({self.__name__})"

@@ -46,7 +46,8 @@ from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 
 from dispatchlab.compiled.cache_guard import sources_digest
-from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled
+from dispatchlab.compiled.lazy import AbsentStep
+from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled, no_hook
 
 _i64 = types.int64
 #: the arrays of Slot, Memory and Context, in the order (Q, μ, ip, fp, ist, fst, rng, msg)
@@ -75,6 +76,10 @@ ADAPTER_TYPE = types.FunctionType(ADAPTER_SIGNATURE)
 #: hook adapter(t, record, packed)
 HOOK_ADAPTER_SIGNATURE = types.none(_i64, types.boolean, types.voidptr)
 HOOK_ADAPTER_TYPE = types.FunctionType(HOOK_ADAPTER_SIGNATURE)
+#: the hook adapter of :func:`~dispatchlab.engine.interface.no_hook`: the loop skips the
+#: hooks a policy does not have (``LoopPolicy.has_begin``, ``has_end``), so there is
+#: nothing to compile
+NO_HOOK_ADAPTER = AbsentStep(HOOK_ADAPTER_SIGNATURE, "no_hook")
 
 
 @intrinsic
@@ -243,7 +248,10 @@ def _calling_hook_adapter(hook: Any) -> Any:
 
 def hook_adapter(hook: Any) -> Any:
     """The compiled adapter (:data:`HOOK_ADAPTER_SIGNATURE`) that runs ``hook`` (a function
-    declared with ``hook_function``) for the slot loop; one per function and process."""
+    declared with ``hook_function``) for the slot loop; one per function and process
+    (:data:`NO_HOOK_ADAPTER` for ``no_hook``, which the loop never calls)."""
+    if hook is no_hook:
+        return NO_HOOK_ADAPTER
     return _adapter(hook, _inlining_hook_adapter, _calling_hook_adapter,
                     HOOK_ADAPTER_SIGNATURE)
 
@@ -277,7 +285,8 @@ def _compile(py_func: Any, choose: Any, options: dict[str, Any], signature: Any)
     policy = f"{choose.py_func.__module__}.{choose.py_func.__qualname__}"
     py_func.__qualname__ = py_func.__name__ = (
         f"{py_func.__name__}_for_" + re.sub(r"\W", "_", policy))
-    dispatcher = njit(**options)(py_func)
+    # only the loop calls an adapter (through numba's C wrapper): no wrapper for Python
+    dispatcher = njit(no_cpython_wrapper=True, **options)(py_func)
     if _is_cached(choose):
         dispatcher._cache = _AdapterCache(py_func, choose)
     dispatcher.compile(signature)

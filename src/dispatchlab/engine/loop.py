@@ -42,6 +42,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 from dispatchlab.compiled.histogram import DELAY_BINS, EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
+from dispatchlab.compiled.lazy import AbsentStep
 from dispatchlab.compiled.rng import (
     INV_2_53,
     PTRS_CONSTANTS,
@@ -282,14 +283,6 @@ def _draw_other_arrivals(code, rate, trials, trace, t, p, cumulative, batch_spli
             left -= p[m]
         A_m[M - 1] += remaining
     return total
-
-
-def _split_poisson_only(code, rate, trials, trace, t, p, cumulative, batch_split, A_m, rng):
-    """The arrival step a split-Poisson run passes for the other cases: never called (and
-    no arrivals if it were)."""
-    for m in range(A_m.size):
-        A_m[m] = 0
-    return np.int64(0)
 
 
 @njit(cache=True)
@@ -775,24 +768,16 @@ def _bernoulli_with_fifo(Q, A, Q_prev, mu, service_code, service_trials, rng, re
                                  S, t, warmup, pool, tails, pool_free, delay_hist, moments)
 
 
-def _bernoulli_only(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
-                    track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments,
-                    thresholds, service_stream, S):
-    """The service step a Bernoulli run without ``delay="all"`` passes: the loop never
-    calls it."""
-    return np.int64(0), np.int64(0), np.int64(0)
-
-
 #: the loop's ``serve_other`` (:data:`SERVE_SIGNATURE`), compiled on first use: for a run
 #: under a law other than Bernoulli, for a Bernoulli run timing every job, and for the other
-#: Bernoulli runs the stub that is never called
+#: Bernoulli runs a step the loop never calls (nothing to compile)
 serve_other_law = lazy_function(_serve_other_law, SERVE_SIGNATURE, allocates=False)
 bernoulli_fifo = lazy_function(_bernoulli_with_fifo, SERVE_SIGNATURE, allocates=False)
-bernoulli_only = lazy_function(_bernoulli_only, SERVE_SIGNATURE, allocates=False)
+bernoulli_only = AbsentStep(SERVE_SIGNATURE, "bernoulli_only")
 #: the loop's ``draw_other_arrivals`` (:data:`ARRIVALS_SIGNATURE`), compiled on first use
-#: (see :func:`needs_other_arrivals`), and the stub of split-Poisson runs
+#: (see :func:`needs_other_arrivals`), and the step of split-Poisson runs, never called
 other_arrivals = lazy_function(_draw_other_arrivals, ARRIVALS_SIGNATURE, allocates=False)
-split_poisson_only = lazy_function(_split_poisson_only, ARRIVALS_SIGNATURE, allocates=False)
+split_poisson_only = AbsentStep(ARRIVALS_SIGNATURE, "split_poisson_only")
 
 
 def needs_other_arrivals(arrival_code: int, dispatchers: int, batch_split: bool) -> bool:
@@ -1244,4 +1229,4 @@ LOOP_SIGNATURE = _i64(
 
 #: one chunk of the slot loop, compiled once for every policy with :data:`LOOP_SIGNATURE`
 #: on first use (``interface.compiled(run_slots, only=True)``)
-run_slots = lazy_function(_run_slots, LOOP_SIGNATURE)
+run_slots = lazy_function(_run_slots, LOOP_SIGNATURE, first_class=False)

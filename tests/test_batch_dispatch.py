@@ -12,7 +12,7 @@ from dispatchlab import System, simulate
 from dispatchlab.compiled.rng import make_exogenous_stream
 from dispatchlab.core.errors import PolicyError
 from dispatchlab.engine.interface import Kernel, choose_function, hook_function
-from dispatchlab.engine.loop import _draw_split_poisson, poisson_tables
+from dispatchlab.engine.loop import _draw_split_poisson, poisson_tables, ptrs_draw
 from dispatchlab.policies.base import Policy, policy_names, register
 
 SYSTEM = System.build("4x0.5,2x0.2", load=0.9, dispatchers=4)
@@ -128,7 +128,7 @@ def _first_slot(system: System, seed: int, dispatcher: int, after: int, jobs: in
     offsets, table = poisson_tables(system.arrival_rate * system.weights)
     stream, A_m = make_exogenous_stream(seed), np.zeros(system.dispatchers, np.int64)
     for t in range(100_000):
-        _draw_split_poisson(offsets, table, A_m, stream)
+        _draw_split_poisson(offsets, table, A_m, stream, ptrs_draw)
         if t >= after and A_m[dispatcher] >= jobs:
             return t
     raise AssertionError("no such slot")

@@ -53,6 +53,7 @@ from dispatchlab.engine.loop import (
     grow_pool,
     new_pool,
     poisson_tables,
+    ptrs_draw,
     serve_other_law,
 )
 
@@ -373,7 +374,7 @@ def _draws_from_tables(offsets, table, dispatchers, slots, rng):
     A_m = np.zeros(dispatchers, np.int64)
     out = np.zeros((slots, dispatchers), np.int64)
     for t in range(slots):
-        _draw_split_poisson(offsets, table, A_m, rng)
+        _draw_split_poisson(offsets, table, A_m, rng, ptrs_draw)
         out[t] = A_m
     return out
 

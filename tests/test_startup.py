@@ -141,6 +141,29 @@ def test_a_run_timing_every_job_compiles_the_fifo_step() -> None:
     assert _python(script).split() == ["True", "False", "all", "True"]
 
 
+def test_observation_and_ptrs_compile_only_for_the_runs_that_take_them() -> None:
+    """The loop's observation step (per-server statistics, a trajectory) and the PTRS draw
+    of split-Poisson arrivals (a dispatcher at λ_m ≥ POISSON_TABLE_LIMIT) compile on first
+    use: a plain run compiles neither."""
+    script = (
+        "from dispatchlab import System, simulate\n"
+        "from dispatchlab.engine import loop\n"
+        "from dispatchlab.engine.raw import needs_ptrs\n"
+        "def compiled():\n"
+        "    print(bool(loop.observe_step.overloads), bool(loop.ptrs_draw.overloads))\n"
+        "small = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2)\n"
+        "big = System.build('1500x0.9', load=0.9, dispatchers=2)\n"
+        "print(needs_ptrs(small), needs_ptrs(big))\n"
+        "simulate(small, 'jsq', slots=50, seed=1)\n"
+        "compiled()\n"
+        "simulate(small, 'jsq', slots=50, seed=1, per_server=True)\n"
+        "compiled()\n"
+        "simulate(big, 'jsq', slots=50, seed=1)\n"
+        "compiled()\n")
+    assert _python(script).split() == ["False", "True", "False", "False", "True", "False",
+                                       "True", "True"]
+
+
 def test_an_absent_step_is_a_first_class_function_that_compiles_nothing() -> None:
     """The steps a run never takes (Bernoulli service without FIFO timing, the other
     arrivals of a split-Poisson run, the hooks a policy lacks) are passed to the loop as

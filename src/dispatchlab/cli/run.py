@@ -126,7 +126,8 @@ def run_command(
 
     if pooled(workers, run_spec.replications, precision or precision_abs):
         # once here, not once per worker
-        precompile(system, [run_spec.make_policy()], delay=run_spec.delay)
+        precompile(system, [run_spec.make_policy()], delay=run_spec.delay,
+                   observe=run_spec.per_server or run_spec.trajectory is not None)
     with run_status(f"simulating {escape(label)} …", run_spec.replications):
         result = run()
     if json_:

@@ -39,15 +39,18 @@ def warm_system(dispatch: str = "batch") -> System:
 
 
 def precompile(system: System, policies: Sequence[Policy | str], *,
-               delay: str | None = None) -> None:
+               delay: str | None = None, observe: bool = False) -> None:
     """Before a pool of worker processes starts: compile (or load from the disk cache) the
     slot loop and the functions of ``policies`` here, once, with a short run of each on a
     small system like ``system``; the workers then load them from the cache instead of
     each compiling them again (on a cold cache, two workers doubled the CPU of
     ``dispatchlab compare``). A policy the small system does not fit is left to the
-    workers. ``delay``: the runs' delay mode (``"all"`` needs a service step of its own)."""
+    workers. ``delay``: the runs' delay mode (``"all"`` needs a service step of its own);
+    ``observe``: the runs observe (per-server statistics, a trajectory: the loop's
+    observation step)."""
     from dispatchlab.compiled.lazy import compiled
-    from dispatchlab.engine.raw import loop_steps
+    from dispatchlab.engine import loop
+    from dispatchlab.engine.raw import loop_steps, needs_ptrs
     from dispatchlab.simulation.run import simulate
 
     small = warm_system(system.dispatch)
@@ -60,6 +63,10 @@ def precompile(system: System, policies: Sequence[Policy | str], *,
         # the loop's steps for laws and splits the small system may not use
         for step in loop_steps(system, track_delay=delay == "all"):
             compiled(step)
+        if observe:
+            compiled(loop.observe_step)
+        if needs_ptrs(system):  # the small system's λ_m are far below PTRS's
+            compiled(loop.ptrs_draw)
 
 
 @app.command("warm")

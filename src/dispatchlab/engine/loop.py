@@ -220,12 +220,35 @@ def poisson_tables(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return offsets, table
 
 
+def _ptrs_row(rng, poisson_table, row):
+    """Poisson(λ_m) by PTRS from a PTRS row of :func:`poisson_tables` at ``row``."""
+    return poisson_ptrs(rng, poisson_table[row], poisson_table[row + 1],
+                        poisson_table[row + 2], poisson_table[row + 3],
+                        poisson_table[row + 4], poisson_table[row + 5],
+                        poisson_table[row + 6])
+
+
+#: ptrs(rng, poisson_table, row) -> k: a dispatcher's PTRS draw (λ_m ≥ POISSON_TABLE_LIMIT)
+PTRS_SIGNATURE = types.int64(types.uint64[::1], types.float64[::1], types.int64)
+PTRS_TYPE = types.FunctionType(PTRS_SIGNATURE)
+#: the split-Poisson arrivals' PTRS draw, which the loop receives as a first-class function:
+#: compiled for a run with a dispatcher at λ_m ≥ POISSON_TABLE_LIMIT alone (PTRS was about
+#: a tenth of a cold first run's compiling), :data:`NO_PTRS` for the others
+ptrs_draw = lazy_function(_ptrs_row, PTRS_SIGNATURE, allocates=False, from_python=False)
+NO_PTRS = AbsentStep(PTRS_SIGNATURE, "no_ptrs")
+
+
+def has_ptrs_rows(poisson_offsets: np.ndarray) -> bool:
+    """Whether the tables of :func:`poisson_tables` (their ``offsets``) have a PTRS row."""
+    return bool((np.diff(poisson_offsets) == PTRS_ROW).any())
+
+
 @njit(inline="always", cache=True)
-def _draw_split_poisson(poisson_offsets, poisson_table, A_m, rng):
+def _draw_split_poisson(poisson_offsets, poisson_table, A_m, rng, ptrs):
     """A^m(t) for Poisson(λ_Σ) arrivals split among M > 1 dispatchers job by job: M
     independent Poisson(λ_Σ·p_m) draws into ``A_m`` from the rows of
-    :func:`poisson_tables`, by inversion of the tabulated CDF or, for a PTRS row, by PTRS.
-    Returns A_Σ(t)."""
+    :func:`poisson_tables`, by inversion of the tabulated CDF or, for a PTRS row, by PTRS
+    (``ptrs``: :data:`ptrs_draw`, or :data:`NO_PTRS` when no row is one). Returns A_Σ(t)."""
     total = 0
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     for m in range(A_m.size):
@@ -233,10 +256,7 @@ def _draw_split_poisson(poisson_offsets, poisson_table, A_m, rng):
         # whose reference counting cost two calls per dispatcher)
         if poisson_offsets[m + 1] - row == PTRS_ROW:
             rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-            k = poisson_ptrs(rng, poisson_table[row], poisson_table[row + 1],
-                             poisson_table[row + 2], poisson_table[row + 3],
-                             poisson_table[row + 4], poisson_table[row + 5],
-                             poisson_table[row + 6])
+            k = ptrs(rng, poisson_table, row)
             s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
         else:
             bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
@@ -836,7 +856,6 @@ CURSOR_NEXT, CURSOR_POINTS = range(2)
 POINT_SLOT, POINT_TOTAL, POINT_POOLED, POINT_SERVERS = range(4)
 
 
-@njit(cache=True)
 def _observe(t, record, Q, Q_prev, A, total_queue, pooled, per_server, served, server_hist,
              every, servers, trajectory, cursor):
     """The optional observations of slot t (docs/statistics.md#per-server): in a measured
@@ -858,6 +877,18 @@ def _observe(t, record, Q, Q_prev, A, total_queue, pooled, per_server, served, s
             trajectory[row, POINT_SERVERS + i] = Q[servers[i]]
         cursor[CURSOR_POINTS] = row + 1
         cursor[CURSOR_NEXT] = t + 1 + every
+
+
+#: observe(t, record, Q, Q_prev, A, ΣQ(t+1), q(t+1), per_server, served, server_hist, every,
+#: servers, trajectory, cursor): :func:`_observe`
+OBSERVE_SIGNATURE = types.none(_i64, _b, _iv, _iv, _iv, _i64, _i64, _b, _iv, types.int64[:, ::1],
+                               _i64, _iv, types.int64[:, ::1], _iv)
+OBSERVE_TYPE = types.FunctionType(OBSERVE_SIGNATURE)
+#: the loop's observation step, a first-class function: compiled for a run that observes
+#: (per-server statistics, a trajectory) alone (about a tenth of a cold first run's
+#: compiling), :data:`NO_OBSERVE` for the others
+observe_step = lazy_function(_observe, OBSERVE_SIGNATURE, allocates=False, from_python=False)
+NO_OBSERVE = AbsentStep(OBSERVE_SIGNATURE, "no_observe")
 
 
 class LoopLaws(NamedTuple):
@@ -955,6 +986,11 @@ class LoopObservation(NamedTuple):
     cursor: np.ndarray  # the next point's slot (NO_POINT: none), the points recorded
 
 
+def observes(observation: LoopObservation) -> bool:
+    """Whether the loop calls its observation step for ``observation`` (as it decides)."""
+    return bool(observation.per_server or observation.every > 0)
+
+
 def no_observation() -> LoopObservation:
     """The :class:`LoopObservation` of a run that observes nothing."""
     return LoopObservation(False, 0, np.zeros(0, np.int64), np.zeros(0, np.int64),
@@ -1002,7 +1038,7 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
 
 
 def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
-               begin_slot, end_slot, t_start, t_stop, observation):
+               begin_slot, end_slot, t_start, t_stop, observation, observe_step, ptrs):
     """Run slots [``t_start``, ``t_stop``) of a ``control.slots``-slot run from the state
     left by the previous chunk (or :func:`init_loop_state`). Returns the next slot to run;
     it is below ``t_stop`` when the chunk stopped early: ``carry[CARRY_STATUS]`` says why
@@ -1015,7 +1051,10 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     (:class:`LoopState`) are named records, and so is ``observation``
     (:class:`LoopObservation`, what is observed on request); ``serve_other`` and
     ``draw_other_arrivals`` are the steps of the laws the loop does not draw itself,
-    ``choose`` and the hooks the policy's adapters (engine.adapter)."""
+    ``choose`` and the hooks the policy's adapters (engine.adapter); ``observe_step``
+    (:data:`observe_step`, called when :func:`observes`) and ``ptrs`` (:data:`ptrs_draw`,
+    for the PTRS rows of split-Poisson arrivals) the steps that compile only for the runs
+    that take them (:data:`NO_OBSERVE`, :data:`NO_PTRS` for the others)."""
     # every array is used borrowed (see _borrowed): the originals live in the caller. (One
     # function, not a wrapper that borrows and calls the loop: that compiled ~0.7 s longer.)
     mu, trace = _borrowed(laws.mu), _borrowed(laws.trace)
@@ -1087,7 +1126,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
 
         # arrivals and immediate dispatch on the slot-start state Q(t)
         if split_poisson:
-            total = _draw_split_poisson(poisson_offsets, poisson_table, A_m, exogenous)
+            total = _draw_split_poisson(poisson_offsets, poisson_table, A_m, exogenous,
+                                        ptrs)
         else:
             total = draw_other_arrivals(arrival_code, arrival_rate, arrival_trials, trace, t,
                                         dispatcher_p, cumulative, batch_split, A_m,
@@ -1186,8 +1226,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 moments[SUM_DQI1] += absolute
                 moments[SUM_DQI2] += math.sqrt(square)
         if observe:  # per-server statistics, the trajectory (off: this test alone)
-            _observe(t, record, Q, Q_prev, A, total_queue, pooled, per_server, served,
-                     server_hist, every, servers, trajectory, cursor)
+            observe_step(t, record, Q, Q_prev, A, total_queue, pooled, per_server, served,
+                         server_hist, every, servers, trajectory, cursor)
         if total_queue > bound:
             carry[CARRY_POOLED] = pooled
             carry[CARRY_STATUS] = STATUS_HIT_BOUND
@@ -1219,11 +1259,12 @@ LOOP_STATE_TYPE = types.NamedTuple(
     LoopState)
 LOOP_OBSERVATION_TYPE = types.NamedTuple([_b, _i64, _iv, _iv, _i2, _i2, _iv], LoopObservation)
 #: run_slots(laws, policy, control, acc, state, serve_other, draw_other_arrivals, choose,
-#: begin_slot, end_slot, t_start, t_stop, observation) -> the next slot to run
+#: begin_slot, end_slot, t_start, t_stop, observation, observe_step, ptrs) -> the next slot
+#: to run
 LOOP_SIGNATURE = _i64(
     LOOP_LAWS_TYPE, LOOP_POLICY_TYPE, LOOP_CONTROL_TYPE, LOOP_ACCUMULATORS_TYPE,
     LOOP_STATE_TYPE, SERVE_TYPE, ARRIVALS_TYPE, ADAPTER_TYPE, HOOK_ADAPTER_TYPE,
-    HOOK_ADAPTER_TYPE, _i64, _i64, LOOP_OBSERVATION_TYPE,
+    HOOK_ADAPTER_TYPE, _i64, _i64, LOOP_OBSERVATION_TYPE, OBSERVE_TYPE, PTRS_TYPE,
 )
 
 

@@ -175,6 +175,27 @@ def loop_steps(system: System, track_delay: bool = False) -> tuple[Any, Any]:
     return serve, loop.split_poisson_only if split_poisson else loop.other_arrivals
 
 
+def needs_ptrs(system: System) -> bool:
+    """Whether runs of ``system`` draw split-Poisson arrivals with a PTRS row (some
+    λ_m ≥ loop.POISSON_TABLE_LIMIT), the loop's :data:`~dispatchlab.engine.loop.ptrs_draw`."""
+    if loop.needs_other_arrivals(system.arrivals.code, system.dispatchers,
+                                 system.split == "batch"):
+        return False
+    offsets, _ = loop.poisson_tables(float(system.arrival_rate) * system.weights)
+    return loop.has_ptrs_rows(offsets)
+
+
+def on_demand_steps(state: loop.LoopState, observed: loop.LoopObservation) -> tuple[Any, Any]:
+    """The loop's observation step and the PTRS draw of its split-Poisson arrivals for a
+    run, compiled (or loaded from the disk cache) when the run takes them, else the absent
+    steps (nothing compiled: a cold first run that neither observes nor has a dispatcher
+    at λ_m ≥ loop.POISSON_TABLE_LIMIT compiles neither)."""
+    observe = compiled(loop.observe_step) if loop.observes(observed) else loop.NO_OBSERVE
+    ptrs = (compiled(loop.ptrs_draw) if loop.has_ptrs_rows(state.poisson_offsets)
+            else loop.NO_PTRS)
+    return observe, ptrs
+
+
 def loop_laws(system: System, trace: np.ndarray) -> loop.LoopLaws:
     """The model as the slot loop reads it; ``trace``: the arrival trace as int64 (else one 0)."""
     return loop.LoopLaws(system.mu, system.service.code, system.service.trials,
@@ -281,6 +302,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     choose = choose_adapter(kernel.choose)
     begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
     serve_other, other_arrivals = compiled(serve_step), compiled(arrival_step)
+    observe_step, ptrs = on_demand_steps(state, observed)
     start = time.perf_counter()
     t = 0
     with sigint_caught() as interrupted:
@@ -289,7 +311,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             t_before = t
             t = int(run_slots(laws, memory, control, accumulators, state, serve_other,
                               other_arrivals, choose, begin_slot, end_slot,
-                              t, min(slots, t + (chunk or sizer.size)), observed))
+                              t, min(slots, t + (chunk or sizer.size)), observed,
+                              observe_step, ptrs))
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
             status = carry[loop.CARRY_STATUS]
             if status == loop.STATUS_BAD_TARGET:

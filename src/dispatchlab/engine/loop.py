@@ -651,9 +651,17 @@ def _tag_jobs(target, placed, ahead, arrived, t, most, probability, tags, wheel,
     skip = carry[CARRY_TAG_SKIP]
     count = carry[CARRY_TAG_COUNT]
     log_q = math.log1p(-probability)
-    if skip < 0:
-        skip = _tag_gap(log_q, stream)
-    while skip < placed:
+    # the first gap drawn as if a tag stood at −1: one call of _tag_gap, whose inlined
+    # draw was a tenth of a second of a cold run's compiling per call site
+    tagged = skip < 0
+    if tagged:
+        skip = -1
+    while True:
+        if tagged:
+            skip += 1 + _tag_gap(log_q, stream)
+        if skip >= placed:
+            break
+        tagged = True
         row = carry[CARRY_TAG_FREE]
         if row >= 0:
             carry[CARRY_TAG_FREE] = tags[row, TAG_NEXT]
@@ -666,7 +674,6 @@ def _tag_jobs(target, placed, ahead, arrived, t, most, probability, tags, wheel,
             count += 1
         else:  # cannot happen while a slot tags fewer than half the table (run_once says)
             counters[TAGS_DROPPED] += 1
-        skip += 1 + _tag_gap(log_q, stream)
     carry[CARRY_TAG_COUNT] = count
     carry[CARRY_TAG_SKIP] = skip
 

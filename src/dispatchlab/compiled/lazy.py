@@ -7,7 +7,8 @@ the engine and the theory, so that both can declare compiled functions this way.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
+import os
 
 from numba import errors, njit
 from numba.core.types import WrapperAddressProtocol
@@ -64,9 +65,11 @@ def compiled(function, *, only: bool = False):
     return function
 
 
+@functools.cache
 def _abort_address() -> int:
-    """The address of the C library's ``abort``: where an :class:`AbsentStep` points."""
-    library = ctypes.CDLL(None if ctypes.util.find_library("c") else "msvcrt")
+    """The address of the C library's ``abort``: where an :class:`AbsentStep` points (looked
+    up once a process: numba asks for it each time the loop is called)."""
+    library = ctypes.CDLL(None) if os.name == "posix" else ctypes.CDLL("msvcrt")
     return ctypes.cast(library.abort, ctypes.c_void_p).value or 0
 
 

@@ -244,3 +244,27 @@ def test_precompile_compiles_the_loop_steps_of_the_system_s_laws() -> None:
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"]
+
+
+def test_the_command_runs_with_one_blas_thread_unless_told_otherwise() -> None:
+    """OpenBLAS's spinning threads cost a cold run CPU and do nothing for its small solves:
+    the command asks for one before numpy loads, and leaves a user's setting alone."""
+    from dispatchlab.cli import single_threaded_blas
+
+    environ: dict[str, str] = {}
+    single_threaded_blas(environ, {})
+    assert environ == {"OPENBLAS_NUM_THREADS": "1"}
+    environ = {"OPENBLAS_NUM_THREADS": "4"}
+    single_threaded_blas(environ, {})
+    assert environ == {"OPENBLAS_NUM_THREADS": "4"}
+    environ = {}
+    single_threaded_blas(environ, {"numpy": object()})  # too late: numpy has its threads
+    assert environ == {}
+    script = ("import os, sys\n"
+              "sys.argv = ['dispatchlab', '--help']\n"
+              "os.environ.pop('OPENBLAS_NUM_THREADS', None)\n"
+              "import atexit\n"
+              "atexit.register(lambda: print('threads', os.environ.get('OPENBLAS_NUM_THREADS')))\n"
+              "from dispatchlab.cli import entry_point\n"
+              "entry_point()\n")
+    assert "threads 1" in _python(script)

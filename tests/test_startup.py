@@ -164,6 +164,15 @@ def test_observation_and_ptrs_compile_only_for_the_runs_that_take_them() -> None
                                        "True", "True"]
 
 
+def test_warm_compiles_the_on_demand_steps_too() -> None:
+    script = ("from dispatchlab.cli import main\n"
+              "from dispatchlab.engine import loop\n"
+              "assert main(['warm']) == 0\n"
+              "print(bool(loop.observe_step.overloads), bool(loop.ptrs_draw.overloads),"
+              " bool(loop.tag_jobs_step.overloads))\n")
+    assert _python(script).split()[-3:] == ["True", "True", "True"]
+
+
 def test_an_absent_step_is_a_first_class_function_that_compiles_nothing() -> None:
     """The steps a run never takes (Bernoulli service without FIFO timing, the other
     arrivals of a split-Poisson run, the hooks a policy lacks) are passed to the loop as

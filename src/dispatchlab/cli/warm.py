@@ -69,6 +69,17 @@ def precompile(system: System, policies: Sequence[Policy | str], *,
             compiled(loop.ptrs_draw)
 
 
+def compile_on_demand_steps() -> None:
+    """The loop's steps that compile on a run's first use of them and that the small warm
+    runs do not take: observing (per-server statistics, a trajectory), the PTRS draw of
+    dispatchers at λ_m ≥ 600, tagging (the default delay, which the warm runs take too)."""
+    from dispatchlab.compiled.lazy import compiled
+    from dispatchlab.engine import loop
+
+    for step in (loop.observe_step, loop.ptrs_draw, loop.tag_jobs_step):
+        compiled(step)
+
+
 @app.command("warm")
 def warm_command(
     policy: Annotated[list[str] | None, typer.Option(
@@ -98,6 +109,7 @@ def warm_command(
             console.print(f"skipped {escape(name)}: {escape(str(error))}")
             continue
         console.print(f"{escape(name)}: {number(time.process_time() - begun, 2)} s")
+    compile_on_demand_steps()
     console.print(f"compiled (or found cached) the slot loop and {len(names)} "
                   f"polic{'y' if len(names) == 1 else 'ies'} in "
                   f"{number(time.process_time() - start, 2)} s of CPU")

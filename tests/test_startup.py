@@ -164,12 +164,30 @@ def test_observation_and_ptrs_compile_only_for_the_runs_that_take_them() -> None
                                        "True", "True"]
 
 
+def test_per_job_tagging_compiles_only_for_tagged_per_job_runs() -> None:
+    """The tagging of per-job placements is a step of its own, compiled on first use: a
+    batch run and an untagged per-job run compile none of it (the batch placement's tagging
+    is the loop's one inlined copy)."""
+    script = (
+        "from dispatchlab import System, simulate\n"
+        "from dispatchlab.engine import loop\n"
+        "batch = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2)\n"
+        "per_job = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2, dispatch='per_job')\n"
+        "simulate(batch, 'jsq', slots=200, seed=1)\n"
+        "simulate(per_job, 'jsq', slots=200, seed=1, delay='off')\n"
+        "print(bool(loop.tag_one_step.overloads))\n"
+        "result = simulate(per_job, 'jsq', slots=2000, seed=1)\n"
+        "print(bool(loop.tag_one_step.overloads), result.delay_method, result.delay_jobs > 0)\n")
+    assert _python(script).split() == ["False", "True", "tagged", "True"]
+
+
 def test_warm_compiles_the_on_demand_steps_too() -> None:
     script = ("from dispatchlab.cli import main\n"
               "from dispatchlab.engine import loop\n"
               "assert main(['warm']) == 0\n"
-              "print(bool(loop.observe_step.overloads), bool(loop.ptrs_draw.overloads))\n")
-    assert _python(script).split()[-2:] == ["True", "True"]
+              "print(bool(loop.observe_step.overloads), bool(loop.ptrs_draw.overloads),\n"
+              "      bool(loop.tag_one_step.overloads))\n")
+    assert _python(script).split()[-3:] == ["True", "True", "True"]
 
 
 def test_an_absent_step_is_a_first_class_function_that_compiles_nothing() -> None:

@@ -71,12 +71,12 @@ def precompile(system: System, policies: Sequence[Policy | str], *,
 
 def compile_on_demand_steps() -> None:
     """The loop's steps that compile on a run's first use of them and that the small warm
-    runs do not take: observing (per-server statistics, a trajectory) and the PTRS draw of
-    dispatchers at λ_m ≥ 600."""
+    runs do not take: observing (per-server statistics, a trajectory), the PTRS draw of
+    dispatchers at λ_m ≥ 600 and the tagging of per-job placements."""
     from dispatchlab.compiled.lazy import compiled
     from dispatchlab.engine import loop
 
-    for step in (loop.observe_step, loop.ptrs_draw):
+    for step in (loop.observe_step, loop.ptrs_draw, loop.tag_one_step):
         compiled(step)
 
 

@@ -185,15 +185,19 @@ def needs_ptrs(system: System) -> bool:
     return loop.has_ptrs_rows(offsets)
 
 
-def on_demand_steps(state: loop.LoopState, observed: loop.LoopObservation) -> tuple[Any, Any]:
-    """The loop's observation step and the PTRS draw of its split-Poisson arrivals for a
-    run, compiled (or loaded from the disk cache) when the run takes them, else the absent
-    steps (nothing compiled: a cold first run that neither observes nor has a dispatcher
-    at λ_m ≥ loop.POISSON_TABLE_LIMIT compiles neither)."""
+def on_demand_steps(state: loop.LoopState, observed: loop.LoopObservation,
+                    tags_per_job: bool) -> tuple[Any, Any, Any]:
+    """The loop's observation step, the PTRS draw of its split-Poisson arrivals and the
+    tagging of per-job placements for a run, compiled (or loaded from the disk cache) when
+    the run takes them, else the absent steps (nothing compiled: a cold first run that
+    neither observes, nor has a dispatcher at λ_m ≥ loop.POISSON_TABLE_LIMIT, nor tags in
+    per-job dispatch compiles none of them). ``tags_per_job``: the run tags delays in
+    per-job dispatch."""
     observe = compiled(loop.observe_step) if loop.observes(observed) else loop.NO_OBSERVE
     ptrs = (compiled(loop.ptrs_draw) if loop.has_ptrs_rows(state.poisson_offsets)
             else loop.NO_PTRS)
-    return observe, ptrs
+    tag_one = compiled(loop.tag_one_step) if tags_per_job else loop.NO_TAG_ONE
+    return observe, ptrs, tag_one
 
 
 def loop_laws(system: System, trace: np.ndarray) -> loop.LoopLaws:
@@ -302,7 +306,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     choose = choose_adapter(kernel.choose)
     begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
     serve_other, other_arrivals = compiled(serve_step), compiled(arrival_step)
-    observe_step, ptrs = on_demand_steps(state, observed)
+    observe_step, ptrs, tag_one = on_demand_steps(state, observed,
+                                                  per_job and control.tag_probability > 0)
     start = time.perf_counter()
     t = 0
     with sigint_caught() as interrupted:
@@ -312,7 +317,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             t = int(run_slots(laws, memory, control, accumulators, state, serve_other,
                               other_arrivals, choose, begin_slot, end_slot,
                               t, min(slots, t + (chunk or sizer.size)), observed,
-                              observe_step, ptrs))
+                              observe_step, ptrs, tag_one))
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
             status = carry[loop.CARRY_STATUS]
             if status == loop.STATUS_BAD_TARGET:

@@ -56,6 +56,7 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.argmin import argmin_random_ties
+from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint, uniform
 from dispatchlab.core.ram import require_memory
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
@@ -206,7 +207,11 @@ def report_probability(memory):
 @njit(inline="always", cache=True)
 def _prune(m, dispatchers, memory):
     """Drop the entries of m's touched list that a report has since replaced; returns the
-    number left (every one valid)."""
+    number left (every one valid). SUJSQ's lists are emptied at each update and no report
+    comes between: every entry is valid, and the report slots of the list's servers
+    (random reads, M lists a slot) are not read."""
+    if is_synchronous(memory):
+        return touched_lengths(memory)[m]
     listed = touched(memory, m, dispatchers)
     own = touched_estimates(memory, m, dispatchers)
     sent = touched_slots(memory, m, dispatchers)
@@ -301,10 +306,23 @@ def _overlaid_minimiser(R, tree, own, listed, length, work, rng):
     return target
 
 
+@njit(inline="always", cache=True)
+def _prefetch_next_list(m, dispatchers, memory):
+    """Prefetch the heads of dispatcher m + 1's touched list (its servers, estimates and
+    slots: three rows, three lines), which the engine asks next in a batch slot."""
+    if m + 1 >= dispatchers:
+        return
+    width = memory.ist.shape[1]
+    for row in (FIXED_ROWS + m + 1, FIXED_ROWS + dispatchers + m + 1,
+                FIXED_ROWS + 2 * dispatchers + m + 1):
+        prefetch(memory.ist, row * width)
+
+
 @choose_function
 def _estimate_choose(m, jobs, slot, memory, ctx):
     N = slot.Q.size
     M = dispatchers(memory)
+    _prefetch_next_list(m, M, memory)
     own = touched_estimates(memory, m, M)
     sent = touched_slots(memory, m, M)
     R = reports(memory)

@@ -14,6 +14,7 @@ from dispatchlab.compiled.argmin import argmin_random_ties, shorter_of_two
 from dispatchlab.compiled.rng import make_rng_state, randint, sample_distinct_row
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.policies.led import LEDPolicy
+from dispatchlab.policies.led.ahead import looks_ahead
 from dispatchlab.policies.led.layout import INDEX_BLOCKS, INDEX_SUM, write_estimate
 from dispatchlab.policies.led.min_blocks import (
     HEADER,
@@ -23,14 +24,18 @@ from dispatchlab.policies.led.min_blocks import (
     new_block_rows,
 )
 from dispatchlab.policies.led.min_tree import (
+    BLOCK,
+    group_select,
     mark_dirty,
     new_tree_rows,
+    nth_set_bit,
     rebuild,
     refresh,
     tree_argmin,
     tree_depth,
     tree_leaves,
     tree_min,
+    tree_select,
     tree_ties,
     tree_width,
     write_through,
@@ -294,3 +299,71 @@ def test_jba_lookahead_peeks_the_next_alias_draws():
     peeked, drawn, state = _alias_peeked_and_drawn(rng, table, 2_000)
     assert (peeked == drawn).all() and (state == rng).all()
     assert len(set(drawn.tolist())) == 13
+
+
+@njit(cache=True)
+def _nth_set_bits_agree():
+    """Whether nth_set_bit finds, for every 16-bit mask and rank, the scan's bit."""
+    for mask in range(1 << BLOCK):
+        skip = 0
+        for j in range(BLOCK):
+            if (mask >> j) & 1:
+                if nth_set_bit(np.int64(mask), np.int64(skip)) != j:
+                    return False
+                skip += 1
+    return True
+
+
+def test_nth_set_bit_finds_the_scans_bit():
+    assert _nth_set_bits_agree()
+
+
+@njit(cache=True)
+def _group_and_single_walks(table, first_tree, count, work, rng):
+    """Server pairs (group_select's, tree_select's) for random ranks on ``count`` trees."""
+    out = np.zeros((count, 2), np.int64)
+    for k in range(count):
+        work[count + k] = randint(rng, tree_ties(table[first_tree + k]))
+    for k in range(count):
+        out[k, 1] = tree_select(table[k], table[first_tree + k], work[count + k], False)
+    group_select(table, first_tree, count, work, 0, True, 0)
+    for k in range(count):
+        out[k, 0] = work[k]
+    return out
+
+
+@pytest.mark.parametrize("servers, levels", [(64, 2), (1000, 2), (4097, 3), (10_000, 40)])
+def test_group_walk_picks_like_single_walks(servers, levels):
+    """The lockstep walk of several trees ends where each tree's own walk does."""
+    count = 6
+    generator = np.random.default_rng(servers)
+    table = np.zeros((2 * count + 1, servers), np.int64)
+    table[count:2 * count] = new_tree_rows(servers, count, servers)
+    for k in range(count):
+        table[k] = generator.integers(0, levels, servers)
+        rebuild(table[k], table[count + k])
+    rng = make_rng_state(4)
+    for _ in range(50):
+        picks = _group_and_single_walks(table, count, count, table[2 * count], rng)
+        assert (picks[:, 0] == picks[:, 1]).all()
+
+
+@pytest.mark.parametrize("policy, params, load", [
+    ("l-jsq-push", {}, 0.9),
+    ("l-jsq-push", {"p": 0.5, "d": 7}, 0.02),  # few jobs: dispatchers without any between
+    ("lsq", {}, 0.9),
+    ("lsq", {"learn_on_send": True}, 0.5),
+])
+def test_look_ahead_draws_like_the_scan(policy, params, load):
+    """With M·N large enough (choices made a group of dispatchers at a time, ahead.py) the
+    built-in L-JSQ still consumes the scan's random numbers: identical trajectories."""
+    system = System.build("1000x0.2,1000x0.6", load=load, dispatchers=40)
+    options = {"increment": policy == "lsq", "update": "push", **params}
+    assert looks_ahead(LEDPolicy(strategy="jsq", **options).kernel(system).memory(), 2000)
+    tree = simulate(system, LEDPolicy(strategy="jsq", **options), slots=400, seed=3,
+                    track_delay=False)
+    scan = simulate(system, LEDPolicy(strategy=l_jsq, **options), slots=400, seed=3,
+                    track_delay=False)
+    for field in ("jobs_departed", "jobs_in_system", "idle_while_busy", "herding_fraction"):
+        assert getattr(tree, field) == getattr(scan, field)
+    assert tree.diagnostics == scan.diagnostics

@@ -302,20 +302,27 @@ def test_jba_lookahead_peeks_the_next_alias_draws():
 
 
 @njit(cache=True)
-def _nth_set_bits_agree():
-    """Whether nth_set_bit finds, for every 16-bit mask and rank, the scan's bit."""
-    for mask in range(1 << BLOCK):
+def _nth_set_bits_agree(masks):
+    """Whether nth_set_bit finds, for each mask (BLOCK bits) and rank, the scan's bit."""
+    for mask in masks:
         skip = 0
         for j in range(BLOCK):
             if (mask >> j) & 1:
-                if nth_set_bit(np.int64(mask), np.int64(skip)) != j:
+                if nth_set_bit(mask, np.int64(skip)) != j:
                     return False
                 skip += 1
     return True
 
 
 def test_nth_set_bit_finds_the_scans_bit():
-    assert _nth_set_bits_agree()
+    generator = np.random.default_rng(7)
+    full = np.int64(-1) if BLOCK == 64 else np.int64((1 << BLOCK) - 1)
+    masks = [np.int64(1), full, np.int64(1) << np.int64(BLOCK - 1)]
+    for density in (0.02, 0.1, 0.5, 0.9):  # random masks, sparse to dense
+        bits = generator.random((500, BLOCK)) < density
+        masks += [np.int64(sum(int(b) << j for j, b in enumerate(row)) - (
+            (1 << 64) if BLOCK == 64 and row[63] else 0)) for row in bits]
+    assert _nth_set_bits_agree(np.array(masks, np.int64))
 
 
 @njit(cache=True)

@@ -364,12 +364,12 @@ def test_group_walk_picks_like_single_walks(servers, levels):
 def test_look_ahead_draws_like_the_scan(policy, params, load):
     """With M·N large enough (choices made a group of dispatchers at a time, ahead.py) the
     built-in L-JSQ still consumes the scan's random numbers: identical trajectories."""
-    system = System.build("1000x0.2,1000x0.6", load=load, dispatchers=40)
+    system = System.build("5000x0.2,5000x0.6", load=load, dispatchers=48)
     options = {"increment": policy == "lsq", "update": "push", **params}
-    assert looks_ahead(LEDPolicy(strategy="jsq", **options).kernel(system).memory(), 2000)
-    tree = simulate(system, LEDPolicy(strategy="jsq", **options), slots=400, seed=3,
+    assert looks_ahead(LEDPolicy(strategy="jsq", **options).kernel(system).memory(), 10_000)
+    tree = simulate(system, LEDPolicy(strategy="jsq", **options), slots=200, seed=3,
                     track_delay=False)
-    scan = simulate(system, LEDPolicy(strategy=l_jsq, **options), slots=400, seed=3,
+    scan = simulate(system, LEDPolicy(strategy=l_jsq, **options), slots=200, seed=3,
                     track_delay=False)
     for field in ("jobs_departed", "jobs_in_system", "idle_while_busy", "herding_fraction"):
         assert getattr(tree, field) == getattr(scan, field)

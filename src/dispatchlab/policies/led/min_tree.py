@@ -37,11 +37,10 @@ from dispatchlab.compiled.bits import bit_count
 from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint, select_unpredictable
 
-#: estimates per leaf (its minimisers: one int64 mask). 64 rather than 16: at N = 10⁴ a
-#: tree is 12 KB instead of 48, so that M = 100 trees fit in a 2 MB L2 and a walk is two
-#: levels shorter (walks ×0.65 in a microbenchmark, the cost at M = 100 ×0.9, paired),
-#: for a refresh that reads 64 estimates per dirty block (a few per slot and dispatcher)
-BLOCK = 64
+#: estimates per leaf (its minimisers: one int64 mask, so at most 64). 64 made L-JSQ/LSQ's
+#: M = 100 choices at N = 10⁴ ×0.9 (the M trees fit in L2, two levels fewer), but AUJSQ's
+#: refreshes, which read a block per report, ×2 slower at N = 10³ (bench --scaling)
+BLOCK = 16
 EMPTY = np.iinfo(np.int64).max  # the min of a padding leaf (count 0)
 DIRTY = -1  # the count of a leaf whose block changed since the last refresh
 

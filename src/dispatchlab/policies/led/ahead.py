@@ -48,7 +48,7 @@ GROUP = 8
 AHEAD_STRIDE = 8
 #: the fewest tree entries (M trees of 6P int64) for which choices look ahead: the trees
 #: must be out of the caches for overlapping their misses to pay (2¹⁶: 512 KB, an AMD
-#: EPYC's L2 per core; at N = 10³, M = 100, 77 KB of trees, LSQ ran ×1.2 slower with it)
+#: EPYC's L2 per core; at N = 10³, M = 100, trees in cache, LSQ ran ×1.2 slower with it)
 AHEAD_MIN_TREE_ENTRIES = 1 << 16
 
 

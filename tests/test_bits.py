@@ -11,8 +11,8 @@ from dispatchlab.compiled.bits import bit_count, select_bit
 
 
 @njit(cache=True)
-def _select(mask, rank):
-    return select_bit(mask, rank)
+def _select(mask, rank, bits=64):
+    return select_bit(mask, rank, bits)
 
 
 @njit(cache=True)
@@ -33,6 +33,8 @@ def test_select_bit_is_the_position_of_the_rank_th_set_bit(word, data):
     rank = data.draw(st.integers(0, len(positions) - 1))
     assert _count(_signed(word)) == len(positions)
     assert _select(_signed(word), rank) == positions[rank]
+    width = 1 << max(positions).bit_length()  # the narrowest power of two that holds it
+    assert _select(_signed(word), rank, min(width, 64)) == positions[rank]
 
 
 @pytest.mark.parametrize("word", [1, 1 << 63, 2**64 - 1, (1 << 32) - 1, 0x8000000000000001])

@@ -14,6 +14,7 @@ from dispatchlab.compiled.argmin import argmin_random_ties, shorter_of_two
 from dispatchlab.compiled.rng import make_rng_state, randint, sample_distinct_row
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.policies.led import LEDPolicy
+from dispatchlab.policies.led.ahead import looks_ahead
 from dispatchlab.policies.led.layout import INDEX_BLOCKS, INDEX_SUM, write_estimate
 from dispatchlab.policies.led.min_blocks import (
     HEADER,
@@ -23,6 +24,7 @@ from dispatchlab.policies.led.min_blocks import (
     new_block_rows,
 )
 from dispatchlab.policies.led.min_tree import (
+    group_select,
     mark_dirty,
     new_tree_rows,
     rebuild,
@@ -31,6 +33,7 @@ from dispatchlab.policies.led.min_tree import (
     tree_depth,
     tree_leaves,
     tree_min,
+    tree_select,
     tree_ties,
     tree_width,
     write_through,
@@ -332,3 +335,54 @@ def test_specialised_choose_draws_like_the_plugin(strategy, options, servers, ch
         assert np.array_equal(getattr(ran[0], field), getattr(ran[1], field), equal_nan=True)
     assert ran[0].messages_by_kind == ran[1].messages_by_kind
     assert ran[0].diagnostics == ran[1].diagnostics
+
+
+@njit(cache=True)
+def _group_and_single_walks(table, first_tree, count, work, rng):
+    """Server pairs (group_select's, tree_select's) for random ranks on ``count`` trees."""
+    out = np.zeros((count, 2), np.int64)
+    for k in range(count):
+        work[count + k] = randint(rng, tree_ties(table[first_tree + k]))
+    for k in range(count):
+        out[k, 1] = tree_select(table[k], table[first_tree + k], work[count + k], False)
+    group_select(table, first_tree, count, work, 0, True, 0)
+    for k in range(count):
+        out[k, 0] = work[k]
+    return out
+
+
+@pytest.mark.parametrize("servers, levels", [(64, 2), (1000, 2), (4097, 3), (10_000, 40)])
+def test_group_walk_picks_like_single_walks(servers, levels):
+    """The lockstep walk of several trees ends where each tree's own walk does."""
+    count = 6
+    generator = np.random.default_rng(servers)
+    table = np.zeros((2 * count + 1, servers), np.int64)
+    table[count:2 * count] = new_tree_rows(servers, count, servers)
+    for k in range(count):
+        table[k] = generator.integers(0, levels, servers)
+        rebuild(table[k], table[count + k])
+    rng = make_rng_state(4)
+    for _ in range(50):
+        picks = _group_and_single_walks(table, count, count, table[2 * count], rng)
+        assert (picks[:, 0] == picks[:, 1]).all()
+
+
+@pytest.mark.parametrize("policy, params, load", [
+    ("l-jsq-push", {}, 0.9),
+    ("l-jsq-push", {"p": 0.5, "d": 7}, 0.02),  # few jobs: dispatchers without any between
+    ("lsq", {}, 0.9),
+    ("lsq", {"learn_on_send": True}, 0.5),
+])
+def test_look_ahead_draws_like_the_scan(policy, params, load):
+    """With M·N large enough (choices made a group of dispatchers at a time, ahead.py) the
+    built-in L-JSQ still consumes the scan's random numbers: identical trajectories."""
+    system = System.build("5000x0.2,5000x0.6", load=load, dispatchers=48)
+    options = {"increment": policy == "lsq", "update": "push", **params}
+    assert looks_ahead(LEDPolicy(strategy="jsq", **options).kernel(system).memory(), 10_000)
+    tree = simulate(system, LEDPolicy(strategy="jsq", **options), slots=200, seed=3,
+                    track_delay=False)
+    scan = simulate(system, LEDPolicy(strategy=l_jsq, **options), slots=200, seed=3,
+                    track_delay=False)
+    for field in ("jobs_departed", "jobs_in_system", "idle_while_busy", "herding_fraction"):
+        assert getattr(tree, field) == getattr(scan, field)
+    assert tree.diagnostics == scan.diagnostics

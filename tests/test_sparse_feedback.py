@@ -17,6 +17,15 @@ from dispatchlab.engine.interface import REPORT, choose_function, hook_function
 from dispatchlab.model.system import System as SystemType
 from dispatchlab.policies import policy_names
 from dispatchlab.policies.base import Kernel, Param, Policy, register
+from dispatchlab.policies.sparse_feedback import (
+    LIST_MIN_DISPATCHERS,
+    NO_LIST,
+    SynchronousUpdateJsq,
+    listed_minimisers,
+    minimisers,
+    rebuild_reports,
+    reports,
+)
 
 
 @choose_function
@@ -99,7 +108,9 @@ def _explicit(synchronous: int) -> type[Policy]:
     (300, 3, "batch", 10),       # overlays of a few touched servers
     (2000, 5, "batch", 10),
     (600, 2, "per_job", 3),      # long touched lists: the scan takes over
-    (1000, 20, "batch", 30),
+    (1000, 20, "batch", 30),     # M ≥ LIST_MIN_DISPATCHERS: minimisers off the list
+    (400, 12, "batch", 4),       # the list, with overlays when all minimisers are touched
+    (300, 8, "batch", 2),        # a new list every other slot
 ])
 def test_shared_reports_run_like_explicit_estimates(policy, servers, dispatchers, dispatch,
                                                     period):
@@ -114,3 +125,18 @@ def test_shared_reports_run_like_explicit_estimates(policy, servers, dispatchers
         assert getattr(fast, field) == getattr(reference, field)
     assert fast.diagnostics["estimation_error"] == reference.diagnostics["estimation_error"]
     assert fast.diagnostics["estimation_error"] > 0
+
+
+@pytest.mark.parametrize("dispatchers", [LIST_MIN_DISPATCHERS - 1, LIST_MIN_DISPATCHERS])
+def test_rebuild_lists_the_minimisers_in_index_order(dispatchers):
+    system = System.build("200x0.5", load=0.5, dispatchers=dispatchers)
+    memory = SynchronousUpdateJsq().kernel(system).memory()
+    R = reports(memory)
+    R[:200] = np.random.default_rng(3).integers(2, 6, 200)
+    R[[7, 50, 51, 199]] = 1
+    rebuild_reports(memory)
+    if dispatchers < LIST_MIN_DISPATCHERS:
+        assert listed_minimisers(memory) == NO_LIST
+    else:
+        assert listed_minimisers(memory) == 4
+        assert list(minimisers(memory)[:4]) == [7, 50, 51, 199]

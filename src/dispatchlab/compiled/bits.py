@@ -26,21 +26,25 @@ def bit_count(typingctx, word):
 
 
 @njit(inline="always", cache=True)
-def select_bit(mask, rank):
-    """The position of the (``rank`` + 1)-th set bit of the 64-bit ``mask``, counting from
-    bit 0 (0 ≤ rank < bit_count(mask); otherwise 63 or below, meaningless).
+def select_bit(mask, rank, bits):
+    """The position of the (``rank`` + 1)-th set bit of ``mask``, counting from bit 0, for a
+    mask of at most ``bits`` bits (a power of two ≤ 64; 0 ≤ rank < bit_count(mask),
+    otherwise the result is below ``bits`` and meaningless).
 
-    A branch-free binary search: at each of six steps the set bits of the lower half of
-    what is left (32, 16, …, 1 bits wide) are counted, and the search moves into the upper
-    half when ``rank`` is not among them; six popcounts in place of a pass over the bits
-    (a pass over 32 bits was most of an L-JSQ choice with pull updates at N = 100)."""
+    A branch-free binary search: at each of log₂(bits) steps the set bits of the lower half
+    of what is left (bits/2, bits/4, …, 1 wide) are counted, and the search moves into the
+    upper half when ``rank`` is not among them; log₂(bits) popcounts in place of a pass
+    over the bits (a pass over 32 bits was most of an L-JSQ choice with pull updates at
+    N = 100)."""
     word = np.uint64(mask)
     position = np.int64(0)
-    for width in (32, 16, 8, 4, 2, 1):
-        low = bit_count(np.int64(word & np.uint64((1 << width) - 1)))
+    width = bits // 2
+    while width >= 1:
+        low = bit_count(np.int64(word & ((np.uint64(1) << np.uint64(width)) - np.uint64(1))))
         up = np.int64(rank >= low)
         rank -= low * up
         step = width * up
         word >>= np.uint64(step)
         position += step
+        width //= 2
     return position

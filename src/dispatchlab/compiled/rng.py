@@ -183,7 +183,14 @@ def uniform(s):
 @njit(inline="always", cache=True)
 def randint(s, n):
     """An integer uniform on {0, …, n−1}, for 1 ≤ n < 2**32 (Lemire's multiply-shift)."""
-    return np.int64(((next_u64(s) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+    return randint_of_bits(next_u64(s), n)
+
+
+@njit(inline="always", cache=True)
+def randint_of_bits(bits, n):
+    """:func:`randint`'s value from the draw's 64 random bits (for a caller that steps a
+    copy of the state with :func:`xoshiro_step`)."""
+    return np.int64(((bits >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
 @njit(inline="always", cache=True)

@@ -25,20 +25,28 @@ choice). The minimum of Q̃^m comes from one shared min tree over R
 minimiser of R is untouched, the minimisers of Q̃^m are the untouched minimisers of R: r
 uniform on their number, and the r-th of them in index order is the minimiser of R at
 position r + (the touched ones before it), found by walks down the tree to that fixed
-point (usually one or two walks, no write). When every minimiser of R is touched, m's
-entries are overlaid on R and the tree, the walk picks, and R is restored. Either way the
-draw is that of :func:`~dispatchlab.compiled.argmin.argmin_random_ties` on Q̃^m, so runs are
-bit-identical to a scan of explicit estimates. When the touched list is long (per-job
+point (usually one or two walks, no write). With many dispatchers (M ≥
+LIST_MIN_DISPATCHERS) the minimisers of R are also listed in index order when the tree is
+rebuilt (SUJSQ's updates), and the r-th of them is read off the list instead of a walk down
+the tree: R does not change between synchronous updates, and the walks were about a third
+of a choice's cost at M = 100, N = 10⁴ (AUJSQ's reports change R every slot: it walks).
+When every minimiser of R is touched, m's entries are overlaid on R and the tree, the walk
+picks, and R is restored. Either way the draw is that of
+:func:`~dispatchlab.compiled.argmin.argmin_random_ties` on Q̃^m, so runs are bit-identical
+to a scan of explicit estimates. When the touched list is long (per-job
 dispatch with few dispatchers) or N is tiny, the choice scans Q̃^m instead (same draw).
 
-Memory (``ist``, int64, width W = max(N, M, 2)):
+Memory (``ist``, int64, width W = max(N, M, 3)):
   row 0  R, the last reports (R_n = Q_n(0) at the start)      :func:`reports`
   row 1  the slot from which R_n holds                        :func:`report_slots`
-  row 2  [slots left to the next synchronous update, initialised flag]  :func:`control`
+  row 2  [slots left to the next synchronous update, initialised flag, number of listed
+         minimisers of R (−1: no valid list)]                 :func:`control`
   row 3  the length of each dispatcher's touched list         :func:`touched_lengths`
   row 4  scratch (saved reports during an overlay; Q̃^m for a scan)
   row 5  the shared min tree of R (N ≥ 64, see min_tree.uses_tree)  :func:`report_tree`
-  rows 6 + m, 6 + M + m, 6 + 2M + m  dispatcher m's touched list: its entries' servers,
+  row 6  the minimisers of R in index order (with the tree, M ≥ LIST_MIN_DISPATCHERS)
+                                                              :func:`minimisers`
+  rows 7 + m, 7 + M + m, 7 + 2M + m  dispatcher m's touched list: its entries' servers,
          estimates and slots of the last send, side by side  :func:`touched`, …
 """
 
@@ -48,6 +56,7 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.argmin import argmin_random_ties
+from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint, uniform
 from dispatchlab.core.ram import require_memory
 from dispatchlab.engine.interface import REPORT, choose_function, hook_function
@@ -69,9 +78,14 @@ from dispatchlab.policies.led.min_tree import (
 )
 
 IP_PERIOD, IP_SYNCHRONOUS, IP_TREE, IP_DISPATCHERS = range(4)
-COUNTDOWN, READY = range(2)
+COUNTDOWN, READY, LISTED = range(3)
 DIAGNOSTICS = ("estimation_error",)
-FIXED_ROWS = 6
+FIXED_ROWS = 7
+#: the fewest dispatchers for which the minimisers of R are listed at each rebuild: the
+#: list costs a pass over the N reports per synchronous update, a walk down the tree per
+#: choice saved pays for it only with several choices per slot
+LIST_MIN_DISPATCHERS = 8
+NO_LIST = -1
 
 
 @njit(inline="always", cache=True)
@@ -94,7 +108,7 @@ def report_slots(memory):
 
 @njit(inline="always", cache=True)
 def control(memory):
-    """[slots left to the next synchronous update, initialised flag]."""
+    """[slots left to the next synchronous update, initialised flag, listed minimisers]."""
     return memory.ist[2]
 
 
@@ -114,6 +128,37 @@ def scratch(memory):
 def report_tree(memory):
     """The shared min tree of R (only when :func:`has_tree`)."""
     return memory.ist[5]
+
+
+@njit(inline="always", cache=True)
+def minimisers(memory):
+    """The minimisers of R in index order (the first ``control(memory)[LISTED]``)."""
+    return memory.ist[6]
+
+
+@njit(inline="always", cache=True)
+def listed_minimisers(memory):
+    """How many minimisers of R :func:`minimisers` lists, NO_LIST when the list does not
+    hold (no tree, few dispatchers, or R changed since the last rebuild)."""
+    return memory.ist[2, LISTED]
+
+
+@njit(inline="always", cache=True)
+def rebuild_reports(memory):
+    """Rebuild the tree after R changed everywhere, and with M ≥ LIST_MIN_DISPATCHERS list
+    the minimisers of R (branch-free: every server is written, the count moves on a hit)."""
+    R = reports(memory)
+    tree = report_tree(memory)
+    rebuild(R, tree)
+    if dispatchers(memory) < LIST_MIN_DISPATCHERS:
+        return
+    best = tree_min(tree)
+    out = minimisers(memory)
+    count = 0
+    for n in range(R.size):
+        out[count] = n
+        count += np.int64(R[n] == best)
+    memory.ist[2, LISTED] = count
 
 
 @njit(inline="always", cache=True)
@@ -162,7 +207,11 @@ def report_probability(memory):
 @njit(inline="always", cache=True)
 def _prune(m, dispatchers, memory):
     """Drop the entries of m's touched list that a report has since replaced; returns the
-    number left (every one valid)."""
+    number left (every one valid). SUJSQ's lists are emptied at each update and no report
+    comes between: every entry is valid, and the report slots of the list's servers
+    (random reads, M lists a slot) are not read."""
+    if is_synchronous(memory):
+        return touched_lengths(memory)[m]
     listed = touched(memory, m, dispatchers)
     own = touched_estimates(memory, m, dispatchers)
     sent = touched_slots(memory, m, dispatchers)
@@ -195,11 +244,21 @@ def _overlay_is_cheaper(listed, N, tree):
 
 
 @njit(inline="always", cache=True)
-def _untouched_minimiser(R, tree, listed, length, work, rng):
+def _select(R, tree, skip, listed_count, listed):
+    """The (skip + 1)-th minimiser of R in index order: off the list when it holds
+    (``listed_count`` ≠ NO_LIST), else by a walk down the tree."""
+    if listed_count != NO_LIST:
+        return listed[skip]
+    return tree_select(R, tree, skip, False)
+
+
+@njit(inline="always", cache=True)
+def _untouched_minimiser(R, tree, listed, length, work, rng, listed_count, listed_min):
     """argmin of Q̃^m when some server that holds min R was not sent to (−1 otherwise), with
     the scan's draw: Q̃^m = R off the touched list and > R on it, so the minimisers of Q̃^m
     are the c − t untouched minimisers of R (c of R's, t of them touched); r uniform on
-    c − t picks the r-th of them in index order, read off the tree."""
+    c − t picks the r-th of them in index order, read off the list of R's minimisers
+    (``listed_min``, when ``listed_count`` ≠ NO_LIST) or the tree."""
     best = tree_min(tree)
     touched_minimisers = 0
     for i in range(length):
@@ -220,7 +279,7 @@ def _untouched_minimiser(R, tree, listed, length, work, rng):
     # or two walks, where a rank query per touched minimiser took up to |touched|)
     counted = 0
     while True:
-        target = tree_select(R, tree, untouched + counted, False)
+        target = _select(R, tree, untouched + counted, listed_count, listed_min)
         below = counted
         while below < touched_minimisers and work[below] <= target:
             below += 1
@@ -247,10 +306,23 @@ def _overlaid_minimiser(R, tree, own, listed, length, work, rng):
     return target
 
 
+@njit(inline="always", cache=True)
+def _prefetch_next_list(m, dispatchers, memory):
+    """Prefetch the heads of dispatcher m + 1's touched list (its servers, estimates and
+    slots: three rows, three lines), which the engine asks next in a batch slot."""
+    if m + 1 >= dispatchers:
+        return
+    width = memory.ist.shape[1]
+    for row in (FIXED_ROWS + m + 1, FIXED_ROWS + dispatchers + m + 1,
+                FIXED_ROWS + 2 * dispatchers + m + 1):
+        prefetch(memory.ist, row * width)
+
+
 @choose_function
 def _estimate_choose(m, jobs, slot, memory, ctx):
     N = slot.Q.size
     M = dispatchers(memory)
+    _prefetch_next_list(m, M, memory)
     own = touched_estimates(memory, m, M)
     sent = touched_slots(memory, m, M)
     R = reports(memory)
@@ -261,7 +333,8 @@ def _estimate_choose(m, jobs, slot, memory, ctx):
     if has_tree(memory) and _overlay_is_cheaper(length, N, report_tree(memory)):
         tree = report_tree(memory)
         refresh(R, tree)  # AUJSQ's reports since the last choice
-        target = _untouched_minimiser(R, tree, listed, length, work, ctx.rng)
+        target = _untouched_minimiser(R, tree, listed, length, work, ctx.rng,
+                                      listed_minimisers(memory), minimisers(memory))
         if target < 0:
             target = _overlaid_minimiser(R, tree, own, listed, length, work, ctx.rng)
     else:
@@ -290,7 +363,7 @@ def _estimate_begin(slot, step, memory, ctx):
         for n in range(Q.size):
             R[n] = Q[n]
         if has_tree(memory):
-            rebuild(R, report_tree(memory))
+            rebuild_reports(memory)
         state[COUNTDOWN] = update_period(memory)
         state[READY] = 1
     return None
@@ -313,7 +386,7 @@ def _estimate_end(slot, step, memory, ctx):
                 R[n] = Q[n]
                 since[n] = slot.t + 1
             if tracked:
-                rebuild(R, report_tree(memory))
+                rebuild_reports(memory)
             for m in range(M):  # every entry is stale now
                 touched_lengths(memory)[m] = 0
             msg[REPORT] += N * M
@@ -326,6 +399,7 @@ def _estimate_end(slot, step, memory, ctx):
                 since[n] = slot.t + 1
                 if tracked:
                     mark_dirty(report_tree(memory), n)
+                    control(memory)[LISTED] = NO_LIST
                 msg[REPORT] += M
     if step.record:
         # E|Q_n − Q̃^m_n| over dispatchers and servers, as for LED: M·Σ|R_n − Q_n| corrected
@@ -354,12 +428,13 @@ class _EstimateJsq(Policy):
     def kernel(self, system: System) -> Kernel:
         n, m = system.n_servers, system.dispatchers
         period = self.params["T_u"]
-        width = max(n, m, 2)
+        width = max(n, m, 3)
         rows = FIXED_ROWS + 3 * m
         # the kernel's int64 state and the copy each run makes of it (Kernel.memory)
         require_memory("dispatchers", 2 * 8 * rows * width,
                        f"the estimates of M = {m} dispatchers × N = {n} servers")
         state = np.zeros((rows, width), np.int64)
+        state[2, LISTED] = NO_LIST
         tree = uses_tree(n, width)
         if tree:
             state[5] = new_tree_rows(n, 1, width)[0]

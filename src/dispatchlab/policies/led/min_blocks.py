@@ -236,4 +236,4 @@ def block_argmin(values, index, rng):
     _clean_blocks(values, index, first, stop)  # (a clean group may hold stale blocks)
     base = HEADER + 2 * groups
     k, skip = _select(index, base, first, stop, best, skip, True)
-    return (k << shift) + select_bit(index[base + 2 * k + 1], skip)
+    return (k << shift) + select_bit(index[base + 2 * k + 1], skip, np.int64(1) << shift)

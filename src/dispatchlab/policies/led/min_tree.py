@@ -35,8 +35,11 @@ from numba import njit
 
 from dispatchlab.compiled.bits import bit_count, select_bit
 from dispatchlab.compiled.prefetch import prefetch
-from dispatchlab.compiled.rng import randint
+from dispatchlab.compiled.rng import randint, select_unpredictable
 
+#: estimates per leaf (its minimisers: one int64 mask, so at most 64). 64 made L-JSQ/LSQ's
+#: M = 100 choices at N = 10⁴ ×0.9 (the M trees fit in L2, two levels fewer), but AUJSQ's
+#: refreshes, which read a block per report, ×2 slower at N = 10³ (bench --scaling)
 BLOCK = 16
 EMPTY = np.iinfo(np.int64).max  # the min of a padding leaf (count 0)
 DIRTY = -1  # the count of a leaf whose block changed since the last refresh
@@ -71,7 +74,8 @@ def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
     sizes = np.minimum(BLOCK, n_servers - BLOCK * np.arange(P)).clip(min=0)
     tree[2 * P: 4 * P: 2] = np.where(sizes > 0, 0, EMPTY)
     tree[2 * P + 1: 4 * P: 2] = sizes
-    tree[5 * P: 6 * P] = (1 << sizes) - 1
+    # (all BLOCK bits when BLOCK = 64: -1; a shift by 64 is undefined)
+    tree[5 * P: 6 * P] = np.where(sizes >= 64, -1, (1 << np.minimum(sizes, 63)) - 1)
     for i in range(P - 1, 0, -1):
         _combine(tree, i)
     return np.tile(tree, (dispatchers, 1))
@@ -263,9 +267,8 @@ def tree_pick(values, tree, rng, warm):
 def tree_select(values, tree, skip, warm):
     """The (skip + 1)-th server in index order that holds the smallest value (tree up to
     date, 0 ≤ skip < its tie count). The walk reads the tree only; with ``warm`` it also
-    brings the estimates of the block it ends in towards the cache, for a caller that
-    writes the chosen estimate next (LSQ: a write that empties a leaf's minimisers reads
-    the block)."""
+    prefetches what a write of the chosen estimate reads (:func:`prefetch_write`), for a
+    caller that writes it next (LSQ)."""
     P = tree[0]
     i = 1
     # branches, not a branch-free step: with M trees out of cache, a predicted branch lets
@@ -284,10 +287,6 @@ def tree_select(values, tree, skip, warm):
             first = 5 * P + 4 * left - P
             prefetch(tree, first)
             prefetch(tree, first + 7)
-        if warm and left >= P:
-            # one level above the leaves: the estimates of the two blocks below i
-            for k in range(0, 2 * BLOCK, 8):
-                prefetch(values, (left - P) * BLOCK + k)
         if tree[2 * left] == tree[2 * i]:
             left_count = tree[2 * left + 1]
             if skip < left_count:
@@ -295,4 +294,69 @@ def tree_select(values, tree, skip, warm):
                 continue
             skip -= left_count
         i = left + 1
-    return (i - P) * BLOCK + select_bit(tree[5 * P + i - P], skip)
+    target = (i - P) * BLOCK + select_bit(tree[5 * P + i - P], skip, BLOCK)
+    if warm:
+        prefetch_write(values, 0, target, tree[2 * i + 1] == 1)
+    return target
+
+
+@njit(inline="always", cache=True)
+def prefetch_write(values, offset, target, sole):
+    """Prefetch what LSQ's write of the chosen estimate reads (``values[offset + n]`` holds
+    estimate n): the chosen server's block when it is the block's only minimiser
+    (``sole``: the write then recomputes the leaf from the block), else the estimate."""
+    if sole:
+        start = offset + target - target % BLOCK
+        for k in range(0, BLOCK, 8):
+            prefetch(values, start + k)
+    else:
+        prefetch(values, offset + target)
+
+
+@njit(inline="always", cache=True)
+def group_select(table, tree_row, count, work, base, warm, values_row):
+    """:func:`tree_select` on ``count`` trees at once, in lockstep: the trees are rows
+    ``tree_row`` … ``tree_row + count − 1`` of ``table`` (up to date, of one size), walk k
+    starts from skip ``work[base + count + k]`` and ends with its server in
+    ``work[base + k]``; with ``warm``, the estimates of walk k's last two blocks are
+    prefetched from row ``values_row + k``. Why: with M trees out of cache a walk is a
+    chain of dependent misses, one a level or two; the walks of several dispatchers
+    overlap theirs (memory-level parallelism), which one walk cannot. The step is
+    branch-free, so that a mispredicted turn of one walk does not discard the loads the
+    others have issued."""
+    width = table.shape[1]
+    P = table[tree_row, 0]
+    nodes = base  # work[base + k]: walk k's node, then its server
+    skips = base + count
+    for k in range(count):
+        work[nodes + k] = 1
+    i = np.int64(1)
+    while i < P:  # every walk is at a node of the level of i
+        for k in range(count):
+            row = tree_row + k
+            node = work[nodes + k]
+            skip = work[skips + k]
+            left = 2 * node
+            start = row * width
+            prefetch(table, start + 8 * node)
+            prefetch(table, start + 16 * node)
+            prefetch(table, start + 16 * node + 8)
+            if 4 * left >= P and 2 * left < P:
+                first = 5 * P + 4 * left - P
+                prefetch(table, start + first)
+                prefetch(table, start + first + 7)
+            left_count = table[row, 2 * left + 1]
+            holds = table[row, 2 * left] == table[row, 2]  # the left child has the min
+            go_left = holds and skip < left_count
+            work[skips + k] = skip - select_unpredictable(holds and not go_left,
+                                                          left_count, np.int64(0))
+            work[nodes + k] = select_unpredictable(go_left, left, left + 1)
+        i *= 2
+    for k in range(count):
+        leaf = work[nodes + k]
+        mask = table[tree_row + k, 5 * P + leaf - P]
+        target = (leaf - P) * BLOCK + select_bit(mask, work[skips + k], BLOCK)
+        work[nodes + k] = target
+        if warm:
+            prefetch_write(table, (values_row + k) * width, target,
+                           table[tree_row + k, 2 * leaf + 1] == 1)

@@ -22,6 +22,7 @@ from dispatchlab.engine.alias import alias_table
 from dispatchlab.engine.interface import ANSWER, choose_function
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
+from dispatchlab.policies.led.ahead import tree_choice
 from dispatchlab.policies.led.layout import (
     EXTRA_ROWS,
     FP_SIZE,
@@ -63,7 +64,6 @@ from dispatchlab.policies.led.layout import (
 from dispatchlab.policies.led.min_blocks import block_argmin, new_block_rows, uses_blocks
 from dispatchlab.policies.led.min_tree import (
     new_tree_rows,
-    tree_argmin,
     tree_min,
     uses_tree,
     write_through,
@@ -184,7 +184,7 @@ def _builtin_choose(m, jobs, slot, memory, ctx):
         # is updated at once, while the path just walked is in cache
         index = estimate_index(memory, m)
         writes = increments(memory) or learns_on_send(memory)
-        target = tree_argmin(own, index, ctx.rng, writes)
+        target = tree_choice(m, jobs, slot.t, memory, ctx.rng, writes)
         current = tree_min(index)
         value = estimate_after_send(m, target, jobs, current, slot, memory, ctx)
         if value >= 0:

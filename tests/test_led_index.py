@@ -311,15 +311,18 @@ def test_jba_lookahead_peeks_the_next_alias_draws():
     ("jsq", {"update": "pull"}, 200, "_blocks_choose"),
     ("jsq", {"update": "pull"}, 20, "_builtin_choose"),  # N < 64: the scan
     ("jsq", {"update": "pull", "increment": True}, 200, "_builtin_choose"),
-    ("jsq", {"update": "push"}, 200, "_builtin_choose"),
+    ("jsq", {"update": "push"}, 200, "_tree_choose"),
+    ("jsq", {"update": "push"}, 20, "_builtin_choose"),  # N < 64: the scan
+    ("jsq", {"update": "push", "increment": True}, 200, "_builtin_choose"),
 ])
 @pytest.mark.parametrize("dispatch", ["batch", "per_job"])
 def test_specialised_choose_draws_like_the_plugin(strategy, options, servers, choose,
                                                   dispatch):
-    """Without the LSQ options L-Pod and L-JSQ on block minima run a ``choose`` of their own
-    (no tests of the strategy or the options per call; L-Pod with d = 2 on estimates in
-    cache, nothing but the pair); each consumes the plug-in rule's random numbers (l_pod,
-    l_jsq's scan): identical trajectories, diagnostics and messages."""
+    """Without the LSQ options L-Pod and L-JSQ on block minima or a min tree run a
+    ``choose`` of their own (no tests of the strategy or the options per call; L-Pod with
+    d = 2 on estimates in cache, nothing but the pair); each consumes the plug-in rule's
+    random numbers (l_pod, l_jsq's scan): identical trajectories, diagnostics and
+    messages."""
     from dispatchlab.policies.led import policy as led_policy
 
     system = System.build(f"{servers}x0.3", load=0.9, dispatchers=4, dispatch=dispatch)

@@ -246,6 +246,13 @@ def _pod_choice(own, m, lookahead, memory, ctx):
 
 
 @choose_function
+def _tree_choose(m, jobs, slot, memory, ctx):
+    """L-JSQ on its min tree (push updates), without the LSQ options: the walk alone
+    (:func:`_builtin_choose`'s tree branch without its tests and the write at dispatch)."""
+    return tree_choice(m, jobs, slot.t, memory, ctx.rng, False)
+
+
+@choose_function
 def _blocks_choose(m, jobs, slot, memory, ctx):
     """L-JSQ on block minima (pull updates), without the LSQ options: :func:`_builtin_choose`'s
     choice without its tests of the strategy, the index and the options (a smaller
@@ -464,6 +471,8 @@ class LEDPolicy(Policy):
             return _pod2_choose if pair and in_cache else _pod_choose
         if strategy.code == CODE_JSQ and index == INDEX_BLOCKS:
             return _blocks_choose
+        if strategy.code == CODE_JSQ and index == INDEX_TREE:
+            return _tree_choose
         return _builtin_choose
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:

@@ -459,8 +459,9 @@ class LEDPolicy(Policy):
                       n_diagnostics=len(self.diagnostics) + 1)  # + the error's sample count
 
     def _choose(self, strategy: Strategy, index: int, n: int, m: int) -> Any:
-        """The compiled ``choose`` for this configuration: a user rule's, one of the
-        specialised built-ins when no LSQ option writes at dispatch, else the general one."""
+        """The compiled ``choose`` for this configuration: a user rule's, one specialised to
+        the built-in strategy and index when no LSQ option writes at dispatch, else the
+        general one."""
         if not strategy.builtin:
             return custom_choose(strategy.function)
         if self.params["increment"] or self.params["learn_on_send"]:

@@ -1,10 +1,12 @@
 """The benchmark evidence in results/bench/ and the tables built from it: the tagged
 against exact delay table of benchmarks/README.md is the one benchmarks/tagged_vs_exact.py
 prints from results/bench/tagged_vs_exact.json, and the committed run shows what the
-estimator promises (docs/statistics.md#tagged-delays)."""
+estimator promises (docs/statistics.md#tagged-delays); the bench table of the fourth session
+is the median of its committed runs (results/bench/xeon-2026-12-02/)."""
 
 import importlib.util
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,29 @@ def test_the_default_sample_keeps_p99_within_two_percent(evidence):
     for row in evidence["workloads"]:
         cell = row["p99"]
         assert (cell["ci_high"] - cell["ci_low"]) / 2 <= 0.02 * cell["tagged"], row["workload"]
+
+
+BENCH_RUNS = sorted((ROOT / "results" / "bench" / "xeon-2026-12-02").glob("bench_run*.jsonl"))
+
+
+def _median_and_range(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
+
+
+def test_the_readme_bench_table_is_the_committed_runs():
+    """The fourth session's bench table in benchmarks/README.md: each row's lean and full
+    ratios are the median (range) of the committed JSON lines of its three runs."""
+    assert len(BENCH_RUNS) == 3
+    ratios: dict[str, list[tuple[float, float]]] = {}
+    for path in BENCH_RUNS:
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            assert row["processor"] == "Intel(R) Xeon(R) Processor"
+            ratios.setdefault(row["name"], []).append((row["speed_ratio"],
+                                                       row["speed_ratio_full"]))
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    assert set(ratios) == {"wrand", "jsq", "pod2", "led-jsq-pull", "led-pod-push"}
+    for name, pairs in ratios.items():
+        lean = _median_and_range([lean for lean, _ in pairs])
+        full = _median_and_range([full for _, full in pairs])
+        assert f"| {name} | {lean} | {full} |" in readme, name

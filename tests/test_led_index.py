@@ -66,14 +66,22 @@ def test_min_tree_draws_like_the_scan(policy, params, dispatch, servers):
                           dispatchers=3, dispatch=dispatch)
     options = {"increment": policy == "lsq", "update": "pull" if "pull" in policy else "push",
                **params}
-    tree = simulate(system, LEDPolicy(strategy="jsq", **options), slots=3_000, seed=8,
-                    track_delay=False)
-    scan = simulate(system, LEDPolicy(strategy=l_jsq, **options), slots=3_000, seed=8,
-                    track_delay=False)
     # (LSQ with rare pushes drifts on N = 300: compare what an unstable run reports too)
-    for field in ("jobs_departed", "jobs_in_system", "idle_while_busy", "herding_fraction"):
-        assert getattr(tree, field) == getattr(scan, field)
-    assert tree.diagnostics == scan.diagnostics
+    assert_same_runs(system, LEDPolicy(strategy="jsq", **options),
+                     LEDPolicy(strategy=l_jsq, **options), slots=3_000, seed=8)
+
+
+def assert_same_runs(system, policy, other, *, slots, seed):
+    """``policy`` and ``other`` run on ``system`` to the same trajectory: the same counts,
+    ΣQ, herding, messages and diagnostics (NaN equal to NaN)."""
+    runs = [simulate(system, each, slots=slots, seed=seed, track_delay=False)
+            for each in (policy, other)]
+    for field in ("jobs_departed", "jobs_in_system", "idle_while_busy", "mean_total_queue",
+                  "herding_fraction"):
+        assert np.array_equal(getattr(runs[0], field), getattr(runs[1], field),
+                              equal_nan=True), field
+    assert runs[0].messages_by_kind == runs[1].messages_by_kind
+    assert runs[0].diagnostics == runs[1].diagnostics
 
 
 @njit(cache=True)
@@ -331,13 +339,7 @@ def test_specialised_choose_draws_like_the_plugin(strategy, options, servers, ch
     rule = ((l_pod, (options["pod_d"],)) if strategy == "pod" else (l_jsq, ()))
     plugin = LEDPolicy(strategy=rule[0], strategy_params=rule[1], p=0.2,
                        **{k: v for k, v in options.items() if k != "pod_d"})
-    slots = 3_000 if servers < 1000 else 100
-    ran = [simulate(system, policy, slots=slots, seed=4, track_delay=False)
-           for policy in (builtin, plugin)]
-    for field in ("jobs_departed", "jobs_in_system", "mean_total_queue", "herding_fraction"):
-        assert np.array_equal(getattr(ran[0], field), getattr(ran[1], field), equal_nan=True)
-    assert ran[0].messages_by_kind == ran[1].messages_by_kind
-    assert ran[0].diagnostics == ran[1].diagnostics
+    assert_same_runs(system, builtin, plugin, slots=3_000 if servers < 1000 else 100, seed=4)
 
 
 @njit(cache=True)
@@ -382,10 +384,5 @@ def test_look_ahead_draws_like_the_scan(policy, params, load):
     system = System.build("5000x0.2,5000x0.6", load=load, dispatchers=48)
     options = {"increment": policy == "lsq", "update": "push", **params}
     assert looks_ahead(LEDPolicy(strategy="jsq", **options).kernel(system).memory(), 10_000)
-    tree = simulate(system, LEDPolicy(strategy="jsq", **options), slots=200, seed=3,
-                    track_delay=False)
-    scan = simulate(system, LEDPolicy(strategy=l_jsq, **options), slots=200, seed=3,
-                    track_delay=False)
-    for field in ("jobs_departed", "jobs_in_system", "idle_while_busy", "herding_fraction"):
-        assert getattr(tree, field) == getattr(scan, field)
-    assert tree.diagnostics == scan.diagnostics
+    assert_same_runs(system, LEDPolicy(strategy="jsq", **options),
+                     LEDPolicy(strategy=l_jsq, **options), slots=200, seed=3)

@@ -156,10 +156,15 @@ def _is_cached(function: Any) -> bool:
             and function.py_func.__closure__ is None)
 
 
+#: the words of the policy stream's state (xoshiro256++)
+POLICY_STREAM_WORDS = 4
+
+
 @intrinsic
 def _stack_words(typingctx, like):
-    """An uninitialised uint64 array shaped as ``like`` (a policy stream, 4 words) in the
-    caller's stack frame (its entry block), with no owner: valid until the caller returns."""
+    """An uninitialised uint64 array of POLICY_STREAM_WORDS words, the type of ``like``
+    (the policy stream), in the caller's stack frame (its entry block), with no owner:
+    valid until the caller returns."""
     if like != types.uint64[::1]:
         return None
 
@@ -175,10 +180,6 @@ def _stack_words(typingctx, like):
         return array._getvalue()
 
     return like(like), codegen
-
-
-#: the words of the policy stream's state (xoshiro256++)
-POLICY_STREAM_WORDS = 4
 
 
 @njit(inline="always", cache=True)

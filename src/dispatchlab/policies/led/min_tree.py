@@ -318,12 +318,12 @@ def group_select(table, tree_row, count, work, base, warm, values_row):
     """:func:`tree_select` on ``count`` trees at once, in lockstep: the trees are rows
     ``tree_row`` … ``tree_row + count − 1`` of ``table`` (up to date, of one size), walk k
     starts from skip ``work[base + count + k]`` and ends with its server in
-    ``work[base + k]``; with ``warm``, the estimates of walk k's last two blocks are
-    prefetched from row ``values_row + k``. Why: with M trees out of cache a walk is a
-    chain of dependent misses, one a level or two; the walks of several dispatchers
-    overlap theirs (memory-level parallelism), which one walk cannot. The step is
-    branch-free, so that a mispredicted turn of one walk does not discard the loads the
-    others have issued."""
+    ``work[base + k]``; with ``warm``, what a write of walk k's chosen estimate reads is
+    prefetched from row ``values_row + k`` (:func:`prefetch_write`). Why: with M trees
+    out of cache a walk is a chain of dependent misses, one a level or two; the walks of
+    several dispatchers overlap theirs (memory-level parallelism), which one walk cannot.
+    The step is branch-free, so that a mispredicted turn of one walk does not discard the
+    loads the others have issued."""
     width = table.shape[1]
     P = table[tree_row, 0]
     nodes = base  # work[base + k]: walk k's node, then its server

@@ -203,6 +203,15 @@ LOOKAHEAD_MIN_ESTIMATES = 1 << 16
 
 
 @njit(inline="always", cache=True)
+def _looks_ahead(jobs, memory, own):
+    """Whether a choice of ``jobs`` jobs on Q̃^m = ``own`` prefetches what the next
+    dispatchers' choices will read: several jobs (batch mode), several dispatchers and M·N ≥
+    :data:`LOOKAHEAD_MIN_ESTIMATES` (see :func:`_scan_choice`)."""
+    M = dispatchers(memory)
+    return jobs > 1 and M > 1 and M * own.size >= LOOKAHEAD_MIN_ESTIMATES
+
+
+@njit(inline="always", cache=True)
 def _scan_choice(own, code, kind, m, jobs, slot, memory, ctx):
     """The built-in strategies' choice other than L-JSQ's on a min tree. A choice of
     several jobs (batch mode) prefetches what the next dispatchers' choices will read
@@ -211,7 +220,7 @@ def _scan_choice(own, code, kind, m, jobs, slot, memory, ctx):
     usually m's own, and rows that stay in cache gain nothing from it (led-pod-push of
     the bench, M·N = 1000: ×0.85 with it, paired)."""
     M = dispatchers(memory)
-    lookahead = jobs > 1 and M > 1 and M * own.size >= LOOKAHEAD_MIN_ESTIMATES
+    lookahead = _looks_ahead(jobs, memory, own)
     if code == CODE_JSQ:
         # the block minima when the kernel built them; the scan otherwise (same draw)
         if kind == INDEX_BLOCKS:
@@ -230,17 +239,17 @@ def _scan_choice(own, code, kind, m, jobs, slot, memory, ctx):
             target = l_jba_pick(own, slot.mu, ctx.rng,
                                 strategy_params(memory)[0] == JBA_WEIGHTED)
     else:
-        target = _pod_choice(own, m, lookahead, memory, ctx)
+        target = _pod_choice(own, m, jobs, memory, ctx)
     return target
 
 
 @njit(inline="always", cache=True)
-def _pod_choice(own, m, lookahead, memory, ctx):
-    """L-Pod's choice on Q̃^m = ``own``; with ``lookahead`` (d = 2) it prefetches the next
-    dispatchers' comparisons (see :func:`_scan_choice`)."""
+def _pod_choice(own, m, jobs, memory, ctx):
+    """L-Pod's choice of a server for ``jobs`` jobs on Q̃^m = ``own``; with d = 2 it may
+    prefetch the next dispatchers' comparisons (:func:`_looks_ahead`)."""
     d = np.int64(strategy_params(memory)[0])
     target = l_pod_pick(own, ctx.rng, d, memory.ist, strategy_scratch_row(memory))
-    if d == 2 and lookahead:
+    if d == 2 and _looks_ahead(jobs, memory, own):
         prefetch_next_pod_pairs(memory.ist, m, dispatchers(memory), ctx.rng)
     return target
 
@@ -275,10 +284,7 @@ def _pod_choose(m, jobs, slot, memory, ctx):
     """L-Pod without the LSQ options (no write at dispatch): :func:`_builtin_choose`'s
     choice without its tests of the strategy, the index and the options, which cost
     about a tenth of a choice at M = 10, N = 100 (bench workload led-pod-push)."""
-    own = estimates(memory, m)
-    M = dispatchers(memory)
-    lookahead = jobs > 1 and M > 1 and M * own.size >= LOOKAHEAD_MIN_ESTIMATES
-    return _pod_choice(own, m, lookahead, memory, ctx)
+    return _pod_choice(estimates(memory, m), m, jobs, memory, ctx)
 
 
 _CUSTOM_CHOOSE_CACHE: dict[Any, Any] = {}

@@ -39,14 +39,21 @@ from dispatchlab.policies.led.layout import (
     index_rows_start,
     strategy_scratch_row,
 )
-from dispatchlab.policies.led.min_tree import group_select, refresh, tree_argmin, tree_ties
+from dispatchlab.policies.led.min_tree import (
+    group_select,
+    prefetch_refresh,
+    refresh,
+    tree_argmin,
+    tree_entries,
+    tree_ties,
+)
 
 #: dispatchers whose walks run together (4: ~4 overlapping misses; the line-fill buffers
 #: of one core hold 10-16)
 GROUP = 8
 #: scratch entries per dispatcher (one cache line)
 AHEAD_STRIDE = 8
-#: the fewest tree entries (M trees of 6P int64) for which choices look ahead: the trees
+#: the fewest tree entries (M trees' rows) for which choices look ahead: the trees
 #: must be out of the caches for overlapping their misses to pay (2¹⁶: 512 KB, an AMD
 #: EPYC's L2 per core; at N = 10³, M = 100, trees in cache, LSQ ran ×1.2 slower with it)
 AHEAD_MIN_TREE_ENTRIES = 1 << 16
@@ -58,9 +65,9 @@ def looks_ahead(memory, servers):
     M trees of at least AHEAD_MIN_TREE_ENTRIES entries in all, and room in the scratch
     row."""
     M = dispatchers(memory)
-    leaves = memory.ist[index_rows_start(memory), 0]  # P, the same in every tree
+    entries = tree_entries(memory.ist[index_rows_start(memory)])  # the same in every tree
     return (memory.ip[IP_UPDATE] == UPDATE_PUSH and M > 1
-            and M * 6 * leaves >= AHEAD_MIN_TREE_ENTRIES
+            and M * entries >= AHEAD_MIN_TREE_ENTRIES
             and AHEAD_STRIDE * M + 2 * GROUP <= servers)
 
 
@@ -108,6 +115,8 @@ def _group_choice(memory, m, t, rng, warm):
     count = min(GROUP, M - m)
     scratch = memory.ist[strategy_scratch_row(memory)]
     work = AHEAD_STRIDE * M
+    for k in range(count):
+        prefetch_refresh(estimates(memory, m + k), estimate_index(memory, m + k))
     for k in range(count):
         refresh(estimates(memory, m + k), estimate_index(memory, m + k))
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]

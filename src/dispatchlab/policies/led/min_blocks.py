@@ -22,9 +22,9 @@ as a bit mask, not their count, so that the choice ends on the mask it has just 
 instead of waiting for the block's estimates (out of cache at M = 100, that scan was half
 of a choice's time).
 
-Why not the segment tree of :mod:`.min_tree` for pull: pull updates write p̂·N estimates
+Why not the tree of :mod:`.min_tree` for pull: pull updates write p̂·N estimates
 per slot into random dispatchers' rows (p̂·N/M per row and choice); with the tree each
-write dirtied a block whose refresh walked up to ~log2(N/16) levels, out of cache at
+write dirtied a block whose refresh walked up all the tree's levels, out of cache at
 M = 100. Here a write touches two pairs, a pair changes only when its minimum does, and a
 choice is three short sequential reads. With push updates (a few writes per row and
 choice) the tree's walk is cheaper: push and LSQ-with-push keep the tree, as does the

@@ -4,9 +4,9 @@ tree.
 
 L-JSQ picks σ_t(1), the smallest local estimate Q̃^m_n with uniform ties; a scan of the N
 estimates per dispatcher and slot made its cost grow as M·N. Here each dispatcher keeps a
-segment tree over blocks of ``BLOCK`` consecutive estimates: node i holds the smallest
-estimate below it and how many servers reach it. A write to Q̃^m_n only marks its block
-dirty (a slot's updates to one block coalesce; see layout.write_estimate); the next
+tree of fan-out ``FAN`` over blocks of ``BLOCK`` consecutive estimates: node i holds the
+smallest estimate below it and how many servers reach it. A write to Q̃^m_n only marks its
+block dirty (a slot's updates to one block coalesce; see layout.write_estimate); the next
 choice of that dispatcher refreshes the dirty blocks and their paths to the root (or
 rebuilds the whole tree when that is cheaper), then walks down to the r-th minimiser in
 index order for r uniform on the tie count — exactly the draw of
@@ -15,17 +15,32 @@ A leaf also keeps which servers of its block hold its min (a bit mask), so that 
 ends on the mask and never reads the estimates: with M trees out of cache those were a
 miss per walk, and the lines prefetched for them evicted the slot's other data.
 
-One ``ist`` row per dispatcher (width ≥ 6P, P = the power of two ≥ ⌈N/BLOCK⌉ leaves):
+Why four children a node: a choice costs about its tree's levels (a walk down, and LSQ's
+write back up), each a step that waits for the one before. A binary tree over N = 10⁴
+servers has ten levels; four children halve them, and a node's four (min, count) pairs
+fill one cache line (with the kernel's memory starting on one, engine.interface), so a
+level still reads one line. With the group walk's indices unsigned (no negative-index
+test), LSQ and L-JSQ with push updates at M = 100, N = 10⁴ cost ×0.82 of the binary
+tree's (bench --scaling; cost(M = 100)/cost(M = 1) 2.26 → 1.84 and 2.04 → 1.77 with the
+aligned memory).
 
-    [0]             P
-    [1]             number of dirty blocks
-    [2i], [2i + 1]  min and tie count of heap node i (root 1, leaf P + b for block b), side
-                    by side so that a step of the walk down reads one cache line, not two;
-                    a dirty leaf's count is DIRTY (the flag shares the leaf's cache line,
-                    which the refresh writes anyway)
-    [4P + k]        the k-th dirty block
-    [5P + b]        block b's minimisers: bit j set when estimate b·BLOCK + j is its min
-                    (eight blocks to a cache line, next to one another)
+One ``ist`` row per dispatcher (P = FAN^D ≥ ⌈N/BLOCK⌉ leaves, L = (P − 1)/(FAN − 1)
+inner nodes; nodes numbered from the root 0, node i's children FAN·i + 1 … FAN·i + FAN,
+leaf L + b over block b):
+
+    [0]                 P
+    [1]                 number of dirty blocks
+    [2]                 L
+    [3]                 D, the levels below the root
+    [4]                 MASKS = NODES + 2(L + P)
+    [NODES + 2i], [NODES + 2i + 1]
+                        min and tie count of node i (NODES = 6: the root at [6], [7], and
+                        the FAN children of a node side by side from an entry ≡ 0 mod 8,
+                        one cache line when the row is aligned to one); a dirty leaf's count
+                        is DIRTY (the flag shares the leaf's cache line, which the refresh
+                        writes anyway)
+    [MASKS + b]         block b's minimisers: bit j set when estimate b·BLOCK + j is its min
+    [MASKS + P + k]     the k-th dirty block
 """
 
 from __future__ import annotations
@@ -41,14 +56,22 @@ from dispatchlab.compiled.rng import randint, select_unpredictable
 #: M = 100 choices at N = 10⁴ ×0.9 (the M trees fit in L2, two levels fewer), but AUJSQ's
 #: refreshes, which read a block per report, ×2 slower at N = 10³ (bench --scaling)
 BLOCK = 16
+#: children per inner node (a power of two; its FAN pairs fill one cache line at 4)
+FAN = 4
+LOG_FAN = FAN.bit_length() - 1
+#: where node 0's pair starts (so that every node's children start at an entry ≡ 0 mod 8)
+NODES = 6
 EMPTY = np.iinfo(np.int64).max  # the min of a padding leaf (count 0)
 DIRTY = -1  # the count of a leaf whose block changed since the last refresh
 
 
 def tree_leaves(n_servers: int) -> int:
-    """P, the number of leaves (blocks, padded to a power of two)."""
+    """P, the number of leaves (blocks, padded to a power of FAN)."""
     blocks = -(-n_servers // BLOCK)
-    return 1 << max(0, (blocks - 1).bit_length())
+    leaves = 1
+    while leaves < blocks:
+        leaves *= FAN
+    return leaves
 
 
 #: below this many servers a scan of the N estimates (same draw) is as fast as the tree
@@ -61,50 +84,81 @@ def uses_tree(n_servers: int, width: int) -> bool:
     return n_servers >= TREE_MIN_SERVERS and tree_width(n_servers) <= width
 
 
+def _inner_nodes(leaves: int) -> int:
+    return (leaves - 1) // (FAN - 1)
+
+
 def tree_width(n_servers: int) -> int:
     """Entries a dispatcher's tree row needs."""
-    return 6 * tree_leaves(n_servers)
+    P = tree_leaves(n_servers)
+    return NODES + 2 * (_inner_nodes(P) + P) + 2 * P
 
 
 def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
     """The M tree rows for all-zero estimates Q̃^m(0) = 0 (nothing dirty)."""
     P = tree_leaves(n_servers)
+    L = _inner_nodes(P)
+    masks = NODES + 2 * (L + P)
     tree = np.zeros(width, np.int64)
-    tree[0] = P
+    tree[:5] = P, 0, L, (P.bit_length() - 1) // LOG_FAN, masks
     sizes = np.minimum(BLOCK, n_servers - BLOCK * np.arange(P)).clip(min=0)
-    tree[2 * P: 4 * P: 2] = np.where(sizes > 0, 0, EMPTY)
-    tree[2 * P + 1: 4 * P: 2] = sizes
+    leaves = NODES + 2 * L
+    tree[leaves: masks: 2] = np.where(sizes > 0, 0, EMPTY)
+    tree[leaves + 1: masks: 2] = sizes
     # (all BLOCK bits when BLOCK = 64: -1; a shift by 64 is undefined)
-    tree[5 * P: 6 * P] = np.where(sizes >= 64, -1, (1 << np.minimum(sizes, 63)) - 1)
-    for i in range(P - 1, 0, -1):
-        _combine(tree, i)
+    tree[masks: masks + P] = np.where(sizes >= 64, -1, (1 << np.minimum(sizes, 63)) - 1)
+    # the inner nodes level by level from the bottom, as _combine makes them (no compiling)
+    level, size = L, P  # the first node and the width of the level below the one made
+    while size > 1:
+        children = tree[NODES + 2 * level: NODES + 2 * (level + size)].reshape(-1, FAN, 2)
+        best = children[:, :, 0].min(axis=1)
+        count = (children[:, :, 1] * (children[:, :, 0] == best[:, None])).sum(axis=1)
+        size //= FAN
+        level -= size
+        tree[NODES + 2 * level: NODES + 2 * (level + size): 2] = best
+        tree[NODES + 2 * level + 1: NODES + 2 * (level + size): 2] = count
     return np.tile(tree, (dispatchers, 1))
 
 
 @njit(inline="always", cache=True)
 def tree_min(tree):
     """The smallest value (the root's min; tree up to date)."""
-    return tree[2]
+    return tree[NODES]
 
 
 @njit(inline="always", cache=True)
 def tree_ties(tree):
     """How many servers hold the smallest value (the root's count; tree up to date)."""
-    return tree[3]
+    return tree[NODES + 1]
+
+
+@njit(inline="always", cache=True)
+def tree_entries(tree):
+    """The entries the tree's row uses (:func:`tree_width`)."""
+    return tree[4] + 2 * tree[0]
 
 
 @njit(inline="always", cache=True)
 def tree_depth(tree):
-    """log₂ P, the number of levels from the root to the leaves."""
-    depth = 0
-    while (1 << depth) < tree[0]:
-        depth += 1
-    return depth
+    """D = log_FAN P, the number of levels from the root to the leaves."""
+    return tree[3]
 
 
 @njit(inline="always", cache=True)
-def _block_leaf(values, tree, P, b):
-    """Set leaf P + b to (min, count) of the estimates of block b, and its minimisers."""
+def _parent(node):
+    """The parent of ``node`` (−1 for the root)."""
+    return (node - 1) >> LOG_FAN
+
+
+@njit(inline="always", cache=True)
+def _children(node):
+    """The entry of the first child's pair of ``node`` (its FAN pairs follow)."""
+    return NODES + 2 * (FAN * node + 1)
+
+
+@njit(inline="always", cache=True)
+def _block_leaf(values, tree, b):
+    """Set block b's leaf to (min, count) of its estimates, and its minimisers."""
     start = b * BLOCK
     stop = min(start + BLOCK, values.size)
     best = EMPTY
@@ -122,37 +176,39 @@ def _block_leaf(values, tree, P, b):
             best = min(best, values[n])
         for n in range(start, stop):
             mask |= np.int64(values[n] == best) << (n - start)
-    leaf = 2 * (P + b)
+    leaf = NODES + 2 * (tree[2] + b)
     tree[leaf] = best
     tree[leaf + 1] = bit_count(mask)
-    tree[5 * P + b] = mask
+    tree[tree[4] + b] = mask
 
 
 @njit(inline="always", cache=True)
 def _combine(tree, i):
-    """Node i from its two children (nodes 2i, 2i + 1 at [4i .. 4i + 4)); returns whether
-    it changed."""
-    left_min = tree[4 * i]
-    right_min = tree[4 * i + 2]
-    best = min(left_min, right_min)
-    count = (np.int64(left_min == best) * tree[4 * i + 1]
-             + np.int64(right_min == best) * tree[4 * i + 3])
-    changed = tree[2 * i] != best or tree[2 * i + 1] != count
-    tree[2 * i] = best
-    tree[2 * i + 1] = count
+    """Node i from its FAN children; returns whether it changed."""
+    first = _children(i)
+    best = tree[first]
+    for c in range(1, FAN):
+        best = min(best, tree[first + 2 * c])
+    count = np.int64(0)
+    for c in range(FAN):
+        count += select_unpredictable(tree[first + 2 * c] == best, tree[first + 2 * c + 1],
+                                      np.int64(0))
+    pair = NODES + 2 * i
+    changed = tree[pair] != best or tree[pair + 1] != count
+    tree[pair] = best
+    tree[pair + 1] = count
     return changed
 
 
 @njit(inline="always", cache=True)
 def mark_dirty(tree, n):
     """Record that estimate n changed (its block is refreshed at the next choice)."""
-    P = tree[0]
     b = n // BLOCK
-    count = 2 * (P + b) + 1
+    count = NODES + 2 * (tree[2] + b) + 1
     if tree[count] != DIRTY:
         tree[count] = DIRTY
         dirty = tree[1]
-        tree[4 * P + dirty] = b
+        tree[tree[4] + tree[0] + dirty] = b
         tree[1] = dirty + 1
 
 
@@ -168,72 +224,81 @@ def write_through(values, tree, n, old, value):
         values[n] = value
         return
     values[n] = value
-    P = tree[0]
     b = n // BLOCK
-    node = P + b
+    node = tree[2] + b
     if _keeps_min(tree, node, old, value):
-        tree[5 * P + b] &= ~(np.int64(1) << (n - b * BLOCK))  # n leaves the block's minimisers
+        tree[tree[4] + b] &= ~(np.int64(1) << (n - b * BLOCK))  # n leaves the block's minimisers
     else:
-        _block_leaf(values, tree, P, b)
-        node >>= 1
-        while node >= 1 and not _keeps_min(tree, node, old, value):
+        _block_leaf(values, tree, b)
+        node = _parent(node)
+        while node >= 0 and not _keeps_min(tree, node, old, value):
             if not _combine(tree, node):
                 return
-            node >>= 1
+            node = _parent(node)
     # n was one of several servers at ``old`` below this node (LSQ's increment of the chosen
     # server, usually at its leaf): every node from here up whose min is ``old`` keeps it
     # and loses one tie; the nodes above one with a smaller min do not count n
-    while node >= 1 and tree[2 * node] == old:
-        tree[2 * node + 1] -= 1
-        node >>= 1
+    while node >= 0 and tree[NODES + 2 * node] == old:
+        tree[NODES + 2 * node + 1] -= 1
+        node = _parent(node)
 
 
 @njit(inline="always", cache=True)
 def _keeps_min(tree, node, old, value):
     """Whether ``node`` keeps its min when one server below it goes from ``old`` up to
     ``value``: the min is ``old`` and another server holds it too."""
-    return value > old and tree[2 * node] == old and tree[2 * node + 1] > 1
+    pair = NODES + 2 * node
+    return value > old and tree[pair] == old and tree[pair + 1] > 1
 
 
 @njit(inline="always", cache=True)
 def refresh(values, tree):
     """Bring the tree up to date with ``values`` (the dispatcher's estimates)."""
-    P = tree[0]
     dirty = tree[1]
     if dirty == 0:
         return
-    if dirty * (BLOCK + tree_depth(tree)) >= values.size + 2 * P:
+    P = tree[0]
+    if dirty * (BLOCK + FAN * tree_depth(tree)) >= values.size + 2 * P:
         rebuild(values, tree)  # most blocks changed: everything bottom-up
         return
+    prefetch_refresh(values, tree)
+    listed = tree[4] + P
     for k in range(dirty):
-        _prefetch_block_update(values, tree, P, tree[4 * P + k])
-    for k in range(dirty):
-        update_block(values, tree, tree[4 * P + k])
+        update_block(values, tree, tree[listed + k])
     tree[1] = 0
 
 
 @njit(inline="always", cache=True)
-def _prefetch_block_update(values, tree, P, b):
+def prefetch_refresh(values, tree):
+    """Prefetch what :func:`refresh` will read when it updates the dirty blocks one by one
+    (for a caller that refreshes several trees next: their misses then overlap)."""
+    dirty = tree[1]
+    listed = tree[4] + tree[0]
+    for k in range(dirty):
+        _prefetch_block_update(values, tree, tree[listed + k])
+
+
+@njit(inline="always", cache=True)
+def _prefetch_block_update(values, tree, b):
     """Prefetch what :func:`update_block` of block b touches: its estimates, its mask and
-    its path to the root (known in advance: with M trees out of cache the path's loads
-    would otherwise wait for one another)."""
+    its path to the root with each node's siblings (one line a level; known in advance:
+    with M trees out of cache the path's loads would otherwise wait for one another)."""
     start = b * BLOCK
     for k in range(0, BLOCK, 8):
         prefetch(values, start + k)
-    prefetch(tree, 5 * P + b)
-    i = P + b
-    while i >= 1:
-        prefetch(tree, 2 * i)
-        i >>= 1
+    prefetch(tree, tree[4] + b)
+    node = tree[2] + b
+    while node >= 0:
+        prefetch(tree, NODES + 2 * node)
+        node = _parent(node)
 
 
 @njit(inline="always", cache=True)
 def rebuild(values, tree):
     """Recompute every leaf and node from ``values`` (nothing dirty afterwards)."""
-    P = tree[0]
-    for b in range(P):
-        _block_leaf(values, tree, P, b)
-    for i in range(P - 1, 0, -1):
+    for b in range(tree[0]):
+        _block_leaf(values, tree, b)
+    for i in range(tree[2] - 1, -1, -1):
         _combine(tree, i)
     tree[1] = 0
 
@@ -241,11 +306,10 @@ def rebuild(values, tree):
 @njit(inline="always", cache=True)
 def update_block(values, tree, b):
     """Recompute block b's leaf from ``values`` now, and its path to the root."""
-    P = tree[0]
-    _block_leaf(values, tree, P, b)
-    i = (P + b) >> 1
-    while i >= 1 and _combine(tree, i):
-        i >>= 1
+    _block_leaf(values, tree, b)
+    node = _parent(tree[2] + b)
+    while node >= 0 and _combine(tree, node):
+        node = _parent(node)
 
 
 @njit(inline="always", cache=True)
@@ -259,7 +323,7 @@ def tree_argmin(values, tree, rng, warm):
 @njit(inline="always", cache=True)
 def tree_pick(values, tree, rng, warm):
     """:func:`tree_argmin` on a tree that is up to date with ``values`` (no refresh)."""
-    ties = tree[3]
+    ties = tree_ties(tree)
     return tree_select(values, tree, randint(rng, ties) if ties > 1 else 0, warm)
 
 
@@ -269,34 +333,27 @@ def tree_select(values, tree, skip, warm):
     date, 0 ≤ skip < its tie count). The walk reads the tree only; with ``warm`` it also
     prefetches what a write of the chosen estimate reads (:func:`prefetch_write`), for a
     caller that writes it next (LSQ)."""
-    P = tree[0]
-    i = 1
+    L = tree[2]
+    best = tree_min(tree)
+    node = np.int64(0)
     # branches, not a branch-free step: with M trees out of cache, a predicted branch lets
-    # the next level's load start before this one's arrives (measured 1.2-1.6× faster at
-    # M = 100, N = 10⁴; the branch-free step wins only while the tree sits in L1)
-    while i < P:
-        left = 2 * i
-        # the next two levels below i (grandchildren: one cache line, great-grandchildren:
-        # two), so that their loads overlap this one's
-        prefetch(tree, 8 * i)
-        prefetch(tree, 16 * i)
-        prefetch(tree, 16 * i + 8)
-        if 4 * left >= P and 2 * left < P:
-            # three levels above the leaves: the masks of the 8 blocks below i too (one
-            # line, or two when the row's alignment splits them)
-            first = 5 * P + 4 * left - P
-            prefetch(tree, first)
-            prefetch(tree, first + 7)
-        if tree[2 * left] == tree[2 * i]:
-            left_count = tree[2 * left + 1]
-            if skip < left_count:
-                i = left
-                continue
-            skip -= left_count
-        i = left + 1
-    target = (i - P) * BLOCK + select_bit(tree[5 * P + i - P], skip, BLOCK)
+    # the next level's load start before this one's arrives (1.2-1.6× faster at M = 100,
+    # N = 10⁴ on a binary tree; the branch-free step won only in L1)
+    while node < L:
+        child = FAN * node + 1
+        while True:  # the child holding the (skip + 1)-th minimiser (skip < the node's count)
+            pair = NODES + 2 * child
+            if tree[pair] == best:
+                count = tree[pair + 1]
+                if skip < count:
+                    break
+                skip -= count
+            child += 1
+        node = child
+    b = node - L
+    target = b * BLOCK + select_bit(tree[tree[4] + b], skip, BLOCK)
     if warm:
-        prefetch_write(values, 0, target, tree[2 * i + 1] == 1)
+        prefetch_write(values, 0, target, tree[NODES + 2 * node + 1] == 1)
     return target
 
 
@@ -320,43 +377,51 @@ def group_select(table, tree_row, count, work, base, warm, values_row):
     starts from skip ``work[base + count + k]`` and ends with its server in
     ``work[base + k]``; with ``warm``, what a write of walk k's chosen estimate reads is
     prefetched from row ``values_row + k`` (:func:`prefetch_write`). Why: with M trees
-    out of cache a walk is a chain of dependent misses, one a level or two; the walks of
-    several dispatchers overlap theirs (memory-level parallelism), which one walk cannot.
-    The step is branch-free, so that a mispredicted turn of one walk does not discard the
-    loads the others have issued."""
+    out of cache a walk is a chain of dependent misses, one a level; the walks of several
+    dispatchers overlap theirs (memory-level parallelism), which one walk cannot. The step
+    is branch-free, so that a mispredicted turn of one walk does not discard the loads the
+    others have issued; each walk prefetches the children of the node it moves to."""
     width = table.shape[1]
-    P = table[tree_row, 0]
+    L = table[tree_row, 2]
+    masks = table[tree_row, 4]
     nodes = base  # work[base + k]: walk k's node, then its server
     skips = base + count
     for k in range(count):
-        work[nodes + k] = 1
-    i = np.int64(1)
-    while i < P:  # every walk is at a node of the level of i
+        work[nodes + k] = 0
+    for _ in range(table[tree_row, 3]):  # every walk is at a node of the same level
         for k in range(count):
             row = tree_row + k
-            node = work[nodes + k]
+            best = _at(table, row, NODES)
             skip = work[skips + k]
-            left = 2 * node
-            start = row * width
-            prefetch(table, start + 8 * node)
-            prefetch(table, start + 16 * node)
-            prefetch(table, start + 16 * node + 8)
-            if 4 * left >= P and 2 * left < P:
-                first = 5 * P + 4 * left - P
-                prefetch(table, start + first)
-                prefetch(table, start + first + 7)
-            left_count = table[row, 2 * left + 1]
-            holds = table[row, 2 * left] == table[row, 2]  # the left child has the min
-            go_left = holds and skip < left_count
-            work[skips + k] = skip - select_unpredictable(holds and not go_left,
-                                                          left_count, np.int64(0))
-            work[nodes + k] = select_unpredictable(go_left, left, left + 1)
-        i *= 2
+            first = FAN * work[nodes + k] + 1
+            pair = NODES + 2 * first
+            before = np.int64(0)  # minimisers below the children passed
+            passed = np.int64(0)  # children passed
+            total = np.int64(0)
+            for c in range(FAN - 1):  # (the last child is never passed: skip < the count)
+                total += select_unpredictable(_at(table, row, pair + 2 * c) == best,
+                                              _at(table, row, pair + 2 * c + 1), np.int64(0))
+                beyond = skip >= total
+                passed += np.int64(beyond)
+                before = select_unpredictable(beyond, total, before)
+            node = first + passed
+            work[skips + k] = skip - before
+            work[nodes + k] = node
+            ahead = select_unpredictable(node < L, NODES + 2 * (FAN * node + 1), masks + node - L)
+            prefetch(table, row * width + ahead)
     for k in range(count):
         leaf = work[nodes + k]
-        mask = table[tree_row + k, 5 * P + leaf - P]
-        target = (leaf - P) * BLOCK + select_bit(mask, work[skips + k], BLOCK)
+        row = tree_row + k
+        b = leaf - L
+        target = b * BLOCK + select_bit(table[row, masks + b], work[skips + k], BLOCK)
         work[nodes + k] = target
         if warm:
             prefetch_write(table, (values_row + k) * width, target,
-                           table[tree_row + k, 2 * leaf + 1] == 1)
+                           table[row, NODES + 2 * leaf + 1] == 1)
+
+
+@njit(inline="always", cache=True)
+def _at(table, row, column):
+    """table[row, column] for indices known to be ≥ 0 (unsigned: no test for a negative
+    index, a third of a walk step's instructions)."""
+    return table[np.uint64(row), np.uint64(column)]

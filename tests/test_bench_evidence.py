@@ -1,8 +1,9 @@
 """The benchmark evidence in results/bench/ and the tables built from it: the tagged
 against exact delay table of benchmarks/README.md is the one benchmarks/tagged_vs_exact.py
 prints from results/bench/tagged_vs_exact.json, and the committed run shows what the
-estimator promises (docs/statistics.md#tagged-delays); the bench table of the fourth session
-is the median of its committed runs (results/bench/xeon-2026-12-02/)."""
+estimator promises (docs/statistics.md#tagged-delays); each session's bench table is the
+median of its committed runs, and the fifth session's scaling table the ratios of its
+committed rounds (results/bench/xeon-2026-12-02*/)."""
 
 import importlib.util
 import json
@@ -59,19 +60,22 @@ def test_the_default_sample_keeps_p99_within_two_percent(evidence):
         assert (cell["ci_high"] - cell["ci_low"]) / 2 <= 0.02 * cell["tagged"], row["workload"]
 
 
-BENCH_RUNS = sorted((ROOT / "results" / "bench" / "xeon-2026-12-02").glob("bench_run*.jsonl"))
+#: the sessions' evidence folders whose tables benchmarks/README.md quotes
+SESSIONS = ("xeon-2026-12-02", "xeon-2026-12-02-fifth")
 
 
 def _median_and_range(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 
 
-def test_the_readme_bench_table_is_the_committed_runs():
-    """The fourth session's bench table in benchmarks/README.md: each row's lean and full
-    ratios are the median (range) of the committed JSON lines of its three runs."""
-    assert len(BENCH_RUNS) == 3
+@pytest.mark.parametrize("session", SESSIONS)
+def test_the_readme_bench_table_is_the_committed_runs(session):
+    """A session's bench table in benchmarks/README.md: each row's lean and full ratios are
+    the median (range) of the committed JSON lines of its three runs."""
+    runs = sorted((ROOT / "results" / "bench" / session).glob("bench_run*.jsonl"))
+    assert len(runs) == 3
     ratios: dict[str, list[tuple[float, float]]] = {}
-    for path in BENCH_RUNS:
+    for path in runs:
         for line in path.read_text().splitlines():
             row = json.loads(line)
             assert row["processor"] == "Intel(R) Xeon(R) Processor"
@@ -83,3 +87,19 @@ def test_the_readme_bench_table_is_the_committed_runs():
         lean = _median_and_range([lean for lean, _ in pairs])
         full = _median_and_range([full for _, full in pairs])
         assert f"| {name} | {lean} | {full} |" in readme, name
+
+
+def test_the_readme_scaling_table_is_the_committed_rounds():
+    """The fifth session's scaling table in benchmarks/README.md: per family, the median
+    (range) over the committed rounds of cost(M = 100)/cost(M = 1) at N = 10⁴, as
+    ``dispatchlab bench --scaling`` computes it from its JSON lines."""
+    from dispatchlab.bench.scaling import FAMILIES, dispatcher_ratios
+
+    path = ROOT / "results" / "bench" / SESSIONS[-1] / "scaling.jsonl"
+    cells = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {c["processor"] for c in cells} == {"Intel(R) Xeon(R) Processor"}
+    ratios = dispatcher_ratios(cells)
+    assert list(ratios) == [f.label for f in FAMILIES]
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    for family, (ratio, low, high) in ratios.items():
+        assert f"| {family} | {ratio:.2f} ({low:.2f}–{high:.2f}) |" in readme, family

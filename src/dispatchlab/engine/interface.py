@@ -191,14 +191,13 @@ CACHE_LINE = 64
 
 
 def line_aligned_copy(array: np.ndarray, dtype: type) -> np.ndarray:
-    """A C-contiguous copy of ``array`` as ``dtype`` (8 bytes an item) whose first item
-    starts a cache line. Why: a large allocation starts 16 bytes into a line, so that the
-    row of a policy's memory that starts a line in the policy's layout (a min tree's node
-    groups, one line each) straddled two."""
+    """A C-contiguous copy of ``array`` as ``dtype`` whose first item starts a cache line.
+    Why: a large allocation starts 16 bytes into a line, so that what a policy lays out to
+    start a line (a min tree's four-child groups, one line each) straddled two."""
     source = np.asarray(array, dtype=dtype)
-    spare = CACHE_LINE // 8
-    buffer = np.empty(source.size + spare, dtype)
-    start = (-buffer.ctypes.data % CACHE_LINE) // 8
+    itemsize = source.itemsize
+    buffer = np.empty(source.size + CACHE_LINE // itemsize, dtype)
+    start = (-buffer.ctypes.data % CACHE_LINE) // itemsize
     copy = buffer[start:start + source.size].reshape(source.shape)
     copy[...] = source
     return copy

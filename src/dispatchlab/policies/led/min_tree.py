@@ -20,9 +20,9 @@ write back up), each a step that waits for the one before. A binary tree over N 
 servers has ten levels; four children halve them, and a node's four (min, count) pairs
 fill one cache line (with the kernel's memory starting on one, engine.interface), so a
 level still reads one line. With the group walk's indices unsigned (no negative-index
-test), LSQ and L-JSQ with push updates at M = 100, N = 10⁴ cost ×0.82 of the binary
-tree's (bench --scaling; cost(M = 100)/cost(M = 1) 2.26 → 1.84 and 2.04 → 1.77 with the
-aligned memory).
+test), LSQ and L-JSQ with push updates at M = 100, N = 10⁴ cost ×0.8 of the binary tree's
+(cost(M = 100)/cost(M = 1) 2.26 → 1.82 and 2.04 → 1.72 with the aligned memory;
+benchmarks/README.md, issue 26, fifth session).
 
 One ``ist`` row per dispatcher (P = FAN^D ≥ ⌈N/BLOCK⌉ leaves, L = (P − 1)/(FAN − 1)
 inner nodes; nodes numbered from the root 0, node i's children FAN·i + 1 … FAN·i + FAN,
@@ -52,9 +52,9 @@ from dispatchlab.compiled.bits import bit_count, select_bit
 from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint, select_unpredictable
 
-#: estimates per leaf (its minimisers: one int64 mask, so at most 64). 64 made L-JSQ/LSQ's
-#: M = 100 choices at N = 10⁴ ×0.9 (the M trees fit in L2, two levels fewer), but AUJSQ's
-#: refreshes, which read a block per report, ×2 slower at N = 10³ (bench --scaling)
+#: estimates per leaf (its minimisers: one int64 mask, so at most 64). On the binary tree
+#: 64 made L-JSQ/LSQ's M = 100 choices at N = 10⁴ ×0.9 (the M trees fit in L2, two levels
+#: fewer), but AUJSQ's refreshes, which read a block per report, ×2 slower at N = 10³
 BLOCK = 16
 #: children per inner node (a power of two; its FAN pairs fill one cache line at 4)
 FAN = 4

@@ -181,6 +181,19 @@ def test_min_tree_picks_like_the_scan(servers, levels, burst):
     assert FAN ** tree_depth(tree) == P >= -(-servers // BLOCK)
 
 
+@pytest.mark.parametrize("servers", [64, 65, 100, 129, 1000, 1024, 4097, 10_000, 100_000])
+def test_a_new_tree_row_is_the_rebuild_of_zero_estimates(servers):
+    """new_tree_rows makes its inner nodes in NumPy, level by level (nothing compiled): the
+    row is exactly what rebuild makes from Q̃^m(0) = 0, partial last blocks and padding
+    leaves included."""
+    width = tree_width(servers)
+    rows = new_tree_rows(servers, 2, width)
+    fresh = rows[0].copy()
+    rebuild(np.zeros(servers, np.int64), fresh)
+    assert (rows[0] == fresh).all() and (rows[1] == fresh).all()
+    assert (tree_min(fresh), tree_ties(fresh)) == (0, servers)
+
+
 @njit(cache=True)
 def _jba_counts(estimates, mu, table, draws, rng):
     by_sum = np.zeros(estimates.size, np.int64)

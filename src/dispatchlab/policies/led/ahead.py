@@ -42,7 +42,7 @@ from dispatchlab.policies.led.layout import (
 from dispatchlab.policies.led.min_tree import (
     group_select,
     prefetch_refresh,
-    refresh,
+    refresh_prefetched,
     tree_argmin,
     tree_entries,
     tree_ties,
@@ -118,7 +118,7 @@ def _group_choice(memory, m, t, rng, warm):
     for k in range(count):
         prefetch_refresh(estimates(memory, m + k), estimate_index(memory, m + k))
     for k in range(count):
-        refresh(estimates(memory, m + k), estimate_index(memory, m + k))
+        refresh_prefetched(estimates(memory, m + k), estimate_index(memory, m + k))
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     for k in range(count):
         if k > 0:

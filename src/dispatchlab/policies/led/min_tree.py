@@ -254,28 +254,42 @@ def _keeps_min(tree, node, old, value):
 @njit(inline="always", cache=True)
 def refresh(values, tree):
     """Bring the tree up to date with ``values`` (the dispatcher's estimates)."""
+    prefetch_refresh(values, tree)
+    refresh_prefetched(values, tree)
+
+
+@njit(inline="always", cache=True)
+def prefetch_refresh(values, tree):
+    """Prefetch what a refresh reads when it updates the dirty blocks one by one (nothing
+    when it rebuilds), so that its loads wait together; a caller that refreshes several
+    trees prefetches them all first, then calls :func:`refresh_prefetched` on each."""
+    if _rebuilds(values, tree):
+        return
+    listed = tree[4] + tree[0]
+    for k in range(tree[1]):
+        _prefetch_block_update(values, tree, tree[listed + k])
+
+
+@njit(inline="always", cache=True)
+def refresh_prefetched(values, tree):
+    """:func:`refresh` without its prefetch (made before by :func:`prefetch_refresh`)."""
     dirty = tree[1]
     if dirty == 0:
         return
-    P = tree[0]
-    if dirty * (BLOCK + FAN * tree_depth(tree)) >= values.size + 2 * P:
+    if _rebuilds(values, tree):
         rebuild(values, tree)  # most blocks changed: everything bottom-up
         return
-    prefetch_refresh(values, tree)
-    listed = tree[4] + P
+    listed = tree[4] + tree[0]
     for k in range(dirty):
         update_block(values, tree, tree[listed + k])
     tree[1] = 0
 
 
 @njit(inline="always", cache=True)
-def prefetch_refresh(values, tree):
-    """Prefetch what :func:`refresh` will read when it updates the dirty blocks one by one
-    (for a caller that refreshes several trees next: their misses then overlap)."""
-    dirty = tree[1]
-    listed = tree[4] + tree[0]
-    for k in range(dirty):
-        _prefetch_block_update(values, tree, tree[listed + k])
+def _rebuilds(values, tree):
+    """Whether a refresh rebuilds the whole tree rather than update its dirty blocks one by
+    one (then most blocks changed)."""
+    return tree[1] * (BLOCK + FAN * tree_depth(tree)) >= values.size + 2 * tree[0]
 
 
 @njit(inline="always", cache=True)

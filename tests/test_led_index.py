@@ -27,6 +27,7 @@ from dispatchlab.policies.led.min_tree import (
     BLOCK,
     FAN,
     NODES,
+    TREE_MIN_SERVERS,
     group_select,
     mark_dirty,
     new_tree_rows,
@@ -39,6 +40,7 @@ from dispatchlab.policies.led.min_tree import (
     tree_select,
     tree_ties,
     tree_width,
+    uses_tree,
     write_through,
 )
 from dispatchlab.policies.led.strategies import (
@@ -174,14 +176,23 @@ def test_min_tree_picks_like_the_scan(servers, levels, burst):
     assert (tree_min(tree), tree_ties(tree)) == (values.min(), (values == values.min()).sum())
     fresh = new_tree_rows(servers, 1, tree_width(servers))[0]
     rebuild(values, fresh)
-    P = tree_leaves(servers)
-    masks = tree[4]
+    P, blocks, masks = tree_leaves(servers), -(-servers // BLOCK), tree[4]
     assert (tree[NODES:masks] == fresh[NODES:masks]).all()  # every node's (min, count)
-    assert (tree[masks:masks + P] == fresh[masks:masks + P]).all()  # every block's minimisers
-    assert FAN ** tree_depth(tree) == P >= -(-servers // BLOCK)
+    assert (tree[masks:masks + blocks] == fresh[masks:masks + blocks]).all()  # the minimisers
+    assert FAN ** tree_depth(tree) == P >= blocks == tree[5]
 
 
-@pytest.mark.parametrize("servers", [64, 65, 100, 129, 1000, 1024, 4097, 10_000, 100_000])
+def test_every_number_of_servers_from_64_keeps_a_tree():
+    """A dispatcher's tree row fits in its N entries for every N ≥ TREE_MIN_SERVERS (with a
+    mask and a dirty entry for each padding leaf too, N = 65 or 4097 … 4779 needed more
+    than N, and L-JSQ fell back to its scan of N a choice)."""
+    servers = np.arange(TREE_MIN_SERVERS, 400_000)
+    assert all(uses_tree(int(n), int(n)) for n in servers)
+    assert not uses_tree(TREE_MIN_SERVERS - 1, TREE_MIN_SERVERS - 1)
+
+
+@pytest.mark.parametrize("servers", [64, 65, 100, 129, 1000, 1024, 4097, 4779, 10_000,
+                                     100_000])
 def test_a_new_tree_row_is_the_rebuild_of_zero_estimates(servers):
     """new_tree_rows makes its inner nodes in NumPy, level by level (nothing compiled): the
     row is exactly what rebuild makes from Q̃^m(0) = 0, partial last blocks and padding

@@ -33,6 +33,8 @@ leaf L + b over block b):
     [2]                 L
     [3]                 D, the levels below the root
     [4]                 MASKS = NODES + 2(L + P)
+    [5]                 K = ⌈N/BLOCK⌉, the blocks (leaves past them are padding: min EMPTY,
+                        count 0, no mask; so that a row fits in N entries, ≈ 0.8·N at most)
     [NODES + 2i], [NODES + 2i + 1]
                         min and tie count of node i (NODES = 6: the root at [6], [7], and
                         the FAN children of a node side by side from an entry ≡ 0 mod 8,
@@ -40,7 +42,7 @@ leaf L + b over block b):
                         is DIRTY (the flag shares the leaf's cache line, which the refresh
                         writes anyway)
     [MASKS + b]         block b's minimisers: bit j set when estimate b·BLOCK + j is its min
-    [MASKS + P + k]     the k-th dirty block
+    [MASKS + K + k]     the k-th dirty block
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ def _inner_nodes(leaves: int) -> int:
 def tree_width(n_servers: int) -> int:
     """Entries a dispatcher's tree row needs."""
     P = tree_leaves(n_servers)
-    return NODES + 2 * (_inner_nodes(P) + P) + 2 * P
+    return NODES + 2 * (_inner_nodes(P) + P) + 2 * -(-n_servers // BLOCK)
 
 
 def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
@@ -99,14 +101,16 @@ def new_tree_rows(n_servers: int, dispatchers: int, width: int) -> np.ndarray:
     P = tree_leaves(n_servers)
     L = _inner_nodes(P)
     masks = NODES + 2 * (L + P)
+    K = -(-n_servers // BLOCK)
     tree = np.zeros(width, np.int64)
-    tree[:5] = P, 0, L, (P.bit_length() - 1) // LOG_FAN, masks
+    tree[:6] = P, 0, L, (P.bit_length() - 1) // LOG_FAN, masks, K
     sizes = np.minimum(BLOCK, n_servers - BLOCK * np.arange(P)).clip(min=0)
     leaves = NODES + 2 * L
     tree[leaves: masks: 2] = np.where(sizes > 0, 0, EMPTY)
     tree[leaves + 1: masks: 2] = sizes
     # (all BLOCK bits when BLOCK = 64: -1; a shift by 64 is undefined)
-    tree[masks: masks + P] = np.where(sizes >= 64, -1, (1 << np.minimum(sizes, 63)) - 1)
+    tree[masks: masks + K] = np.where(sizes[:K] >= 64, -1,
+                                      (1 << np.minimum(sizes[:K], 63)) - 1)
     # the inner nodes level by level from the bottom, as _combine makes them (no compiling)
     level, size = L, P  # the first node and the width of the level below the one made
     while size > 1:
@@ -135,7 +139,7 @@ def tree_ties(tree):
 @njit(inline="always", cache=True)
 def tree_entries(tree):
     """The entries the tree's row uses (:func:`tree_width`)."""
-    return tree[4] + 2 * tree[0]
+    return tree[4] + 2 * tree[5]
 
 
 @njit(inline="always", cache=True)
@@ -208,7 +212,7 @@ def mark_dirty(tree, n):
     if tree[count] != DIRTY:
         tree[count] = DIRTY
         dirty = tree[1]
-        tree[tree[4] + tree[0] + dirty] = b
+        tree[tree[4] + tree[5] + dirty] = b
         tree[1] = dirty + 1
 
 
@@ -265,7 +269,7 @@ def prefetch_refresh(values, tree):
     trees prefetches them all first, then calls :func:`refresh_prefetched` on each."""
     if _rebuilds(values, tree):
         return
-    listed = tree[4] + tree[0]
+    listed = tree[4] + tree[5]
     for k in range(tree[1]):
         _prefetch_block_update(values, tree, tree[listed + k])
 
@@ -279,7 +283,7 @@ def refresh_prefetched(values, tree):
     if _rebuilds(values, tree):
         rebuild(values, tree)  # most blocks changed: everything bottom-up
         return
-    listed = tree[4] + tree[0]
+    listed = tree[4] + tree[5]
     for k in range(dirty):
         update_block(values, tree, tree[listed + k])
     tree[1] = 0
@@ -310,7 +314,7 @@ def _prefetch_block_update(values, tree, b):
 @njit(inline="always", cache=True)
 def rebuild(values, tree):
     """Recompute every leaf and node from ``values`` (nothing dirty afterwards)."""
-    for b in range(tree[0]):
+    for b in range(tree[5]):
         _block_leaf(values, tree, b)
     for i in range(tree[2] - 1, -1, -1):
         _combine(tree, i)

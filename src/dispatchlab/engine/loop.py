@@ -87,7 +87,10 @@ N_COUNTERS = 10
 # moments[...] layout (sums over measured slots)
 SUM_TOTAL_QUEUE, SUM_TOTAL_QUEUE_SQ, SUM_POOLED, SUM_QU, SUM_DQI1, SUM_DQI2 = range(6)
 SUM_DELAY, SUM_UNUSED = 6, 7
-N_MOMENTS = 8
+# Σ ΣU(t)² and Σ ū(t)², ū the pooled queue's unused service: the O(ε) terms of the drift
+# identity that ties ε·E[X] to the Eq. (7) term E[ΣQ(t+1)·ΣU(t)] (docs/statistics.md)
+SUM_UNUSED_SQ, SUM_POOLED_UNUSED_SQ = 8, 9
+N_MOMENTS = 10
 
 # carry[...] layout: what a chunk hands to the next one, and why it stopped
 CARRY_POOLED, CARRY_FIFO_FULL, CARRY_STATUS, CARRY_BAD_TARGET, CARRY_BAD_DISPATCHER = range(5)
@@ -982,6 +985,7 @@ class LoopAccumulators(NamedTuple):
     queue_sum: np.ndarray  # Σ_t Q_n(t+1), measured slots
     block_sum: np.ndarray  # Σ ΣQ(t+1) per block, every slot
     block_pooled: np.ndarray  # Σ q(t+1) per block, every slot
+    block_queue_unused: np.ndarray  # Σ ΣQ(t+1)·ΣU(t) per block, every slot
     delay_hist: np.ndarray  # the delay histogram (compiled.histogram)
     queue_hist: np.ndarray  # the distribution of ΣQ(t+1); the last bin is ≥ its index
     msg: np.ndarray  # messages by kind, the whole run
@@ -1115,6 +1119,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     bound, track_delay, detail = control.bound, control.track_delay, control.detail
     queue_sum, block_sum = _borrowed(acc.queue_sum), _borrowed(acc.block_sum)
     block_pooled = _borrowed(acc.block_pooled)
+    block_queue_unused = _borrowed(acc.block_queue_unused)
     delay_hist, queue_hist = _borrowed(acc.delay_hist), _borrowed(acc.queue_hist)
     msg, msg_at_warmup = _borrowed(acc.msg), _borrowed(acc.msg_at_warmup)
     diag, counters, moments = _borrowed(acc.diag), _borrowed(acc.counters), _borrowed(acc.moments)
@@ -1245,7 +1250,9 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
         counters[DEPARTURES] += departures
         if wheel[t & (wheel.size - 1)] >= 0:  # tags to look at in slot t
             _follow_tags(Q, arrived_on, t, most, tags, wheel, carry, delay_hist, moments)
-        pooled = max(pooled + total - total_service, 0)
+        pooled += total - total_service
+        pooled_unused = max(-pooled, 0)
+        pooled += pooled_unused
         if total_queue < pooled:
             counters[INVARIANT_VIOLATIONS] += 1
         if total_queue > counters[MAX_TOTAL_QUEUE]:
@@ -1256,6 +1263,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
 
         block_sum[block] += total_queue
         block_pooled[block] += pooled
+        queue_unused = float(total_queue) * float(total_unused)
+        block_queue_unused[block] += queue_unused
         block_left -= 1
         if block_left == 0:  # t + 1 starts the next block (no division per slot)
             block += 1
@@ -1266,8 +1275,10 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             moments[SUM_TOTAL_QUEUE] += total_queue
             moments[SUM_TOTAL_QUEUE_SQ] += float(total_queue) * float(total_queue)
             moments[SUM_POOLED] += pooled
-            moments[SUM_QU] += float(total_queue) * float(total_unused)
+            moments[SUM_QU] += queue_unused
             moments[SUM_UNUSED] += total_unused
+            moments[SUM_UNUSED_SQ] += float(total_unused) * float(total_unused)
+            moments[SUM_POOLED_UNUSED_SQ] += float(pooled_unused) * float(pooled_unused)
             if detail:
                 absolute, square = _imbalance(Q, total_queue)
                 moments[SUM_DQI1] += absolute
@@ -1298,7 +1309,7 @@ LOOP_LAWS_TYPE = types.NamedTuple([_fv, _i64, _i64, _i64, _f64, _i64, _iv, _fv, 
                                   LoopLaws)
 LOOP_POLICY_TYPE = types.NamedTuple([_b, _b, _iv, _fv, _i2, _f2], LoopPolicy)
 LOOP_CONTROL_TYPE = types.NamedTuple([_i64, _i64, _i64, _i64, _b, _b, _f64], LoopControl)
-LOOP_ACCUMULATORS_TYPE = types.NamedTuple([_iv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv],
+LOOP_ACCUMULATORS_TYPE = types.NamedTuple([_iv, _fv, _fv, _fv, _iv, _iv, _iv, _iv, _fv, _iv, _fv],
                                           LoopAccumulators)
 LOOP_STATE_TYPE = types.NamedTuple(
     [_iv, _iv, _iv, _u64v, _u64v, _u64v, _i2, _iv, _i2, _iv, _iv, _u64v, _fv, _iv, _fv, _i2,

@@ -44,6 +44,7 @@ class RawRun:
     bound: int
     block_sum: np.ndarray
     block_pooled: np.ndarray
+    block_queue_unused: np.ndarray  # Σ ΣQ(t+1)·ΣU(t) per block (the Eq. (7) term's blocks)
     queue_sum: np.ndarray
     delay_hist: np.ndarray
     queue_hist: np.ndarray  # distribution of ΣQ(t+1); the last bin is ≥ its index
@@ -89,6 +90,11 @@ class RawRun:
         complete = self.slots_run // self.block_length
         return (self.block_sum[:complete] - self.block_pooled[:complete]) / self.block_length
 
+    def queue_unused_block_means(self) -> np.ndarray:
+        """Mean ΣQ(t+1)·ΣU(t) of each complete block run ([JBT] Eq. (7)'s term)."""
+        complete = self.slots_run // self.block_length
+        return self.block_queue_unused[:complete] / self.block_length
+
     def block_means(self) -> np.ndarray:
         """Mean ΣQ of each complete block run (the last block may be partial and is dropped)."""
         complete = self.slots_run // self.block_length
@@ -117,6 +123,8 @@ class Totals:
     sum_imbalance_l2: float  # Σ_t ‖Q − ΣQ/N‖₂
     sum_delay: float  # Σ of the measured jobs' delays
     sum_unused: float  # Σ ΣU(t)
+    sum_unused_sq: float  # Σ ΣU(t)²
+    sum_pooled_unused_sq: float  # Σ ū(t)², ū the pooled queue's unused service
 
     @classmethod
     def of(cls, runs: list[RawRun]) -> Totals:
@@ -141,6 +149,8 @@ class Totals:
             sum_imbalance_l2=float(moments[loop.SUM_DQI2]),
             sum_delay=float(moments[loop.SUM_DELAY]),
             sum_unused=float(moments[loop.SUM_UNUSED]),
+            sum_unused_sq=float(moments[loop.SUM_UNUSED_SQ]),
+            sum_pooled_unused_sq=float(moments[loop.SUM_POOLED_UNUSED_SQ]),
         )
 
 
@@ -266,6 +276,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     out = RawRun(
         slots=slots, slots_run=0, warmup=warmup, block_length=block_length, bound=bound,
         block_sum=np.zeros(blocks), block_pooled=np.zeros(blocks),
+        block_queue_unused=np.zeros(blocks),
         queue_sum=np.zeros(n, np.int64),
         delay_hist=np.zeros(loop.DELAY_BINS, np.int64),
         queue_hist=np.zeros(QUEUE_HISTOGRAM_BINS, np.int64),
@@ -293,8 +304,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     control = loop.LoopControl(slots, warmup, block_length, bound, track_delay, detail,
                                float(tag_probability))
     accumulators = loop.LoopAccumulators(
-        out.queue_sum, out.block_sum, out.block_pooled, out.delay_hist, out.queue_hist,
-        out.messages, np.zeros_like(out.messages), out.diag, out.counters, out.moments)
+        out.queue_sum, out.block_sum, out.block_pooled, out.block_queue_unused, out.delay_hist,
+        out.queue_hist, out.messages, np.zeros_like(out.messages), out.diag, out.counters,
+        out.moments)
     observed = observation(queues, slots, per_server, server_bins, trajectory_every,
                            trajectory_servers)
     per_job = system.dispatch == "per_job"

@@ -28,19 +28,19 @@ import pandas as pd
 from dispatchlab.experiments.store import Store
 from dispatchlab.report.plots import FigureSpec, reference_curve, summarize, write_figures
 from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.stats.limits import LimitEstimate, estimate_limit
 
 #: |ε·E[ΣQ] / limit − 1| within this counts as reaching a limit at the smallest ε run (for
 #: ε·E[X]: at most this fraction of ζ/2)
 LIMIT_TOLERANCE = 0.05
-#: ε·E[X] ∝ ε^α: above this α it is still falling fast (a level above 0 is not reached)
-FALLING_EXPONENT = 0.5
-#: at or above this α, ε·E[X] falls like ε: E[X] stays bounded (no level above 0 ahead)
-BOUNDED_EXPONENT = 0.8
 
 #: the committed store the page is built from
 DEFAULT_STORE = "results/reproductions/store.sqlite"
 
 VERDICTS = {
+    "below resolution": "the estimated limit's CI cannot decide the claim: the runs bound "
+                        "|limit| ≤ δ (stated), which neither shows nor refutes a gap smaller "
+                        "than δ; a system where the gap is larger decides it",
     "held": "the stored numbers support the claim at the smallest ε whose point has an "
             f"interval, CIs included (a limit counts as reached within {LIMIT_TOLERANCE:.0%} "
             "of it); a deeper point too short for an interval is shown, not judged",
@@ -254,11 +254,16 @@ def _pi_thresholds(spec: ExperimentSpec, frame: pd.DataFrame) -> Verdict:
 
 def _excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
                    ) -> list[tuple[str, str, pd.DataFrame, float]] | Verdict:
-    """(system, label, stable rows of ε·E[X] by x, ζ/2 at the smallest x) per curve."""
+    """(system, label, rows of ε·E[X] by x with their Eq. (7) term, ζ/2) per curve: the
+    stable points with a value, each marked ``equilibrated`` (:func:`claim_frame`)."""
     summary = _summary(spec, frame, "epsilon_excess")
     missing = _missing(summary, labels)
     if missing:
         return missing
+    term = _summary(spec, frame, "idle_while_busy").set_index(["system", "policy", "x"])
+    settled = frame.groupby(["system", "policy_label", "x"])["equilibrated"].all()
+    threshold = (frame.groupby(["system", "policy_label", "x"])["diag.threshold"].first()
+                 if "diag.threshold" in frame else pd.Series(dtype=float))
     limits = frame.groupby("system")["heavy_traffic_limit"].first().to_dict()
     curves = []
     for system in sorted(set(summary["system"])):
@@ -266,142 +271,164 @@ def _excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
             rows = summary[(summary["system"] == system) & (summary["policy"] == label)]
             if rows.empty:  # not run on this system (or left out by the claim)
                 continue
-            curve = rows[rows["stable"] & rows["y"].notna()].sort_values("x")
+            curve = rows[rows["stable"] & rows["y"].notna()].sort_values("x").copy()
+            keys = [(system, label, x) for x in curve["x"]]
+            curve["equilibrated"] = [bool(settled.get(key, True)) for key in keys]
+            curve["scale"] = [_threshold(threshold.get(key, math.nan)) for key in keys]
+            for column in ("y", "ci_low", "ci_high"):
+                curve[f"term_{column}"] = [term[column].get(key, math.nan) for key in keys]
             curves.append((system, label, curve, float(limits[system])))
     return curves
 
 
-def _exponent(curve: pd.DataFrame) -> float:
-    """α of ε·E[X] ∝ ε^α between the curve's two smallest ε (nan without two positive
-    values); the judges pass the curve from its smallest ε with an interval on."""
-    if len(curve) < 2:
-        return math.nan
-    a, b = curve.iloc[0], curve.iloc[1]
-    if not (a["y"] > 0 and b["y"] > 0):
-        return math.nan
-    return math.log(b["y"] / a["y"]) / math.log(b["x"] / a["x"])
+def _threshold(value: object) -> float:
+    """JBT-r's threshold r of a point (1 for every other policy): the scale of its finite-ε
+    term in the limit's fit (:func:`~dispatchlab.stats.limits.estimate_limit`)."""
+    number = pd.to_numeric(value, errors="coerce")
+    return float(number) if pd.notna(number) and number >= 1 else 1.0
 
 
 def _has_interval(curve: pd.DataFrame) -> pd.Series:
     return curve["ci_low"].map(math.isfinite) & curve["ci_high"].map(math.isfinite)
 
 
-def _with_interval(curve: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the points of ``curve`` from its smallest ε with a finite CI on, the points at
-    smaller ε without one): a point too short for an interval carries no evidence."""
-    finite = _has_interval(curve)
-    if not finite.any():
-        return curve, curve.iloc[:0]
-    first = curve.index.get_loc(finite[finite].index[0])
-    return curve.iloc[first:], curve.iloc[:first]
+def _judged(curve: pd.DataFrame) -> pd.DataFrame:
+    """The points a limit is estimated from: equilibrated, with a finite CI."""
+    return curve[curve["equilibrated"] & _has_interval(curve)]
+
+
+def _limit(curve: pd.DataFrame) -> LimitEstimate | None:
+    judged = _judged(curve)
+    return estimate_limit(judged["x"].to_numpy(), judged["y"].to_numpy(),
+                          judged["ci_low"].to_numpy(), judged["ci_high"].to_numpy(),
+                          scale=judged["scale"].to_numpy())
+
+
+def _term_text(row: pd.Series) -> str:
+    """[JBT] Eq. (7)'s term of one point, with its CI where the run recorded its blocks."""
+    value = row.get("term_y", math.nan)
+    if not math.isfinite(value):
+        return ""
+    low, high = row.get("term_ci_low", math.nan), row.get("term_ci_high", math.nan)
+    interval = (f" [{_fmt(low)}, {_fmt(high)}]" if math.isfinite(low) and math.isfinite(high)
+                else " (no CI: run predates its per-block record)")
+    return f", Eq. (7) term {_fmt(value)}{interval}"
 
 
 def _excess_text(system: str, label: str, curve: pd.DataFrame, limit: float,
-                 several: bool, deeper: pd.DataFrame) -> str:
-    small = curve.iloc[0]
+                 several: bool, estimate: LimitEstimate | None, reading: str) -> str:
     where = f"{system}: " if several else ""
-    text = (f"{where}{label} ε·E[X] = {_ci(small)} at ε = {small['x']:g} "
-            f"({small['y'] / limit:.1%} of ζ/2 = {_fmt(limit)}), α = {_fmt(_exponent(curve))}")
-    for _, row in deeper.iterrows():
-        text += f" (ε = {row['x']:g}: {_fmt(row['y'])}, too short for an interval)"
+    judged = _judged(curve)
+    small = judged.iloc[0] if len(judged) else curve.iloc[0]
+    text = (f"{where}{label} ε·E[X] = {_ci(small)} at ε = {small['x']:g}"
+            f"{_term_text(small)}; ")
+    text += (estimate.describe() + f" ({estimate.value / limit:+.1%} of ζ/2 = {_fmt(limit)})"
+             if estimate is not None else "no limit: fewer than two points with an interval")
+    text += f": {reading}"
+    for _, row in curve[~curve.index.isin(judged.index)].iterrows():
+        why = ("not equilibrated (runs of this point disagree, or too short for their "
+               "relaxation)" if not row["equilibrated"] else "too short for an interval")
+        text += f" (ε = {row['x']:g}: {_fmt(row['y'])}, {why}, not judged)"
     return text
 
 
 def _combine(statuses: list[str]) -> str:
-    order = ("not held", "undecided", "trend", "held")
+    order = ("not held", "undecided", "below resolution", "trend", "held")
     return min(statuses, key=order.index) if statuses else "undecided"
 
 
+def _vanishing(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
+               ) -> tuple[str, str]:
+    """Heavy-traffic optimal: lim ε·E[X] = 0. Held when the limit's CI contains 0 and its
+    half-width is within ``tolerance`` (LIMIT_TOLERANCE·ζ/2) and below ``rival`` (a
+    competing policy's limit, when the claim has one); not held when the whole CI lies
+    above the tolerance and the fit holds; below resolution (|limit| ≤ δ) otherwise: a
+    small positive intercept is what the extrapolation of a slower approach to 0 gives."""
+    if not estimate.fit_holds:
+        return "undecided", "the fitted form does not hold at the smallest ε"
+    if estimate.ci_low > tolerance:
+        return "not held", "the limit's CI lies above 5 % of ζ/2"
+    if estimate.ci_high < 0:
+        return "undecided", "the limit's CI lies below 0 (X ≥ 0): the fitted form is off"
+    if estimate.ci_low <= 0 and estimate.half_width <= min(tolerance, rival):
+        return "held", "the limit's CI contains 0 and is narrow"
+    return "below resolution", f"|limit| ≤ {estimate.resolution:.3g}"
+
+
+def _persisting(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
+                ) -> tuple[str, str]:
+    """Not heavy-traffic optimal: lim ε·E[X] > 0. Held when the limit's CI excludes 0 and
+    a + b·ε fits; never "not held" — a finite run bounds a positive limit, it cannot
+    refute it: below resolution (|limit| ≤ δ) when the CI contains 0."""
+    if not estimate.fit_holds:
+        return "undecided", "the fitted form does not hold at the smallest ε"
+    if estimate.ci_low > 0:
+        return "held", "the limit's CI excludes 0"
+    return "below resolution", f"|limit| ≤ {estimate.resolution:.3g}"
+
+
 def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
-                  rule: Callable[[pd.Series, pd.Series, float, float], str],
-                  points: int) -> Verdict:
-    """Each curve's ε·E[X] judged by ``rule(smallest-ε row, largest-ε row, tolerance, α)``
-    (tolerance = LIMIT_TOLERANCE·ζ/2) from its smallest ε with an interval; a curve with
-    fewer than ``points`` stable points from there is undecided."""
+                  rule: Callable[[LimitEstimate, float], tuple[str, str]],
+                  combine: Callable[[list[str]], str] = _combine) -> Verdict:
+    """Each curve's lim ε·E[X] (:func:`~dispatchlab.stats.limits.estimate_limit` on its
+    equilibrated points with an interval) judged by ``rule(estimate, LIMIT_TOLERANCE·ζ/2)``;
+    a curve with fewer than two such points is undecided."""
     curves = _excess_curves(spec, frame, labels)
     if isinstance(curves, Verdict):
         return curves
     statuses, texts = [], []
     several = len({system for system, *_ in curves}) > 1
     for system, label, curve, limit in curves:
-        judged, deeper = _with_interval(curve)
-        if len(judged) < points:
-            statuses.append("undecided")
-            texts.append(f"{system}: {label}: " + ("no stable point" if points == 1 else
-                                                   f"fewer than {points} stable points"))
-            continue
-        statuses.append(rule(judged.iloc[0], judged.iloc[-1], LIMIT_TOLERANCE * limit,
-                             _exponent(judged)))
-        texts.append(_excess_text(system, label, judged, limit, several, deeper))
-    return Verdict(_combine(statuses), "; ".join(texts))
+        estimate = _limit(curve)
+        status, reading = (rule(estimate, LIMIT_TOLERANCE * limit) if estimate is not None
+                           else ("undecided", "cannot say"))
+        statuses.append(status)
+        texts.append(_excess_text(system, label, curve, limit, several, estimate, reading))
+    return Verdict(combine(statuses), "; ".join(texts))
 
 
-def _vanishing(small: pd.Series, large: pd.Series, tolerance: float, alpha: float) -> str:
-    """Heavy-traffic optimal: ε·E[X] → 0. Held when the CI of ε·E[X] at the smallest ε
-    lies within the tolerance; a trend when it falls beyond its CI from the largest ε and
-    still falls as ε^α with α > FALLING_EXPONENT; not held when it stopped falling (α ≤ 0)
-    above the tolerance."""
-    if not math.isfinite(small["ci_high"]):
-        return "undecided"
-    if small["ci_high"] <= tolerance:
+def _shown_somewhere(statuses: list[str]) -> str:
+    """A gap claimed to exist: held where one system resolves it and none contradicts it
+    (the others are below their resolution, which is no evidence against a positive
+    limit)."""
+    if "held" in statuses and "not held" not in statuses:
         return "held"
-    if small["ci_high"] < large["y"] and alpha > FALLING_EXPONENT:
-        return "trend"
-    if small["ci_low"] > tolerance and alpha <= 0:
-        return "not held"
-    return "undecided"
-
-
-def _persisting(small: pd.Series, large: pd.Series, tolerance: float, alpha: float) -> str:
-    """Not heavy-traffic optimal: ε·E[X] levels off above 0. Held when the CI of ε·E[X] at
-    the smallest ε lies above the tolerance and it has stopped falling fast
-    (α < FALLING_EXPONENT); not held when the CI lies within the tolerance and ε·E[X]
-    still falls like ε (α ≥ BOUNDED_EXPONENT: E[X] stays bounded, no gap is ahead);
-    undecided otherwise (above the tolerance but still falling, or within it but falling
-    more slowly than ε, which a level just below the tolerance would also do)."""
-    if not math.isfinite(small["ci_low"]):
-        return "undecided"
-    if small["ci_low"] > tolerance and alpha < FALLING_EXPONENT:
-        return "held"
-    if small["ci_high"] <= tolerance and alpha >= BOUNDED_EXPONENT:
-        return "not held"
-    return "undecided"
+    return _combine(statuses)
 
 
 def _excess_vanishes(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
-    return _judge_excess(spec, frame, labels, _vanishing, points=2)
+    return _judge_excess(spec, frame, labels, _vanishing)
 
 
 def _excess_persists(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
-    return _judge_excess(spec, frame, labels, _persisting, points=1)
+    return _judge_excess(spec, frame, labels, _persisting, combine=_shown_somewhere)
 
 
 def _separate(spec: ExperimentSpec, frame: pd.DataFrame, lower: str, higher: str) -> Verdict:
-    """At the smallest ε both curves have an interval at, ε·E[X] of ``lower`` is below that
-    of ``higher``, CIs apart."""
+    """In the limit, ``lower`` ends below ``higher``: the CIs of their estimated limits of
+    ε·E[X] are apart on a system (and in the other order on none)."""
     curves = _excess_curves(spec, frame, [lower, higher])
     if isinstance(curves, Verdict):
         return curves
     by = {(system, label): curve for system, label, curve, _ in curves}
     statuses, texts = [], []
     for system in sorted({system for system, *_ in curves}):
-        a, b = (_with_interval(by[(system, label)])[0] for label in (lower, higher))
-        common = sorted(set(a.loc[_has_interval(a), "x"]) & set(b.loc[_has_interval(b), "x"]))
-        if not common:
+        if (system, lower) not in by or (system, higher) not in by:
+            continue
+        a, b = (_limit(by[(system, label)]) for label in (lower, higher))
+        if a is None or b is None:
             statuses.append("undecided")
             continue
-        x = common[0]
-        ra, rb = a[a["x"] == x].iloc[0], b[b["x"] == x].iloc[0]
-        if ra["ci_high"] < rb["ci_low"]:
+        if a.ci_high < b.ci_low:
             statuses.append("held")
-        elif rb["ci_high"] < ra["ci_low"]:
+        elif b.ci_high < a.ci_low:
             statuses.append("not held")
         else:
-            statuses.append("undecided")
-        texts.append(f"{system}, ε = {x:g}: {lower} {_ci(ra)} vs {higher} {_ci(rb)}")
-    status = ("held" if set(statuses) == {"held"} else
-              "not held" if "not held" in statuses else "undecided")
-    return Verdict(status, "; ".join(texts))
+            statuses.append("below resolution")
+        texts.append(f"{system}: {lower} lim = {_fmt(a.value)} [{_fmt(a.ci_low)}, "
+                     f"{_fmt(a.ci_high)}] vs {higher} lim = {_fmt(b.value)} "
+                     f"[{_fmt(b.ci_low)}, {_fmt(b.ci_high)}]")
+    return Verdict(_shown_somewhere(statuses), "; ".join(texts))
 
 
 LED_REGIMES = ["L-JBA-Pull", "L-JBA-Push", "L-Pod-Pull", "L-Pod-Push"]
@@ -517,13 +544,44 @@ def judge_all(store: Store) -> list[tuple[Claim, Verdict, ExperimentSpec | None]
 def claim_frame(store: Store, claim: Claim) -> pd.DataFrame:
     """The stored points of a claim's experiment and of its ``extra`` ones; where two runs
     are of the same policy on the same system at the same x (a deeper experiment's longer
-    run of a point), the longer one supersedes the shorter."""
+    run of a point), the longer one supersedes the shorter. Column ``equilibrated`` is
+    false for a run the summary found still relaxing (stability ``undetermined``) and for
+    a longer run that a shorter run of the same point disagrees with
+    (:func:`_runs_disagree`): such points are shown, not judged."""
     names = [claim.experiment, *(name for name in claim.extra
                                  if name in set(store.experiment_names()))]
     frame = pd.concat([store.frame(name) for name in names], ignore_index=True)
     point = ["system", "policy_label", "x", "replication"]
-    return (frame.sort_values("slots", kind="stable")
-            .drop_duplicates(point, keep="last").sort_index())
+    ordered = frame.sort_values("slots", kind="stable")
+    kept = ordered.drop_duplicates(point, keep="last").sort_index()
+    kept["equilibrated"] = kept["stability"] != "undetermined"
+    for index, row in kept.iterrows():
+        same = ordered[(ordered[point] == row[point]).all(axis=1) & (ordered.index != index)]
+        if any(_runs_disagree(shorter, row) for _, shorter in same.iterrows()):
+            kept.loc[index, "equilibrated"] = False
+    return kept
+
+
+def _runs_disagree(shorter: pd.Series, longer: pd.Series) -> bool:
+    """Two runs of one point disagree beyond their CIs: on ε·E[X] where both measured it
+    (else E[ΣQ]), their CIs do not overlap, or the shorter one has no CI and its value lies
+    outside the longer one's CI widened to twice its half-width."""
+    excess = math.isfinite(_number(longer, "epsilon_excess"))
+    value, low, high = (("epsilon_excess", "epsilon_excess_ci_low", "epsilon_excess_ci_high")
+                        if excess else ("mean_total_queue", "ci_low", "ci_high"))
+    l_low, l_high = _number(longer, low), _number(longer, high)
+    if not (math.isfinite(l_low) and math.isfinite(l_high)):
+        return False
+    s_low, s_high = _number(shorter, low), _number(shorter, high)
+    if math.isfinite(s_low) and math.isfinite(s_high):
+        return s_high < l_low or l_high < s_low
+    centre, half = (l_low + l_high) / 2, (l_high - l_low) / 2
+    return abs(_number(shorter, value) - centre) > 2 * half
+
+
+def _number(row: pd.Series, column: str) -> float:
+    value = pd.to_numeric(row.get(column, math.nan), errors="coerce")
+    return float(value) if value is not None and pd.notna(value) else math.nan
 
 
 def _compute_text(frame: pd.DataFrame) -> str:

@@ -63,7 +63,7 @@ class Result:
     heavy_traffic_limit: float  # ζ/2
     # theorem quantities
     epsilon_total_queue: float  # ε·E[ΣQ]
-    idle_while_busy: float  # E[‖Q(t+1)‖₁·‖U(t)‖₁]
+    idle_while_busy: float  # E[‖Q(t+1)‖₁·‖U(t)‖₁], [JBT] Eq. (7)'s term
     queue_imbalance_l1: float  # DQI_1 = E[Σ_n |Q_n − ΣQ/N|]
     queue_imbalance_l2: float  # DQI_2 = E[‖Q_⊥‖₂]
     herding_fraction: float  # slots where ≥ 2 dispatchers chose one server
@@ -108,6 +108,12 @@ class Result:
     coupled_mean_total_queue: float = math.nan
     coupled_ci_low: float = math.nan  # X's interval shifted by E[q], widened by its error
     coupled_ci_high: float = math.nan
+    # [JBT] Eq. (7)'s term with its batch-means CI, and the O(ε) terms of the drift
+    # identity ε·E[X] = E[ΣQ(t+1)·ΣU(t)] − (E[U_Σ²] − E[ū²])/2 (docs/statistics.md#drift)
+    idle_while_busy_ci_low: float = math.nan
+    idle_while_busy_ci_high: float = math.nan
+    mean_unused_square: float = math.nan  # E[U_Σ(t)²], U_Σ = Σ_n U_n
+    mean_pooled_unused_square: float = math.nan  # E[ū(t)²] of the pooled queue
     pooled_queue_exact: float = math.nan  # E[q] computed (not the run's time average)
     pooled_queue_error: float = math.nan  # the half-width within which E[q] lies
     pooled_queue_method: str = ""  # exact, bounded (…), unavailable: …

@@ -109,6 +109,25 @@ def _excess_estimate(run: RawRun, warmup_method: str,
     return estimate
 
 
+def _queue_unused_estimate(run: RawRun, warmup_method: str, servers: int) -> Estimate:
+    """[JBT] Eq. (7)'s term E[ΣQ(t+1)·ΣU(t)] of one run after its warm-up (the same first
+    block as X's), with a batch-means CI. On one server it is 0 in every slot (U > 0 only
+    when the queue empties), exactly; on several, a run in which it never left 0 has no
+    interval (too short to say)."""
+    measured = run.queue_unused_block_means()[_first_block(run, warmup_method):]
+    if servers == 1:
+        return Estimate(0.0, 0.0, 0.0, "exact: Q(t+1)·U(t) = 0 on one server",
+                        int(measured.size), standard_error=0.0)
+    if measured.size and not measured.any():
+        return Estimate(0.0, math.nan, math.nan, "none observed: too short to say",
+                        int(measured.size))
+    estimate = batch_means(measured)
+    if warmup_method == "fraction":
+        mean = run.moments[loop.SUM_QU] / max(run.measured_slots, 1)
+        estimate = estimate.shifted(float(mean))
+    return estimate
+
+
 def coupled_total_queue(excess: Estimate, pooled: PooledMean) -> Estimate:
     """E[ΣQ] = E[q] + E[X]: X's interval shifted by E[q] and widened by E[q]'s error."""
     return replace(excess, mean=excess.mean + pooled.value,
@@ -254,6 +273,10 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     warmup_used = per_run[0][1]
     excess_runs = [_excess_estimate(run, warmup_method, rates) for run in runs]
     excess = excess_runs[0] if len(runs) == 1 else pooled_estimate(excess_runs)
+    queue_unused_runs = [_queue_unused_estimate(run, warmup_method, system.n_servers)
+                         for run in runs]
+    queue_unused = (queue_unused_runs[0] if len(runs) == 1
+                    else pooled_estimate(queue_unused_runs))
     pooled = pooled_queue_of(system)
     coupled = coupled_total_queue(excess, pooled) if pooled.available else None
     use_coupled = estimator == "coupled" and coupled is not None and pooled.method == "exact"
@@ -317,6 +340,10 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         heavy_traffic_limit=heavy_traffic_limit(system),
         epsilon_total_queue=stable_only(system.epsilon * estimate.mean),
         idle_while_busy=totals.sum_queue_unused / measured,
+        idle_while_busy_ci_low=stable_only(queue_unused.ci_low),
+        idle_while_busy_ci_high=stable_only(queue_unused.ci_high),
+        mean_unused_square=totals.sum_unused_sq / measured,
+        mean_pooled_unused_square=totals.sum_pooled_unused_sq / measured,
         queue_imbalance_l1=stable_only(totals.sum_imbalance_l1 / measured),
         queue_imbalance_l2=stable_only(totals.sum_imbalance_l2 / measured),
         herding_fraction=totals.herding_slots / measured if window else nan,

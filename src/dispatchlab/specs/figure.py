@@ -33,7 +33,8 @@ CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
 #: Result fields with a CI of their own: the field -> its (low, high) fields
 OWN_CI_Y = {"mean_excess": ("excess_ci_low", "excess_ci_high"),
             "epsilon_excess": ("epsilon_excess_ci_low", "epsilon_excess_ci_high"),
-            "plain_mean_total_queue": ("plain_ci_low", "plain_ci_high")}
+            "plain_mean_total_queue": ("plain_ci_low", "plain_ci_high"),
+            "idle_while_busy": ("idle_while_busy_ci_low", "idle_while_busy_ci_high")}
 
 
 @dataclass(frozen=True)

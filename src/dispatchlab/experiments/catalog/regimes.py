@@ -67,8 +67,16 @@ def _figures(extra: tuple[FigureSpec, ...] = ()) -> tuple[FigureSpec, ...]:
                                              function=pooled_limit),
                                ReferenceLine("weighted random routing",
                                              function=random_routing_limit, style=":"))),
+        IDLE_WHILE_BUSY,
         *extra,
     )
+
+
+#: [JBT] Eq. (7)'s term, whose limit decides heavy-traffic optimality (drift identity:
+#: docs/statistics.md#drift)
+IDLE_WHILE_BUSY = FigureSpec("idle-while-busy", x="epsilon", y="idle_while_busy", log_x=True,
+                             log_y=True, title="E[ΣQ(t+1)·ΣU(t)] ([JBT] Eq. (7))",
+                             ylabel="E[ΣQ(t+1)·ΣU(t)]")
 
 
 def _spec(name: str, title: str, description: str, paper: str,
@@ -210,3 +218,25 @@ def pi_regimes_deep(quick: bool = False) -> ExperimentSpec:
                  + DEEP_NOTE, "[Π] Luo, Zubeldia 2025", (PI_SYSTEM,),
                  (PI_POLICIES[0], PI_POLICIES[2]), quick, seed=2511, extra=(COLLAPSE,),
                  deep=True)
+
+
+#: JIQ on the heterogeneous system at ε = 10⁻³: 10⁸ slots left its interval ±1.3 wide
+LONG_SLOTS = 2 * 10**9
+
+
+@register_experiment(
+    "jbt-regimes-long",
+    title="JIQ at ε = 10⁻³, 2·10⁹ slots, on 5×0.2 + 5×0.8",
+    paper="[JBT] Theorem 1(1) (docs/model.md#jbt-results)",
+)
+def jbt_regimes_long(quick: bool = False) -> ExperimentSpec:
+    """``jbt-regimes``'s r = 1 (JIQ) on 5 × 0.2 + 5 × 0.8 at ε = 10⁻³ in one run of 2·10⁹
+    slots (20 times the regimes' 10⁸, which left its CI ±1.3 wide); on the Reproductions
+    page the longer run supersedes the shorter."""
+    return ExperimentSpec(
+        name="jbt-regimes-long", title="JIQ at ε = 10⁻³ (2·10⁹ slots)",
+        description=jbt_regimes_long.__doc__ or "",
+        paper="[JBT] Zhou, Tan, Shroff, POMACS 2018", systems=JBT_SYSTEMS[1:],
+        policies=THRESHOLD_RULES[:1], epsilons=QUICK_EPSILONS[-1:] if quick else (1e-3,),
+        replications=1, slots=LONG_SLOTS, seed=1811, options=dict(OPTIONS),
+        quick_scale=0.0005, figures=_figures())

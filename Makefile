@@ -39,10 +39,12 @@ lint: venv
 bench: venv
 	$(BIN)/python benchmarks/run.py
 
-# the Reproductions page: every paper claim judged from the results store (STORE=…)
+# the Reproductions page: every paper claim judged from the results store (STORE=…), and
+# the README's summary of its verdicts
 STORE ?= results/reproductions/store.sqlite
 reproductions: venv
-	$(BIN)/python -m dispatchlab.report.reproductions --store $(STORE) --out docs/reproductions.md
+	$(BIN)/python -m dispatchlab.report.reproductions --store $(STORE) --out docs/reproductions.md \
+		--readme README.md
 
 # the tutorial notebook executed in place (the site shows its outputs; a test checks them)
 tutorial: venv

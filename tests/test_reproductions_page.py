@@ -41,3 +41,22 @@ def test_every_claim_has_a_verdict_and_its_figures(rebuilt) -> None:
         assert (folder / "reproductions" / claim.experiment / f"{claim.figure}.png").is_file()
         assert (PAGE.parent / "reproductions" / claim.experiment
                 / f"{claim.figure}.png").is_file(), claim.experiment
+
+
+def test_the_readme_summary_is_the_page_s_verdicts() -> None:
+    """One voice: the README's table of claims is the page's, verdicts included."""
+    from dispatchlab.report.reproductions import README_BEGIN, README_END, readme_block
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = README_BEGIN + readme.split(README_BEGIN, 1)[1].split(README_END, 1)[0] + README_END
+    assert block == readme_block(PAGE.read_text(encoding="utf-8")), (
+        "README.md's summary of the claims differs from docs/reproductions.md: run "
+        "`make reproductions`")
+    assert block.count("\n| ") == len(CLAIMS) + 1  # the header's rule and a row a claim
+
+
+def test_the_page_lists_every_heavy_traffic_limit(rebuilt) -> None:
+    text, _ = rebuilt
+    limits = text.split("## Heavy-traffic limits", 1)[1].split("## Figures", 1)[0]
+    assert "| system | policy | lim ε·E[X] [95 % CI] |" in limits
+    assert "two servers 0.25, Bernoulli | r = 1 (JIQ)" in limits

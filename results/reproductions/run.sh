@@ -7,6 +7,10 @@
 #   jbt-regimes led-regimes pi-regimes      ε down to 10⁻³, about 5 CPU-minutes
 #   *-regimes-deep                          ε = 10⁻⁴, 2·10⁹ slots a point, about 40
 #   jbt-regimes-deeper led-regimes-deeper   ε = 10⁻⁴, 4·10⁹ slots a point, about 45
+#   jbt-gaps                                few slow servers where JBT's gaps show, about 15
+#   jbt-regimes-long led-fig2-long          JIQ at 10⁻³ (2·10⁹ slots), L-JSQ-Push long, about 6
+#   led-fig1-slotted                        Fig. 1 in the group's slot model, about 3
+#   jbt-poly-long                           r = (1/ε)^1.5 past its relaxation, about 20
 #
 # The store is then compacted for committing (the per-point ΣQ histograms, which no claim
 # reads, are dropped: dispatchlab.experiments.compact), and `make reproductions` (or
@@ -15,7 +19,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 DISPATCHLAB="${DISPATCHLAB:-.venv/bin/dispatchlab}"
 ALL="led-fig1 led-fig2 pi-stability jbt-regimes led-regimes pi-regimes jbt-regimes-deep
-     led-regimes-deep pi-regimes-deep jbt-regimes-deeper led-regimes-deeper"
+     led-regimes-deep pi-regimes-deep jbt-regimes-deeper led-regimes-deeper jbt-gaps
+     jbt-regimes-long led-fig2-long led-fig1-slotted jbt-poly-long"
 for name in ${*:-$ALL}; do
     "$DISPATCHLAB" experiment "$name" --store results/reproductions/store.sqlite \
         --out "results/reproductions/$name" --no-progress --yes

@@ -240,3 +240,28 @@ def jbt_regimes_long(quick: bool = False) -> ExperimentSpec:
         policies=THRESHOLD_RULES[:1], epsilons=QUICK_EPSILONS[-1:] if quick else (1e-3,),
         replications=1, slots=LONG_SLOTS, seed=1811, options=dict(OPTIONS),
         quick_scale=0.0005, figures=_figures())
+
+
+#: r = ⌈(1/ε)^1.5⌉ is random routing but for rare crossings of r, so its X relaxes like
+#: random routing's slowest server: 4·q_n/δ_n ≈ 450/ε² slots on 5 × 0.2 + 5 × 0.8 (q_n ≈
+#: σ_n²/(2δ_n), δ_n = μ_n·ε/μ_Σ), four times the regimes' 100/ε²; 50 of them a point
+POLY_SLOTS = SlotsRule(coefficient=50 * 450.0, power=2, per="epsilon", minimum=10**7,
+                       maximum=25 * 10**8)
+
+
+@register_experiment(
+    "jbt-poly-long",
+    title="r = ⌈(1/ε)^1.5⌉ run past its relaxation: ε = 0.03, 0.01, 0.003",
+    paper="[JBT] Theorem 1(2) (docs/model.md#jbt-results)",
+)
+def jbt_poly_long(quick: bool = False) -> ExperimentSpec:
+    """``jbt-regimes``'s polynomial threshold on both systems at ε = 0.03, 0.01 and 0.003,
+    22500/ε² slots a point (2.5·10⁹ at 0.003): 50 relaxation times of random routing's
+    slowest server, which ``jbt-regimes``'s 100/ε² slots did not reach."""
+    return ExperimentSpec(
+        name="jbt-poly-long", title="JBT-r, r = ⌈(1/ε)^1.5⌉, long runs",
+        description=jbt_poly_long.__doc__ or "",
+        paper="[JBT] Zhou, Tan, Shroff, POMACS 2018", systems=JBT_SYSTEMS,
+        policies=THRESHOLD_RULES[4:], epsilons=QUICK_EPSILONS if quick else (0.03, 0.01, 0.003),
+        replications=1, slots=POLY_SLOTS, seed=1812, options=dict(OPTIONS),
+        quick_scale=0.001, figures=_figures())

@@ -1,0 +1,449 @@
+"""Stochastically coordinated dispatching: SCD ([SCD]) and tidal water-filling ([TWF]).
+
+Every dispatcher reads the slot-start queues Q(t), estimates the number of jobs a that
+all dispatchers together place this slot, and computes the same probability vector P
+over the servers; each of its jobs (per-job dispatch) or its whole batch (batch dispatch)
+goes to server n with probability P_n. No dispatcher knows where the others send, yet in
+expectation they fill the short queues together instead of herding onto one.
+
+**The optimisation** ([SCD] for heterogeneous rates μ_n; [TWF] is the case μ ≡ 1). With
+the a jobs routed independently by P, X ~ Multinomial(a, P) jobs join the servers, and P
+minimises the expected sum of squared queue lengths, each divided by its rate::
+
+    minimise  Σ_n E[(Q_n + X_n)²]/μ_n = const + a·Σ_n [(a − 1)·P_n² + (2Q_n + 1)·P_n]/μ_n
+    over      P_n ≥ 0, Σ_n P_n = 1                                    (objective="squared")
+
+For a > 1 it is strictly convex; its KKT conditions give a water-filling: with heights
+h_n = Q_n + ½ and widths w_n = μ_n, pour the volume V = a − 1,
+
+    level ℓ with Σ_n (w_n·ℓ − h_n)⁺ = V,   P_n = (w_n·ℓ − h_n)⁺ / V,
+
+so the servers with h_n/w_n < ℓ receive jobs and their expected post-fill levels
+(h_n + V·P_n)/w_n all equal ℓ. (The level [SCD]'s code computes first, by pouring a
+onto Q_n/μ_n, only shifts the Lagrange multiplier: the solution is this one.) For a ≤ 1
+the objective is linear or concave, its minimum a vertex: P is uniform on the minimisers
+of (Q_n + a/2)/μ_n (with one job, M = 1: argmin (2Q_n + 1)/μ_n). On μ ≡ 1 the solution
+is [TWF]'s P_n = (L − Q_n − 1/k)/(a − 1) on the k servers below the level L of a poured
+onto Q (when all of them are positive).
+
+``objective="level"`` is the plain fill of the expected arrivals: h_n = Q_n, V = a, so
+that E[Q_n + X_n] = Q_n + a·P_n reaches the common level μ_n·ℓ on every receiving
+server. Subtracting the expected in-slot service (h_n − μ_n) changes neither solution
+(it moves every threshold h_n/w_n by the same amount under the "level" objective, and
+under the "squared" one it adds −2·E[Σ_n(Q_n + X_n)] = −2(ΣQ + a), a constant), so it
+is not an option.
+
+**The estimate a** (``estimate``): ``rate``, a = λ_Σ, the mean of the system's arrival
+law (one P per slot for every dispatcher; any dispatch mode); ``scaled``, a = A^m(t)/p_m,
+the dispatcher's own arrivals scaled by its share (M·A^m(t) for p_m = 1/M, as [SCD]'s
+code estimates it); ``conditional``, a = A^m(t) + λ_Σ·(1 − p_m), its own jobs plus the
+others' mean. The last two read A^m(t), which ``choose`` sees in batch dispatch only.
+
+**The algorithm**, O(N log N) a slot: on the first call of slot t the servers are sorted
+by the thresholds h_n/w_n (one stable merge sort, shared by every dispatcher and call of
+the slot, since all see Q(t)), with the prefix sums U_j = Σ_{i<j} w_σ(i) and
+H_j = Σ_{i<j} h_σ(i) and the volumes G_j = U_j·θ_σ(j) − H_j that reach the j-th
+threshold. A volume V then wets the k = #{j : G_j < V} first servers, ℓ = (V + H_k)/U_k
+(a binary search, O(log N)); the cumulative law in sorted order is (ℓ·U_j − H_j)/V, so a
+draw is one uniform and a binary search, O(log N). With ``estimate="rate"`` the level is
+found once a slot. Messages: 2N per dispatch event (N probes, N replies), as JSQ.
+
+Also here: ``jfsq``, join the fastest of the shortest queues (the group's baseline; the
+tie rules of ``jsq``/``jsed`` cannot prefer a fast server).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from numba import njit
+
+from dispatchlab.compiled.rng import randint, uniform
+from dispatchlab.core.errors import require
+from dispatchlab.engine.interface import PROBE, REPLY, choose_function
+from dispatchlab.model.system import System
+from dispatchlab.policies.base import Kernel, Param, Policy, register
+
+OBJECTIVES = ("squared", "level")
+OBJ_SQUARED, OBJ_LEVEL = range(2)
+ESTIMATES = ("rate", "scaled", "conditional")
+EST_RATE, EST_SCALED, EST_CONDITIONAL = range(3)
+
+# ip entries
+IP_OBJECTIVE, IP_ESTIMATE, IP_HOMOGENEOUS = range(3)
+# fp: λ_Σ, then p_m of each dispatcher
+FP_RATE, FP_SHARES = 0, 1
+# ist rows: [slot of the sort, slot of the shared level, k of the shared level];
+# the sorted order σ; the merge sort's buffer; per dispatcher the last slot it read Q
+ROW_HEAD, ROW_ORDER, ROW_BUFFER, ROW_SEEN = range(4)
+HEAD_SORTED, HEAD_LEVEL, HEAD_K = range(3)
+# fst rows: the keys θ_n = h_n/w_n; U_j; H_j; G_j; [ℓ, V] of the shared level
+ROW_KEY, ROW_U, ROW_H, ROW_G, ROW_LEVEL = range(5)
+
+
+# -- the layout, named ------------------------------------------------------------------------
+
+
+@njit(inline="always", cache=True)
+def objective(memory):
+    """OBJ_SQUARED ([SCD]'s objective) or OBJ_LEVEL (the fill of the expected arrivals)."""
+    return memory.ip[IP_OBJECTIVE]
+
+
+@njit(inline="always", cache=True)
+def estimate(memory):
+    """EST_RATE, EST_SCALED or EST_CONDITIONAL: how a is estimated."""
+    return memory.ip[IP_ESTIMATE]
+
+
+@njit(inline="always", cache=True)
+def homogeneous(memory):
+    """TWF: every width w_n = 1 (the rates are ignored)."""
+    return memory.ip[IP_HOMOGENEOUS] != 0
+
+
+@njit(inline="always", cache=True)
+def arrival_rate(memory):
+    """λ_Σ, the mean of A_Σ(t)."""
+    return memory.fp[FP_RATE]
+
+
+@njit(inline="always", cache=True)
+def share(memory, m):
+    """p_m, dispatcher m's share of the arrivals."""
+    return memory.fp[FP_SHARES + m]
+
+
+# -- the solve ---------------------------------------------------------------------------------
+
+
+@njit(inline="always", cache=True)
+def height_offset(objective_code):
+    """c of the heights h_n = Q_n + c: ½ for the squared objective, 0 for the level fill."""
+    return 0.5 if objective_code == OBJ_SQUARED else 0.0
+
+
+@njit(inline="always", cache=True)
+def width(mu, n, flat):
+    """w_n: μ_n, or 1 on TWF's homogeneous servers."""
+    return 1.0 if flat else mu[n]
+
+
+@njit(inline="always", cache=True)
+def _merge_pass(src, dst, keys, run):
+    """One pass of the bottom-up merge sort: runs of length ``run`` of ``src`` merged into
+    ``dst`` (a tie keeps the left run's entry first: stable)."""
+    N = src.size
+    for lo in range(0, N, 2 * run):
+        mid = min(lo + run, N)
+        hi = min(lo + 2 * run, N)
+        i, j = lo, mid
+        for k in range(lo, hi):
+            if j < hi and (i >= mid or keys[src[j]] < keys[src[i]]):
+                dst[k] = src[j]
+                j += 1
+            else:
+                dst[k] = src[i]
+                i += 1
+
+
+@njit(inline="always", cache=True)
+def stable_sort(order, buffer, keys):
+    """Sort ``order`` (0 … N−1 on entry) by ``keys``, ties by index: a bottom-up merge sort
+    through ``buffer`` (no allocation; the order of Python's ``sorted``)."""
+    N = order.size
+    run = 1
+    in_order = True  # where the current runs are
+    while run < N:
+        if in_order:
+            _merge_pass(order, buffer, keys, run)
+        else:
+            _merge_pass(buffer, order, keys, run)
+        in_order = not in_order
+        run *= 2
+    if not in_order:
+        for n in range(N):
+            order[n] = buffer[n]
+
+
+@njit(inline="always", cache=True)
+def prepare_fill(Q, mu, objective_code, flat, order, buffer, keys, U, H, G):
+    """The thresholds θ_n = h_n/w_n in ascending order σ (``order``) and the prefix sums
+    U_j = Σ_{i<j} w_σ(i), H_j = Σ_{i<j} h_σ(i), G_j = U_j·θ_σ(j) − H_j (the volume that
+    brings the level to θ_σ(j)); U and H have N + 1 entries."""
+    N = Q.size
+    c = height_offset(objective_code)
+    for n in range(N):
+        keys[n] = (Q[n] + c) / width(mu, n, flat)
+        order[n] = n
+    stable_sort(order, buffer, keys)
+    U[0] = 0.0
+    H[0] = 0.0
+    for j in range(N):
+        n = order[j]
+        G[j] = U[j] * keys[n] - H[j]
+        U[j + 1] = U[j] + width(mu, n, flat)
+        H[j + 1] = H[j] + (Q[n] + c)
+
+
+@njit(inline="always", cache=True)
+def wetted(G, volume):
+    """k: how many servers (in sorted order) a volume V > 0 wets, #{j : G_j < V} (G is
+    nondecreasing, G_0 = 0)."""
+    lo, hi = 1, G.size  # the first j ≥ 1 with G_j ≥ V, or N
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if G[mid] >= volume:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(inline="always", cache=True)
+def level_of(k, volume, U, H):
+    """ℓ = (V + H_k)/U_k, the water level when the first k servers are wet."""
+    return (volume + H[k]) / U[k]
+
+
+@njit(inline="always", cache=True)
+def draw_filled(k, level, volume, order, U, H, rng):
+    """A server drawn from P_σ(j) = (w ℓ − h)/V, j < k: the first j with cumulative
+    (ℓ·U_j − H_j)/V > u (binary search; the k-th when rounding leaves none)."""
+    target = uniform(rng) * volume
+    lo, hi = 1, k
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if level * U[mid] - H[mid] > target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return order[lo - 1]
+
+
+@njit(inline="always", cache=True)
+def vertex_draw(Q, mu, offset, flat, rng):
+    """a ≤ 1 under the squared objective: a uniform minimiser of (Q_n + offset)/w_n,
+    offset = a/2 (one draw only when there is a tie)."""
+    N = Q.size
+    best = (Q[0] + offset) / width(mu, 0, flat)
+    for n in range(1, N):
+        best = min(best, (Q[n] + offset) / width(mu, n, flat))
+    ties = 0
+    for n in range(N):
+        ties += (Q[n] + offset) / width(mu, n, flat) == best
+    skip = randint(rng, ties) if ties > 1 else 0
+    for n in range(N):
+        if (Q[n] + offset) / width(mu, n, flat) == best:
+            if skip == 0:
+                return n
+            skip -= 1
+    return 0
+
+
+@njit(inline="always", cache=True)
+def expected_arrivals(m, jobs, memory):
+    """a, the jobs all dispatchers place this slot, as dispatcher m estimates it."""
+    code = estimate(memory)
+    if code == EST_RATE:
+        return arrival_rate(memory)
+    if code == EST_SCALED:
+        return jobs / share(memory, m)
+    return jobs + arrival_rate(memory) * (1.0 - share(memory, m))
+
+
+@choose_function
+def _coordinated_choose(m, jobs, slot, memory, ctx):
+    Q, mu, t = slot.Q, slot.mu, slot.t
+    N = Q.size
+    seen = memory.ist[ROW_SEEN]
+    if seen[m] != t:  # the dispatcher's first call this slot reads all N queues
+        seen[m] = t
+        ctx.msg[PROBE] += N
+        ctx.msg[REPLY] += N
+    code = objective(memory)
+    flat = homogeneous(memory)
+    a = expected_arrivals(m, jobs, memory)
+    volume = a - 1.0 if code == OBJ_SQUARED else a
+    if volume <= 0.0:
+        return vertex_draw(Q, mu, 0.5 * a if code == OBJ_SQUARED else 0.0, flat, ctx.rng)
+    head = memory.ist[ROW_HEAD]
+    order = memory.ist[ROW_ORDER]
+    U = memory.fst[ROW_U]
+    H = memory.fst[ROW_H]
+    if head[HEAD_SORTED] != t:  # one sort a slot: every call of slot t sees the same Q(t)
+        prepare_fill(Q, mu, code, flat, order, memory.ist[ROW_BUFFER, :N],
+                     memory.fst[ROW_KEY, :N], U, H, memory.fst[ROW_G, :N])
+        head[HEAD_SORTED] = t
+    shared = memory.fst[ROW_LEVEL]
+    if estimate(memory) == EST_RATE:  # the same a for every call: one level a slot
+        if head[HEAD_LEVEL] != t:
+            head[HEAD_K] = wetted(memory.fst[ROW_G, :N], volume)
+            shared[0] = level_of(head[HEAD_K], volume, U, H)
+            head[HEAD_LEVEL] = t
+        k = head[HEAD_K]
+        level = shared[0]
+    else:
+        k = wetted(memory.fst[ROW_G, :N], volume)
+        level = level_of(k, volume, U, H)
+    return draw_filled(k, level, volume, order, U, H, ctx.rng)
+
+
+@njit(cache=True)
+def _solve(Q, mu, a, objective_code, flat):
+    """P for queues Q, rates μ and a expected jobs, by the compiled routines the policy
+    runs (for tests and :meth:`CoordinatedDispatch.probabilities`)."""
+    N = Q.size
+    P = np.zeros(N)
+    volume = a - 1.0 if objective_code == OBJ_SQUARED else a
+    if volume <= 0.0:
+        offset = 0.5 * a if objective_code == OBJ_SQUARED else 0.0
+        best = np.inf
+        for n in range(N):
+            best = min(best, (Q[n] + offset) / width(mu, n, flat))
+        for n in range(N):
+            P[n] = 1.0 if (Q[n] + offset) / width(mu, n, flat) == best else 0.0
+        return P / P.sum()
+    order = np.zeros(N, np.int64)
+    buffer = np.zeros(N, np.int64)
+    keys = np.zeros(N)
+    U = np.zeros(N + 1)
+    H = np.zeros(N + 1)
+    G = np.zeros(N)
+    prepare_fill(Q, mu, objective_code, flat, order, buffer, keys, U, H, G)
+    k = wetted(G, volume)
+    level = level_of(k, volume, U, H)
+    c = height_offset(objective_code)
+    for j in range(k):
+        n = order[j]
+        P[n] = max(width(mu, n, flat) * level - (Q[n] + c), 0.0) / volume
+    return P
+
+
+class CoordinatedDispatch(Policy):
+    """SCD and TWF: every dispatcher draws from the same P, the solution of the fill of
+    the expected arrivals a (module docstring, docs/policies.md)."""
+
+    #: TWF: widths w_n = 1 (designed for homogeneous servers)
+    flat: ClassVar[bool] = False
+    parameters = (
+        Param("objective", str, "squared", "squared: the papers' P, minimising "
+              "Σ E[(Q_n + X_n)²]/μ_n (fill a − 1 onto Q_n + ½); level: fill a onto Q_n, "
+              "P_n = fill_n/a (equal expected post-fill delays)", choices=OBJECTIVES),
+        Param("estimate", str, "rate", "a, the jobs of the slot: rate (λ_Σ, the arrival "
+              "law's mean), scaled (A^m(t)/p_m, the papers' code) or conditional "
+              "(A^m(t) + λ_Σ(1 − p_m)); scaled and conditional need batch dispatch",
+              choices=ESTIMATES),
+    )
+
+    def check_system(self, system: System) -> None:
+        require(self.params["estimate"] == "rate" or system.dispatch == "batch",
+                f"{self.name}.estimate", "scaled and conditional read A^m(t), which a "
+                "dispatcher knows in batch dispatch only; use estimate=rate with per_job")
+
+    def kernel(self, system: System) -> Kernel:
+        self.check_system(system)
+        N, M = system.n_servers, system.dispatchers
+        ip = np.array([OBJECTIVES.index(self.params["objective"]),
+                       ESTIMATES.index(self.params["estimate"]), int(self.flat)], np.int64)
+        fp = np.concatenate([[system.arrival_rate], system.weights])
+        ist = np.zeros((4, max(N, M, 3)), np.int64)
+        ist[ROW_HEAD, :] = -1
+        ist[ROW_SEEN, :] = -1
+        fst = np.zeros((5, N + 1))
+        return Kernel(_coordinated_choose, int_params=ip, float_params=fp, int_state=ist,
+                      float_state=fst)
+
+    def probabilities(self, q: np.ndarray, mu: np.ndarray, arrivals: float) -> np.ndarray:
+        """P for queues ``q``, rates ``mu`` and ``arrivals`` = a (the compiled solve)."""
+        return _solve(np.asarray(q, np.int64), np.asarray(mu, float), float(arrivals),
+                      OBJECTIVES.index(self.params["objective"]), self.flat)
+
+
+@register
+class StochasticCoordination(CoordinatedDispatch):
+    """SCD, registered as ``scd``: each job (or batch) to server n with probability P_n,
+    the minimiser of Σ_n E[(Q_n + X_n)²]/μ_n over the simplex (X ~ Multinomial(a, P)),
+    found by water-filling V = a − 1 onto heights Q_n + ½ of widths μ_n ([SCD])."""
+
+    name = "scd"
+    summary = ("SCD [SCD]: every dispatcher computes the same P from Q(t), μ and the "
+               "expected jobs a (default λ_Σ) and sends each dispatch to n with "
+               "probability P_n: P minimises Σ E[(Q_n + X_n)²]/μ_n, a water-fill of a − 1 "
+               "onto Q_n + ½ with widths μ_n (O(N log N) a slot); 2N messages per dispatch.")
+    theory = ("[SCD]: the stochastic-optimisation answer to herding with full information; "
+              "for a > 1 the fill level ℓ solves Σ_n (μ_n ℓ − Q_n − ½)⁺ = a − 1 and "
+              "P_n = (μ_n ℓ − Q_n − ½)⁺/(a − 1); a ≤ 1: argmin (Q_n + a/2)/μ_n. Evaluated "
+              "by simulation in [SCD] (below JSQ, JIQ, LSQ and weighted random on "
+              "heterogeneous systems); no stability or heavy-traffic theorem here.")
+
+
+@register
+class TidalWaterFilling(CoordinatedDispatch):
+    """TWF, registered as ``twf``: SCD with every width 1 ([TWF], homogeneous servers):
+    P_n = (L − Q_n − 1/k)/(a − 1) on the k servers below the level L of a poured onto Q,
+    the minimiser of E[Σ_n (Q_n + X_n)²]."""
+
+    name = "twf"
+    summary = ("TWF [TWF]: tidal water-filling for homogeneous servers: SCD with the rates "
+               "ignored (every width 1): P_n = (ℓ − Q_n − ½)⁺/(a − 1), Σ P_n = 1; 2N "
+               "messages per dispatch.")
+    theory = ("[TWF]: minimises E[Σ_n (Q_n + X_n)²] with X ~ Multinomial(a, P); on "
+              "heterogeneous servers it ignores μ (use scd). Evaluated by simulation in "
+              "[TWF].")
+    flat = True
+
+
+# -- join the fastest of the shortest queues -------------------------------------------------
+
+
+@njit(inline="always", cache=True)
+def _jfsq_score(Q, mu, n, by_delay):
+    return Q[n] / mu[n] if by_delay else Q[n] * 1.0
+
+
+@choose_function
+def _jfsq_choose(m, jobs, slot, memory, ctx):
+    Q, mu = slot.Q, slot.mu
+    N = Q.size
+    ctx.msg[PROBE] += N
+    ctx.msg[REPLY] += N
+    by_delay = memory.ip[0] == 1
+    cache = memory.ist[0]  # (slot, number of ties, their indices…), as jsed's cache
+    if cache[0] != slot.t:
+        best = _jfsq_score(Q, mu, 0, by_delay)
+        fastest = mu[0]
+        for n in range(1, N):
+            s = _jfsq_score(Q, mu, n, by_delay)
+            if s < best or (s == best and mu[n] > fastest):
+                best, fastest = s, mu[n]
+        ties = 0
+        for n in range(N):
+            cache[2 + ties] = n
+            ties += (_jfsq_score(Q, mu, n, by_delay) == best) & (mu[n] == fastest)
+        cache[0] = slot.t
+        cache[1] = ties
+    ties = cache[1]
+    return cache[2 + (randint(ctx.rng, ties) if ties > 1 else 0)]
+
+
+@register
+class JoinFastestShortestQueue(Policy):
+    """JFSQ, registered as ``jfsq``: argmin_n Q_n(t), ties to the fastest server (largest
+    μ_n), then uniform; ``by_delay=true``: argmin Q_n/μ_n with the same ties (HJFSQ), the
+    full-information baselines of [SCD]."""
+
+    name = "jfsq"
+    summary = ("JFSQ: the shortest queue, ties to the fastest server, then uniform "
+               "(by_delay=true: the smallest Q_n/μ_n, ties to the fastest); 2N messages "
+               "per dispatch.")
+    theory = ("A baseline of [SCD] and [TWF]; with M = 1 JSQ-like (throughput optimal "
+              "with Q/μ, docs/model.md#classical); herds with several dispatchers.")
+    parameters = (Param("by_delay", bool, False, "compare Q_n/μ_n instead of Q_n"),)
+
+    def kernel(self, system: System) -> Kernel:
+        cache = np.zeros((1, system.n_servers + 2), np.int64)
+        cache[0, 0] = -1
+        return Kernel(_jfsq_choose, int_params=np.array([int(self.params["by_delay"])]),
+                      int_state=cache)

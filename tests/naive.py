@@ -395,8 +395,9 @@ class Coordinated:
     jobs, then P by trying supports of growing size in the order of the thresholds
     h_n/w_n (Python's stable ``sorted``): heights h_n = Q_n + ½ and volume V = a − 1
     (``objective="squared"``) or h_n = Q_n and V = a (``"level"``), widths w_n = μ_n (1
-    for TWF). A draw: one uniform u, the first server in that order whose running sum of
-    P_n·V exceeds u·V. For V ≤ 0: a uniform minimiser of (Q_n + a/2)/w_n, a draw only on
+    for TWF). A draw (``estimate="rate"``): :func:`weighted_choice` on V·P in server
+    order; (the others) one uniform u, the first server in the sorted order whose running
+    sum of V·P_n exceeds u·V. For V ≤ 0: a uniform minimiser of (Q_n + a/2)/w_n, a draw only on
     a tie."""
 
     def __init__(self, mu: list[float], arrival_rate: float, weights: list[float], *,
@@ -428,6 +429,8 @@ class Coordinated:
             level = (volume + sum(h[n] for n in order[:k])) / sum(w[n] for n in order[:k])
             if k == N or level <= h[order[k]] / w[order[k]]:
                 break
+        if self.estimate == "rate":  # one law a slot, drawn from in server order
+            return weighted_choice(rng, [max(w[n] * level - h[n], 0.0) for n in range(N)])
         target = rng.uniform() * volume
         running = 0.0
         for n in order[:k]:

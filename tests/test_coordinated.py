@@ -54,12 +54,13 @@ volumes = st.one_of(st.integers(1, 40).map(float),
 
 
 @settings(max_examples=300, deadline=None)
-@given(systems, volumes, st.sampled_from(["squared", "level"]), st.booleans())
-def test_the_probabilities_solve_the_fill(system, a, objective, flat) -> None:
+@given(systems, volumes, st.sampled_from(["squared", "level"]), st.booleans(), st.booleans())
+def test_the_probabilities_solve_the_fill(system, a, objective, flat, sort) -> None:
+    """Both solves, the sort (per-dispatcher estimates) and the active set (the rate)."""
     q, mu = np.array(system[0]), np.array(system[1])
     policy = make_policy("twf" if flat else "scd", objective=objective)
     widths = np.ones_like(mu) if flat else mu
-    P = policy.probabilities(q, mu, a)
+    P = policy.probabilities(q, mu, a, sort=sort)
     np.testing.assert_allclose(P, reference(q, widths, a, objective), atol=1e-9)
     assert (P >= 0).all() and abs(P.sum() - 1.0) < 1e-12
     if objective == "squared" and a <= 1.0:
@@ -216,3 +217,19 @@ def test_scd_queues_less_than_weighted_random_on_heterogeneous_servers() -> None
     assert scd.ci_high < wrand.ci_low
     assert scd.mean_total_queue < 0.5 * wrand.mean_total_queue
     assert scd.mean_total_queue < jsq.mean_total_queue
+
+
+def test_the_active_set_gives_up_and_the_sort_takes_over() -> None:
+    """Thresholds far apart drop one server a round: with too few rounds the active set
+    says so (−1), and the policy's solve then sorts, with the same P."""
+    from dispatchlab.policies.coordinated import level_by_active_set
+
+    q = np.array([0, 1, 3, 7, 15, 31, 63, 127], np.int64)
+    mu = np.ones(q.size)
+    keys = np.zeros(q.size)
+    assert level_by_active_set(q, mu, 0.5, False, 2.0, keys, 2) == -1.0
+    level = level_by_active_set(q, mu, 0.5, False, 2.0, keys, 64)
+    assert level == pytest.approx(fill_by_bisection(q + 0.5, mu, 2.0)[0] * 2.0 + 0.5)
+    scd = make_policy("scd")
+    np.testing.assert_allclose(scd.probabilities(q, mu, 3.0),
+                               scd.probabilities(q, mu, 3.0, sort=True), atol=1e-12)

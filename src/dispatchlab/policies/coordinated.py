@@ -59,7 +59,7 @@ from typing import ClassVar
 import numpy as np
 from numba import njit
 
-from dispatchlab.compiled.rng import randint, uniform
+from dispatchlab.compiled.rng import randint, uniform, weighted_index
 from dispatchlab.core.errors import require
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function
 from dispatchlab.model.system import System
@@ -78,8 +78,11 @@ FP_RATE, FP_SHARES = 0, 1
 # the sorted order σ; the merge sort's buffer; per dispatcher the last slot it read Q
 ROW_HEAD, ROW_ORDER, ROW_BUFFER, ROW_SEEN = range(4)
 HEAD_SORTED, HEAD_LEVEL, HEAD_K = range(3)
-# fst rows: the keys θ_n = h_n/w_n; U_j; H_j; G_j; [ℓ, V] of the shared level
-ROW_KEY, ROW_U, ROW_H, ROW_G, ROW_LEVEL = range(5)
+# fst rows: the keys θ_n = h_n/w_n; U_j; H_j; G_j; the cumulative law of the shared level
+ROW_KEY, ROW_U, ROW_H, ROW_G, ROW_CUMULATIVE = range(5)
+#: active-set rounds beyond log₂ N before the sort takes over (the bound keeps a slot
+#: O(N log N); the rounds needed are few: see level_by_active_set)
+ROUNDS_SLACK = 4
 
 
 # -- the layout, named ------------------------------------------------------------------------
@@ -243,6 +246,71 @@ def vertex_draw(Q, mu, offset, flat, rng):
 
 
 @njit(inline="always", cache=True)
+def level_by_active_set(Q, mu, c, flat, volume, keys, rounds):
+    """ℓ by Michelot's active-set iteration, without a sort: start with every server
+    active, ℓ = (V + Σ_A h)/Σ_A w over the active set A, drop the servers with θ_n ≥ ℓ,
+    repeat until none is dropped. Each ℓ is ≥ the solution and ≤ the one before, so the
+    dropped servers never receive and the last A is the support. −1 when ``rounds``
+    rounds have not settled it. Fills ``keys`` with θ_n."""
+    N = Q.size
+    U = 0.0
+    H = 0.0
+    for n in range(N):
+        w = width(mu, n, flat)
+        keys[n] = (Q[n] + c) / w
+        U += w
+        H += Q[n] + c
+    level = (volume + H) / U
+    count = N
+    for _ in range(rounds):
+        U = 0.0
+        H = 0.0
+        active = 0
+        for n in range(N):  # branch-free sums over the servers below the level
+            inside = keys[n] < level
+            U += width(mu, n, flat) * inside
+            H += (Q[n] + c) * inside
+            active += inside
+        if active == count:
+            return level
+        count = active
+        level = (volume + H) / U
+    return -1.0
+
+
+@njit(inline="always", cache=True)
+def fill_cumulative(Q, mu, c, flat, level, cumulative):
+    """The running sums of V·P_n = (w_n ℓ − h_n)⁺ in server order (for
+    :func:`~dispatchlab.compiled.rng.weighted_index`)."""
+    total = 0.0
+    for n in range(Q.size):
+        total += max(width(mu, n, flat) * level - (Q[n] + c), 0.0)
+        cumulative[n] = total
+
+
+@njit(inline="always", cache=True)
+def rounds_for(N):
+    """The active-set rounds allowed on N servers: ⌈log₂ N⌉ + ROUNDS_SLACK."""
+    rounds = ROUNDS_SLACK
+    size = 1
+    while size < N:
+        size *= 2
+        rounds += 1
+    return rounds
+
+
+@njit(inline="always", cache=True)
+def shared_level(Q, mu, code, flat, volume, order, buffer, keys, U, H, G):
+    """ℓ for a volume V > 0: by the active set, or by the sort when that has not settled."""
+    c = height_offset(code)
+    level = level_by_active_set(Q, mu, c, flat, volume, keys, rounds_for(Q.size))
+    if level < 0.0:
+        prepare_fill(Q, mu, code, flat, order, buffer, keys, U, H, G)
+        level = level_of(wetted(G, volume), volume, U, H)
+    return level
+
+
+@njit(inline="always", cache=True)
 def expected_arrivals(m, jobs, memory):
     """a, the jobs all dispatchers place this slot, as dispatcher m estimates it."""
     code = estimate(memory)
@@ -270,30 +338,32 @@ def _coordinated_choose(m, jobs, slot, memory, ctx):
         return vertex_draw(Q, mu, 0.5 * a if code == OBJ_SQUARED else 0.0, flat, ctx.rng)
     head = memory.ist[ROW_HEAD]
     order = memory.ist[ROW_ORDER]
+    buffer = memory.ist[ROW_BUFFER, :N]
+    keys = memory.fst[ROW_KEY, :N]
     U = memory.fst[ROW_U]
     H = memory.fst[ROW_H]
-    if head[HEAD_SORTED] != t:  # one sort a slot: every call of slot t sees the same Q(t)
-        prepare_fill(Q, mu, code, flat, order, memory.ist[ROW_BUFFER, :N],
-                     memory.fst[ROW_KEY, :N], U, H, memory.fst[ROW_G, :N])
-        head[HEAD_SORTED] = t
-    shared = memory.fst[ROW_LEVEL]
-    if estimate(memory) == EST_RATE:  # the same a for every call: one level a slot
+    G = memory.fst[ROW_G, :N]
+    if estimate(memory) == EST_RATE:
+        # the same a and Q(t) for every call of slot t: one level and one law a slot,
+        # drawn from in server order
+        cumulative = memory.fst[ROW_CUMULATIVE, :N]
         if head[HEAD_LEVEL] != t:
-            head[HEAD_K] = wetted(memory.fst[ROW_G, :N], volume)
-            shared[0] = level_of(head[HEAD_K], volume, U, H)
+            level = shared_level(Q, mu, code, flat, volume, order, buffer, keys, U, H, G)
+            fill_cumulative(Q, mu, height_offset(code), flat, level, cumulative)
             head[HEAD_LEVEL] = t
-        k = head[HEAD_K]
-        level = shared[0]
-    else:
-        k = wetted(memory.fst[ROW_G, :N], volume)
-        level = level_of(k, volume, U, H)
-    return draw_filled(k, level, volume, order, U, H, ctx.rng)
+        return weighted_index(ctx.rng, cumulative)
+    if head[HEAD_SORTED] != t:  # one sort a slot, shared by every dispatcher's own volume
+        prepare_fill(Q, mu, code, flat, order, buffer, keys, U, H, G)
+        head[HEAD_SORTED] = t
+    k = wetted(G, volume)
+    return draw_filled(k, level_of(k, volume, U, H), volume, order, U, H, ctx.rng)
 
 
 @njit(cache=True)
-def _solve(Q, mu, a, objective_code, flat):
+def _solve(Q, mu, a, objective_code, flat, sort):
     """P for queues Q, rates μ and a expected jobs, by the compiled routines the policy
-    runs (for tests and :meth:`CoordinatedDispatch.probabilities`)."""
+    runs: the sort (``sort``) or the active set (for tests and
+    :meth:`CoordinatedDispatch.probabilities`)."""
     N = Q.size
     P = np.zeros(N)
     volume = a - 1.0 if objective_code == OBJ_SQUARED else a
@@ -311,12 +381,14 @@ def _solve(Q, mu, a, objective_code, flat):
     U = np.zeros(N + 1)
     H = np.zeros(N + 1)
     G = np.zeros(N)
-    prepare_fill(Q, mu, objective_code, flat, order, buffer, keys, U, H, G)
-    k = wetted(G, volume)
-    level = level_of(k, volume, U, H)
+    if sort:
+        prepare_fill(Q, mu, objective_code, flat, order, buffer, keys, U, H, G)
+        level = level_of(wetted(G, volume), volume, U, H)
+    else:
+        level = shared_level(Q, mu, objective_code, flat, volume, order, buffer, keys, U, H,
+                             G)
     c = height_offset(objective_code)
-    for j in range(k):
-        n = order[j]
+    for n in range(N):
         P[n] = max(width(mu, n, flat) * level - (Q[n] + c), 0.0) / volume
     return P
 
@@ -355,10 +427,12 @@ class CoordinatedDispatch(Policy):
         return Kernel(_coordinated_choose, int_params=ip, float_params=fp, int_state=ist,
                       float_state=fst)
 
-    def probabilities(self, q: np.ndarray, mu: np.ndarray, arrivals: float) -> np.ndarray:
-        """P for queues ``q``, rates ``mu`` and ``arrivals`` = a (the compiled solve)."""
+    def probabilities(self, q: np.ndarray, mu: np.ndarray, arrivals: float, *,
+                      sort: bool = False) -> np.ndarray:
+        """P for queues ``q``, rates ``mu`` and ``arrivals`` = a, by the compiled solve:
+        the active set (what ``estimate="rate"`` runs) or the sort (``sort``, the others)."""
         return _solve(np.asarray(q, np.int64), np.asarray(mu, float), float(arrivals),
-                      OBJECTIVES.index(self.params["objective"]), self.flat)
+                      OBJECTIVES.index(self.params["objective"]), self.flat, sort)
 
 
 @register

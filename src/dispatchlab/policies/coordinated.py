@@ -78,8 +78,9 @@ FP_RATE, FP_SHARES = 0, 1
 # the sorted order σ; the merge sort's buffer; per dispatcher the last slot it read Q
 ROW_HEAD, ROW_ORDER, ROW_BUFFER, ROW_SEEN = range(4)
 HEAD_SORTED, HEAD_LEVEL, HEAD_K = range(3)
-# fst rows: the keys θ_n = h_n/w_n; U_j; H_j; G_j; the cumulative law of the shared level
-ROW_KEY, ROW_U, ROW_H, ROW_G, ROW_CUMULATIVE = range(5)
+# fst rows: the keys θ_n = h_n/w_n; U_j; H_j; G_j; the cumulative law of the shared level;
+# [the last shared level ℓ, the warm start of the next slot's]
+ROW_KEY, ROW_U, ROW_H, ROW_G, ROW_CUMULATIVE, ROW_LAST = range(6)
 #: active-set rounds beyond log₂ N before the sort takes over (the bound keeps a slot
 #: O(N log N); the rounds needed are few: see level_by_active_set)
 ROUNDS_SLACK = 4
@@ -246,22 +247,31 @@ def vertex_draw(Q, mu, offset, flat, rng):
 
 
 @njit(inline="always", cache=True)
-def level_by_active_set(Q, mu, c, flat, volume, keys, rounds):
-    """ℓ by Michelot's active-set iteration, without a sort: start with every server
-    active, ℓ = (V + Σ_A h)/Σ_A w over the active set A, drop the servers with θ_n ≥ ℓ,
-    repeat until none is dropped. Each ℓ is ≥ the solution and ≤ the one before, so the
-    dropped servers never receive and the last A is the support. −1 when ``rounds``
-    rounds have not settled it. Fills ``keys`` with θ_n."""
+def level_by_active_set(Q, mu, c, flat, volume, keys, rounds, start):
+    """ℓ by Michelot's active-set iteration, without a sort: ℓ = (V + Σ_A h)/Σ_A w over an
+    active set A, then A = {θ_n < ℓ}, until A no longer changes. From any A ⊇ support each
+    ℓ is ≥ the solution and ≤ the one before (the dropped servers never receive), so the
+    last A is the support. The first A is {θ_n < start} (a warm start: the last slot's
+    level; its ℓ is above the solution whether A holds the support or lies inside it),
+    every server when that is empty. −1 when ``rounds`` rounds have not settled it. Fills
+    ``keys`` with θ_n."""
     N = Q.size
     U = 0.0
     H = 0.0
+    count = 0
     for n in range(N):
         w = width(mu, n, flat)
         keys[n] = (Q[n] + c) / w
-        U += w
-        H += Q[n] + c
+        inside = keys[n] < start
+        U += w * inside
+        H += (Q[n] + c) * inside
+        count += inside
+    if count == 0:
+        for n in range(N):
+            U += width(mu, n, flat)
+            H += Q[n] + c
+        count = N
     level = (volume + H) / U
-    count = N
     for _ in range(rounds):
         U = 0.0
         H = 0.0
@@ -271,8 +281,9 @@ def level_by_active_set(Q, mu, c, flat, volume, keys, rounds):
             U += width(mu, n, flat) * inside
             H += (Q[n] + c) * inside
             active += inside
+        # A shrinks from the second round on: the same count is the same set
         if active == count:
-            return level
+            return (volume + H) / U
         count = active
         level = (volume + H) / U
     return -1.0
@@ -300,10 +311,11 @@ def rounds_for(N):
 
 
 @njit(inline="always", cache=True)
-def shared_level(Q, mu, code, flat, volume, order, buffer, keys, U, H, G):
-    """ℓ for a volume V > 0: by the active set, or by the sort when that has not settled."""
+def shared_level(Q, mu, code, flat, volume, order, buffer, keys, U, H, G, start):
+    """ℓ for a volume V > 0: by the active set from ``start``, or by the sort when that
+    has not settled."""
     c = height_offset(code)
-    level = level_by_active_set(Q, mu, c, flat, volume, keys, rounds_for(Q.size))
+    level = level_by_active_set(Q, mu, c, flat, volume, keys, rounds_for(Q.size), start)
     if level < 0.0:
         prepare_fill(Q, mu, code, flat, order, buffer, keys, U, H, G)
         level = level_of(wetted(G, volume), volume, U, H)
@@ -348,7 +360,10 @@ def _coordinated_choose(m, jobs, slot, memory, ctx):
         # drawn from in server order
         cumulative = memory.fst[ROW_CUMULATIVE, :N]
         if head[HEAD_LEVEL] != t:
-            level = shared_level(Q, mu, code, flat, volume, order, buffer, keys, U, H, G)
+            last = memory.fst[ROW_LAST]
+            level = shared_level(Q, mu, code, flat, volume, order, buffer, keys, U, H, G,
+                                 last[0])
+            last[0] = level
             fill_cumulative(Q, mu, height_offset(code), flat, level, cumulative)
             head[HEAD_LEVEL] = t
         return weighted_index(ctx.rng, cumulative)
@@ -386,7 +401,7 @@ def _solve(Q, mu, a, objective_code, flat, sort):
         level = level_of(wetted(G, volume), volume, U, H)
     else:
         level = shared_level(Q, mu, objective_code, flat, volume, order, buffer, keys, U, H,
-                             G)
+                             G, -np.inf)
     c = height_offset(objective_code)
     for n in range(N):
         P[n] = max(width(mu, n, flat) * level - (Q[n] + c), 0.0) / volume
@@ -423,7 +438,8 @@ class CoordinatedDispatch(Policy):
         ist = np.zeros((4, max(N, M, 3)), np.int64)
         ist[ROW_HEAD, :] = -1
         ist[ROW_SEEN, :] = -1
-        fst = np.zeros((5, N + 1))
+        fst = np.zeros((6, N + 1))
+        fst[ROW_LAST, 0] = -np.inf  # no warm start in the first slot
         return Kernel(_coordinated_choose, int_params=ip, float_params=fp, int_state=ist,
                       float_state=fst)
 

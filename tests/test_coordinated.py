@@ -227,10 +227,10 @@ def test_the_active_set_gives_up_and_the_sort_takes_over() -> None:
     q = np.array([0, 1, 3, 7, 15, 31, 63, 127], np.int64)
     mu = np.ones(q.size)
     keys = np.zeros(q.size)
-    assert level_by_active_set(q, mu, 0.5, False, 2.0, keys, 2, -np.inf) == -1.0
-    level = level_by_active_set(q, mu, 0.5, False, 2.0, keys, 64, -np.inf)
+    assert level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 2, -np.inf) == -1.0
+    level = level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 64, -np.inf)
     for start in (0.0, 1.0, 2.2, 5.0, 1000.0):  # warm starts below and above the level
-        assert level_by_active_set(q, mu, 0.5, False, 2.0, keys, 64, start) == level
+        assert level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 64, start) == level
     assert level == pytest.approx(fill_by_bisection(q + 0.5, mu, 2.0)[0] * 2.0 + 0.5)
     scd = make_policy("scd")
     np.testing.assert_allclose(scd.probabilities(q, mu, 3.0),

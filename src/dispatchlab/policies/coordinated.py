@@ -71,15 +71,16 @@ ESTIMATES = ("rate", "scaled", "conditional")
 EST_RATE, EST_SCALED, EST_CONDITIONAL = range(3)
 
 # ip entries
-IP_OBJECTIVE, IP_ESTIMATE, IP_HOMOGENEOUS = range(3)
-# fp: λ_Σ, then p_m of each dispatcher
+IP_OBJECTIVE, IP_ESTIMATE, IP_HOMOGENEOUS, IP_WIDTHS = range(4)
+# fp: λ_Σ, then p_m of each dispatcher, then w_n and 1/w_n of each server (from ip[IP_WIDTHS])
 FP_RATE, FP_SHARES = 0, 1
 # ist rows: [slot of the sort, slot of the shared level, k of the shared level];
 # the sorted order σ; the merge sort's buffer; per dispatcher the last slot it read Q
 ROW_HEAD, ROW_ORDER, ROW_BUFFER, ROW_SEEN = range(4)
 HEAD_SORTED, HEAD_LEVEL, HEAD_K = range(3)
-# fst rows: the keys θ_n = h_n/w_n; U_j; H_j; G_j; the cumulative law of the shared level;
-# [the last shared level ℓ, the warm start of the next slot's]
+# fst rows: the keys θ_n = h_n/w_n; U_j; H_j; G_j; the running sums of the shared law
+# over its support (estimate=rate; the support's servers then in ROW_ORDER); [the last
+# shared level ℓ, the warm start of the next slot's]
 ROW_KEY, ROW_U, ROW_H, ROW_G, ROW_CUMULATIVE, ROW_LAST = range(6)
 #: active-set rounds beyond log₂ N before the sort takes over (the bound keeps a slot
 #: O(N log N); the rounds needed are few: see level_by_active_set)
@@ -111,6 +112,21 @@ def homogeneous(memory):
 def arrival_rate(memory):
     """λ_Σ, the mean of A_Σ(t)."""
     return memory.fp[FP_RATE]
+
+
+@njit(inline="always", cache=True)
+def fixed_widths(memory, N):
+    """w_n of every server: μ_n, or 1 on TWF's homogeneous servers (an array, so that the
+    hot loops take no branch on TWF)."""
+    start = memory.ip[IP_WIDTHS]
+    return memory.fp[start:start + N]
+
+
+@njit(inline="always", cache=True)
+def inverse_widths(memory, N):
+    """1/w_n of every server."""
+    start = memory.ip[IP_WIDTHS] + N
+    return memory.fp[start:start + N]
 
 
 @njit(inline="always", cache=True)
@@ -247,41 +263,58 @@ def vertex_draw(Q, mu, offset, flat, rng):
 
 
 @njit(inline="always", cache=True)
-def level_by_active_set(Q, mu, c, flat, volume, keys, rounds, start):
+def sums_below(Q, widths, c, keys, level):
+    """(Σ w_n, Σ h_n, count) over the servers with θ_n < ℓ: branch-free, in four
+    interleaved partial sums (one running sum waits on each add's latency; four keep the
+    adder busy)."""
+    N = Q.size
+    u0 = u1 = u2 = u3 = 0.0
+    h0 = h1 = h2 = h3 = 0.0
+    count = 0
+    end = N - N % 4
+    for n in range(0, end, 4):
+        i0 = keys[n] < level
+        i1 = keys[n + 1] < level
+        i2 = keys[n + 2] < level
+        i3 = keys[n + 3] < level
+        u0 += widths[n] * i0
+        u1 += widths[n + 1] * i1
+        u2 += widths[n + 2] * i2
+        u3 += widths[n + 3] * i3
+        h0 += (Q[n] + c) * i0
+        h1 += (Q[n + 1] + c) * i1
+        h2 += (Q[n + 2] + c) * i2
+        h3 += (Q[n + 3] + c) * i3
+        count += i0 + i1 + i2 + i3
+    for n in range(end, N):
+        inside = keys[n] < level
+        u0 += widths[n] * inside
+        h0 += (Q[n] + c) * inside
+        count += inside
+    return (u0 + u1) + (u2 + u3), (h0 + h1) + (h2 + h3), count
+
+
+@njit(inline="always", cache=True)
+def level_by_active_set(Q, widths, inverse, c, volume, keys, rounds, start):
     """ℓ by Michelot's active-set iteration, without a sort: ℓ = (V + Σ_A h)/Σ_A w over an
     active set A, then A = {θ_n < ℓ}, until A no longer changes. From any A ⊇ support each
     ℓ is ≥ the solution and ≤ the one before (the dropped servers never receive), so the
     last A is the support. The first A is {θ_n < start} (a warm start: the last slot's
     level; its ℓ is above the solution whether A holds the support or lies inside it),
     every server when that is empty. −1 when ``rounds`` rounds have not settled it. Fills
-    ``keys`` with θ_n."""
+    ``keys`` with θ_n = h_n·(1/w_n) (``inverse``: a product vectorises, a quotient does
+    not: 10 µs a slot at N = 10⁴)."""
     N = Q.size
-    U = 0.0
-    H = 0.0
-    count = 0
     for n in range(N):
-        w = width(mu, n, flat)
-        keys[n] = (Q[n] + c) / w
-        inside = keys[n] < start
-        U += w * inside
-        H += (Q[n] + c) * inside
-        count += inside
+        keys[n] = (Q[n] + c) * inverse[n]
+    U, H, count = sums_below(Q, widths, c, keys, start)
     if count == 0:
-        for n in range(N):
-            U += width(mu, n, flat)
-            H += Q[n] + c
-        count = N
+        U, H, count = sums_below(Q, widths, c, keys, np.inf)
     level = (volume + H) / U
     for _ in range(rounds):
-        U = 0.0
-        H = 0.0
-        active = 0
-        for n in range(N):  # branch-free sums over the servers below the level
-            inside = keys[n] < level
-            U += width(mu, n, flat) * inside
-            H += (Q[n] + c) * inside
-            active += inside
-        # A shrinks from the second round on: the same count is the same set
+        U, H, active = sums_below(Q, widths, c, keys, level)
+        # after the first round A only shrinks (or, from a start below, only grows once):
+        # the same count is the same set
         if active == count:
             return (volume + H) / U
         count = active
@@ -290,13 +323,22 @@ def level_by_active_set(Q, mu, c, flat, volume, keys, rounds, start):
 
 
 @njit(inline="always", cache=True)
-def fill_cumulative(Q, mu, c, flat, level, cumulative):
-    """The running sums of V·P_n = (w_n ℓ − h_n)⁺ in server order (for
-    :func:`~dispatchlab.compiled.rng.weighted_index`)."""
-    total = 0.0
+def fill_support(Q, widths, c, keys, level, support, cumulative):
+    """The shared law: the k servers with θ_n < ℓ in server order (``support``) and the
+    running sums of their V·P_n = (w_n ℓ − h_n)⁺ (``cumulative``, for
+    :func:`~dispatchlab.compiled.rng.weighted_index`); returns k. Only the support is
+    summed: a running sum is a chain of dependent adds, and the support is often a small
+    part of N."""
+    k = 0
     for n in range(Q.size):
-        total += max(width(mu, n, flat) * level - (Q[n] + c), 0.0)
-        cumulative[n] = total
+        support[k] = n  # store always, advance on a member: no branch
+        k += keys[n] < level
+    total = 0.0
+    for j in range(k):
+        n = support[j]
+        total += max(widths[n] * level - (Q[n] + c), 0.0)
+        cumulative[j] = total
+    return k
 
 
 @njit(inline="always", cache=True)
@@ -311,11 +353,12 @@ def rounds_for(N):
 
 
 @njit(inline="always", cache=True)
-def shared_level(Q, mu, code, flat, volume, order, buffer, keys, U, H, G, start):
+def shared_level(Q, mu, widths, inverse, code, flat, volume, order, buffer, keys, U, H, G,
+                 start):
     """ℓ for a volume V > 0: by the active set from ``start``, or by the sort when that
-    has not settled."""
+    has not settled (``keys`` then hold θ_n = h_n/w_n)."""
     c = height_offset(code)
-    level = level_by_active_set(Q, mu, c, flat, volume, keys, rounds_for(Q.size), start)
+    level = level_by_active_set(Q, widths, inverse, c, volume, keys, rounds_for(Q.size), start)
     if level < 0.0:
         prepare_fill(Q, mu, code, flat, order, buffer, keys, U, H, G)
         level = level_of(wetted(G, volume), volume, U, H)
@@ -358,15 +401,17 @@ def _coordinated_choose(m, jobs, slot, memory, ctx):
     if estimate(memory) == EST_RATE:
         # the same a and Q(t) for every call of slot t: one level and one law a slot,
         # drawn from in server order
-        cumulative = memory.fst[ROW_CUMULATIVE, :N]
+        cumulative = memory.fst[ROW_CUMULATIVE]
         if head[HEAD_LEVEL] != t:
             last = memory.fst[ROW_LAST]
-            level = shared_level(Q, mu, code, flat, volume, order, buffer, keys, U, H, G,
-                                 last[0])
+            widths = fixed_widths(memory, N)
+            level = shared_level(Q, mu, widths, inverse_widths(memory, N), code, flat, volume,
+                                 order, buffer, keys, U, H, G, last[0])
             last[0] = level
-            fill_cumulative(Q, mu, height_offset(code), flat, level, cumulative)
+            head[HEAD_K] = fill_support(Q, widths, height_offset(code), keys, level, order,
+                                        cumulative)
             head[HEAD_LEVEL] = t
-        return weighted_index(ctx.rng, cumulative)
+        return order[weighted_index(ctx.rng, cumulative[:head[HEAD_K]])]
     if head[HEAD_SORTED] != t:  # one sort a slot, shared by every dispatcher's own volume
         prepare_fill(Q, mu, code, flat, order, buffer, keys, U, H, G)
         head[HEAD_SORTED] = t
@@ -400,8 +445,9 @@ def _solve(Q, mu, a, objective_code, flat, sort):
         prepare_fill(Q, mu, objective_code, flat, order, buffer, keys, U, H, G)
         level = level_of(wetted(G, volume), volume, U, H)
     else:
-        level = shared_level(Q, mu, objective_code, flat, volume, order, buffer, keys, U, H,
-                             G, -np.inf)
+        widths = np.ones(N) if flat else mu.copy()
+        level = shared_level(Q, mu, widths, 1.0 / widths, objective_code, flat, volume, order,
+                             buffer, keys, U, H, G, -np.inf)
     c = height_offset(objective_code)
     for n in range(N):
         P[n] = max(width(mu, n, flat) * level - (Q[n] + c), 0.0) / volume
@@ -433,8 +479,10 @@ class CoordinatedDispatch(Policy):
         self.check_system(system)
         N, M = system.n_servers, system.dispatchers
         ip = np.array([OBJECTIVES.index(self.params["objective"]),
-                       ESTIMATES.index(self.params["estimate"]), int(self.flat)], np.int64)
-        fp = np.concatenate([[system.arrival_rate], system.weights])
+                       ESTIMATES.index(self.params["estimate"]), int(self.flat), 1 + M],
+                      np.int64)
+        widths = np.ones(N) if self.flat else system.mu
+        fp = np.concatenate([[system.arrival_rate], system.weights, widths, 1.0 / widths])
         ist = np.zeros((4, max(N, M, 3)), np.int64)
         ist[ROW_HEAD, :] = -1
         ist[ROW_SEEN, :] = -1

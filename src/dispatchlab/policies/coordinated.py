@@ -39,14 +39,24 @@ the dispatcher's own arrivals scaled by its share (M·A^m(t) for p_m = 1/M, as [
 code estimates it); ``conditional``, a = A^m(t) + λ_Σ·(1 − p_m), its own jobs plus the
 others' mean. The last two read A^m(t), which ``choose`` sees in batch dispatch only.
 
-**The algorithm**, O(N log N) a slot: on the first call of slot t the servers are sorted
-by the thresholds h_n/w_n (one stable merge sort, shared by every dispatcher and call of
-the slot, since all see Q(t)), with the prefix sums U_j = Σ_{i<j} w_σ(i) and
-H_j = Σ_{i<j} h_σ(i) and the volumes G_j = U_j·θ_σ(j) − H_j that reach the j-th
-threshold. A volume V then wets the k = #{j : G_j < V} first servers, ℓ = (V + H_k)/U_k
-(a binary search, O(log N)); the cumulative law in sorted order is (ℓ·U_j − H_j)/V, so a
-draw is one uniform and a binary search, O(log N). With ``estimate="rate"`` the level is
-found once a slot. Messages: 2N per dispatch event (N probes, N replies), as JSQ.
+**The algorithms**, O(N log N) a slot at most; every call of slot t sees the same Q(t),
+so the work is shared by every dispatcher and call of the slot.
+
+* ``estimate="rate"`` (one a for all): the level by Michelot's active-set iteration
+  (:func:`level_by_active_set`): ℓ = (V + Σ_A h)/Σ_A w over an active set A, then
+  A = {n : h_n/w_n < ℓ}, until A stops changing; started from the last slot's level, it
+  settles in one or two passes over the N servers (each branch-free); after
+  ⌈log₂ N⌉ + 4 rounds the sort below takes over. Then the running sums of V·P_n over the
+  support, in server order, and each draw is a binary search over them (O(log N)).
+* ``scaled``/``conditional`` (an a per dispatcher): on the first call of the slot the
+  servers are sorted by the thresholds θ_n = h_n/w_n (one stable merge sort), with the
+  prefix sums U_j = Σ_{i<j} w_σ(i), H_j = Σ_{i<j} h_σ(i) and the volumes
+  G_j = U_j·θ_σ(j) − H_j that bring the level to the j-th threshold. A volume V wets the
+  k = #{j : G_j < V} first servers, ℓ = (V + H_k)/U_k (a binary search); the cumulative
+  law in sorted order is (ℓ·U_j − H_j)/V, so a draw is one uniform and a binary search:
+  O(log N) per dispatcher after the slot's sort.
+
+Messages: 2N per dispatch event (N probes, N replies), as JSQ.
 
 Also here: ``jfsq``, join the fastest of the shortest queues (the group's baseline; the
 tie rules of ``jsq``/``jsed`` cannot prefer a fast server).

@@ -208,30 +208,15 @@ def test_the_naive_comparison_can_fail() -> None:
 
 
 def test_scd_queues_less_than_weighted_random_on_heterogeneous_servers() -> None:
-    """5 slow + 5 fast servers (rates 1 : 5, Bernoulli service), M = 5, per-job dispatch,
-    ρ = 0.9: SCD's E[ΣQ] is far below weighted random's (and not above JSQ's herd)."""
-    system = System.build([0.1] * 5 + [0.5] * 5, load=0.9, dispatchers=5, dispatch="per_job")
-    runs = {name: simulate(system, name, slots=60_000, seed=11)
-            for name in ("scd", "wrand", "jsq")}
-    scd, wrand, jsq = (runs[n] for n in ("scd", "wrand", "jsq"))
+    """The papers' kind of system: 5 slow + 5 fast servers (rates 1 : 5, geometric service),
+    M = 5, per-job dispatch, ρ = 0.9: SCD's E[ΣQ] is far below weighted random's, and below
+    JSQ's with water-filling, the group's strongest JSQ baseline (measured 71 against 215
+    and 111 at 10⁵ slots)."""
+    system = System.build("5x1,5x5", load=0.9, dispatchers=5, dispatch="per_job",
+                          service="geometric")
+    scd = simulate(system, "scd", slots=40_000, seed=11)
+    wrand = simulate(system, "wrand", slots=40_000, seed=11)
+    filled = simulate(system, "jsq", policy_params={"fill": True}, slots=40_000, seed=11)
     assert scd.ci_high < wrand.ci_low
     assert scd.mean_total_queue < 0.5 * wrand.mean_total_queue
-    assert scd.mean_total_queue < jsq.mean_total_queue
-
-
-def test_the_active_set_gives_up_and_the_sort_takes_over() -> None:
-    """Thresholds far apart drop one server a round: with too few rounds the active set
-    says so (−1), and the policy's solve then sorts, with the same P."""
-    from dispatchlab.policies.coordinated import level_by_active_set
-
-    q = np.array([0, 1, 3, 7, 15, 31, 63, 127], np.int64)
-    mu = np.ones(q.size)
-    keys = np.zeros(q.size)
-    assert level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 2, -np.inf) == -1.0
-    level = level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 64, -np.inf)
-    for start in (0.0, 1.0, 2.2, 5.0, 1000.0):  # warm starts below and above the level
-        assert level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 64, start) == level
-    assert level == pytest.approx(fill_by_bisection(q + 0.5, mu, 2.0)[0] * 2.0 + 0.5)
-    scd = make_policy("scd")
-    np.testing.assert_allclose(scd.probabilities(q, mu, 3.0),
-                               scd.probabilities(q, mu, 3.0, sort=True), atol=1e-12)
+    assert scd.ci_high < filled.ci_low

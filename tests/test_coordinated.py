@@ -220,3 +220,22 @@ def test_scd_queues_less_than_weighted_random_on_heterogeneous_servers() -> None
     assert scd.ci_high < wrand.ci_low
     assert scd.mean_total_queue < 0.5 * wrand.mean_total_queue
     assert scd.ci_high < filled.ci_low
+
+
+def test_the_active_set_gives_up_and_the_sort_takes_over() -> None:
+    """Thresholds far apart drop one server a round: with too few rounds the active set
+    says so (−1); with enough it finds the bisection's level, from any warm start, below
+    the level or above it; the policy's solve agrees with the sort."""
+    from dispatchlab.policies.coordinated import level_by_active_set
+
+    q = np.array([0, 1, 3, 7, 15, 31, 63, 127], np.int64)
+    mu = np.ones(q.size)
+    keys = np.zeros(q.size)
+    assert level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 2, -np.inf) == -1.0
+    level = level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 64, -np.inf)
+    assert level == pytest.approx(fill_by_bisection(q + 0.5, mu, 2.0)[0] * 2.0 + 0.5)
+    for start in (0.0, 1.0, 2.2, 5.0, 1000.0):
+        assert level_by_active_set(q, mu, 1 / mu, 0.5, 2.0, keys, 64, start) == level
+    scd = make_policy("scd")
+    np.testing.assert_allclose(scd.probabilities(q, mu, 3.0),
+                               scd.probabilities(q, mu, 3.0, sort=True), atol=1e-12)

@@ -535,8 +535,8 @@ class StochasticCoordination(CoordinatedDispatch):
                "onto Q_n + ½ with widths μ_n (O(N log N) a slot); 2N messages per dispatch.")
     theory = ("[SCD]: the stochastic-optimisation answer to herding with full information; "
               "for a > 1 the fill level ℓ solves Σ_n (μ_n ℓ − Q_n − ½)⁺ = a − 1 and "
-              "P_n = (μ_n ℓ − Q_n − ½)⁺/(a − 1); a ≤ 1: argmin (Q_n + a/2)/μ_n. Evaluated "
-              "by simulation in [SCD] (below JSQ, JIQ, LSQ and weighted random on "
+              "P_n = (μ_n ℓ − Q_n − ½)⁺/(a − 1); a ≤ 1: argmin (Q_n + a/2)/μ_n. [SCD] "
+              "evaluates it by simulation (below JSQ, JIQ, LSQ and weighted random on "
               "heterogeneous systems); no stability or heavy-traffic theorem here.")
 
 
@@ -599,8 +599,9 @@ class JoinFastestShortestQueue(Policy):
     summary = ("JFSQ: the shortest queue, ties to the fastest server, then uniform "
                "(by_delay=true: the smallest Q_n/μ_n, ties to the fastest); 2N messages "
                "per dispatch.")
-    theory = ("A baseline of [SCD] and [TWF]; with M = 1 JSQ-like (throughput optimal "
-              "with Q/μ, docs/model.md#classical); herds with several dispatchers.")
+    theory = ("A full-information baseline of [SCD] and [TWF]: JSQ (or JSED's Q/μ form) "
+              "with ties to the fastest server (docs/model.md#classical); herds with "
+              "several dispatchers; no theorem of its own here.")
     parameters = (Param("by_delay", bool, False, "compare Q_n/μ_n instead of Q_n"),)
 
     def kernel(self, system: System) -> Kernel:

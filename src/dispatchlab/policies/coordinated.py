@@ -13,6 +13,9 @@ minimises the expected sum of squared queue lengths, each divided by its rate::
     minimise  Σ_n E[(Q_n + X_n)²]/μ_n = const + a·Σ_n [(a − 1)·P_n² + (2Q_n + 1)·P_n]/μ_n
     over      P_n ≥ 0, Σ_n P_n = 1                                    (objective="squared")
 
+For a non-integer a (the ``rate`` estimate) the right-hand side defines the objective
+(our reading: the multinomial moments E[X_n] = aP_n, E[X_n²] = aP_n(1 − P_n) + a²P_n²
+continued in a; Poisson-thinned arrivals would give a·P_n² in place of (a − 1)·P_n²).
 For a > 1 it is strictly convex; its KKT conditions give a water-filling: with heights
 h_n = Q_n + ½ and widths w_n = μ_n, pour the volume V = a − 1,
 

@@ -390,6 +390,70 @@ class RoundRobin:
         return server
 
 
+class Coordinated:
+    """SCD and TWF (``dispatchlab.policies.coordinated``): the estimate a of the slot's
+    jobs, then P by trying supports of growing size in the order of the thresholds
+    h_n/w_n (Python's stable ``sorted``): heights h_n = Q_n + ½ and volume V = a − 1
+    (``objective="squared"``) or h_n = Q_n and V = a (``"level"``), widths w_n = μ_n (1
+    for TWF). A draw (``estimate="rate"``): :func:`weighted_choice` on V·P in server
+    order; (the others) one uniform u, the first server in the sorted order whose running
+    sum of V·P_n exceeds u·V. For V ≤ 0: a uniform minimiser of (Q_n + a/2)/w_n, a draw only on
+    a tie."""
+
+    def __init__(self, mu: list[float], arrival_rate: float, weights: list[float], *,
+                 objective: str = "squared", estimate: str = "rate", flat: bool = False) -> None:
+        self.w = [1.0 if flat else float(x) for x in mu]
+        self.rate, self.weights = arrival_rate, weights
+        self.objective, self.estimate = objective, estimate
+
+    def arrivals(self, m, jobs):
+        if self.estimate == "rate":
+            return self.rate
+        if self.estimate == "scaled":
+            return jobs / self.weights[m]
+        return jobs + self.rate * (1.0 - self.weights[m])
+
+    def choose(self, m, jobs, t, Q, rng):
+        a = self.arrivals(m, jobs)
+        squared = self.objective == "squared"
+        volume = a - 1.0 if squared else a
+        N, w = len(Q), self.w
+        if volume <= 0.0:
+            offset = 0.5 * a if squared else 0.0
+            scores = [(Q[n] + offset) / w[n] for n in range(N)]
+            ties = [n for n in range(N) if scores[n] == min(scores)]
+            return ties[rng.randint(len(ties))] if len(ties) > 1 else ties[0]
+        h = [Q[n] + (0.5 if squared else 0.0) for n in range(N)]
+        order = sorted(range(N), key=lambda n: h[n] / w[n])
+        for k in range(1, N + 1):
+            level = (volume + sum(h[n] for n in order[:k])) / sum(w[n] for n in order[:k])
+            if k == N or level <= h[order[k]] / w[order[k]]:
+                break
+        if self.estimate == "rate":  # one law a slot, drawn from in server order
+            return weighted_choice(rng, [max(w[n] * level - h[n], 0.0) for n in range(N)])
+        target = rng.uniform() * volume
+        running = 0.0
+        for n in order[:k]:
+            running += w[n] * level - h[n]
+            if running > target:
+                return n
+        return order[k - 1]
+
+
+class JFSQ:
+    """The smallest Q_n (or Q_n/μ_n), ties to the largest μ_n, then uniform."""
+
+    def __init__(self, mu: list[float], by_delay: bool = False) -> None:
+        self.mu, self.by_delay = mu, by_delay
+
+    def choose(self, m, jobs, t, Q, rng):
+        scores = [Q[n] / self.mu[n] if self.by_delay else float(Q[n]) for n in range(len(Q))]
+        shortest = [n for n in range(len(Q)) if scores[n] == min(scores)]
+        fastest = max(self.mu[n] for n in shortest)
+        ties = [n for n in shortest if self.mu[n] == fastest]
+        return ties[rng.randint(len(ties))] if len(ties) > 1 else ties[0]
+
+
 # -- the slot loop -----------------------------------------------------------------------------
 
 

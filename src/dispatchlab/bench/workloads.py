@@ -1,8 +1,9 @@
 """The standard benchmark workloads and their runner (``dispatchlab bench``, ``benchmarks/``).
 
-The five workloads of ``benchmarks/README.md``: N = 100 servers, M = 10 dispatchers,
-Poisson arrivals at load ρ = 0.95 split into M independent Poisson streams, Bernoulli(μ_n)
-service, batch dispatch, empty queues at slot 0.
+The five workloads of ``benchmarks/README.md`` (:data:`WORKLOADS`), and those refsim
+cannot express (:data:`OWN_WORKLOADS`: SCD), timed against one of ours instead: N = 100
+servers, M = 10 dispatchers, Poisson arrivals at load ρ = 0.95 split into M independent
+Poisson streams, Bernoulli(μ_n) service, batch dispatch, empty queues at slot 0.
 
 The reference
 -------------
@@ -30,6 +31,11 @@ warm run has compiled everything; with ``repeat`` > 1 repeat i runs seed + i, an
 speed and each ratio is the median over the repeats, a ratio's parts (ours lean, refsim,
 ours full) timed back to back within a repeat, so that a slow spell of the shared machine
 lands on both sides of it.
+
+A workload of :data:`OWN_WORKLOADS` has no refsim run and no reference mean (so
+``reference_agrees`` is false); its ``speed_ratio_versus`` is its lean speed over that of
+the workload it is timed against (``versus``, ``versus_slots_per_second``), the two run
+back to back with the same seed in each repeat, the median over the repeats.
 
 Our mean ΣQ is the stationary estimate of :func:`simulate` (10 % warm-up): with one
 repeat, its batch-means 95 % CI; with several, the CI of the repeats' means as independent
@@ -105,6 +111,9 @@ class Workload:
     reference_messages: float = math.nan  # messages per arrival
     # parameters that switch off a policy's own extra measurement in the apples-to-apples run
     lean_params: dict[str, Any] = field(default_factory=dict)
+    #: a workload refsim cannot express: the name of the workload of ours it is timed
+    #: against (back to back, the same seed), instead of refsim
+    versus: str | None = None
 
     def system(self) -> System:
         from dispatchlab.model.system import System
@@ -124,7 +133,13 @@ WORKLOADS: tuple[Workload, ...] = (
              {"strategy": "pod", "update": "push", "p": 0.01, "d": 2, "pod_d": 2},
              5272.4, 4.8, 0.0141, {"measure_error": False}),
 )
-WORKLOAD_NAMES = tuple(w.name for w in WORKLOADS)
+#: workloads refsim cannot express, each timed against one of ours (``versus``): SCD
+#: ([SCD]) against JSQ, the same system, both with full information
+OWN_WORKLOADS: tuple[Workload, ...] = (
+    Workload("scd", HETEROGENEOUS, "scd", {}, versus="jsq"),
+)
+ALL_WORKLOADS = WORKLOADS + OWN_WORKLOADS
+WORKLOAD_NAMES = tuple(w.name for w in ALL_WORKLOADS)
 
 T = TypeVar("T")
 
@@ -144,7 +159,7 @@ def select_named(items: Sequence[T], names: Sequence[str] | None, key: Callable[
 
 def select_workloads(names: Sequence[str] | None) -> list[Workload]:
     """The named workloads in the given order (all of them when ``names`` is empty)."""
-    return select_named(WORKLOADS, names, lambda w: w.name, "workload")
+    return select_named(ALL_WORKLOADS, names, lambda w: w.name, "workload")
 
 
 def policy_available(workload: Workload) -> str | None:
@@ -272,12 +287,22 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
         return row
     system = workload.system()
     warm_up(workload)
+    versus = (select_named(ALL_WORKLOADS, [workload.versus], lambda w: w.name, "workload")[0]
+              if workload.versus else None)
+    if versus is not None:
+        warm_up(versus)
+        refsim = None  # refsim cannot express it: timed against ours
     speeds, full_speeds, ref_speeds, ratios, full_ratios, means = [], [], [], [], [], []
+    versus_speeds, versus_ratios = [], []
     result = full = ref = None
     for index in range(repeat):
         result = _simulate(workload, system, slots, seed + index, full=False)
         speeds.append(result.slots_per_second)
         means.append(result.mean_total_queue)
+        if versus is not None:
+            other = _simulate(versus, versus.system(), slots, seed + index, full=False)
+            versus_speeds.append(other.slots_per_second)
+            versus_ratios.append(speeds[-1] / versus_speeds[-1])
         if refsim is not None:
             ref = run_refsim(refsim, workload, slots, seed + index, refsim_timeout)
             ref_speeds.append(float(ref["slots_per_s"]))
@@ -311,6 +336,9 @@ def run_workload(workload: Workload, *, slots: int, seed: int, refsim: Path | No
         reference_agrees=reference_agreement(workload, estimate.mean, estimate.ci_low,
                                              estimate.ci_high),
     )
+    if versus is not None:
+        row.update(versus=versus.name, versus_slots_per_second=statistics.median(versus_speeds),
+                   speed_ratio_versus=statistics.median(versus_ratios))
     if ref is not None:
         ref_speed = statistics.median(ref_speeds)
         row.update(

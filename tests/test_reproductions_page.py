@@ -60,3 +60,16 @@ def test_the_page_lists_every_heavy_traffic_limit(rebuilt) -> None:
     limits = text.split("## Heavy-traffic limits", 1)[1].split("## Figures", 1)[0]
     assert "| system | policy | lim ε·E[X] [95 % CI] |" in limits
     assert "two servers 0.25, Bernoulli | r = 1 (JIQ)" in limits
+
+
+def test_a_readme_without_its_markers_is_refused_and_left_alone(tmp_path: Path) -> None:
+    from dispatchlab.core.errors import ValidationError
+    from dispatchlab.report.reproductions import update_readme
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n", encoding="utf-8")
+    with pytest.raises(ValidationError, match="readme"):
+        update_readme(readme, PAGE.read_text(encoding="utf-8"))
+    assert readme.read_text(encoding="utf-8") == "# no markers\n"
+    with pytest.raises(ValidationError, match="no such file"):
+        update_readme(tmp_path / "absent.md", "")

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.experiments.store import Store
 from dispatchlab.report.plots import FigureSpec, reference_curve, summarize, write_figures
 from dispatchlab.specs.experiment import ExperimentSpec
@@ -777,7 +779,8 @@ def _limits_section(store: Store) -> list[str]:
                 if len(judged) else ""
             at = f"{judged.iloc[0]['x']:g}" if len(judged) else "—"
             if estimate is None:
-                rows.append(f"| {system} | {label} | — | — | — | {at} | {term or '—'} |")
+                why = "no stable point" if curve.empty else "fewer than two points"
+                rows.append(f"| {system} | {label} | {why} | — | — | {at} | {term or '—'} |")
                 continue
             check = "—" if math.isnan(estimate.fit_p) else f"{estimate.fit_p:.2g}"
             rows.append(f"| {system} | {label} | {_fmt(estimate.value)} "
@@ -814,7 +817,11 @@ def readme_block(page: str) -> str:
 def update_readme(readme: Path, page: str) -> None:
     """Replace the README's block between README_BEGIN and README_END by
     :func:`readme_block` of ``page``."""
+    require(readme.is_file(), "readme", f"{readme}: no such file")
     text = readme.read_text(encoding="utf-8")
+    require(text.count(README_BEGIN) == 1 and text.count(README_END) == 1
+            and text.index(README_BEGIN) < text.index(README_END), "readme",
+            f"{readme}: needs one line {README_BEGIN!r} and, after it, one {README_END!r}")
     before, rest = text.split(README_BEGIN, 1)
     after = rest.split(README_END, 1)[1]
     readme.write_text(before + readme_block(page) + after, encoding="utf-8")
@@ -842,7 +849,11 @@ def main(argv: list[str] | None = None) -> None:
         render(store, Path(args.out), store_label=args.store)
         store.close()
     if args.readme:
-        update_readme(Path(args.readme), Path(args.out).read_text(encoding="utf-8"))
+        try:
+            update_readme(Path(args.readme), Path(args.out).read_text(encoding="utf-8"))
+        except ValidationError as error:
+            print(f"error: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
     print(Path(args.out))
 
 

@@ -138,6 +138,18 @@ def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
                    + f" vs {worse} {_ci(at.loc[worse])}{_messages(frame, worse, x)}")
 
 
+def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: list[str]
+               ) -> Verdict:
+    """``label`` has a smaller E[ΣQ] than each of ``others`` (:func:`_better` against each,
+    at the highest load where both were run): held when it beats every one."""
+    verdicts = [_better(spec, frame, [label], other) for other in others]
+    statuses = [v.status for v in verdicts]
+    status = ("held" if set(statuses) == {"held"} else
+              "not held" if "not held" in statuses else _combine(statuses))
+    return Verdict(status, "; ".join(f"vs {other}: {v.status} ({v.numbers})"
+                                     for other, v in zip(others, verdicts, strict=True)))
+
+
 def _messages(frame: pd.DataFrame, label: str, x: float) -> str:
     """A policy's messages per arrival at ``x`` (mean over its runs), as a suffix."""
     rows = frame[(frame["policy_label"] == label) & (frame["x"] == x)]
@@ -550,6 +562,13 @@ CLAIMS: tuple[Claim, ...] = (
           "per job beats JSQ, which water-fills the true slot-start queues and so herds.",
           "led-fig1-slotted", "queue",
           lambda s, f: _better(s, f, ["L-JBA-Push"], "JSQ (water-filling)")),
+    Claim("scd-herd", "[SCD]",
+          "Stochastically coordinated dispatching beats full-information JSQ (water-filling), "
+          "LSQ, JIQ and weighted random routing on heterogeneous servers with many "
+          "dispatchers (50×1 + 50×5, M = 10, per-job dispatch, geometric service).",
+          "scd-loads", "queue",
+          lambda s, f: _beats_all(s, f, "SCD", ["JSQ (water-filling)", "LSQ", "JIQ",
+                                                "weighted random"])),
     Claim("led-fig1-po2", "[LED] Fig. 1, [HLM]",
           "Po-2 is unstable above ρ ≈ 0.67 on 50×0.1 + 50×0.5 servers (and stable below).",
           "led-fig1", "queue",

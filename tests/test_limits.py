@@ -73,25 +73,25 @@ def _estimate(value: float, low: float, high: float, p: float = 0.5) -> LimitEst
 
 
 def test_a_gap_is_held_only_when_its_ci_excludes_zero_and_never_refuted() -> None:
-    from dispatchlab.report.reproductions import _persisting
+    from dispatchlab.report.limit_claims import persisting
 
-    assert _persisting(_estimate(0.09, 0.08, 0.10), 0.0156)[0] == "held"
+    assert persisting(_estimate(0.09, 0.08, 0.10), 0.0156)[0] == "held"
     # JIQ on 10×0.5 at ε = 10⁻⁴: a small limit within 5 % of ζ/2 is still a gap
-    assert _persisting(_estimate(0.07, 0.05, 0.09), 0.1875)[0] == "held"
-    status, reading = _persisting(_estimate(0.0, -0.008, 0.008), 0.165)
+    assert persisting(_estimate(0.07, 0.05, 0.09), 0.1875)[0] == "held"
+    status, reading = persisting(_estimate(0.0, -0.008, 0.008), 0.165)
     assert status == "below resolution" and "0.008" in reading
-    assert _persisting(_estimate(0.1, 0.05, 0.15, p=1e-5), 0.2)[0] == "undecided"
+    assert persisting(_estimate(0.1, 0.05, 0.15, p=1e-5), 0.2)[0] == "undecided"
 
 
 def test_a_vanishing_limit_is_held_only_when_its_ci_is_narrow_around_zero() -> None:
-    from dispatchlab.report.reproductions import _vanishing
+    from dispatchlab.report.limit_claims import vanishing
 
-    assert _vanishing(_estimate(0.001, -0.01, 0.012), 0.1875)[0] == "held"
-    assert _vanishing(_estimate(0.001, -0.01, 0.012), 0.1875, rival=0.005)[0] == \
+    assert vanishing(_estimate(0.001, -0.01, 0.012), 0.1875)[0] == "held"
+    assert vanishing(_estimate(0.001, -0.01, 0.012), 0.1875, rival=0.005)[0] == \
         "below resolution"  # narrower than ζ/2's tolerance, not than the rival's limit
-    assert _vanishing(_estimate(0.3, 0.25, 0.35), 0.1875)[0] == "not held"
-    assert _vanishing(_estimate(0.007, 0.002, 0.013), 0.1875)[0] == "below resolution"
-    assert _vanishing(_estimate(-0.5, -0.7, -0.3), 0.1875)[0] == "undecided"
+    assert vanishing(_estimate(0.3, 0.25, 0.35), 0.1875)[0] == "not held"
+    assert vanishing(_estimate(0.007, 0.002, 0.013), 0.1875)[0] == "below resolution"
+    assert vanishing(_estimate(-0.5, -0.7, -0.3), 0.1875)[0] == "undecided"
 
 
 def test_runs_of_one_point_that_disagree_are_not_equilibrated() -> None:

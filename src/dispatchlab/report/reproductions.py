@@ -28,45 +28,36 @@ import pandas as pd
 
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.experiments.store import Store
-from dispatchlab.report.plots import FigureSpec, reference_curve, summarize, write_figures
+from dispatchlab.report.limit_claims import (
+    excess_curves,
+    excess_persists,
+    excess_vanishes,
+    judged_points,
+    leaves_heavy_traffic,
+    limit_of,
+    separate,
+    term_text,
+    with_collapse,
+)
+from dispatchlab.report.plots import reference_curve, write_figures
+from dispatchlab.report.verdicts import (
+    LIMIT_TOLERANCE,
+    VERDICTS,
+    Verdict,
+    ci_text,
+    combine,
+    fmt,
+    missing_curves,
+    numeric,
+    summary_of,
+)
 from dispatchlab.specs.experiment import ExperimentSpec
-from dispatchlab.stats.limits import LimitEstimate, estimate_limit
-
-#: |ε·E[ΣQ] / limit − 1| within this counts as reaching a limit at the smallest ε run (for
-#: ε·E[X]: at most this fraction of ζ/2)
-LIMIT_TOLERANCE = 0.05
 
 #: a coupled run from a stationary start is equilibrated when it ran this many of X's τ̂
 EQUILIBRATED_TAUS = 100
 
 #: the committed store the page is built from
 DEFAULT_STORE = "results/reproductions/store.sqlite"
-
-VERDICTS = {
-    "below resolution": "the estimated limit's CI cannot decide the claim: the runs bound "
-                        "|limit| ≤ δ (stated), which neither shows nor refutes a gap smaller "
-                        "than δ; a system where the gap is larger decides it",
-    "held": "the stored numbers support the claim at the smallest ε whose point has an "
-            f"interval, CIs included (a limit counts as reached within {LIMIT_TOLERANCE:.0%} "
-            "of it); a deeper point too short for an interval is shown, not judged",
-    "trend": "the numbers move the way the claim says, beyond their CIs, but do not reach "
-             "it at the smallest ε judged",
-    "not held": "the stored numbers contradict the claim at the smallest ε judged",
-    "undecided": "the CIs cannot tell (they overlap, a run was too short to say, or the "
-                 "numbers are still moving too fast to call)",
-    "incomplete": "the experiment is stored but a curve the claim needs is not",
-    "not run yet": "the experiment is not in the store: the command runs it",
-}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The verdict on one claim: its status (a key of :data:`VERDICTS`) and the numbers
-    behind it."""
-
-    status: str
-    numbers: str
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -83,36 +74,12 @@ class Claim:
     extra: tuple[str, ...] = ()  # experiments whose points join the frame (deeper ε)
 
 
-def _fmt(value: float) -> str:
-    return "—" if not math.isfinite(value) else f"{value:.4g}"
-
-
-def _ci(row: pd.Series) -> str:
-    if not row["stable"]:
-        return "unstable"
-    text = _fmt(row["y"])
-    if math.isfinite(row["ci_low"]) and math.isfinite(row["ci_high"]):
-        text += f" [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
-    return text
-
-
-def _summary(spec: ExperimentSpec, frame: pd.DataFrame, y: str) -> pd.DataFrame:
-    return summarize(frame, FigureSpec("claim", x=spec.axis, y=y))
-
-
-def _missing(summary: pd.DataFrame, labels: list[str]) -> Verdict | None:
-    absent = [label for label in labels if label not in set(summary["policy"])]
-    if absent:
-        return Verdict("incomplete", "no stored points for " + ", ".join(absent))
-    return None
-
-
 def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
             worse: str) -> Verdict:
     """Each policy of ``better`` has a smaller E[ΣQ] than ``worse`` at the highest load
     where they were all run (an unstable ``worse`` against stable ``better`` counts)."""
-    summary = _summary(spec, frame, "mean_total_queue")
-    missing = _missing(summary, [*better, worse])
+    summary = summary_of(spec, frame, "mean_total_queue")
+    missing = missing_curves(summary, [*better, worse])
     if missing:
         return missing
     x = max(set.intersection(*(set(summary[summary["policy"] == p]["x"])
@@ -121,7 +88,7 @@ def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
     texts, outcomes = [], []
     for label in better:
         a, b = at.loc[label], at.loc[worse]
-        texts.append(f"{label} {_ci(a)}{_messages(frame, label, x)}")
+        texts.append(f"{label} {ci_text(a)}{_messages(frame, label, x)}")
         if a["stable"] and not b["stable"]:
             outcomes.append("held")
         elif b["stable"] and not a["stable"]:
@@ -135,7 +102,7 @@ def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
     status = ("held" if set(outcomes) == {"held"} else
               "not held" if "not held" in outcomes else "undecided")
     return Verdict(status, f"{spec.axis} = {x:g}: " + "; ".join(texts)
-                   + f" vs {worse} {_ci(at.loc[worse])}{_messages(frame, worse, x)}")
+                   + f" vs {worse} {ci_text(at.loc[worse])}{_messages(frame, worse, x)}")
 
 
 def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: list[str]
@@ -145,9 +112,23 @@ def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: li
     verdicts = [_better(spec, frame, [label], other) for other in others]
     statuses = [v.status for v in verdicts]
     status = ("held" if set(statuses) == {"held"} else
-              "not held" if "not held" in statuses else _combine(statuses))
+              "not held" if "not held" in statuses else combine(statuses))
     return Verdict(status, "; ".join(f"vs {other}: {v.status} ({v.numbers})"
                                      for other, v in zip(others, verdicts, strict=True)))
+
+
+def _each_system(judge: Callable[[ExperimentSpec, pd.DataFrame], Verdict]
+                 ) -> Callable[[ExperimentSpec, pd.DataFrame], Verdict]:
+    """``judge`` on each system's points alone: held when it holds on every system."""
+    def judged(spec: ExperimentSpec, frame: pd.DataFrame) -> Verdict:
+        verdicts = [(system, judge(spec, part))
+                    for system, part in frame.groupby("system", sort=True)]
+        statuses = [v.status for _, v in verdicts]
+        status = ("held" if set(statuses) == {"held"} else
+                  "not held" if "not held" in statuses else combine(statuses))
+        return Verdict(status, "; ".join(f"{system}: {v.status} ({v.numbers})"
+                                         for system, v in verdicts))
+    return judged
 
 
 def _messages(frame: pd.DataFrame, label: str, x: float) -> str:
@@ -160,8 +141,8 @@ def _messages(frame: pd.DataFrame, label: str, x: float) -> str:
 def _stability_threshold(spec: ExperimentSpec, frame: pd.DataFrame, label: str,
                          threshold: float, margin: float = 0.03) -> Verdict:
     """``label`` is stable below ``threshold`` − margin and unstable above + margin."""
-    summary = _summary(spec, frame, "mean_total_queue")
-    missing = _missing(summary, [label])
+    summary = summary_of(spec, frame, "mean_total_queue")
+    missing = missing_curves(summary, [label])
     if missing:
         return missing
     curve = summary[summary["policy"] == label]
@@ -170,7 +151,7 @@ def _stability_threshold(spec: ExperimentSpec, frame: pd.DataFrame, label: str,
     wrong = [f"{x:g}" for x in below[~below["stable"]]["x"]] + \
             [f"{x:g}" for x in above[above["stable"]]["x"]]
     first = curve[~curve["stable"]]["x"].min() if (~curve["stable"]).any() else math.nan
-    numbers = (f"predicted ρ̄ = {threshold:.3g}; first unstable load {_fmt(first)} "
+    numbers = (f"predicted ρ̄ = {threshold:.3g}; first unstable load {fmt(first)} "
                f"({len(below)} loads below, {len(above)} above)")
     if above.empty:
         return Verdict("undecided", numbers + "; no load above ρ̄ was run")
@@ -186,8 +167,8 @@ def _approach(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str], figu
     not equilibrated (:func:`claim_frame`) are named, not judged."""
     chosen = next(f for f in spec.figures if f.name == figure)
     line = chosen.references[reference]
-    summary = _summary(spec, frame, chosen.y)
-    missing = _missing(summary, labels)
+    summary = summary_of(spec, frame, chosen.y)
+    missing = missing_curves(summary, labels)
     if missing:
         return missing
     settled = frame.groupby(["system", "policy_label", "x"])["equilibrated"].all()
@@ -218,8 +199,8 @@ def _approach(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str], figu
             else:
                 statuses.append("not held")
             where = f"{system}: " if len(set(summary["system"])) > 1 else ""
-            texts.append(f"{where}{label} {_ci(small)} at ε = {small['x']:g} vs "
-                         f"{line.label} {_fmt(target)} ({gap_small:+.1%}; {gap_large:+.1%} "
+            texts.append(f"{where}{label} {ci_text(small)} at ε = {small['x']:g} vs "
+                         f"{line.label} {fmt(target)} ({gap_small:+.1%}; {gap_large:+.1%} "
                          f"at ε = {large['x']:g})")
             if len(unsettled):
                 texts[-1] += (" (ε = " + ", ".join(f"{x:g}" for x in unsettled["x"])
@@ -232,8 +213,8 @@ def _approach(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str], figu
 def _between(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
     """JBT Theorem 1(1): at the smallest ε, ζ/2 < ε·E[ΣQ] < the random-routing constant."""
     chosen = next(f for f in spec.figures if f.name == "eps-queue")
-    summary = _summary(spec, frame, chosen.y)
-    missing = _missing(summary, labels)
+    summary = summary_of(spec, frame, chosen.y)
+    missing = missing_curves(summary, labels)
     if missing:
         return missing
     statuses, texts = [], []
@@ -256,8 +237,8 @@ def _between(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Ve
                 statuses.append("not held")
             else:
                 statuses.append("undecided")
-            texts.append(f"{system}: {label} {_ci(row)} at ε = {row['x']:g}, between "
-                         f"{_fmt(lo)} and {_fmt(hi)}")
+            texts.append(f"{system}: {label} {ci_text(row)} at ε = {row['x']:g}, between "
+                         f"{fmt(lo)} and {fmt(hi)}")
     status = ("held" if set(statuses) == {"held"} else
               "not held" if "not held" in statuses else "undecided")
     return Verdict(status, "; ".join(texts))
@@ -283,193 +264,6 @@ def _pi_thresholds(spec: ExperimentSpec, frame: pd.DataFrame) -> Verdict:
                                      for name, v in verdicts))
 
 
-def _excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
-                   ) -> list[tuple[str, str, pd.DataFrame, float]] | Verdict:
-    """(system, label, rows of ε·E[X] by x with their Eq. (7) term, ζ/2) per curve: the
-    stable points with a value, each marked ``equilibrated`` (:func:`claim_frame`)."""
-    summary = _summary(spec, frame, "epsilon_excess")
-    missing = _missing(summary, labels)
-    if missing:
-        return missing
-    term = _summary(spec, frame, "idle_while_busy").set_index(["system", "policy", "x"])
-    settled = frame.groupby(["system", "policy_label", "x"])["equilibrated"].all()
-    threshold = (frame.groupby(["system", "policy_label", "x"])["diag.threshold"].first()
-                 if "diag.threshold" in frame else pd.Series(dtype=float))
-    limits = frame.groupby("system")["heavy_traffic_limit"].first().to_dict()
-    curves = []
-    for system in sorted(set(summary["system"])):
-        for label in labels:
-            rows = summary[(summary["system"] == system) & (summary["policy"] == label)]
-            if rows.empty:  # not run on this system (or left out by the claim)
-                continue
-            curve = rows[rows["stable"] & rows["y"].notna()].sort_values("x").copy()
-            keys = [(system, label, x) for x in curve["x"]]
-            curve["equilibrated"] = [bool(settled.get(key, True)) for key in keys]
-            curve["scale"] = [_threshold(threshold.get(key, math.nan)) for key in keys]
-            for column in ("y", "ci_low", "ci_high"):
-                curve[f"term_{column}"] = [term[column].get(key, math.nan) for key in keys]
-            curves.append((system, label, curve, float(limits[system])))
-    return curves
-
-
-def _threshold(value: object) -> float:
-    """JBT-r's threshold r of a point (1 for every other policy): the scale of its finite-ε
-    term in the limit's fit (:func:`~dispatchlab.stats.limits.estimate_limit`)."""
-    number = pd.to_numeric(value, errors="coerce")
-    return float(number) if pd.notna(number) and number >= 1 else 1.0
-
-
-def _has_interval(curve: pd.DataFrame) -> pd.Series:
-    return curve["ci_low"].map(math.isfinite) & curve["ci_high"].map(math.isfinite)
-
-
-def _judged(curve: pd.DataFrame) -> pd.DataFrame:
-    """The points a limit is estimated from: equilibrated, with a finite CI."""
-    return curve[curve["equilibrated"] & _has_interval(curve)]
-
-
-def _limit(curve: pd.DataFrame) -> LimitEstimate | None:
-    judged = _judged(curve)
-    return estimate_limit(judged["x"].to_numpy(), judged["y"].to_numpy(),
-                          judged["ci_low"].to_numpy(), judged["ci_high"].to_numpy(),
-                          scale=judged["scale"].to_numpy())
-
-
-def _term_text(row: pd.Series) -> str:
-    """[JBT] Eq. (7)'s term of one point, with its CI where the run recorded its blocks."""
-    value = row.get("term_y", math.nan)
-    if not math.isfinite(value):
-        return ""
-    low, high = row.get("term_ci_low", math.nan), row.get("term_ci_high", math.nan)
-    interval = (f" [{_fmt(low)}, {_fmt(high)}]" if math.isfinite(low) and math.isfinite(high)
-                else " (no CI: run predates its per-block record)")
-    return f", Eq. (7) term {_fmt(value)}{interval}"
-
-
-def _excess_text(system: str, label: str, curve: pd.DataFrame, limit: float,
-                 several: bool, estimate: LimitEstimate | None, reading: str) -> str:
-    where = f"{system}: " if several else ""
-    judged = _judged(curve)
-    small = judged.iloc[0] if len(judged) else curve.iloc[0]
-    text = (f"{where}{label} ε·E[X] = {_ci(small)} at ε = {small['x']:g}"
-            f"{_term_text(small)}; ")
-    text += (estimate.describe() + f" ({estimate.value / limit:+.1%} of ζ/2 = {_fmt(limit)})"
-             if estimate is not None else "no limit: fewer than two points with an interval")
-    text += f": {reading}"
-    for _, row in curve[~curve.index.isin(judged.index)].iterrows():
-        why = ("not equilibrated (runs of this point disagree, or too short for their "
-               "relaxation)" if not row["equilibrated"] else "too short for an interval")
-        text += f" (ε = {row['x']:g}: {_fmt(row['y'])}, {why}, not judged)"
-    return text
-
-
-def _combine(statuses: list[str]) -> str:
-    order = ("not held", "undecided", "below resolution", "trend", "held")
-    return min(statuses, key=order.index) if statuses else "undecided"
-
-
-def _vanishing(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
-               ) -> tuple[str, str]:
-    """Heavy-traffic optimal: lim ε·E[X] = 0. Held when the limit's CI contains 0 and its
-    half-width is within ``tolerance`` (LIMIT_TOLERANCE·ζ/2) and below ``rival`` (a
-    competing policy's limit, when the claim has one); not held when the whole CI lies
-    above the tolerance and the fit holds; below resolution (|limit| ≤ δ) otherwise: a
-    small positive intercept is what the extrapolation of a slower approach to 0 gives."""
-    if not estimate.fit_holds:
-        return "undecided", "the fitted form does not hold at the smallest ε"
-    if estimate.ci_low > tolerance:
-        return "not held", "the limit's CI lies above 5 % of ζ/2"
-    if estimate.ci_high < 0:
-        if -estimate.ci_low <= tolerance:  # X ≥ 0: the form is slightly off near 0
-            return "below resolution", (f"the CI lies below 0 (X ≥ 0: the fitted form is "
-                                        f"slightly off), |limit| ≤ {estimate.resolution:.3g}")
-        return "undecided", "the limit's CI lies below 0 (X ≥ 0): the fitted form is off"
-    if estimate.ci_low <= 0 and estimate.half_width <= min(tolerance, rival):
-        return "held", "the limit's CI contains 0 and is narrow"
-    return "below resolution", f"|limit| ≤ {estimate.resolution:.3g}"
-
-
-def _persisting(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
-                ) -> tuple[str, str]:
-    """Not heavy-traffic optimal: lim ε·E[X] > 0. Held when the limit's CI excludes 0 and
-    a + b·ε fits; never "not held" — a finite run bounds a positive limit, it cannot
-    refute it: below resolution (|limit| ≤ δ) when the CI contains 0."""
-    if not estimate.fit_holds:
-        return "undecided", "the fitted form does not hold at the smallest ε"
-    if estimate.ci_low > 0:
-        return "held", "the limit's CI excludes 0"
-    return "below resolution", f"|limit| ≤ {estimate.resolution:.3g}"
-
-
-def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
-                  rule: Callable[[LimitEstimate, float], tuple[str, str]],
-                  somewhere: bool = False) -> Verdict:
-    """Each curve's lim ε·E[X] (:func:`~dispatchlab.stats.limits.estimate_limit` on its
-    equilibrated points with an interval) judged by ``rule(estimate, LIMIT_TOLERANCE·ζ/2)``;
-    a curve with fewer than two such points is undecided. The claim holds for a label on
-    every system, or with ``somewhere`` (a gap claimed to exist) on one system that
-    resolves it while none contradicts it; and for every label."""
-    curves = _excess_curves(spec, frame, labels)
-    if isinstance(curves, Verdict):
-        return curves
-    by_label: dict[str, list[str]] = {label: [] for label in labels}
-    texts = []
-    several = len({system for system, *_ in curves}) > 1
-    for system, label, curve, limit in curves:
-        estimate = _limit(curve)
-        status, reading = (rule(estimate, LIMIT_TOLERANCE * limit) if estimate is not None
-                           else ("undecided", "cannot say"))
-        by_label[label].append(status)
-        texts.append(_excess_text(system, label, curve, limit, several, estimate, reading))
-    combine = _shown_somewhere if somewhere else _combine
-    return Verdict(_combine([combine(statuses) for statuses in by_label.values()]),
-                   "; ".join(texts))
-
-
-def _shown_somewhere(statuses: list[str]) -> str:
-    """A gap claimed to exist: held where one system resolves it and none contradicts it
-    (the others are below their resolution, which is no evidence against a positive
-    limit)."""
-    if "held" in statuses and "not held" not in statuses:
-        return "held"
-    return _combine(statuses)
-
-
-def _excess_vanishes(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
-    return _judge_excess(spec, frame, labels, _vanishing)
-
-
-def _excess_persists(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
-    return _judge_excess(spec, frame, labels, _persisting, somewhere=True)
-
-
-def _separate(spec: ExperimentSpec, frame: pd.DataFrame, lower: str, higher: str) -> Verdict:
-    """In the limit, ``lower`` ends below ``higher``: on some system ``higher``'s limit of
-    ε·E[X] is resolved above 0 and above the CI of ``lower``'s (and on none the other
-    way round); where ``higher``'s gap is not resolved, below resolution."""
-    curves = _excess_curves(spec, frame, [lower, higher])
-    if isinstance(curves, Verdict):
-        return curves
-    by = {(system, label): curve for system, label, curve, _ in curves}
-    statuses, texts = [], []
-    for system in sorted({system for system, *_ in curves}):
-        if (system, lower) not in by or (system, higher) not in by:
-            continue
-        a, b = (_limit(by[(system, label)]) for label in (lower, higher))
-        if a is None or b is None or not (a.fit_holds and b.fit_holds):
-            statuses.append("undecided")
-            continue
-        if b.ci_low > 0 and a.ci_high < b.ci_low:
-            statuses.append("held")
-        elif a.ci_low > 0 and b.ci_high < a.ci_low:
-            statuses.append("not held")
-        else:
-            statuses.append("below resolution")
-        texts.append(f"{system}: {lower} {a.describe()} vs {higher} {b.describe()}: "
-                     f"{statuses[-1]}")
-    return Verdict(_shown_somewhere(statuses), "; ".join(texts))
-
-
 LED_REGIMES = ["L-JBA-Pull", "L-JBA-Push", "L-Pod-Pull", "L-Pod-Push"]
 LED_HETEROGENEOUS = "5×0.2 + 5×0.8, M = 3"
 
@@ -483,56 +277,6 @@ def _only(frame: pd.DataFrame, system: str) -> pd.DataFrame:
     return frame[frame["system"] == system]
 
 
-#: E‖P_⊥‖² counts as bounded when its last decade of ε multiplied it by at most this
-COLLAPSE_GROWTH = 1.5
-
-
-def _with_collapse(verdict: Verdict, frame: pd.DataFrame) -> Verdict:
-    """[Π] Theorem 4.4's collapse beside its heavy-traffic verdict: per policy, E‖P_⊥‖²
-    (P = Q/√γ, the sampled ``diag.perp_sq``) at the smallest ε and its growth over the
-    last decade of ε (bounded: ≤ COLLAPSE_GROWTH), and the literal form O = Q/γ where it
-    differs (JSED with γ = μ, whose literal form grows like ε⁻²). The claim is held only
-    where both parts are."""
-    texts, bounded = [], True
-    for label, rows in frame.groupby("policy_label", sort=True):
-        by_x = rows.groupby("x")[["diag.perp_sq", "diag.perp_sq_literal"]].mean().sort_index()
-        if len(by_x) < 2:
-            continue
-        smallest = by_x.index[0]
-        decade = by_x[by_x.index >= 10 * smallest * (1 - 1e-9)]
-        if decade.empty:
-            continue
-        growth = by_x.iloc[0] / decade.iloc[0]
-        bounded &= bool(growth["diag.perp_sq"] <= COLLAPSE_GROWTH)
-        text = (f"{label} E‖P_⊥‖² = {_fmt(by_x.iloc[0]['diag.perp_sq'])} at ε = {smallest:g} "
-                f"(×{growth['diag.perp_sq']:.3g} from ε = {decade.index[0]:g})")
-        if not math.isclose(growth["diag.perp_sq_literal"], growth["diag.perp_sq"],
-                            rel_tol=0.05):
-            text += (f"; literal O = Q/γ: {_fmt(by_x.iloc[0]['diag.perp_sq_literal'])} "
-                     f"(×{growth['diag.perp_sq_literal']:.3g}: the literal form does not "
-                     "hold with this γ)")
-        texts.append(text)
-    if not texts:
-        return verdict
-    status = verdict.status if bounded else "not held"
-    return Verdict(status, verdict.numbers + "; collapse: " + "; ".join(texts))
-
-
-def _leaves_heavy_traffic(spec: ExperimentSpec, frame: pd.DataFrame,
-                          labels: list[str]) -> Verdict:
-    """Not heavy-traffic optimal, shown the strong way: unstable at the smallest ε run, or
-    ε·E[X] levelling off above 0 (:func:`_excess_persists`)."""
-    summary = _summary(spec, frame, "epsilon_excess")
-    missing = _missing(summary, labels)
-    if missing:
-        return missing
-    smallest = summary["x"].min()
-    at = summary[(summary["x"] == smallest) & summary["policy"].isin(labels)]
-    if not at.empty and not at["stable"].any():
-        unstable = sorted(set(summary[~summary["stable"] & summary["policy"].isin(labels)]["x"]))
-        return Verdict("held", f"{', '.join(labels)} unstable at ε = "
-                       f"{', '.join(f'{x:g}' for x in unstable)}")
-    return _excess_persists(spec, frame, labels)
 #: the label suffix of ``led-fig1``'s LED curves at Po-2's messages per dispatch event
 DISPATCH_UNIT = " (Po-2/dispatch)"
 #: the JBT claims' evidence beyond ``jbt-regimes``: ε = 10⁻⁴, JIQ's long run at 10⁻³, and
@@ -569,6 +313,11 @@ CLAIMS: tuple[Claim, ...] = (
           "scd-loads", "queue",
           lambda s, f: _beats_all(s, f, "SCD", ["JSQ (water-filling)", "LSQ", "JIQ",
                                                 "weighted random"])),
+    Claim("scd-dispatchers", "[SCD]",
+          "And it keeps its lead over full-information JSQ and weighted random as the "
+          "dispatchers multiply (M = 1, 10, 100 at ρ = 0.9).", "scd-dispatchers", "queue",
+          _each_system(lambda s, f: _beats_all(s, f, "SCD", ["JSQ (water-filling)",
+                                                             "weighted random"]))),
     Claim("led-fig1-po2", "[LED] Fig. 1, [HLM]",
           "Po-2 is unstable above ρ ≈ 0.67 on 50×0.1 + 50×0.5 servers (and stable below).",
           "led-fig1", "queue",
@@ -583,7 +332,7 @@ CLAIMS: tuple[Claim, ...] = (
           "heavy-traffic delay optimal: ε·E[X] → 0, i.e. ε·E[ΣQ] → ζ/2 (L-JBA on "
           "5×0.2 + 5×0.8 and 10×0.5; L-Pod on 10×0.5, where it is δ-tilted).", "led-regimes",
           "eps-excess",
-          lambda s, f: _excess_vanishes(s, _without(f, LED_HETEROGENEOUS,
+          lambda s, f: excess_vanishes(s, _without(f, LED_HETEROGENEOUS,
                                                     ["L-Pod-Pull", "L-Pod-Push"]),
                                         LED_REGIMES),
           extra=("led-regimes-deep", "led-regimes-deeper")),
@@ -591,28 +340,28 @@ CLAIMS: tuple[Claim, ...] = (
           "L-Pod is not tilted on heterogeneous servers (`dispatchlab check tilt`), and "
           "there it is not heavy-traffic optimal (5×0.2 + 5×0.8).", "led-regimes",
           "eps-excess",
-          lambda s, f: _leaves_heavy_traffic(s, _only(f, LED_HETEROGENEOUS),
+          lambda s, f: leaves_heavy_traffic(s, _only(f, LED_HETEROGENEOUS),
                                              ["L-Pod-Pull", "L-Pod-Push"])),
     Claim("jbt-jiq", "[JBT] Theorem 1(1)",
           "JIQ (r = 1, a constant threshold) is not heavy-traffic optimal: lim ε·E[X] > 0 "
           "(on the papers' systems and on few slow servers, where the gap is large).",
           "jbt-regimes", "eps-excess",
-          lambda s, f: _excess_persists(s, f, ["r = 1 (JIQ)"]), extra=JBT_EXTRA),
+          lambda s, f: excess_persists(s, f, ["r = 1 (JIQ)"]), extra=JBT_EXTRA),
     Claim("jbt-constant", "[JBT] Theorem 1(1)",
           "Nor is any constant threshold (r = 2, 3, 5): lim ε·E[X] > 0, a gap that falls "
           "with r.", "jbt-gaps", "eps-excess",
-          lambda s, f: _excess_persists(s, f, ["r = 2", "r = 3", "r = 5"]),
+          lambda s, f: excess_persists(s, f, ["r = 2", "r = 3", "r = 5"]),
           extra=("jbt-regimes", *JBT_EXTRA[:-1])),
     Claim("jbt-log", "[JBT] Theorem 2",
           "A logarithmic threshold r = ⌈K·log(1/ε)⌉ is heavy-traffic optimal: ε·E[X] → 0.",
           "jbt-regimes", "eps-excess",
-          lambda s, f: _excess_vanishes(s, f, ["r = ⌈log(1/ε)⌉", "r = ⌈2 log(1/ε)⌉"]),
+          lambda s, f: excess_vanishes(s, f, ["r = ⌈log(1/ε)⌉", "r = ⌈2 log(1/ε)⌉"]),
           extra=JBT_EXTRA),
     Claim("jbt-separate", "[JBT] Theorems 1–2",
           "So in the limit the logarithmic threshold ⌈log(1/ε)⌉ ends below the constant "
           "r = 3 (at the ε run, its larger r costs more: the order is the limit's).",
           "jbt-regimes", "eps-excess",
-          lambda s, f: _separate(s, f, "r = ⌈log(1/ε)⌉", "r = 3"), extra=JBT_EXTRA),
+          lambda s, f: separate(s, f, "r = ⌈log(1/ε)⌉", "r = 3"), extra=JBT_EXTRA),
     Claim("jbt-poly", "[JBT] Theorem 1(2)",
           "A polynomial threshold r = (1/ε)^1.5 degenerates to random routing: ε·E[ΣQ] → "
           "the random-routing constant.", "jbt-regimes", "eps-queue",
@@ -625,7 +374,7 @@ CLAIMS: tuple[Claim, ...] = (
           "Strictly majorising Π policies (JSQ, JSED, Po2) collapse to the line Q ∝ γ "
           "(E‖P_⊥‖² bounded as ε → 0, P = Q/√γ) and are heavy-traffic optimal: "
           "ε·E[X] → 0, i.e. ε·E[ΣQ] → ζ/2.", "pi-regimes", "eps-excess",
-          lambda s, f: _with_collapse(_excess_vanishes(s, f, PI_REGIMES), f),
+          lambda s, f: with_collapse(excess_vanishes(s, f, PI_REGIMES), f),
           extra=("pi-regimes-deep",)),
 )
 
@@ -680,32 +429,27 @@ def _equilibrated(row: pd.Series) -> bool:
     if row.get("stability") == "unstable" or row.get("estimator") != "coupled" \
             or row.get("start") != "stationary":
         return False
-    interval = (math.isfinite(_number(row, "epsilon_excess_ci_low"))
-                and math.isfinite(_number(row, "epsilon_excess_ci_high")))
-    tau = _number(row, "autocorrelation_time")
-    return interval and math.isfinite(tau) and _number(row, "slots_run") >= EQUILIBRATED_TAUS * tau
+    interval = (math.isfinite(numeric(row, "epsilon_excess_ci_low"))
+                and math.isfinite(numeric(row, "epsilon_excess_ci_high")))
+    tau = numeric(row, "autocorrelation_time")
+    return interval and math.isfinite(tau) and numeric(row, "slots_run") >= EQUILIBRATED_TAUS * tau
 
 
 def _runs_disagree(shorter: pd.Series, longer: pd.Series) -> bool:
     """Two runs of one point disagree beyond their CIs: on ε·E[X] where both measured it
     (else E[ΣQ]), their CIs do not overlap, or the shorter one has no CI and its value lies
     outside the longer one's CI widened to twice its half-width."""
-    excess = math.isfinite(_number(longer, "epsilon_excess"))
+    excess = math.isfinite(numeric(longer, "epsilon_excess"))
     value, low, high = (("epsilon_excess", "epsilon_excess_ci_low", "epsilon_excess_ci_high")
                         if excess else ("mean_total_queue", "ci_low", "ci_high"))
-    l_low, l_high = _number(longer, low), _number(longer, high)
+    l_low, l_high = numeric(longer, low), numeric(longer, high)
     if not (math.isfinite(l_low) and math.isfinite(l_high)):
         return False
-    s_low, s_high = _number(shorter, low), _number(shorter, high)
+    s_low, s_high = numeric(shorter, low), numeric(shorter, high)
     if math.isfinite(s_low) and math.isfinite(s_high):
         return s_high < l_low or l_high < s_low
     centre, half = (l_low + l_high) / 2, (l_high - l_low) / 2
-    return abs(_number(shorter, value) - centre) > 2 * half
-
-
-def _number(row: pd.Series, column: str) -> float:
-    value = pd.to_numeric(row.get(column, math.nan), errors="coerce")
-    return float(value) if value is not None and pd.notna(value) else math.nan
+    return abs(numeric(shorter, value) - centre) > 2 * half
 
 
 def _compute_text(frame: pd.DataFrame) -> str:
@@ -786,15 +530,15 @@ def _limits_section(store: Store) -> list[str]:
             continue
         spec = ExperimentSpec.from_json(store.experiment_spec(claim.experiment) or "")
         frame = claim_frame(store, claim)
-        curves = _excess_curves(spec, frame, sorted(set(frame["policy_label"])))
+        curves = excess_curves(spec, frame, sorted(set(frame["policy_label"])))
         if isinstance(curves, Verdict):
             continue
         for system, label, curve, limit in curves:
             if (system, label) in seen:
                 continue
             seen.add((system, label))
-            estimate, judged = _limit(curve), _judged(curve)
-            term = _term_text(judged.iloc[0]).removeprefix(", Eq. (7) term ") \
+            estimate, judged = limit_of(curve), judged_points(curve)
+            term = term_text(judged.iloc[0]).removeprefix(", Eq. (7) term ") \
                 if len(judged) else ""
             at = f"{judged.iloc[0]['x']:g}" if len(judged) else "—"
             if estimate is None:
@@ -802,8 +546,8 @@ def _limits_section(store: Store) -> list[str]:
                 rows.append(f"| {system} | {label} | {why} | — | — | {at} | {term or '—'} |")
                 continue
             check = "—" if math.isnan(estimate.fit_p) else f"{estimate.fit_p:.2g}"
-            rows.append(f"| {system} | {label} | {_fmt(estimate.value)} "
-                        f"[{_fmt(estimate.ci_low)}, {_fmt(estimate.ci_high)}] | "
+            rows.append(f"| {system} | {label} | {fmt(estimate.value)} "
+                        f"[{fmt(estimate.ci_low)}, {fmt(estimate.ci_high)}] | "
                         f"{estimate.value / limit:+.2%} | {check} | {at} | {term or '—'} |")
     if not rows:
         return []

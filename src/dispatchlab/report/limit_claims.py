@@ -1,0 +1,257 @@
+"""The heavy-traffic claims: lim ε·E[X] estimated from each curve
+(:func:`dispatchlab.stats.limits.estimate_limit`) and judged as a limit — "→ 0", "> 0",
+one limit below another — beside [JBT] Eq. (7)'s term, and [Π] Theorem 4.4's collapse
+(docs/statistics.md#limits, docs/statistics.md#drift)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pandas as pd
+
+from dispatchlab.report.verdicts import (
+    LIMIT_TOLERANCE,
+    Verdict,
+    ci_text,
+    combine,
+    fmt,
+    missing_curves,
+    summary_of,
+)
+from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.stats.limits import LimitEstimate, estimate_limit
+
+
+def excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
+                   ) -> list[tuple[str, str, pd.DataFrame, float]] | Verdict:
+    """(system, label, rows of ε·E[X] by x with their Eq. (7) term, ζ/2) per curve: the
+    stable points with a value, each marked ``equilibrated`` (:func:`claim_frame`)."""
+    summary = summary_of(spec, frame, "epsilon_excess")
+    missing = missing_curves(summary, labels)
+    if missing:
+        return missing
+    term = summary_of(spec, frame, "idle_while_busy").set_index(["system", "policy", "x"])
+    settled = frame.groupby(["system", "policy_label", "x"])["equilibrated"].all()
+    threshold = (frame.groupby(["system", "policy_label", "x"])["diag.threshold"].first()
+                 if "diag.threshold" in frame else pd.Series(dtype=float))
+    limits = frame.groupby("system")["heavy_traffic_limit"].first().to_dict()
+    curves = []
+    for system in sorted(set(summary["system"])):
+        for label in labels:
+            rows = summary[(summary["system"] == system) & (summary["policy"] == label)]
+            if rows.empty:  # not run on this system (or left out by the claim)
+                continue
+            curve = rows[rows["stable"] & rows["y"].notna()].sort_values("x").copy()
+            keys = [(system, label, x) for x in curve["x"]]
+            curve["equilibrated"] = [bool(settled.get(key, True)) for key in keys]
+            curve["scale"] = [_threshold(threshold.get(key, math.nan)) for key in keys]
+            for column in ("y", "ci_low", "ci_high"):
+                curve[f"term_{column}"] = [term[column].get(key, math.nan) for key in keys]
+            curves.append((system, label, curve, float(limits[system])))
+    return curves
+
+
+def _threshold(value: object) -> float:
+    """JBT-r's threshold r of a point (1 for every other policy): the scale of its finite-ε
+    term in the limit's fit (:func:`~dispatchlab.stats.limits.estimate_limit`)."""
+    count = pd.to_numeric(value, errors="coerce")
+    return float(count) if pd.notna(count) and count >= 1 else 1.0
+
+
+def has_interval(curve: pd.DataFrame) -> pd.Series:
+    return curve["ci_low"].map(math.isfinite) & curve["ci_high"].map(math.isfinite)
+
+
+def judged_points(curve: pd.DataFrame) -> pd.DataFrame:
+    """The points a limit is estimated from: equilibrated, with a finite CI."""
+    return curve[curve["equilibrated"] & has_interval(curve)]
+
+
+def limit_of(curve: pd.DataFrame) -> LimitEstimate | None:
+    judged = judged_points(curve)
+    return estimate_limit(judged["x"].to_numpy(), judged["y"].to_numpy(),
+                          judged["ci_low"].to_numpy(), judged["ci_high"].to_numpy(),
+                          scale=judged["scale"].to_numpy())
+
+
+def term_text(row: pd.Series) -> str:
+    """[JBT] Eq. (7)'s term of one point, with its CI where the run recorded its blocks."""
+    value = row.get("term_y", math.nan)
+    if not math.isfinite(value):
+        return ""
+    low, high = row.get("term_ci_low", math.nan), row.get("term_ci_high", math.nan)
+    interval = (f" [{fmt(low)}, {fmt(high)}]" if math.isfinite(low) and math.isfinite(high)
+                else " (no CI: run predates its per-block record)")
+    return f", Eq. (7) term {fmt(value)}{interval}"
+
+
+def _excess_text(system: str, label: str, curve: pd.DataFrame, limit: float,
+                 several: bool, estimate: LimitEstimate | None, reading: str) -> str:
+    where = f"{system}: " if several else ""
+    judged = judged_points(curve)
+    small = judged.iloc[0] if len(judged) else curve.iloc[0]
+    text = (f"{where}{label} ε·E[X] = {ci_text(small)} at ε = {small['x']:g}"
+            f"{term_text(small)}; ")
+    text += (estimate.describe() + f" ({estimate.value / limit:+.1%} of ζ/2 = {fmt(limit)})"
+             if estimate is not None else "no limit: fewer than two points with an interval")
+    text += f": {reading}"
+    for _, row in curve[~curve.index.isin(judged.index)].iterrows():
+        why = ("not equilibrated (runs of this point disagree, or too short for their "
+               "relaxation)" if not row["equilibrated"] else "too short for an interval")
+        text += f" (ε = {row['x']:g}: {fmt(row['y'])}, {why}, not judged)"
+    return text
+
+
+def vanishing(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
+               ) -> tuple[str, str]:
+    """Heavy-traffic optimal: lim ε·E[X] = 0. Held when the limit's CI contains 0 and its
+    half-width is within ``tolerance`` (LIMIT_TOLERANCE·ζ/2) and below ``rival`` (a
+    competing policy's limit, when the claim has one); not held when the whole CI lies
+    above the tolerance and the fit holds; below resolution (|limit| ≤ δ) otherwise: a
+    small positive intercept is what the extrapolation of a slower approach to 0 gives."""
+    if not estimate.fit_holds:
+        return "undecided", "the fitted form does not hold at the smallest ε"
+    if estimate.ci_low > tolerance:
+        return "not held", "the limit's CI lies above 5 % of ζ/2"
+    if estimate.ci_high < 0:
+        if -estimate.ci_low <= tolerance:  # X ≥ 0: the form is slightly off near 0
+            return "below resolution", (f"the CI lies below 0 (X ≥ 0: the fitted form is "
+                                        f"slightly off), |limit| ≤ {estimate.resolution:.3g}")
+        return "undecided", "the limit's CI lies below 0 (X ≥ 0): the fitted form is off"
+    if estimate.ci_low <= 0 and estimate.half_width <= min(tolerance, rival):
+        return "held", "the limit's CI contains 0 and is narrow"
+    return "below resolution", f"|limit| ≤ {estimate.resolution:.3g}"
+
+
+def persisting(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
+                ) -> tuple[str, str]:
+    """Not heavy-traffic optimal: lim ε·E[X] > 0. Held when the limit's CI excludes 0 and
+    a + b·ε fits; never "not held" — a finite run bounds a positive limit, it cannot
+    refute it: below resolution (|limit| ≤ δ) when the CI contains 0."""
+    if not estimate.fit_holds:
+        return "undecided", "the fitted form does not hold at the smallest ε"
+    if estimate.ci_low > 0:
+        return "held", "the limit's CI excludes 0"
+    return "below resolution", f"|limit| ≤ {estimate.resolution:.3g}"
+
+
+def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
+                  rule: Callable[[LimitEstimate, float], tuple[str, str]],
+                  somewhere: bool = False) -> Verdict:
+    """Each curve's lim ε·E[X] (:func:`~dispatchlab.stats.limits.estimate_limit` on its
+    equilibrated points with an interval) judged by ``rule(estimate, LIMIT_TOLERANCE·ζ/2)``;
+    a curve with fewer than two such points is undecided. The claim holds for a label on
+    every system, or with ``somewhere`` (a gap claimed to exist) on one system that
+    resolves it while none contradicts it; and for every label."""
+    curves = excess_curves(spec, frame, labels)
+    if isinstance(curves, Verdict):
+        return curves
+    by_label: dict[str, list[str]] = {label: [] for label in labels}
+    texts = []
+    several = len({system for system, *_ in curves}) > 1
+    for system, label, curve, limit in curves:
+        estimate = limit_of(curve)
+        status, reading = (rule(estimate, LIMIT_TOLERANCE * limit) if estimate is not None
+                           else ("undecided", "cannot say"))
+        by_label[label].append(status)
+        texts.append(_excess_text(system, label, curve, limit, several, estimate, reading))
+    per_label = shown_somewhere if somewhere else combine
+    return Verdict(combine([per_label(statuses) for statuses in by_label.values()]),
+                   "; ".join(texts))
+
+
+def shown_somewhere(statuses: list[str]) -> str:
+    """A gap claimed to exist: held where one system resolves it and none contradicts it
+    (the others are below their resolution, which is no evidence against a positive
+    limit)."""
+    if "held" in statuses and "not held" not in statuses:
+        return "held"
+    return combine(statuses)
+
+
+def excess_vanishes(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
+    return _judge_excess(spec, frame, labels, vanishing)
+
+
+def excess_persists(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
+    return _judge_excess(spec, frame, labels, persisting, somewhere=True)
+
+
+def separate(spec: ExperimentSpec, frame: pd.DataFrame, lower: str, higher: str) -> Verdict:
+    """In the limit, ``lower`` ends below ``higher``: on some system ``higher``'s limit of
+    ε·E[X] is resolved above 0 and above the CI of ``lower``'s (and on none the other
+    way round); where ``higher``'s gap is not resolved, below resolution."""
+    curves = excess_curves(spec, frame, [lower, higher])
+    if isinstance(curves, Verdict):
+        return curves
+    by = {(system, label): curve for system, label, curve, _ in curves}
+    statuses, texts = [], []
+    for system in sorted({system for system, *_ in curves}):
+        if (system, lower) not in by or (system, higher) not in by:
+            continue
+        a, b = (limit_of(by[(system, label)]) for label in (lower, higher))
+        if a is None or b is None or not (a.fit_holds and b.fit_holds):
+            statuses.append("undecided")
+            continue
+        if b.ci_low > 0 and a.ci_high < b.ci_low:
+            statuses.append("held")
+        elif a.ci_low > 0 and b.ci_high < a.ci_low:
+            statuses.append("not held")
+        else:
+            statuses.append("below resolution")
+        texts.append(f"{system}: {lower} {a.describe()} vs {higher} {b.describe()}: "
+                     f"{statuses[-1]}")
+    return Verdict(shown_somewhere(statuses), "; ".join(texts))
+
+
+#: E‖P_⊥‖² counts as bounded when its last decade of ε multiplied it by at most this
+COLLAPSE_GROWTH = 1.5
+
+
+def with_collapse(verdict: Verdict, frame: pd.DataFrame) -> Verdict:
+    """[Π] Theorem 4.4's collapse beside its heavy-traffic verdict: per policy, E‖P_⊥‖²
+    (P = Q/√γ, the sampled ``diag.perp_sq``) at the smallest ε and its growth over the
+    last decade of ε (bounded: ≤ COLLAPSE_GROWTH), and the literal form O = Q/γ where it
+    differs (JSED with γ = μ, whose literal form grows like ε⁻²). The claim is held only
+    where both parts are."""
+    texts, bounded = [], True
+    for label, rows in frame.groupby("policy_label", sort=True):
+        by_x = rows.groupby("x")[["diag.perp_sq", "diag.perp_sq_literal"]].mean().sort_index()
+        if len(by_x) < 2:
+            continue
+        smallest = by_x.index[0]
+        decade = by_x[by_x.index >= 10 * smallest * (1 - 1e-9)]
+        if decade.empty:
+            continue
+        growth = by_x.iloc[0] / decade.iloc[0]
+        bounded &= bool(growth["diag.perp_sq"] <= COLLAPSE_GROWTH)
+        text = (f"{label} E‖P_⊥‖² = {fmt(by_x.iloc[0]['diag.perp_sq'])} at ε = {smallest:g} "
+                f"(×{growth['diag.perp_sq']:.3g} from ε = {decade.index[0]:g})")
+        if not math.isclose(growth["diag.perp_sq_literal"], growth["diag.perp_sq"],
+                            rel_tol=0.05):
+            text += (f"; literal O = Q/γ: {fmt(by_x.iloc[0]['diag.perp_sq_literal'])} "
+                     f"(×{growth['diag.perp_sq_literal']:.3g}: the literal form does not "
+                     "hold with this γ)")
+        texts.append(text)
+    if not texts:
+        return verdict
+    status = verdict.status if bounded else "not held"
+    return Verdict(status, verdict.numbers + "; collapse: " + "; ".join(texts))
+
+
+def leaves_heavy_traffic(spec: ExperimentSpec, frame: pd.DataFrame,
+                          labels: list[str]) -> Verdict:
+    """Not heavy-traffic optimal, shown the strong way: unstable at the smallest ε run, or
+    ε·E[X] levelling off above 0 (:func:`excess_persists`)."""
+    summary = summary_of(spec, frame, "epsilon_excess")
+    missing = missing_curves(summary, labels)
+    if missing:
+        return missing
+    smallest = summary["x"].min()
+    at = summary[(summary["x"] == smallest) & summary["policy"].isin(labels)]
+    if not at.empty and not at["stable"].any():
+        unstable = sorted(set(summary[~summary["stable"] & summary["policy"].isin(labels)]["x"]))
+        return Verdict("held", f"{', '.join(labels)} unstable at ε = "
+                       f"{', '.join(f'{x:g}' for x in unstable)}")
+    return excess_persists(spec, frame, labels)

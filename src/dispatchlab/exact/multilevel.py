@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 #: the largest chain this solver builds (states; ~110 bytes each, ~2 GB at the cap)
 MAX_STATES = 20_000_000
 #: the coarsest chain, solved directly
-COARSEST = 3_000
+COARSEST = 1_000
 #: memory codes of the two-server ID list: (), (0,), (1,), (0, 1), (1, 0)
 MEMORIES: tuple[tuple[int, ...], ...] = ((), (0,), (1,), (0, 1), (1, 0))
 
@@ -299,20 +299,17 @@ class _Level:
 
 
 def _direct(target: np.ndarray, prob: np.ndarray) -> np.ndarray:
-    from scipy import sparse
-    from scipy.sparse.linalg import spsolve
-
+    """The stationary law of a small chain (dense LU, π(0) fixed, then normalised)."""
     n = target.shape[0]
+    dense = np.zeros((n, n))
     rows = np.repeat(np.arange(n), target.shape[1])
     keep = target.ravel() >= 0
-    p = sparse.csr_matrix((prob.ravel()[keep], (rows[keep], target.ravel()[keep])),
-                          shape=(n, n))
-    a = (p.T - sparse.identity(n)).tolil()
-    a[0, :] = np.ones(n)
+    np.add.at(dense, (rows[keep], target.ravel()[keep]), prob.ravel()[keep])
+    a = dense.T - np.eye(n)
+    a[0, :] = 1.0
     rhs = np.zeros(n)
     rhs[0] = 1.0
-    x = spsolve(a.tocsc(), rhs)
-    x = np.maximum(x, 0.0)
+    x = np.maximum(np.linalg.solve(a, rhs), 0.0)
     return x / x.sum()
 
 
@@ -327,17 +324,54 @@ class _Hierarchy:
             c1, c2 = level.ca1, level.ca2
 
     def cycle(self, depth: int, target: np.ndarray, prob: np.ndarray, x: np.ndarray,
-              sweeps: int = 2, omega: float = 0.8) -> np.ndarray:
+              sweeps: int = 2, omega: float = 0.8, gamma: int = 3) -> np.ndarray:
         if depth == len(self.levels):
             return _direct(target, prob) * x.sum()
         stay = _stay(target, prob)
         x = _jacobi(target, prob, stay, x, omega, sweeps)
         level = self.levels[depth]
         ct, cp, mass = _coarsen(target, prob, x, level.agg, level.ca1, level.ca2, level.nc)
-        y = self.cycle(depth + 1, ct, cp, mass.copy(), sweeps, omega)
+        y = mass.copy()
+        for _ in range(gamma if depth + 1 < len(self.levels) else 1):
+            y = self.cycle(depth + 1, ct, cp, y, sweeps, omega, gamma)
         ratio = np.where(mass > 0, y / np.where(mass > 0, mass, 1.0), 1.0)
         x = x * ratio[level.agg]
         return _jacobi(target, prob, stay, x, omega, sweeps)
+
+
+#: iterates kept by the Anderson acceleration of the cycles
+WINDOW = 6
+
+
+def _accelerated_step(hierarchy: _Hierarchy, target: np.ndarray, prob: np.ndarray,
+                      x: np.ndarray, history: list[tuple[np.ndarray, np.ndarray]]
+                      ) -> tuple[np.ndarray, float]:
+    """One cycle G(x) with Anderson acceleration (D. G. Anderson, "Iterative procedures for
+    nonlinear integral equations", J. ACM 12, 1965; H. F. Walker and P. Ni, SIAM J. Numer.
+    Anal. 49, 2011): x ← G(x) − ΔG·γ, γ minimising ‖f − ΔF·γ‖₂ over the last
+    :data:`WINDOW` steps (f = G(x) − x); a step that does not lower ‖πP − π‖₁ falls back
+    to G(x) and clears the history. Returns (x, ‖xP − x‖₁)."""
+    g = hierarchy.cycle(0, target, prob, x.copy())
+    g = np.maximum(g, 0.0)
+    g /= g.sum()
+    f = g - x
+    plain_error = float(np.abs(_apply(target, prob, g) - g).sum())
+    history.append((g, f))
+    if len(history) > WINDOW + 1:
+        history.pop(0)
+    if len(history) < 2:
+        return g, plain_error
+    d_f = np.column_stack([history[i + 1][1] - history[i][1] for i in range(len(history) - 1)])
+    d_g = np.column_stack([history[i + 1][0] - history[i][0] for i in range(len(history) - 1)])
+    gamma = np.linalg.lstsq(d_f, f, rcond=1e-12)[0]
+    y = np.maximum(g - d_g @ gamma, 0.0)
+    y /= y.sum()
+    error = float(np.abs(_apply(target, prob, y) - y).sum())
+    if not error < plain_error:
+        history.clear()
+        history.append((g, f))
+        return g, plain_error
+    return y, error
 
 
 def _tail(distribution: np.ndarray) -> float:
@@ -409,12 +443,10 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
         x /= x.sum()
         hierarchy = _Hierarchy(c1, c2)
         error, cycles = math.inf, 0
+        history: list[tuple[np.ndarray, np.ndarray]] = []
         while cycles < max_cycles:
-            x = hierarchy.cycle(0, target, prob, x)
-            x = np.maximum(x, 0.0)
-            x /= x.sum()
+            x, error = _accelerated_step(hierarchy, target, prob, x, history)
             cycles += 1
-            error = float(np.abs(_apply(target, prob, x) - x).sum())
             if error <= residual:
                 break
         require(error <= residual, "residual", f"the multilevel cycles reached ‖πP − π‖₁ = "

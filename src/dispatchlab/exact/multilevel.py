@@ -248,9 +248,14 @@ def _coarsen(target, prob, x, agg, ca1, ca2, nc):
     ct = np.full((nc, 9), -1, np.int32)
     cp = np.zeros((nc, 9))
     mass = np.zeros(nc)
+    count = np.zeros(nc)
+    for s in range(x.size):
+        mass[agg[s]] += x[s]
+        count[agg[s]] += 1.0
     for s in range(x.size):
         big = agg[s]
-        mass[big] += x[s]
+        # an aggregate without mass (states π leaves empty) is averaged uniformly
+        weight = x[s] / mass[big] if mass[big] > 0 else 1.0 / count[big]
         for j in range(target.shape[1]):
             t = target[s, j]
             if t < 0:
@@ -258,11 +263,7 @@ def _coarsen(target, prob, x, agg, ca1, ca2, nc):
             other = agg[t]
             slot = (ca1[other] - ca1[big] + 1) * 3 + (ca2[other] - ca2[big] + 1)
             ct[big, slot] = other
-            cp[big, slot] += x[s] * prob[s, j]
-    for big in range(nc):
-        if mass[big] > 0:
-            for j in range(9):
-                cp[big, j] /= mass[big]
+            cp[big, slot] += weight * prob[s, j]
     # compact: the used slots first (the scatter stops at the first empty slot)
     for big in range(nc):
         fill = 0
@@ -309,7 +310,11 @@ def _direct(target: np.ndarray, prob: np.ndarray) -> np.ndarray:
     a[0, :] = 1.0
     rhs = np.zeros(n)
     rhs[0] = 1.0
-    x = np.maximum(np.linalg.solve(a, rhs), 0.0)
+    try:
+        x = np.linalg.solve(a, rhs)
+    except np.linalg.LinAlgError:
+        x = np.linalg.lstsq(a, rhs, rcond=None)[0]
+    x = np.maximum(x, 0.0)
     return x / x.sum()
 
 
@@ -363,10 +368,13 @@ def _accelerated_step(hierarchy: _Hierarchy, target: np.ndarray, prob: np.ndarra
         return g, plain_error
     d_f = np.column_stack([history[i + 1][1] - history[i][1] for i in range(len(history) - 1)])
     d_g = np.column_stack([history[i + 1][0] - history[i][0] for i in range(len(history) - 1)])
-    gamma = np.linalg.lstsq(d_f, f, rcond=1e-12)[0]
-    y = np.maximum(g - d_g @ gamma, 0.0)
-    y /= y.sum()
-    error = float(np.abs(_apply(target, prob, y) - y).sum())
+    try:
+        gamma = np.linalg.lstsq(d_f, f, rcond=1e-12)[0]
+        y = np.maximum(g - d_g @ gamma, 0.0)
+        y /= y.sum()
+        error = float(np.abs(_apply(target, prob, y) - y).sum())
+    except np.linalg.LinAlgError:
+        error = math.inf
     if not error < plain_error:
         history.clear()
         history.append((g, f))

@@ -29,7 +29,9 @@ From π and the one-slot law the solver also gives the moments of the drift iden
 (ΣQ)²: E[U_Σ] (U_n(t) = max(S_n − Q_n − A_n, 0), the unused service), E[U_Σ²] and the
 Eq. (7) term E[ΣQ(t+1)·ΣU(t)] of the JBT paper (X. Zhou, N. Shroff and A. Wierman,
 "Asymptotically optimal load balancing in large-scale heterogeneous systems with multiple
-dispatchers", 2021).
+dispatchers", 2021). With L the jobs lost at the edge, stationarity of (ΣQ)² reads
+ε·E[ΣQ] = (σ_a² + σ_s² + ε² − E[U_Σ²])/2 + E[ΣQ(t+1)ΣU(t)] + E[U_Σ L] − (K + ½)E[L]
+(the last two terms vanish with the truncation), and E[U_Σ] = ε + E[L].
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class MultilevelResult:
     mean_unused: float  # E[U_Σ] (= ε + loss rate)
     mean_unused_square: float  # E[U_Σ²]
     cross_term: float  # E[ΣQ(t+1)·ΣU(t)], Eq. (7) of the JBT paper
+    unused_loss: float  # E[U_Σ·L], L the jobs lost at the edge (the identity's loss term)
     truncation: int  # K: ΣQ ≤ K
     edge_mass: float  # P(ΣQ = K)
     truncation_error: float  # the E[ΣQ] beyond K, extrapolated geometrically
@@ -149,7 +152,7 @@ def _build(k, r, ordered, lam, mu, d_p, d_t, d_a, u_p, u_m, slots):
     prob = np.zeros((n, slots))
     c1 = np.zeros(n, np.int64)
     c2 = np.zeros(n, np.int64)
-    moments = np.zeros((n, 4))  # loss, U, U², ΣQ(t+1)ΣU
+    moments = np.zeros((n, 5))  # loss L, U, U², ΣQ(t+1)ΣU, U·L
     valid = np.zeros(n, np.bool_)
     for q1 in range(k + 1):
         for q2 in range(k + 1 - q1):
@@ -198,6 +201,7 @@ def _build(k, r, ordered, lam, mu, d_p, d_t, d_a, u_p, u_m, slots):
                                 m[1] += w * u
                                 m[2] += w * u * u
                                 m[3] += w * (x1 + x2) * u
+                                m[4] += w * u * max(over, 0)
                                 for e in range(2):
                                     pu = u_p[after, pattern, e]
                                     if pu <= 0.0:
@@ -391,11 +395,11 @@ def _tail(distribution: np.ndarray) -> float:
 
 
 def guess_truncation(system: System, tolerance: float) -> int:
-    """K with P(ΣQ = K) ≈ ``tolerance`` for an exponential ΣQ of mean 1.4·ζ/(2ε) (between
+    """K with P(ΣQ = K) ≈ ``tolerance`` for an exponential ΣQ of mean 1.15·ζ/(2ε) (between
     the pooled queue and random routing): K = E·log(1/(E·tol))."""
     mu = np.asarray(system.rates, dtype=float)
     zeta = system.arrivals.variance + float(np.sum(mu * (1 - mu)))
-    mean = max(1.4 * zeta / (2 * system.epsilon), 2.0)
+    mean = max(1.15 * zeta / (2 * system.epsilon), 2.0)
     return int(math.ceil(mean * max(math.log(1.0 / (mean * tolerance)), 3.0))) + 8
 
 
@@ -474,6 +478,7 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
         policy=name, epsilon=float(system.epsilon), threshold=r,
         mean_total_queue=float(x @ totals), mean_queues=[float(x @ c1), float(x @ c2)],
         mean_unused=float(m[1]), mean_unused_square=float(m[2]), cross_term=float(m[3]),
+        unused_loss=float(m[4]),
         truncation=k, edge_mass=edge, truncation_error=float(beyond), loss_rate=float(m[0]),
         residual=error, cycles=cycles, states=int(x.size),
         seconds=time.perf_counter() - started,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -103,7 +102,8 @@ def markdown(rows: list[dict], command: str) -> str:
             f"| ({x['system'][0]}, {x['system'][1]}) | {x['rule']} | {x['r']} | "
             f"{x['epsilon']:g} | {x['eps_EQ_minus_zeta_half']:.6f} | {x['eps_EX']:.6f} | "
             f"{x['cross_term']:.6f} | {x['mean_unused_square']:.6g} | "
-            f"{x['drift_identity_gap']:.1e} ({x['drift_identity_gap_with_loss']:.0e}) | {x['residual']:.1e} | {x['edge_mass']:.1e} | "
+            f"{x['drift_identity_gap']:.1e} ({x['drift_identity_gap_with_loss']:.0e}) | "
+            f"{x['residual']:.1e} | {x['edge_mass']:.1e} | "
             f"{x['epsilon'] * x['truncation_error']:.1e} | {x['states']:,} | "
             f"{x['seconds']:.1f} |")
     return "\n".join(lines) + "\n"
@@ -139,7 +139,8 @@ def main() -> None:
                     print(f"{rates} {label} ε={epsilon}: {error}", flush=True)
                     continue
                 x = rows[-1]
-                print(f"{rates} {label:28s} ε={epsilon:<6g} εE−ζ/2={x['eps_EQ_minus_zeta_half']:.6f}"
+                print(f"{rates} {label:28s} ε={epsilon:<6g} "
+                      f"εE−ζ/2={x['eps_EQ_minus_zeta_half']:.6f}"
                       f" εE[X]={x['eps_EX']:.6f} gap={x['drift_identity_gap']:.1e} "
                       f"states={x['states']:,} {x['seconds']:.1f}s", flush=True)
                 out.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))

@@ -121,9 +121,10 @@ def main() -> None:
     command = "PYTHONPATH=src python results/exact/jbt_two_server.py " + " ".join(
         f"'{a}'" if " " in a or ";" in a else a for a in sys.argv[1:])
     out = HERE / "jbt_two_server.json"
-    rows: list[dict] = json.loads(out.read_text())["rows"] if args.append and out.exists() else []
-    commands = (json.loads(out.read_text()).get("commands", []) if args.append
-                and out.exists() else [])
+    old = json.loads(out.read_text()) if args.append and out.exists() else {}
+    rows: list[dict] = old.get("rows", [])
+    refusals: list[dict] = old.get("refusals", [])
+    commands: list[str] = old.get("commands", [])
     commands.append(command)
     systems = [tuple(float(v) for v in s.split(",")) for s in args.systems.split(";")]
     wanted = [w for w in args.rules.split("|") if w]
@@ -132,22 +133,38 @@ def main() -> None:
             for label, name, params in rules(epsilon):
                 if wanted and label not in wanted:
                     continue
+                if any(x["rule"] == label and x["system"] == list(rates)
+                       and x["epsilon"] == epsilon for x in rows + refusals):
+                    continue  # solved (or refused) by an earlier run
                 tolerance = 1e-9 if epsilon > 0.001 + 1e-12 else args.small_tolerance
                 try:
                     rows.append(row(label, name, params, rates, epsilon, tolerance))
                 except Exception as error:  # noqa: BLE001 - a refusal is a row too
                     print(f"{rates} {label} ε={epsilon}: {error}", flush=True)
+                    refusals.append({"rule": label, "system": list(rates),
+                                     "epsilon": epsilon, "refused": str(error)})
+                    save(out, commands, rows, refusals)
                     continue
                 x = rows[-1]
                 print(f"{rates} {label:28s} ε={epsilon:<6g} "
                       f"εE−ζ/2={x['eps_EQ_minus_zeta_half']:.6f}"
                       f" εE[X]={x['eps_EX']:.6f} gap={x['drift_identity_gap']:.1e} "
                       f"states={x['states']:,} {x['seconds']:.1f}s", flush=True)
-                out.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
-                (HERE / "jbt_two_server.md").write_text(markdown(rows, " ; ".join(commands)))
+                save(out, commands, rows, refusals)
+    save(out, commands, rows, refusals)
+
+
+def save(out: Path, commands: list[str], rows: list[dict], refusals: list[dict]) -> None:
+    """The JSON and the markdown table (rows by system, rule and falling ε)."""
     rows.sort(key=lambda x: (x["system"], x["rule"], -x["epsilon"]))
-    out.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
-    (HERE / "jbt_two_server.md").write_text(markdown(rows, " ; ".join(commands)))
+    out.write_text(json.dumps({"commands": commands, "rows": rows, "refusals": refusals},
+                              indent=1))
+    text = markdown(rows, " ; ".join(commands))
+    if refusals:
+        text += "\nRefused (no stationary law, or beyond the solver's limits):\n\n" + "".join(
+            f"- ({x['system'][0]}, {x['system'][1]}) {x['rule']} ε = {x['epsilon']:g}: "
+            f"{x['refused']}\n" for x in refusals)
+    (HERE / "jbt_two_server.md").write_text(text)
 
 
 if __name__ == "__main__":

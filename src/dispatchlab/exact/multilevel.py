@@ -79,7 +79,7 @@ class MultilevelResult:
     states: int
     seconds: float
     total_queue_distribution: list[float] = field(default_factory=list, repr=False)
-    method: str = "truncated chain, multilevel aggregation (2x2 blocks, V-cycles)"
+    method: str = "truncated chain, multilevel aggregation (2x2 blocks, W-cycles, Anderson)"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -403,6 +403,38 @@ def guess_truncation(system: System, tolerance: float) -> int:
     return int(math.ceil(mean * max(math.log(1.0 / (mean * tolerance)), 3.0))) + 8
 
 
+def axis_drifts(system: System, tables: tuple[np.ndarray, ...], r: int
+                ) -> list[tuple[float, float]]:
+    """For each server n: (its interior drift λ·p_n − μ_n, both queues ≥ r; its drift with
+    Q_n → ∞, the other queue Q_m then a birth–death chain under the rule's law). A 2-D
+    nearest-neighbour walk whose interior drift pushes Q_n up is ergodic only if the drift
+    induced along that axis is negative (G. Fayolle, V. A. Malyshev and M. V. Menshikov,
+    "Topics in the Constructive Theory of Countable Markov Chains", 1995, §3.3)."""
+    d_p, d_t = tables[0], tables[1]
+    lam, mu = float(system.arrival_rate), np.asarray(system.rates, dtype=float)
+    out = []
+    for n in range(2):
+        m = 1 - n
+        to_m = [float(d_p[c, d_t[c] == m].sum()) for c in range(3)]
+        interior = lam * (1.0 - to_m[0]) - mu[n]
+        size = max(4 * r, 64)
+        while True:
+            p_m = np.array([to_m[1 + m] if j < r else to_m[0] for j in range(size + 1)])
+            up = lam * p_m * (1 - mu[m])
+            down = (1 - lam * p_m) * mu[m]
+            ratios = up[:-1] / down[1:]
+            if ratios[-1] >= 1.0:  # Q_m itself is not positive recurrent: no induced drift
+                out.append((interior, math.inf))
+                break
+            law = np.concatenate([[1.0], np.cumprod(ratios)])
+            if law[-1] / law.sum() < 1e-15 or size > 10**6:
+                law /= law.sum()
+                out.append((interior, lam * float(law @ (1 - p_m)) - mu[n]))
+                break
+            size *= 4
+    return out
+
+
 def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
                      truncation: int | None = None, tolerance: float = 1e-9,
                      residual: float = 1e-13, max_states: int = MAX_STATES,
@@ -430,6 +462,11 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
             "the multilevel solver needs an ID-memory rule (JIQ, JBT-r) with M = 1")
     tables = rule_tables(rule)
     r, ordered = int(rule.r), bool(getattr(rule, "ordered", False))
+    for n, (interior, induced) in enumerate(axis_drifts(system, tables, r)):
+        require(not (interior >= 0 and induced >= 0), "load",
+                f"{name} is unstable on this system: server {n} is overloaded away from "
+                f"the axes (drift λp_{n} − μ_{n} = {interior:.4g}) and still with the other "
+                f"queue's idle periods (induced drift {induced:.4g}): no stationary law")
     mu = np.asarray(system.rates, dtype=float)
     lam = float(system.arrival_rate)
     fixed = truncation is not None

@@ -80,6 +80,12 @@ def test_refusals_name_the_field() -> None:
         solve_two_server(system, rule, max_states=1_000)
     with pytest.raises(ValidationError, match=r"^residual: the multilevel cycles reached"):
         solve_two_server(system, rule, max_cycles=1, residual=1e-15)
+    # JIQ's uniform fallback overloads μ = 0.3 while the fast server is busy, and the fast
+    # server's idle periods no longer make up for it below ε ≈ 0.025
+    jiq = make_policy("jiq")
+    unstable = _system([0.3, 0.6], 0.01)
+    with pytest.raises(ValidationError, match="^load: jiq is unstable on this system"):
+        solve_two_server(unstable, jiq.exact_memory(unstable), name="jiq")
     poisson = System.build([0.5, 0.5], epsilon=0.1, arrivals="poisson", service="bernoulli")
     with pytest.raises(ValidationError, match="^arrivals: the multilevel solver needs"):
         solve_two_server(poisson, policy.exact_memory(poisson))

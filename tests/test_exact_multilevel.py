@@ -93,9 +93,9 @@ def test_refusals_name_the_field() -> None:
 
 @pytest.mark.slow
 def test_multilevel_agrees_with_a_long_simulation() -> None:
-    system = _system([0.2, 0.8], 0.01)
+    system = _system([0.3, 0.6], 0.01)
     exact = solve_two_server(system, make_policy("jbt", r=2).exact_memory(system))
-    sim = dispatchlab.simulate(system, "jbt", policy_params={"r": 2}, slots=2_000_000,
+    sim = dispatchlab.simulate(system, "jbt", policy_params={"r": 2}, slots=3_000_000,
                                replications=8, seed=3, workers=1, estimator="plain",
                                track_delay=False)
     assert abs(sim.mean_total_queue - exact.mean_total_queue) <= 1.5 * sim.half_width

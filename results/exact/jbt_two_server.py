@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -109,6 +110,32 @@ def markdown(rows: list[dict], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def trends(rows: list[dict]) -> str:
+    """How ε·E[X] behaves as ε falls, per system and rule: its values, E[X] = ε·E[X]/ε, and
+    the local slope s = Δlog(ε·E[X])/Δlog ε over the two smallest ε (s ≈ 1: ε·E[X] ∝ ε,
+    E[X] bounded; s ≈ 0: ε·E[X] levels off above 0)."""
+    lines = ["", "## ε·E[X] as ε falls", "",
+             "s = Δlog(ε·E[X]) / Δlog ε over the two smallest ε solved (1: E[X] stays "
+             "bounded, ε·E[X] → 0 like ε; 0: ε·E[X] levels off above 0).", "",
+             "| system | rule | ε·E[X] (ε = 0.1, 0.03, …) | E[X] at the smallest ε | s |",
+             "|---|---|---|---|---|"]
+    keys = sorted({(tuple(x["system"]), x["rule"]) for x in rows})
+    for system, rule in keys:
+        chosen = sorted((x for x in rows if tuple(x["system"]) == system
+                         and x["rule"] == rule), key=lambda x: -x["epsilon"])
+        values = ", ".join(f"{x['eps_EX']:.4g}" for x in chosen)
+        last = chosen[-1]
+        slope = "–"
+        if len(chosen) >= 2 and chosen[-1]["eps_EX"] > 0 and chosen[-2]["eps_EX"] > 0:
+            a, b = chosen[-2], chosen[-1]
+            value = math.log(b["eps_EX"] / a["eps_EX"]) / math.log(b["epsilon"] / a["epsilon"])
+            slope = f"{value:.2f}"
+        lines.append(f"| ({system[0]}, {system[1]}) | {rule} | {values} | "
+                     f"{last['eps_EX'] / last['epsilon']:.4g} (ε = {last['epsilon']:g}) | "
+                     f"{slope} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--systems", default="0.2,0.8;0.5,0.5")
@@ -159,7 +186,7 @@ def save(out: Path, commands: list[str], rows: list[dict], refusals: list[dict])
     rows.sort(key=lambda x: (x["system"], x["rule"], -x["epsilon"]))
     out.write_text(json.dumps({"commands": commands, "rows": rows, "refusals": refusals},
                               indent=1))
-    text = markdown(rows, " ; ".join(commands))
+    text = markdown(rows, " ; ".join(commands)) + trends(rows)
     if refusals:
         text += "\nRefused (no stationary law, or beyond the solver's limits):\n\n" + "".join(
             f"- ({x['system'][0]}, {x['system'][1]}) {x['rule']} ε = {x['epsilon']:g}: "

@@ -43,7 +43,7 @@ def test_multilevel_agrees_with_the_plain_chain(name: str, params: dict, rates: 
 def test_conservation_and_the_drift_identity(name: str, params: dict) -> None:
     # E[U_Σ] = μ_Σ − λ_Σ + E[L]; ε·E[ΣQ] = (σ_a² + σ_s² + ε² − E[U_Σ²])/2
     #   + E[ΣQ(t+1)ΣU(t)] + E[U_Σ L] − (K + ½)E[L]  (L: the jobs lost at the edge)
-    epsilon = 0.05
+    epsilon = 0.1
     system = _system([0.3, 0.6], epsilon)
     policy = make_policy(name, **params)
     result = solve_two_server(system, policy.exact_memory(system), name=name)

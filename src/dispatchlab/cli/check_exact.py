@@ -89,5 +89,11 @@ def exact_command(
                       f"{data['states']:,} ({data['memory_values']})")
         if data["law_tail"] > 0:
             table.add_row("law tail cut", number(data["law_tail"]))
+        extras = data.get("extras") or {}
+        if "residual" in extras:  # the two-server multilevel solver
+            table.add_row("residual ‖πP − π‖₁", number(extras["residual"]))
+            table.add_row("E[U_Σ], E[U_Σ²]", f"{extras['mean_unused']:.10g}, "
+                          f"{extras['mean_unused_square']:.10g}")
+            table.add_row("E[ΣQ(t+1)·ΣU(t)] (Eq. 7)", f"{extras['cross_term']:.10g}")
     table.add_row("seconds", f"{data['seconds']:.3f}")
     stdout_console().print(table)

@@ -65,6 +65,9 @@ class ExactResult:
     seconds: float
     method: str = "truncated sparse chain (SuperLU, or ILU-preconditioned GMRES)"
     notes: list[str] = field(default_factory=list)
+    #: solver-specific figures (the multilevel solver: residual ‖πP − π‖₁, cycles, E[U_Σ],
+    #: E[U_Σ²], the Eq. (7) term E[ΣQ(t+1)·ΣU(t)])
+    extras: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -386,6 +389,13 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
     notes: list[str] = []
     while True:
         size = count_states(n, k) * memory_values
+        if size > max_states and not fixed:
+            from dispatchlab.exact import multilevel
+
+            if multilevel.applies(system, policy):  # two servers, JIQ / JBT-r, M = 1
+                return _from_multilevel(multilevel.solve_two_server(
+                    system, rule, name=str(getattr(policy, "name", "jbt")),
+                    tolerance=tolerance), started)
         require(size <= max_states, "truncation" if fixed else "max_states",
                 f"the state space would hold {size:,} states (ΣQ ≤ K = {k} on N = {n} "
                 f"servers × {memory_values} memory value(s)), above max_states = "
@@ -413,3 +423,20 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
         truncation=k, edge_mass=edge, truncation_error=float(beyond),
         loss_rate=float(pi @ loss), states=int(kept.size), memory_values=memory_values,
         law_tail=float(chain.law_tail), seconds=time.perf_counter() - started, notes=notes)
+
+
+def _from_multilevel(result: Any, started: float) -> ExactResult:
+    """An :class:`ExactResult` from :func:`dispatchlab.exact.multilevel.solve_two_server`."""
+    return ExactResult(
+        policy=result.policy, mean_total_queue=result.mean_total_queue,
+        mean_queues=list(result.mean_queues),
+        total_queue_distribution=list(result.total_queue_distribution),
+        truncation=result.truncation, edge_mass=result.edge_mass,
+        truncation_error=result.truncation_error, loss_rate=result.loss_rate,
+        states=result.states, memory_values=1, law_tail=0.0,
+        seconds=time.perf_counter() - started, method=result.method,
+        notes=["the plain chain exceeds max_states: two-server multilevel aggregation"],
+        extras={"residual": result.residual, "cycles": float(result.cycles),
+                "mean_unused": result.mean_unused,
+                "mean_unused_square": result.mean_unused_square,
+                "cross_term": result.cross_term, "threshold": float(result.threshold)})

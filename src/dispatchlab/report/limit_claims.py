@@ -46,6 +46,9 @@ def excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
             keys = [(system, label, x) for x in curve["x"]]
             curve["equilibrated"] = [bool(settled.get(key, True)) for key in keys]
             curve["scale"] = [_threshold(threshold.get(key, math.nan)) for key in keys]
+            exact = frame.groupby(["system", "policy_label", "x"])["exact_epsilon_excess"].first() \
+                if "exact_epsilon_excess" in frame else pd.Series(dtype=float)
+            curve["exact"] = [float(exact.get(key, math.nan)) for key in keys]
             for column in ("y", "ci_low", "ci_high"):
                 curve[f"term_{column}"] = [term[column].get(key, math.nan) for key in keys]
             curves.append((system, label, curve, float(limits[system])))
@@ -86,13 +89,23 @@ def term_text(row: pd.Series) -> str:
     return f", Eq. (7) term {fmt(value)}{interval}"
 
 
+def exact_text(judged: pd.DataFrame) -> str:
+    """The exact ε·E[X] at the smallest judged ε that has one, "ε = …: value" (— if none)."""
+    rows = judged[judged["exact"].map(math.isfinite)] if "exact" in judged else judged.iloc[:0]
+    if rows.empty:
+        return "—"
+    return f"{fmt(rows.iloc[0]['exact'])} (ε = {rows.iloc[0]['x']:g})"
+
+
 def _excess_text(system: str, label: str, curve: pd.DataFrame, limit: float,
                  several: bool, estimate: LimitEstimate | None, reading: str) -> str:
     where = f"{system}: " if several else ""
     judged = judged_points(curve)
     small = judged.iloc[0] if len(judged) else curve.iloc[0]
+    exact = small.get("exact", math.nan)
     text = (f"{where}{label} ε·E[X] = {ci_text(small)} at ε = {small['x']:g}"
-            f"{term_text(small)}; ")
+            + (f" (exact {fmt(exact)})" if math.isfinite(exact) else "")
+            + f"{term_text(small)}; ")
     text += (estimate.describe() + f" ({estimate.value / limit:+.1%} of ζ/2 = {fmt(limit)})"
              if estimate is not None else "no limit: fewer than two points with an interval")
     text += f": {reading}"

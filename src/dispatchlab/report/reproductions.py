@@ -22,13 +22,16 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
 
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.experiments.store import Store
+from dispatchlab.report.exact_evidence import DEFAULT_EXACT, exact_column, load_exact
 from dispatchlab.report.limit_claims import (
+    exact_text,
     excess_curves,
     excess_persists,
     excess_vanishes,
@@ -412,11 +415,18 @@ def claim_frame(store: Store, claim: Claim) -> pd.DataFrame:
     ordered = frame.sort_values("slots", kind="stable")
     kept = ordered.drop_duplicates(point, keep="last").sort_index()
     kept["equilibrated"] = kept.apply(_equilibrated, axis=1).astype(bool)
+    kept["exact_epsilon_excess"] = exact_column(kept, _exact_table())
     for index, row in kept.iterrows():
         same = ordered[(ordered[point] == row[point]).all(axis=1) & (ordered.index != index)]
         if any(_runs_disagree(shorter, row) for _, shorter in same.iterrows()):
             kept.loc[index, "equilibrated"] = False
     return kept
+
+
+@cache
+def _exact_table() -> dict:
+    """The committed exact two-server table (:mod:`dispatchlab.report.exact_evidence`)."""
+    return load_exact(Path(DEFAULT_EXACT))
 
 
 def _equilibrated(row: pd.Series) -> bool:
@@ -543,12 +553,13 @@ def _limits_section(store: Store) -> list[str]:
             at = f"{judged.iloc[0]['x']:g}" if len(judged) else "—"
             if estimate is None:
                 why = "no stable point" if curve.empty else "fewer than two points"
-                rows.append(f"| {system} | {label} | {why} | — | — | {at} | {term or '—'} |")
+                rows.append(f"| {system} | {label} | {why} | — | — | {at} | {term or '—'} | — |")
                 continue
             check = "—" if math.isnan(estimate.fit_p) else f"{estimate.fit_p:.2g}"
             rows.append(f"| {system} | {label} | {fmt(estimate.value)} "
                         f"[{fmt(estimate.ci_low)}, {fmt(estimate.ci_high)}] | "
-                        f"{estimate.value / limit:+.2%} | {check} | {at} | {term or '—'} |")
+                        f"{estimate.value / limit:+.2%} | {check} | {at} | {term or '—'} | "
+                        f"{exact_text(judged)} |")
     if not rows:
         return []
     return ["", "## Heavy-traffic limits", "",
@@ -556,9 +567,13 @@ def _limits_section(store: Store) -> list[str]:
             "(a + b·ε·r, r = JBT's threshold or 1; [statistics](statistics.md#limits)), "
             "with the share of ζ/2, the χ² p-value of the fit (— with two points), and "
             "[JBT] Eq. (7)'s term E[ΣQ(t+1)·ΣU(t)] at the smallest judged ε, which the "
-            "drift identity ties to ε·E[X] ([statistics](statistics.md#drift)).", "",
+            "drift identity ties to ε·E[X] ([statistics](statistics.md#drift)); for two "
+            "servers with Bernoulli arrivals, the exact ε·E[X] of the slotted chain at the "
+            "smallest ε the exact table reaches ([exact answers](exact.md), "
+            "`results/exact/jbt_two_server.json`).", "",
             "| system | policy | lim ε·E[X] [95 % CI] | of ζ/2 | fit p | smallest ε | "
-            "Eq. (7) term [95 % CI] |", "|---|---|---|---|---|---|---|", *rows]
+            "Eq. (7) term [95 % CI] | exact ε·E[X] |", "|---|---|---|---|---|---|---|---|",
+            *rows]
 
 
 #: the README's generated summary of the page lies between these two lines

@@ -191,8 +191,8 @@ def test_any_sweep_raises_only_validation_errors(systems: Any, changes: dict[str
         arguments.pop("load", None)
     if "store" in arguments and isinstance(arguments["store"], str | bytes):
         arguments["store"] = None  # a real path would be a file in the working directory
-    if "bogus" in arguments:
-        with pytest.raises(TypeError):  # Python's own refusal of an unknown keyword
+    if "bogus" in arguments:  # named, with the allowed keywords (issue 38), not a TypeError
+        with pytest.raises(ValidationError, match="^bogus: unknown keyword of sweep"):
             dl.sweep(systems, ["jsq"], **arguments)
         return
     arguments["workers"] = 1  # never start a pool from a generated case

@@ -236,6 +236,8 @@ def paired_table(entries: list[Entry], pairs: list[PairedComparison]) -> Table:
     (the comparison's a − b, b the first) with
     the paired 95 % CI, the CI's method, the variance reduction and the unpaired
     half-width of the same runs (docs/statistics.md#paired)."""
+    from dispatchlab.simulation.compare import NO_MEAN
+
     baseline = entries[0].label
     table = Table(title=escape(f"paired with {baseline} on common random numbers (the same "
                                "arrivals and service)"), title_justify="left",
@@ -247,8 +249,12 @@ def paired_table(entries: list[Entry], pairs: list[PairedComparison]) -> Table:
         table.add_column(escape(name), justify="right")
     table.add_column("method")
     for entry, pair in zip(entries[1:], pairs, strict=True):
-        shown = (f"{number(pair.difference)} [{number(pair.ci_low)}, {number(pair.ci_high)}]"
-                 if math.isfinite(pair.half_width) else f"{number(pair.difference)} [—]")
+        if not math.isfinite(pair.difference):
+            shown = NO_MEAN  # one side (or both) unstable: no difference to give
+        elif math.isfinite(pair.half_width):
+            shown = f"{number(pair.difference)} [{number(pair.ci_low)}, {number(pair.ci_high)}]"
+        else:
+            shown = f"{number(pair.difference)} [—]"
         table.add_row(escape(entry.label), escape(shown), number(pair.variance_reduction),
                       number(pair.unpaired_half_width), escape(pair.method))
     return table

@@ -27,6 +27,7 @@ from dispatchlab.cli.output import MISSING, integer, number, stderr_console, std
 from dispatchlab.core.documents import read_text
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.paths import require_writable_file, write_whole
+from dispatchlab.core.spreadsheet import to_csv
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
 
 if TYPE_CHECKING:  # specs hold policies (numba): imported where a command needs them
@@ -234,8 +235,7 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
             raise
         frame = db.frame(spec.name)
         directory.mkdir(parents=True, exist_ok=True)
-        write_whole("out", directory / "points.csv",
-                    lambda path: frame.to_csv(path, index=False))
+        write_whole("out", directory / "points.csv", lambda path: to_csv(frame, path))
         try:
             figures = write_figures(spec, frame, directory, formats=("png",))
         except KeyError as error:  # the points are stored; only the figure cannot be drawn
@@ -367,12 +367,17 @@ def results_command(
         show_default=False)] = None,
     store: StoreOption = Path(DEFAULT_STORE),
 ) -> None:
-    """List, filter and export the stored points."""
+    """List, filter and export the stored points.
+
+    In CSV, a text cell that begins with = + - @ (or a tab / CR) is written with a leading
+    apostrophe, so that a spreadsheet shows it as text and never runs it as a formula;
+    numbers are written as they are."""
     require(format_ in EXPORT_FORMATS, "format", f"allowed: {', '.join(EXPORT_FORMATS)}")
     require(status in STATUS_FILTERS, "status", f"allowed: {', '.join(STATUS_FILTERS)}")
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
     _check_output_file(output)
     with Store(store, readonly=True) as db:
+        _note_schema(db)
         if experiment is not None:
             require(experiment in db.experiment_names(), "experiment",
                     f"{experiment!r} is not stored; stored: "
@@ -384,7 +389,7 @@ def results_command(
         assert output is not None
         write_whole("output", output, lambda path: frame.to_parquet(path, index=False))
     elif format_ in ("csv", "json"):
-        text = (frame.to_csv(index=False) if format_ == "csv"
+        text = (to_csv(frame) if format_ == "csv"
                 else frame.to_json(orient="records", lines=True))
         if output is not None:
             write_whole("output", output, lambda path: path.write_text(text, encoding="utf-8"))
@@ -395,6 +400,12 @@ def results_command(
         return
     if output is not None:
         stderr_console().print(f"wrote {len(frame)} rows to {escape(str(output))}")
+
+
+def _note_schema(db: Store) -> None:
+    """Say so when a store of another schema version is read."""
+    if db.schema_note is not None:
+        stderr_console().print(escape(db.schema_note), soft_wrap=True)
 
 
 def _print_table(frame, show_experiment: bool) -> None:  # frame: pandas.DataFrame
@@ -447,6 +458,7 @@ def report_command(
     import_user_modules(import_ or [])  # asked for here; a store never imports
     directory = out or RESULTS_DIR / experiment
     with Store(store, readonly=True) as db:
+        _note_schema(db)
         stored_spec(db, experiment)  # refused before the output directory is made,
         db.points(experiment, status=None)  # and so is a damaged row (a received store)
         db.runs(experiment)

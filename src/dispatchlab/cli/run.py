@@ -217,8 +217,8 @@ def result_table(result: Result, label: str | None = None) -> Table:
                   f"dispatch {system['dispatch']}, split {system['split']}")
     table.add_row("load", f"ρ = {number(result.load)}, ε = {number(result.epsilon)}, "
                   f"λ_Σ = {number(system['arrival_rate'])}")
-    table.add_row("run", f"{integer(result.slots)} slots × {result.replications} "
-                  f"(warm-up {integer(result.warmup)}), seed {result.seed}")
+    table.add_row("run", f"{result.slots_text()} (warm-up {integer(result.warmup)}), "
+                  f"seed {result.seed}")
     table.add_row("mean ΣQ \\[95% CI]", escape(f"{interval(result)} "
                                               f"({_tau_in_blocks(result.ci_method)})"))
     table.add_row("estimator", escape(estimator_text(result)))

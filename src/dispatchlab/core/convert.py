@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dispatchlab.core.errors import require
+from dispatchlab.core.errors import INTEGER_LIMIT, require
 
 
 class CommandLineText(str):
@@ -28,6 +28,7 @@ def as_int(value: Any, name: str, low: int = 0) -> int:
     """An integer ≥ ``low`` (``True`` is not an integer here)."""
     require(_is_integer(value), name, f"expected an integer (got {value!r})")
     require(value >= low, name, f"must be ≥ {low} (got {value})")
+    require(value <= INTEGER_LIMIT, name, f"must be ≤ 2^62 (got {value})")
     return int(value)
 
 

@@ -18,6 +18,19 @@ class ValidationError(ValueError):
         return type(self), (self.field, self.message)
 
 
+#: the largest integer an entry point takes (seeds, slots, max_states, …): the slot loop and
+#: the solvers hold them as int64, with room to add and compare
+INTEGER_LIMIT = 2**62
+
+
+def refuse_unknown(function: str, unknown: dict[str, object], allowed: str) -> None:
+    """A ValidationError naming the first of ``unknown`` keywords of ``function`` and
+    listing the ``allowed`` ones (as ``simulate`` does), instead of Python's TypeError."""
+    if unknown:
+        raise ValidationError(sorted(unknown)[0], f"unknown keyword of {function}; "
+                              f"allowed: {allowed}")
+
+
 def require(condition: bool, field: str, message: str) -> None:
     """Raise :class:`ValidationError` for ``field`` unless ``condition`` holds."""
     if not condition:

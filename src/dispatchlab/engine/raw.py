@@ -60,6 +60,7 @@ class RawRun:
     # measured job tagged with probability ``tag_probability``), or nothing (``off``)
     delay: str = "all"
     tag_probability: float = 0.0
+    detail: bool = True  # whether the queue imbalance was measured (else its sums are 0)
     # on request (run_once's per_server and trajectory_every): each server's jobs served
     # and histogram of Q_n(t+1) over the measured slots, and the trajectory rows (t, ΣQ(t),
     # q(t), Q_n(t) of trajectory_servers) at t = 0, k, 2k, …; empty when not asked for
@@ -285,7 +286,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         moments=np.zeros(loop.N_MOMENTS), final_queues=queues, seconds=0.0,
         initial_jobs=initial_total,
         delay="tagged" if tagged else "all" if track_delay else "off",
-        tag_probability=float(tag_probability),
+        tag_probability=float(tag_probability), detail=bool(detail),
     )
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)

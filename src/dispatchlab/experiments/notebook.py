@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dispatchlab.core.errors import require
+from dispatchlab.core.errors import refuse_unknown, require
 from dispatchlab.core.pools import BROKEN_POOL, process_pool, stop_pool
 from dispatchlab.core.progress_display import notebook_progress
 from dispatchlab.engine.control import format_seconds
@@ -228,6 +228,11 @@ def run_task(task: _Task) -> Result:
 # -- the sweep ---------------------------------------------------------------------------------
 
 
+SWEEP_KEYWORDS = ("load, epsilon, replications, slots, warmup, seed, workers, store, "
+                  "experiment, dispatchers, allow_unstable, warmup_method, track_delay, delay, "
+                  "estimator, start")
+
+
 def sweep(
     systems: SystemLike | Sequence[SystemLike],
     policies: PolicyLike | Iterable[PolicyLike] | Mapping[str, PolicyLike],
@@ -248,6 +253,7 @@ def sweep(
     delay: str | None = None,
     estimator: str = "coupled",
     start: str = "empty",
+    **unknown: Any,
 ):  # -> pandas.DataFrame
     """Simulate every (system, policy, load|ε) and return one DataFrame row per point.
 
@@ -290,6 +296,7 @@ def sweep(
     """
     import pandas as pd
 
+    refuse_unknown("sweep", unknown, SWEEP_KEYWORDS)
     args = sweep_arguments(
         load=load, epsilon=epsilon, replications=replications, slots=slots, warmup=warmup,
         seed=seed, workers=workers, store=store, experiment=experiment,

@@ -154,6 +154,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _integer_text(text: str | None) -> bool:
+    """Whether ``text`` is a schema version's integer (digits, no sign, no spaces)."""
+    return text is not None and text.isascii() and text.isdigit()
+
+
 def _pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists on this host."""
     try:
@@ -192,6 +197,7 @@ class Store:
     def __init__(self, path: str | Path = DEFAULT_STORE, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        self.schema_version: int | str = SCHEMA_VERSION
         require(not self.path.is_dir(), "store", f"{self.path} is a directory, not a file")
         require(self.path.parent.exists() or str(self.path.parent) == "", "store",
                 f"directory {self.path.parent} does not exist")
@@ -203,6 +209,7 @@ class Store:
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
                                        isolation_level=None)
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._refuse_unknown_schema()  # before anything is written, WAL mode included
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             with self._write() as db:
@@ -219,6 +226,49 @@ class Store:
         except sqlite3.DatabaseError as error:
             raise ValidationError("store", f"{self.path} is not a dispatchlab store "
                                   f"({error})") from None
+        except ValidationError:
+            self._db.close()
+            raise
+
+    def _stored_schema(self, db: sqlite3.Connection) -> str | None:
+        """The ``schema_version`` the file records (None for a new file), as stored."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" not in tables:
+            return None
+        rows = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        if not rows:
+            return None
+        value = rows[0][0]
+        return value if isinstance(value, str) else repr(value)
+
+    def _refuse_unknown_schema(self) -> None:
+        """Writing a schema this code does not know could break what a newer dispatchlab
+        wrote (or damage it further): refused, with one line."""
+        version = self._stored_schema(self._db)
+        require(version is None or version == str(SCHEMA_VERSION), "store",
+                f"{self.path}: schema version {_short(version)} is not one this dispatchlab "
+                f"writes (version {SCHEMA_VERSION}): refused for writing; "
+                + ("`dispatchlab results` and `report` can still read it"
+                   if _integer_text(version) else "not a number: a damaged store"))
+
+    def _check_readable_schema(self, db: sqlite3.Connection) -> None:
+        """Reading is safe for any integer version, since every row read is checked
+        against this version's columns (:meth:`_checked`); a version that is not an
+        integer is a damaged ``meta`` table, refused."""
+        version = self._stored_schema(db)
+        self.schema_version = SCHEMA_VERSION if version is None else version
+        if version is not None and not _integer_text(version):
+            raise ValidationError("store", f"{self.path}: schema version {_short(version)} "
+                                  "is not a number (a damaged store): refused")
+
+    @property
+    def schema_note(self) -> str | None:
+        """One line when the store's schema is not this version's (read-only use)."""
+        if str(self.schema_version) == str(SCHEMA_VERSION):
+            return None
+        return (f"note: store: {self.path} has schema version {self.schema_version}, this "
+                f"dispatchlab version {SCHEMA_VERSION}: read only, each row checked "
+                f"against version {SCHEMA_VERSION}'s columns")
 
     def _open_readonly(self) -> sqlite3.Connection:
         """Open for reading only. A WAL store needs its -shm file: where it cannot be
@@ -242,6 +292,15 @@ class Store:
                 db.close()
                 raise ValidationError("store", f"{self.path} is not a dispatchlab store "
                                       "(its tables are missing)")
+            try:
+                self._check_readable_schema(db)
+            except sqlite3.DatabaseError as error:  # a meta table of other columns
+                db.close()
+                raise ValidationError("store", f"{self.path} is not a dispatchlab store "
+                                      f"({error})") from None
+            except ValidationError:
+                db.close()
+                raise
             return db
         raise ValidationError("store", f"{self.path} cannot be read as a dispatchlab store "
                               f"({last})")

@@ -86,6 +86,8 @@ class PairedComparison:
                 "result_a": self.result_a.to_dict(), "result_b": self.result_b.to_dict()}
 
     def __str__(self) -> str:
+        if not math.isfinite(self.difference):
+            return f"E[ΣQ] {self.policy_a} − {self.policy_b}: {self.method}"
         interval = (f"[{self.ci_low:.4g}, {self.ci_high:.4g}]"
                     if math.isfinite(self.half_width) else "(no interval: too short)")
         return (f"E[ΣQ] {self.policy_a} − {self.policy_b} = {self.difference:.4g} "
@@ -153,6 +155,10 @@ def _run_paired(system: System, policies: list[Policy | str], workers: int | Non
     return plans, runs, labels
 
 
+#: what a paired difference says when a side has no mean
+NO_MEAN = "no mean (unstable)"
+
+
 def paired_comparison(plan_a: Plan, plan_b: Plan, runs_a: list[RawRun],
                       runs_b: list[RawRun], labels: tuple[str, str] | None = None
                       ) -> PairedComparison:
@@ -163,9 +169,16 @@ def paired_comparison(plan_a: Plan, plan_b: Plan, runs_a: list[RawRun],
     common = all(ra.block_pooled.shape == rb.block_pooled.shape
                  and bool((ra.block_pooled == rb.block_pooled).all())
                  for ra, rb in zip(runs_a, runs_b, strict=True))
+    without_mean = [label for label, result in zip(
+        labels or (plan_a.task.policy.name, plan_b.task.policy.name), (result_a, result_b),
+        strict=True) if not math.isfinite(result.mean_total_queue)]
     if any(run.hit_bound for run in (*runs_a, *runs_b)):
         estimate = Estimate(math.nan, math.nan, math.nan, "a run stopped at the bound "
                             "(unstable): no difference of means", 0)
+        reduction = unpaired = math.nan
+    elif without_mean:  # a difference against no mean would be a number that means nothing
+        estimate = Estimate(math.nan, math.nan, math.nan, f"{NO_MEAN}: "
+                            f"{', '.join(without_mean)}; no difference of means", 0)
         reduction = unpaired = math.nan
     elif len(runs_a) == 1:
         estimate, reduction, unpaired = _paired_blocks(runs_a[0], runs_b[0])

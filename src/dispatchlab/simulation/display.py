@@ -41,6 +41,6 @@ def result_html(result: Result) -> str:
             ("delay p50 / p99", f"{number(result.delay_p50)} / {number(result.delay_p99)}"),
             ("messages per job", result.messages_per_arrival),
             ("stability", result.stability), ("evidence", result.stability_evidence),
-            ("slots × replications", f"{result.slots} × {result.replications}"),
+            ("slots × replications", result.slots_text()),
             ("seed", result.seed)]
     return html_table("Result", rows)

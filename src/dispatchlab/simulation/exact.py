@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import INTEGER_LIMIT, ValidationError, refuse_unknown, require
 from dispatchlab.model.system import System
 
 if TYPE_CHECKING:
@@ -14,9 +14,13 @@ if TYPE_CHECKING:
     from dispatchlab.policies.base import Policy
 
 
+EXACT_KEYWORDS = "policy_params, truncation, tolerance, max_states, law_tail"
+
+
 def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any] | None = None,
           truncation: int | None = None, tolerance: float | None = None,
-          max_states: int | None = None, law_tail: float | None = None) -> ExactResult:
+          max_states: int | None = None, law_tail: float | None = None,
+          **unknown: Any) -> ExactResult:
     """The stationary law of ``system`` under ``policy``: E[ΣQ], E[Q_n], P(ΣQ = k), the
     truncation level K and the mass at its edge (:func:`dispatchlab.exact.chain.solve`).
 
@@ -30,7 +34,12 @@ def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
     from dispatchlab.policies import Policy, make_policy
     from dispatchlab.simulation.summary import theory_stability
 
+    refuse_unknown("exact", unknown, EXACT_KEYWORDS)
     require(isinstance(system, System), "system", f"expected a System (got {system!r})")
+    for name, value in (("truncation", truncation), ("max_states", max_states)):
+        require(not isinstance(value, int) or isinstance(value, bool)
+                or value <= INTEGER_LIMIT, name,
+                f"must be an integer ≤ 2^62 (got {value!r})")
     if isinstance(policy, str):
         policy = make_policy(policy, **(policy_params or {}))
     elif policy_params:

@@ -100,9 +100,11 @@ def _rounds(plan: Plan, per_round: int, pool: Executor | None) -> Result:
         if reason:
             return replace(result, stop_reason=reason, precision_target=target.relative,
                            precision_abs_target=target.absolute, slot_budget=budget)
-        if math.isfinite(half) and half > 0:
-            wanted = math.ceil(count * (half / target.half_width(result.mean_total_queue)) ** 2
-                               * PRECISION_OVERSHOOT)
+        aim = target.half_width(result.mean_total_queue)
+        if math.isfinite(half) and half > 0 and aim > 0 and half / aim < math.sqrt(affordable):
+            wanted = math.ceil(count * (half / aim) ** 2 * PRECISION_OVERSHOOT)
+        elif math.isfinite(half) and half > 0:  # out of reach: the budget (no overflow)
+            wanted = affordable
         else:
             wanted = 2 * count
         more = max(wanted - count, 1)

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import INTEGER_LIMIT, ValidationError, require
 from dispatchlab.engine.interface import Kernel
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
 from dispatchlab.model.limits import check_run_jobs
@@ -40,6 +41,9 @@ DELAY_MODES = ("tagged", "all", "off")
 TAGGED_JOBS = 200_000
 #: the largest ΣQ bound (an int64 in the slot loop, with room to compare against)
 MAX_BOUND = 2**62
+#: the largest seed a run takes: a sweep point's seed is derived as a 63-bit integer
+#: (specs.experiment.Point.seed), so runs take one bit more than the 2^62 of a root seed
+SEED_LIMIT = 2**63 - 1
 #: bins of each server's queue-length histogram (per_server=True) unless given
 SERVER_BINS = 64
 #: the most numbers (8 bytes each) the per-server histograms, or the trajectory, may hold
@@ -82,7 +86,8 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
     require(is_int(slots) and slots >= 1, "slots", f"must be an integer ≥ 1 (got {slots!r})")
     check_run_jobs(system.arrival_rate, system.mu_sum, int(slots))
     require(warmup is None or is_int(warmup), "warmup", f"must be an integer (got {warmup!r})")
-    require(is_int(seed) and seed >= 0, "seed", f"must be an integer ≥ 0 (got {seed!r})")
+    require(is_int(seed) and 0 <= seed <= SEED_LIMIT, "seed",
+            f"must be an integer in [0, 2^63 − 1] (got {seed!r})")
     require(is_int(replications), "replications",
             f"must be an integer ≥ 1 (got {replications!r})")
     warmup = int(slots * WARMUP_FRACTION) if warmup is None else warmup
@@ -108,8 +113,13 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = 1_000_000,
         require(value is None or (isinstance(value, int | float) and not isinstance(value, bool)
                                   and math.isfinite(value) and value > 0),
                 name, f"must be a number > 0 (got {value!r})")
-    require(max_slots is None or (is_int(max_slots) and max_slots >= slots), "max_slots",
-            f"must be an integer ≥ slots = {slots} (got {max_slots!r})")
+    require(max_slots is None or (is_int(max_slots) and slots <= max_slots <= INTEGER_LIMIT),
+            "max_slots", f"must be an integer in [slots = {slots}, 2^62] (got {max_slots!r})")
+    # a relative half-width below double precision's resolution of a mean cannot be reached
+    # (asking for it overflowed the rounds' arithmetic: an OverflowError traceback)
+    require(precision is None or precision >= sys.float_info.epsilon, "precision",
+            f"must be ≥ {sys.float_info.epsilon:.3g}, the resolution of a double (got "
+            f"{precision!r})")
     observed = observation_settings(system, int(slots), per_server, per_server_bins, trajectory,
                                     trajectory_servers)
     policy.check_system(system)

@@ -64,8 +64,8 @@ class Result:
     # theorem quantities
     epsilon_total_queue: float  # ε·E[ΣQ]
     idle_while_busy: float  # E[‖Q(t+1)‖₁·‖U(t)‖₁], [JBT] Eq. (7)'s term
-    queue_imbalance_l1: float  # DQI_1 = E[Σ_n |Q_n − ΣQ/N|]
-    queue_imbalance_l2: float  # DQI_2 = E[‖Q_⊥‖₂]
+    queue_imbalance_l1: float  # DQI_1 = E[Σ_n |Q_n − ΣQ/N|]; nan: not measured (detail=False)
+    queue_imbalance_l2: float  # DQI_2 = E[‖Q_⊥‖₂]; nan (null in JSON) when not measured
     herding_fraction: float  # slots where ≥ 2 dispatchers chose one server
     arrival_rate_measured: float
     # conservation over the whole run (all replications): arrived = departed + in system
@@ -165,6 +165,18 @@ class Result:
     @property
     def stable(self) -> bool:
         return self.stability == "stable"
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether fewer slots ran than asked (a run stopped at its bound)."""
+        return 0 < self.slots_run < self.slots * self.replications
+
+    def slots_text(self) -> str:
+        """``10,000 slots × 2``, or ``1,001 of 10,000,000 slots run × 1`` when stopped."""
+        if self.stopped_early:
+            return (f"{self.slots_run:,} of {self.slots * self.replications:,} slots run "
+                    f"({self.slots:,} × {self.replications} asked)")
+        return f"{self.slots:,} slots × {self.replications}"
 
     @property
     def little_law_gap(self) -> float:

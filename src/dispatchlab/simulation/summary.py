@@ -314,6 +314,9 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     def stable_only(value: float) -> float:
         return nan if unstable else float(value)
 
+    def imbalance(total: float) -> float:  # not measured (detail=False) is missing, not 0
+        return total / measured if all(run.detail for run in runs) else nan
+
     mean_total = stable_only(estimate.mean)
     diag = sum(run.diag for run in runs)
     seconds = sum(run.seconds for run in runs)
@@ -344,8 +347,8 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         idle_while_busy_ci_high=stable_only(queue_unused.ci_high),
         mean_unused_square=totals.sum_unused_sq / measured,
         mean_pooled_unused_square=totals.sum_pooled_unused_sq / measured,
-        queue_imbalance_l1=stable_only(totals.sum_imbalance_l1 / measured),
-        queue_imbalance_l2=stable_only(totals.sum_imbalance_l2 / measured),
+        queue_imbalance_l1=stable_only(imbalance(totals.sum_imbalance_l1)),
+        queue_imbalance_l2=stable_only(imbalance(totals.sum_imbalance_l2)),
         herding_fraction=totals.herding_slots / measured if window else nan,
         arrival_rate_measured=totals.arrivals_measured / measured if window
         else nan,
@@ -364,7 +367,7 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         relative_half_width=stable_only(estimate.relative_half_width),
         ci_dof=float(estimate.dof),
         autocorrelation_time=(max(tau_blocks) * runs[0].block_length if tau_blocks else nan),
-        stop_reason=FIXED_LENGTH,
+        stop_reason=stop_reason(runs),
         theory_stability=theory, start=start,
         estimator="coupled" if use_coupled else "plain", estimator_note=note,
         plain_mean_total_queue=stable_only(plain.mean),
@@ -383,6 +386,18 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         **per_server_statistics(system, runs, unstable),
         **trajectory_fields(runs[0]),
     )
+
+
+def stop_reason(runs: list[RawRun]) -> str:
+    """Why the runs ended: their fixed length, or where the first one that passed its
+    bound stopped (the slots it ran, not those asked for)."""
+    stopped = [run for run in runs if run.hit_bound]
+    if not stopped:
+        return FIXED_LENGTH
+    run = stopped[0]
+    which = "" if len(runs) == 1 else f" ({len(stopped)} of {len(runs)} replications)"
+    return (f"stopped at the bound{which}: ΣQ passed {run.bound:,} after {run.slots_run:,} "
+            f"of {run.slots:,} slots")
 
 
 def per_server_statistics(system: System, runs: list[RawRun], unstable: bool

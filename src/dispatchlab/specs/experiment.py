@@ -33,7 +33,7 @@ import numpy as np
 
 from dispatchlab.core.convert import as_float, as_table, check_keys
 from dispatchlab.core.documents import loads_json, read_toml
-from dispatchlab.core.errors import require
+from dispatchlab.core.errors import INTEGER_LIMIT, require
 from dispatchlab.model.system import System
 from dispatchlab.simulation.plan import plan_run
 from dispatchlab.specs.figure import FigureSpec
@@ -282,8 +282,8 @@ class ExperimentSpec:
                 "the grid is empty: give at least one load or epsilon")
         require(_integer(self.replications) and self.replications >= 1,
                 "replications", f"must be an integer ≥ 1 (got {self.replications!r})")
-        require(_integer(self.seed) and self.seed >= 0, "seed",
-                f"must be an integer ≥ 0 (got {self.seed!r})")
+        require(_integer(self.seed) and 0 <= self.seed <= INTEGER_LIMIT, "seed",
+                f"must be an integer in [0, 2^62] (got {self.seed!r})")
         if isinstance(self.slots, SlotsRule):
             self.slots.validate("slots")
         else:

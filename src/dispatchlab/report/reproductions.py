@@ -5,11 +5,12 @@ stored points — nothing is hard-coded but the claim, the rule and its toleranc
 whose experiment is not in the store reads "not run yet" with the command that runs it.
 The verdict words (:data:`VERDICTS`) are defined on the page itself.
 
-The heavy-traffic claims are judged on ε·E[X], X = ΣQ − q the excess over the
-resource-pooled queue, measured with the coupled estimator (docs/statistics.md#coupled):
-ε·E[ΣQ] → ζ/2 exactly when ε·E[X] → 0, and the page reports, next to the value at the
-smallest ε, its local exponent α (ε·E[X] ∝ ε^α between the two smallest ε: α ≈ 1 when
-E[X] stays bounded, α ≈ 0 when ε·E[X] levels off above 0).
+The heavy-traffic claims are judged on lim ε·E[X], X = ΣQ − q the excess over the
+resource-pooled queue, measured with the coupled estimator (docs/statistics.md#coupled)
+and extrapolated to ε = 0 with a CI (:mod:`dispatchlab.report.limit_claims`,
+docs/statistics.md#limits), beside [JBT] Eq. (7)'s term and, where the committed table
+has them, the exact two-server values (:mod:`dispatchlab.report.exact_evidence`). Points
+that are not equilibrated are shown, not judged (:func:`claim_frame`).
 
     python -m dispatchlab.report.reproductions --store results/reproductions/store.sqlite \
         --out docs/reproductions.md          # what ``make reproductions`` runs

@@ -11,7 +11,7 @@
 #   jbt-regimes-long led-fig2-long          JIQ at 10⁻³ (2·10⁹ slots), L-JSQ-Push long, about 6
 #   led-fig1-slotted                        Fig. 1 in the group's slot model, about 3
 #   jbt-poly-long                           r = (1/ε)^1.5 past its relaxation, about 20
-#   scd-loads scd-dispatchers               SCD and TWF against the herd, about 25
+#   scd-loads                               SCD and TWF against the herd, about 15
 #
 # The store is then compacted for committing (the per-point ΣQ histograms, which no claim
 # reads, are dropped: dispatchlab.experiments.compact), and `make reproductions` (or
@@ -22,7 +22,7 @@ DISPATCHLAB="${DISPATCHLAB:-.venv/bin/dispatchlab}"
 ALL="led-fig1 led-fig2 pi-stability jbt-regimes led-regimes pi-regimes jbt-regimes-deep
      led-regimes-deep pi-regimes-deep jbt-regimes-deeper led-regimes-deeper jbt-gaps
      jbt-regimes-long led-fig2-long led-fig1-slotted jbt-poly-long
-     scd-loads scd-dispatchers"
+     scd-loads"
 for name in ${*:-$ALL}; do
     "$DISPATCHLAB" experiment "$name" --store results/reproductions/store.sqlite \
         --out "results/reproductions/$name" --no-progress --yes

@@ -121,20 +121,6 @@ def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: li
                                      for other, v in zip(others, verdicts, strict=True)))
 
 
-def _each_system(judge: Callable[[ExperimentSpec, pd.DataFrame], Verdict]
-                 ) -> Callable[[ExperimentSpec, pd.DataFrame], Verdict]:
-    """``judge`` on each system's points alone: held when it holds on every system."""
-    def judged(spec: ExperimentSpec, frame: pd.DataFrame) -> Verdict:
-        verdicts = [(system, judge(spec, part))
-                    for system, part in frame.groupby("system", sort=True)]
-        statuses = [v.status for _, v in verdicts]
-        status = ("held" if set(statuses) == {"held"} else
-                  "not held" if "not held" in statuses else combine(statuses))
-        return Verdict(status, "; ".join(f"{system}: {v.status} ({v.numbers})"
-                                         for system, v in verdicts))
-    return judged
-
-
 def _messages(frame: pd.DataFrame, label: str, x: float) -> str:
     """A policy's messages per arrival at ``x`` (mean over its runs), as a suffix."""
     rows = frame[(frame["policy_label"] == label) & (frame["x"] == x)]
@@ -317,11 +303,6 @@ CLAIMS: tuple[Claim, ...] = (
           "scd-loads", "queue",
           lambda s, f: _beats_all(s, f, "SCD", ["JSQ (water-filling)", "LSQ", "JIQ",
                                                 "weighted random"])),
-    Claim("scd-dispatchers", "[SCD]",
-          "And it keeps its lead over full-information JSQ and weighted random as the "
-          "dispatchers multiply (M = 1, 10, 100 at ρ = 0.9).", "scd-dispatchers", "queue",
-          _each_system(lambda s, f: _beats_all(s, f, "SCD", ["JSQ (water-filling)",
-                                                             "weighted random"]))),
     Claim("led-fig1-po2", "[LED] Fig. 1, [HLM]",
           "Po-2 is unstable above ρ ≈ 0.67 on 50×0.1 + 50×0.5 servers (and stable below).",
           "led-fig1", "queue",

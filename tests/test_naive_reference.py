@@ -79,19 +79,24 @@ CASES = [
                          ids=[f"{c[0]}{c[1].get('d', '')}-{c[3]}" for c in CASES])
 def test_the_compiled_loop_follows_the_naive_one(name, params, keywords, seed) -> None:
     system = System.build(MU, load=0.9, **keywords)
-    policy = make_policy(name, **params)
+    assert_follows_naive(system, make_policy(name, **params), naive_policy(name, params, system),
+                         seed)
+
+
+def assert_follows_naive(system: System, policy, naive, seed: int) -> None:
+    """The compiled loop's path of ``policy`` is the naive loop's of ``naive``, slot by slot,
+    on a path worth comparing (jobs queue, and more than one server holds some)."""
     queues, totals, pooled = compiled_path(system, policy, seed)
     path = naive_run(mu=[float(x) for x in system.mu], arrival_rate=float(system.arrival_rate),
                      dispatcher_weights=[float(p) for p in system.weights], split=system.split,
                      dispatch=system.dispatch, service=system.service.kind,
-                     policy=naive_policy(name, params, system), slots=SLOTS, seed=seed)
+                     policy=naive, slots=SLOTS, seed=seed)
     expected = np.array(path.queues)
     first = np.flatnonzero((queues != expected).any(axis=1))
     assert first.size == 0, (
         f"Q({first[0]}) = {queues[first[0]].tolist()}, naive {path.queues[first[0]]}")
     assert totals.tolist() == expected[1:].sum(axis=1).tolist()
     assert pooled.tolist() == path.pooled[1:]
-    # a path worth comparing: jobs queue, and more than one server holds some
     assert expected.sum(axis=1).max() >= 4
     assert (expected > 0).any(axis=0).sum() >= 2
 

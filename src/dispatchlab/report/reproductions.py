@@ -568,7 +568,7 @@ def readme_block(page: str) -> str:
     verdict table: one voice for every claim."""
     rows = ["| claim | source | verdict |", "|---|---|---|"]
     table = page.split("| claim | source | verdict |", 1)[1].split("\n\n", 1)[0]
-    for line in table.strip().splitlines()[1:]:
+    for line in table.strip().splitlines()[2:]:  # past the header's tail and its rule
         cells = [cell.strip() for cell in line.strip("|").split(" | ")]
         rows.append(f"| {cells[0]} | {cells[1]} | {cells[2]} |")
     return "\n".join([README_BEGIN, *rows, README_END])

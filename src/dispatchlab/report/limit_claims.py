@@ -25,16 +25,19 @@ from dispatchlab.stats.limits import LimitEstimate, estimate_limit
 
 def excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
                    ) -> list[tuple[str, str, pd.DataFrame, float]] | Verdict:
-    """(system, label, rows of ε·E[X] by x with their Eq. (7) term, ζ/2) per curve: the
-    stable points with a value, each marked ``equilibrated`` (:func:`claim_frame`)."""
+    """(system, label, rows of ε·E[X] by x, ζ/2) per curve: the stable points with a value,
+    each with its ``equilibrated`` mark (``reproductions.claim_frame``), JBT's threshold
+    (``scale``), the exact value where one is known (``exact``) and the Eq. (7) term
+    (``term_y``, ``term_ci_low``, ``term_ci_high``)."""
     summary = summary_of(spec, frame, "epsilon_excess")
     missing = missing_curves(summary, labels)
     if missing:
         return missing
     term = summary_of(spec, frame, "idle_while_busy").set_index(["system", "policy", "x"])
-    settled = frame.groupby(["system", "policy_label", "x"])["equilibrated"].all()
-    threshold = (frame.groupby(["system", "policy_label", "x"])["diag.threshold"].first()
-                 if "diag.threshold" in frame else pd.Series(dtype=float))
+    by_point = frame.groupby(["system", "policy_label", "x"])
+    settled = by_point["equilibrated"].all()
+    threshold, exact = (by_point[column].first() if column in frame else pd.Series(dtype=float)
+                        for column in ("diag.threshold", "exact_epsilon_excess"))
     limits = frame.groupby("system")["heavy_traffic_limit"].first().to_dict()
     curves = []
     for system in sorted(set(summary["system"])):
@@ -46,8 +49,6 @@ def excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
             keys = [(system, label, x) for x in curve["x"]]
             curve["equilibrated"] = [bool(settled.get(key, True)) for key in keys]
             curve["scale"] = [_threshold(threshold.get(key, math.nan)) for key in keys]
-            exact = frame.groupby(["system", "policy_label", "x"])["exact_epsilon_excess"].first() \
-                if "exact_epsilon_excess" in frame else pd.Series(dtype=float)
             curve["exact"] = [float(exact.get(key, math.nan)) for key in keys]
             for column in ("y", "ci_low", "ci_high"):
                 curve[f"term_{column}"] = [term[column].get(key, math.nan) for key in keys]

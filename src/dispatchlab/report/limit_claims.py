@@ -64,6 +64,7 @@ def _threshold(value: object) -> float:
 
 
 def has_interval(curve: pd.DataFrame) -> pd.Series:
+    """Rows of ``curve`` whose CI is finite on both sides."""
     return curve["ci_low"].map(math.isfinite) & curve["ci_high"].map(math.isfinite)
 
 
@@ -73,6 +74,7 @@ def judged_points(curve: pd.DataFrame) -> pd.DataFrame:
 
 
 def limit_of(curve: pd.DataFrame) -> LimitEstimate | None:
+    """lim ε·E[X] of a curve from its judged points (:func:`judged_points`), or ``None``."""
     judged = judged_points(curve)
     return estimate_limit(judged["x"].to_numpy(), judged["y"].to_numpy(),
                           judged["ci_low"].to_numpy(), judged["ci_high"].to_numpy(),
@@ -185,10 +187,13 @@ def shown_somewhere(statuses: list[str]) -> str:
 
 
 def excess_vanishes(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
+    """Heavy-traffic optimal: every curve's lim ε·E[X] is 0 (:func:`vanishing`)."""
     return _judge_excess(spec, frame, labels, vanishing)
 
 
 def excess_persists(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
+    """Not heavy-traffic optimal: lim ε·E[X] > 0 where a system resolves it
+    (:func:`persisting`)."""
     return _judge_excess(spec, frame, labels, persisting, somewhere=True)
 
 

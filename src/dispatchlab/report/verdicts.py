@@ -43,10 +43,12 @@ class Verdict:
 
 
 def fmt(value: float) -> str:
+    """A number in four significant digits, "—" when not finite."""
     return "—" if not math.isfinite(value) else f"{value:.4g}"
 
 
 def ci_text(row: pd.Series) -> str:
+    """A summary row's value with its CI, or "unstable"."""
     if not row["stable"]:
         return "unstable"
     text = fmt(row["y"])
@@ -56,10 +58,12 @@ def ci_text(row: pd.Series) -> str:
 
 
 def summary_of(spec: ExperimentSpec, frame: pd.DataFrame, y: str) -> pd.DataFrame:
+    """The stored points of ``frame`` summarised for ``y`` along the spec's axis."""
     return summarize(frame, FigureSpec("claim", x=spec.axis, y=y))
 
 
 def missing_curves(summary: pd.DataFrame, labels: list[str]) -> Verdict | None:
+    """An "incomplete" verdict naming the labels with no stored point, else ``None``."""
     absent = [label for label in labels if label not in set(summary["policy"])]
     if absent:
         return Verdict("incomplete", "no stored points for " + ", ".join(absent))
@@ -67,10 +71,13 @@ def missing_curves(summary: pd.DataFrame, labels: list[str]) -> Verdict | None:
 
 
 def combine(statuses: list[str]) -> str:
+    """The weakest of several statuses (not held < undecided < below resolution < trend <
+    held)."""
     order = ("not held", "undecided", "below resolution", "trend", "held")
     return min(statuses, key=order.index) if statuses else "undecided"
 
 
 def numeric(row: pd.Series, column: str) -> float:
+    """``row[column]`` as a float, NaN when absent or not a number."""
     value = pd.to_numeric(row.get(column, math.nan), errors="coerce")
     return float(value) if value is not None and pd.notna(value) else math.nan

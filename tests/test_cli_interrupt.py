@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from sigint import default_sigint
+
 SPEC = """
 name = "ctrl-c"
 seed = 1
@@ -66,7 +68,7 @@ def test_ctrl_c_on_a_pooled_sweep_is_clean(tmp_path: Path, after: float, twice: 
                "--out", str(tmp_path / "out")]
     child = subprocess.Popen(  # a session of its own: SIGINT goes to the group, as from a tty
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 180
         while not _workers_of(child.pid) and time.monotonic() < deadline:
@@ -103,7 +105,7 @@ def test_ctrl_c_on_pooled_replications_says_how_far_it_got() -> None:
                "--servers", "10x0.5", "--slots", str(10**11), "--replications", "2",
                "--workers", "2", "--no-delay", "--yes"]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
+                             text=True, start_new_session=True, preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 180
         while len(_workers_of(child.pid)) < 2 and time.monotonic() < deadline:

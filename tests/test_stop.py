@@ -26,6 +26,7 @@ from dispatchlab.engine.interface import Kernel, choose_function, hook_function
 from dispatchlab.engine.raw import default_bound, run_once
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.base import Policy, policy_names, register
+from sigint import default_sigint
 
 # -- deliberately broken policies --------------------------------------------------------------
 
@@ -188,7 +189,8 @@ def _start_run(*args: str, stderr: int) -> subprocess.Popen[str]:
                                env={**os.environ, "COLUMNS": "300"}).stdout
     extra = ["--yes"] if "--yes" in help_text else []
     return subprocess.Popen([cli, "run", *args, *extra], stdout=subprocess.PIPE,
-                            stderr=stderr, text=True, env={**os.environ, "COLUMNS": "200"})
+                            stderr=stderr, text=True, env={**os.environ, "COLUMNS": "200"},
+                            preexec_fn=default_sigint)
 
 
 def _read_until(fd: int, marker: bytes, timeout: float) -> bytes:
@@ -255,7 +257,7 @@ def test_api_interrupt_is_a_keyboard_interrupt_at_a_slot_boundary() -> None:
         "    print('stopped', e)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, preexec_fn=default_sigint)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("stopped interrupted at slot ")
 

@@ -100,16 +100,25 @@ def test_adapter_cache_key_describes_the_policy_function() -> None:
     assert key != _AdapterCache(_inlining_adapter(_pod_choose), _pod_choose)._policy_key
 
 
-def test_adapter_cache_key_holds_dispatchlab_s_sources() -> None:
+def test_adapter_cache_key_holds_the_sources_it_depends_on() -> None:
     """A policy inlines helpers from other modules (LED's min tree, layouts), which its own
-    stamp does not see: a stale adapter chose server 128 of 100 after an update."""
+    stamp does not see: a stale adapter chose server 128 of 100 after an update. The key
+    holds the digest of what the adapter and its policy reach, and nothing else."""
     from numba.core.registry import cpu_target
 
-    from dispatchlab.compiled.cache_guard import sources_digest
+    from dispatchlab.compiled.dependencies import PACKAGE, dependency_digest, dependency_files
+    from dispatchlab.policies.led.policy import _builtin_choose
 
     cache = _AdapterCache(_inlining_adapter(_jsq_choose), _jsq_choose)
     key = cache._index_key((types.int64,), cpu_target.target_context.codegen())
-    assert sources_digest() in key[-1]
+    assert dependency_digest(cache._py_func) in key[-1]
+    led = {path.relative_to(PACKAGE).as_posix()
+           for path in dependency_files(_inlining_adapter(_builtin_choose))}
+    assert {"engine/adapter.py", "engine/interface.py", "policies/led/policy.py",
+            "policies/led/min_tree.py", "compiled/rng.py"} <= led
+    assert not any(name.startswith(("report/", "cli/", "stats/", "experiments/"))
+                   for name in led), led
+    assert "policies/classic.py" not in led
 
 
 def test_hook_adapters_update_memory_and_draw_like_the_hooks() -> None:

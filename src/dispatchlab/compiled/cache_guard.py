@@ -15,46 +15,22 @@ numba also trusts an entry whose own source file is unchanged, though a function
 or inlines from another module changed: after an update of dispatchlab (``git pull`` on an
 editable install, a rebase) the slot loop could run stale compiled helpers and give wrong
 numbers, silently (seen: a policy's end-of-slot step from before a change, half the
-departures). So the index key of every function that uses dispatchlab also holds a digest
-of dispatchlab's sources (:func:`sources_digest`): any change to them compiles afresh.
+departures). So the index key of every function that uses dispatchlab also holds the
+digest of the dispatchlab sources it depends on (:func:`.dependencies.dependency_digest`):
+an edit to one of them compiles it afresh, an edit elsewhere (the report, the CLI, a
+test) does not.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
-_state: dict[str, Any] = {"installed": False, "announced": False, "digest": None}
-#: the dispatchlab package folder, whose sources key every compiled entry that uses them
-PACKAGE = Path(__file__).resolve().parents[1]
+from dispatchlab.compiled.dependencies import dependency_digest, dependency_files
 
-
-def sources_digest() -> str:
-    """SHA-256 of every source file of dispatchlab (relative path and bytes), once a
-    process (a few milliseconds)."""
-    if _state["digest"] is None:
-        digest = hashlib.sha256()
-        for path in sorted(PACKAGE.rglob("*.py")):
-            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
-        _state["digest"] = digest.hexdigest()
-    return _state["digest"]
-
-
-def uses_dispatchlab(function: Any) -> bool:
-    """Whether ``function`` is dispatchlab's, or its module refers to dispatchlab (a user's
-    policy module compiled against dispatchlab's helpers)."""
-    def ours(value: Any) -> bool:
-        module = getattr(value, "__module__", None) or getattr(value, "__name__", None)
-        return isinstance(module, str) and (module == "dispatchlab"
-                                            or module.startswith("dispatchlab."))
-
-    namespace = getattr(function, "__globals__", {})
-    return ours(function) or any(ours(value) for value in list(namespace.values()))
+_state: dict[str, Any] = {"installed": False, "announced": False}
 
 
 def announce(path: str, error: BaseException) -> None:
@@ -90,8 +66,9 @@ def install() -> None:
 
     def keyed_by_sources(self: Any, sig: Any, codegen: Any) -> Any:
         key = index_key(self, sig, codegen)
-        if uses_dispatchlab(getattr(self, "_py_func", None)):
-            return (*key, sources_digest())
+        function = getattr(self, "_py_func", None)
+        if function is not None and dependency_files(function):
+            return (*key, dependency_digest(function))
         return key
 
     def guarded_load(self: Any, sig: Any, target_context: Any) -> Any:

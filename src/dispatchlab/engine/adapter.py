@@ -29,8 +29,8 @@ per hook) and calls ``adapter(t, record, packed)``.
 
 The loop itself stays compiled once for every policy; each adapter is compiled (or loaded
 from numba's disk cache, keyed by the policy function's module, name, bytecode and source
-file stamp) once per policy, and costs about what compiling ``choose`` alone did (about
-10 % more since it loops over the dispatchers).
+file stamp, and the sources it depends on) once per policy, and costs about what
+compiling ``choose`` alone did (about 10 % more since it loops over the dispatchers).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from numba.core import cgutils
 from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 
-from dispatchlab.compiled.cache_guard import sources_digest
+from dispatchlab.compiled.dependencies import dependency_digest
 from dispatchlab.compiled.lazy import AbsentStep
 from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled, no_hook
 
@@ -129,8 +129,9 @@ class _AdapterCache(FunctionCache):
     cells, which for a compiled function differs from process to process (a fresh uuid),
     so it would never hit. This key describes the policy function instead: its module,
     name, bytecode and constants, and its source file's stamp (as numba's own check), and
-    dispatchlab's sources (``compiled.cache_guard.sources_digest``: the helpers a policy
-    inlines from other modules, which the stamp does not see)."""
+    the dispatchlab sources the adapter and the policy depend on
+    (``compiled.dependencies.dependency_digest``: the helpers a policy inlines from other
+    modules, which the stamp does not see)."""
 
     def __init__(self, py_func, policy_function: Any) -> None:
         super().__init__(py_func)
@@ -143,7 +144,8 @@ class _AdapterCache(FunctionCache):
 
     def _index_key(self, sig, codegen):
         code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
-        return (sig, codegen.magic_tuple(), (code, self._policy_key, sources_digest()))
+        return (sig, codegen.magic_tuple(), (code, self._policy_key,
+                                                 dependency_digest(self._py_func)))
 
 
 _ADAPTERS: dict[Any, Any] = {}

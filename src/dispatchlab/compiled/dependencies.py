@@ -1,0 +1,204 @@
+"""Which of dispatchlab's source files a compiled function depends on, and their digest.
+
+numba keys a cached function by its own bytecode and its own source file's stamp; a
+helper it calls or inlines from another module, a constant it froze at compile time or a
+type it was compiled against can change without either. :func:`dependency_digest` is
+what :mod:`.cache_guard` adds to the key: a SHA-256 of every dispatchlab source file the
+function can reach, found by walking what its code refers to:
+
+* the module that defines it, and every global or closure value its code (nested code
+  objects included) names: a numba dispatcher or an intrinsic is walked in turn through
+  its Python function, a module through the attributes the code reads from it, a tuple or
+  list through its items, any other object through the module that defines its type;
+* where a name came from: ``from dispatchlab.a import X`` in the walked module adds
+  ``a``'s file, and so on along a chain of re-exports (a constant such as a buffer length
+  is frozen into the compiled code, and its value does not say where it was defined).
+
+So an edit to the report, the CLI, the statistics or a test recompiles nothing, and an
+edit to one policy's kernel recompiles that policy's functions only (the slot loop calls a
+policy through a first-class function, which it does not inline). A user's function
+compiled against dispatchlab's helpers is walked the same way; its own file is numba's
+own stamp, as for any cached function.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+import types
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+#: the dispatchlab package folder
+PACKAGE = Path(__file__).resolve().parents[1]
+_PREFIX = "dispatchlab"
+
+
+def _ours(module_name: object) -> bool:
+    return isinstance(module_name, str) and (
+        module_name == _PREFIX or module_name.startswith(_PREFIX + "."))
+
+
+def _module_file(module_name: str) -> Path | None:
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    return Path(path).resolve() if path else None
+
+
+@cache
+def _imported_names(module_name: str) -> dict[str, tuple[str, str | None]]:
+    """``name -> (module, attribute)`` for the names a dispatchlab module binds by a
+    ``from … import`` or an ``import … as`` of another dispatchlab module (attribute None:
+    the name is the module itself)."""
+    path = _module_file(module_name)
+    if path is None or path.suffix != ".py":
+        return {}
+    tree = ast.parse(path.read_bytes())
+    package = module_name if path.name == "__init__.py" else module_name.rpartition(".")[0]
+    bound: dict[str, tuple[str, str | None]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = node.module or ""
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                source = ".".join([*base, source] if source else base)
+            if not _ours(source):
+                continue
+            for alias in node.names:
+                bound[alias.asname or alias.name] = (source, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if _ours(alias.name) and alias.asname:
+                    bound[alias.asname] = (alias.name, None)
+    return bound
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """The global and attribute names ``code`` and the code nested in it refer to."""
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _names(constant)
+    return names
+
+
+class _Walk:
+    """One walk from a function over what it refers to, collecting source files."""
+
+    def __init__(self) -> None:
+        self.files: set[Path] = set()
+        self._seen: set[int] = set()
+
+    def module(self, module_name: str) -> None:
+        if not _ours(module_name):
+            return
+        path = _module_file(module_name)
+        if path is not None:
+            self.files.add(path)
+
+    def binding(self, module_name: str, name: str) -> None:
+        """Add the files along the chain of imports that bound ``name`` in the module."""
+        for _ in range(32):  # a chain of re-exports, never a cycle
+            self.module(module_name)
+            source = _imported_names(module_name).get(name)
+            if source is None:
+                return
+            module_name, attribute = source
+            if attribute is None:
+                self.module(module_name)
+                return
+            submodule = f"{module_name}.{attribute}"
+            if submodule in sys.modules:
+                self.module(submodule)
+            name = attribute
+
+    def function(self, function: Any) -> None:
+        if id(function) in self._seen:
+            return
+        self._seen.add(id(function))
+        code = getattr(function, "__code__", None)
+        if code is None:
+            return
+        module_name = getattr(function, "__module__", None) or ""
+        self.module(module_name)
+        names = _names(code)
+        namespace = getattr(function, "__globals__", {})
+        for name in names:
+            if name in namespace:
+                if _ours(module_name):
+                    self.binding(module_name, name)
+                self.value(namespace[name], names)
+        for cell in function.__closure__ or ():
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            self.value(contents, names)
+        for default in function.__defaults__ or ():
+            self.value(default, names)
+
+    def value(self, value: Any, names: set[str]) -> None:
+        for inner in _functions_of(value):
+            self.function(inner)
+        if isinstance(value, types.ModuleType):
+            if _ours(value.__name__) and id(value) not in self._seen:
+                self._seen.add(id(value))
+                self.module(value.__name__)
+                for name in names:
+                    if name in vars(value):
+                        self.binding(value.__name__, name)
+                        self.value(vars(value)[name], names)
+        elif isinstance(value, tuple | list):
+            for item in value:
+                self.value(item, names)
+        elif not isinstance(value, types.FunctionType):
+            kind = value if isinstance(value, type) else type(value)
+            self.module(getattr(kind, "__module__", None) or "")
+
+
+def _functions_of(value: Any) -> Iterator[Any]:
+    """The Python functions behind ``value``: itself, a dispatcher's ``py_func``, an
+    intrinsic's definition."""
+    if isinstance(value, types.FunctionType):
+        yield value
+    for attribute in ("py_func", "_defn"):
+        inner = getattr(value, attribute, None) if not isinstance(value, type) else None
+        if isinstance(inner, types.FunctionType):
+            yield inner
+
+
+_DIGESTS: dict[int, tuple[Any, str]] = {}
+_FILE_BYTES: dict[Path, bytes] = {}
+
+
+def dependency_files(function: Any) -> set[Path]:
+    """The dispatchlab source files ``function`` (a Python function or a numba
+    dispatcher) depends on."""
+    walk = _Walk()
+    for inner in _functions_of(function):
+        walk.function(inner)
+    return walk.files
+
+
+def dependency_digest(function: Any) -> str:
+    """SHA-256 of the dispatchlab source files ``function`` depends on (their paths within
+    the package and their bytes); once a process per function. Empty files set: the
+    digest of nothing, so a function that uses no dispatchlab code keys as before."""
+    known = _DIGESTS.get(id(function))
+    if known is not None and known[0] is function:
+        return known[1]
+    digest = hashlib.sha256()
+    for path in sorted(dependency_files(function)):
+        if path not in _FILE_BYTES:
+            _FILE_BYTES[path] = path.read_bytes()
+        try:
+            name = path.relative_to(PACKAGE).as_posix()
+        except ValueError:  # another copy of dispatchlab: its own absolute path
+            name = path.as_posix()
+        digest.update(name.encode() + b"\0" + _FILE_BYTES[path] + b"\0")
+    _DIGESTS[id(function)] = (function, digest.hexdigest())
+    return digest.hexdigest()

@@ -26,9 +26,10 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/dispatchlab compare
 
-# the default suite (pyproject's addopts deselect the slow validation runs)
+# the default suite (pyproject's addopts deselect the slow validation runs), on every core
+# (pytest-xdist; the compiled code is shared through numba's disk cache)
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 test-slow: venv
 	$(BIN)/python -m pytest -q -m slow

@@ -11,6 +11,8 @@ from types import ModuleType
 
 import pytest
 
+from sigint import pytest_configure, pytest_runtest_protocol  # noqa: F401 (Ctrl-C hooks)
+
 # A closed form must lie inside the reported 95 % CI widened by this factor. With ≥ 10
 # replications (t₉) a correct engine fails this with probability ≈ 0.2 %, so a change of
 # random stream elsewhere in the engine does not make the suite flaky; the CI must also

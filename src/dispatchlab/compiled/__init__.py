@@ -5,9 +5,13 @@
 :mod:`.histogram`: the layout of the delay histogram the loop fills and the statistics
 read; :mod:`.lazy`: compilation on first use (:func:`.lazy.lazy_function`);
 :mod:`.cache_guard`: numba's disk cache checked as it is read (installed on import, an
-unreadable entry is rebuilt). Nothing here imports another dispatchlab package.
+unreadable entry is rebuilt), each entry keyed by the sources it depends on
+(:mod:`.dependencies`); :mod:`.inlining`: numba's inliner without its quadratic costs
+(installed on import). Nothing here imports another dispatchlab package.
 """
 
 from dispatchlab.compiled.cache_guard import install as _install_cache_guard
+from dispatchlab.compiled.inlining import install as _install_inlining
 
 _install_cache_guard()  # before any compiled function loads from numba's disk cache
+_install_inlining()  # before anything compiles

@@ -107,14 +107,14 @@ def test_adapter_cache_key_holds_the_sources_it_depends_on() -> None:
     from numba.core.registry import cpu_target
 
     from dispatchlab.compiled.dependencies import PACKAGE, dependency_digest, dependency_files
-    from dispatchlab.policies.led.policy import _builtin_choose
+    from dispatchlab.policies.led.choose import _lsq_tree_choose
 
     cache = _AdapterCache(_inlining_adapter(_jsq_choose), _jsq_choose)
     key = cache._index_key((types.int64,), cpu_target.target_context.codegen())
     assert dependency_digest(cache._py_func) in key[-1]
     led = {path.relative_to(PACKAGE).as_posix()
-           for path in dependency_files(_inlining_adapter(_builtin_choose))}
-    assert {"engine/adapter.py", "engine/interface.py", "policies/led/policy.py",
+           for path in dependency_files(_inlining_adapter(_lsq_tree_choose))}
+    assert {"engine/adapter.py", "engine/interface.py", "policies/led/choose.py",
             "policies/led/min_tree.py", "compiled/rng.py"} <= led
     assert not any(name.startswith(("report/", "cli/", "stats/", "experiments/"))
                    for name in led), led

@@ -14,6 +14,7 @@ from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.interface import MESSAGE_KINDS, Context, Memory, Slot
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.led import LEDPolicy
+from dispatchlab.policies.led.choose import _jsq_written_choose
 from dispatchlab.policies.led.layout import (
     EXTRA_ROWS,
     IP_DISPATCHERS,
@@ -26,7 +27,6 @@ from dispatchlab.policies.led.layout import (
     PUSH_SAMPLE_ROW,
     SCRATCH_ROW,
 )
-from dispatchlab.policies.led.policy import _builtin_choose
 from dispatchlab.policies.led.strategies import l_jsq, l_pod
 
 SLOTS = 40_000
@@ -131,7 +131,7 @@ def test_increment_water_fills_in_per_job_mode():
     slot = Slot(0, np.zeros(n, np.int64), np.ones(n))
     memory = Memory(ip, np.zeros(2), state, np.zeros((1, 1)))
     ctx = Context(rng, np.zeros(len(MESSAGE_KINDS), np.int64))
-    targets = [_builtin_choose(0, 1, slot, memory, ctx) for _ in range(8)]
+    targets = [_jsq_written_choose(0, 1, slot, memory, ctx) for _ in range(8)]
     assert sorted(targets) == [0, 0, 1, 1, 2, 2, 3, 3]
     assert state[0].tolist() == [2, 2, 2, 2]
     system = System.build("10x0.3", load=0.9, dispatchers=3, dispatch="per_job")

@@ -44,8 +44,10 @@ from dispatchlab.policies.led.min_tree import (
     write_through,
 )
 from dispatchlab.policies.led.strategies import (
+    JBA_WEIGHTED,
     alias_step,
     builtin_strategy,
+    l_jba,
     l_jba_pick,
     l_jba_pick_by_sum,
     l_jsq,
@@ -271,8 +273,6 @@ def test_jba_sum_follows_every_write():
 def test_jba_plain_and_weighted_runs_agree_with_the_scan_statistically(dispatchers):
     """Same law, different draws: the plain L-JBA (kept sum) against the plug-in l_jba
     (scan), whose runs agree in mean ΣQ within their confidence intervals."""
-    from dispatchlab.policies.led.strategies import l_jba
-
     system = System.build("10x0.2,10x0.6", load=0.9, dispatchers=dispatchers)
     fast = simulate(system, LEDPolicy(strategy="jba", update="pull", p=0.2), slots=20_000,
                     seed=2, replications=4, track_delay=False)
@@ -342,31 +342,40 @@ def test_jba_lookahead_peeks_the_next_alias_draws():
     ("pod", {"pod_d": 2}, 2, "_pod_choose"),  # d = N: every server
     ("pod", {"pod_d": 3, "update": "pull"}, 20, "_pod_choose"),
     ("pod", {"pod_d": 1, "trigger": "arrival"}, 20, "_pod_choose"),
-    ("pod", {"pod_d": 2, "increment": True}, 20, "_builtin_choose"),
-    ("pod", {"pod_d": 2, "learn_on_send": True}, 20, "_builtin_choose"),
+    ("pod", {"pod_d": 2, "increment": True}, 20, "_pod_written_choose"),
+    ("pod", {"pod_d": 2, "learn_on_send": True}, 20, "_pod_written_choose"),
     ("jsq", {"update": "pull"}, 200, "_blocks_choose"),
-    ("jsq", {"update": "pull"}, 20, "_builtin_choose"),  # N < 64: the scan
-    ("jsq", {"update": "pull", "increment": True}, 200, "_builtin_choose"),
+    ("jsq", {"update": "pull"}, 20, "_jsq_scan_choose"),  # N < 64: the scan
+    ("jsq", {"update": "pull", "increment": True}, 200, "_jsq_written_choose"),
+    ("jsq", {"update": "pull", "increment": True}, 20, "_jsq_written_choose"),
     ("jsq", {"update": "push"}, 200, "_tree_choose"),
-    ("jsq", {"update": "push"}, 20, "_builtin_choose"),  # N < 64: the scan
-    ("jsq", {"update": "push", "increment": True}, 200, "_builtin_choose"),
+    ("jsq", {"update": "push"}, 20, "_jsq_scan_choose"),  # N < 64: the scan
+    ("jsq", {"update": "push", "increment": True}, 200, "_lsq_tree_choose"),
+    ("jsq", {"update": "push", "learn_on_send": True}, 200, "_lsq_tree_choose"),
+    ("jba", {}, 20, "_jba_choose"),  # the plain average from the sum
+    ("jba", {"jba_average": "weighted"}, 20, "_jba_choose"),  # the scan
+    ("jba", {"increment": True}, 20, "_jba_written_choose"),
+    ("jba", {"jba_average": "weighted", "learn_on_send": True}, 20, "_jba_written_choose"),
 ])
 @pytest.mark.parametrize("dispatch", ["batch", "per_job"])
 def test_specialised_choose_draws_like_the_plugin(strategy, options, servers, choose,
                                                   dispatch):
-    """Without the LSQ options L-Pod and L-JSQ on block minima or a min tree run a
-    ``choose`` of their own (no tests of the strategy or the options per call; L-Pod with
-    d = 2 on estimates in cache, nothing but the pair); each consumes the plug-in rule's
-    random numbers (l_pod, l_jsq's scan): identical trajectories, diagnostics and
-    messages."""
-    from dispatchlab.policies.led import policy as led_policy
+    """Each configuration runs a ``choose`` of its own (one strategy on one index, the LSQ
+    write at dispatch or not; L-Pod with d = 2 on estimates in cache, nothing but the
+    pair); each consumes the plug-in rule's random numbers (l_pod, l_jba, l_jsq's scan)
+    and writes as it does: identical trajectories, diagnostics and messages."""
+    from dispatchlab.policies.led import choose as led_choose
 
     system = System.build(f"{servers}x0.3", load=0.9, dispatchers=4, dispatch=dispatch)
     builtin = LEDPolicy(strategy=strategy, p=0.2, **options)
-    assert builtin.kernel(system).choose is getattr(led_policy, choose)
-    rule = ((l_pod, (options["pod_d"],)) if strategy == "pod" else (l_jsq, ()))
+    assert builtin.kernel(system).choose is getattr(led_choose, choose)
+    if strategy == "jba" and options.get("jba_average") != "weighted":
+        return  # the kept sum draws by alias tables, not as the scan: same law, other draws
+    rules = {"pod": (l_pod, (options.get("pod_d"),)), "jsq": (l_jsq, ()),
+             "jba": (l_jba, (float(JBA_WEIGHTED),))}
+    rule = rules[strategy]
     plugin = LEDPolicy(strategy=rule[0], strategy_params=rule[1], p=0.2,
-                       **{k: v for k, v in options.items() if k != "pod_d"})
+                       **{k: v for k, v in options.items() if k not in ("pod_d", "jba_average")})
     assert_same_runs(system, builtin, plugin, slots=3_000 if servers < 1000 else 100, seed=4)
 
 

@@ -13,16 +13,13 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit
 
-from dispatchlab.compiled.argmin import shorter_of_two
 from dispatchlab.core.errors import require
 from dispatchlab.core.ram import require_memory
 from dispatchlab.engine.alias import alias_table
-from dispatchlab.engine.interface import ANSWER, choose_function
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
-from dispatchlab.policies.led.ahead import tree_choice
+from dispatchlab.policies.led.choose import choose_for
 from dispatchlab.policies.led.layout import (
     EXTRA_ROWS,
     FP_SIZE,
@@ -47,43 +44,20 @@ from dispatchlab.policies.led.layout import (
     TRIGGER_SLOT,
     UPDATE_PULL,
     UPDATE_PUSH,
-    dispatchers,
-    estimate_index,
-    estimates,
-    increments,
-    index_kind,
-    learns_on_send,
-    learnt_slots,
-    prefetch_next_index,
-    rate_alias_table,
-    strategy_code,
-    strategy_params,
-    strategy_scratch_row,
-    write_estimate,
 )
-from dispatchlab.policies.led.min_blocks import block_argmin, new_block_rows, uses_blocks
+from dispatchlab.policies.led.min_blocks import new_block_rows, uses_blocks
 from dispatchlab.policies.led.min_tree import (
     new_tree_rows,
-    tree_min,
     uses_tree,
-    write_through,
 )
 from dispatchlab.policies.led.strategies import (
     CODE_JBA,
     CODE_JSQ,
-    CODE_POD,
     JBA_AVERAGES,
-    JBA_WEIGHTED,
     STRATEGY_NAMES,
     Strategy,
     builtin_strategy,
     custom_strategy,
-    l_jba_pick,
-    l_jba_pick_by_sum,
-    l_jsq_pick,
-    l_pod_pick,
-    prefetch_next_jba_draws,
-    prefetch_next_pod_pairs,
 )
 from dispatchlab.policies.led.updates import (
     DIAG_ERROR_SAMPLES,
@@ -132,185 +106,6 @@ def po2_matched_p(update: str, d: int, trigger: str, system: System,
     else:
         p = budget / (2.0 * d * system.dispatchers)
     return float(min(1.0, p))
-
-
-#: ``current`` of :func:`estimate_after_send` when the caller has not read Q̃^m_target
-#: (estimates are never negative)
-UNREAD = -1
-
-
-@njit(inline="always", cache=True)
-def _estimate(m, target, current, memory):
-    """Q̃^m_target: ``current``, or read when UNREAD."""
-    return estimates(memory, m)[target] if current == UNREAD else current
-
-
-@njit(inline="always", cache=True)
-def estimate_after_send(m, target, jobs, current, slot, memory, ctx):
-    """Q̃^m_target after the ``jobs`` just sent to ``target``, or −1 when it is left alone.
-    ``current`` is Q̃^m_target before the send when the caller has it at hand (a min
-    tree's min), else UNREAD: only the options that need it read it (an unconditional
-    read cost ~5 ns a choice on L-Pod, measured).
-
-    learn_on_send (the LSQ of the group's simulator): the destination answers with its
-    queue length Q_target(t) (1 message, kind ``answer``, once per dispatcher, destination
-    and slot) and the estimate becomes Q_target(t) + the jobs m has sent there this slot.
-    increment (LSQ of [LSQ]): Q̃^m_target += jobs (per-job mode: water-filling one job at a
-    time). Otherwise the estimate is left alone. The caller writes the value through
-    write_estimate (or the min tree's write_through), so that the strategy's index stays
-    current.
-    """
-    if learns_on_send(memory):
-        learnt = learnt_slots(memory, m)
-        if learnt[target] != slot.t:
-            learnt[target] = slot.t
-            ctx.msg[ANSWER] += 1
-            return slot.Q[target] + jobs
-        return _estimate(m, target, current, memory) + jobs
-    if increments(memory):
-        return _estimate(m, target, current, memory) + jobs
-    return np.int64(-1)
-
-
-@choose_function
-def _builtin_choose(m, jobs, slot, memory, ctx):
-    prefetch_next_index(memory, m)
-    own = estimates(memory, m)
-    code = strategy_code(memory)
-    kind = index_kind(memory)
-    if code == CODE_JSQ and kind == INDEX_TREE:
-        # the incremental minimum: its walk does not read the estimates, and the chosen
-        # one is the tree's min (reading it would be a cache miss with M trees); the tree
-        # is updated at once, while the path just walked is in cache
-        index = estimate_index(memory, m)
-        writes = increments(memory) or learns_on_send(memory)
-        target = tree_choice(m, jobs, slot.t, memory, ctx.rng, writes)
-        current = tree_min(index)
-        value = estimate_after_send(m, target, jobs, current, slot, memory, ctx)
-        if value >= 0:
-            write_through(own, index, target, current, value)
-        return target
-    target = _scan_choice(own, code, kind, m, jobs, slot, memory, ctx)
-    value = estimate_after_send(m, target, jobs, UNREAD, slot, memory, ctx)
-    if value >= 0:
-        write_estimate(own, estimate_index(memory, m), kind, target, value)
-    return target
-
-
-#: the fewest estimates (M·N, int64) for which a choice looks ahead to the next
-#: dispatchers' (2¹⁶: 512 KB, this AMD EPYC's L2 per core)
-LOOKAHEAD_MIN_ESTIMATES = 1 << 16
-
-
-@njit(inline="always", cache=True)
-def _looks_ahead(jobs, memory, own):
-    """Whether a choice of ``jobs`` jobs on Q̃^m = ``own`` prefetches what the next
-    dispatchers' choices will read: several jobs (batch mode), several dispatchers and M·N ≥
-    :data:`LOOKAHEAD_MIN_ESTIMATES` (see :func:`_scan_choice`)."""
-    M = dispatchers(memory)
-    return jobs > 1 and M > 1 and M * own.size >= LOOKAHEAD_MIN_ESTIMATES
-
-
-@njit(inline="always", cache=True)
-def _scan_choice(own, code, kind, m, jobs, slot, memory, ctx):
-    """The built-in strategies' choice other than L-JSQ's on a min tree. A choice of
-    several jobs (batch mode) prefetches what the next dispatchers' choices will read
-    (L-JBA, L-Pod) when the M rows of estimates are too large for the caches
-    (:data:`LOOKAHEAD_MIN_ESTIMATES`): in per-job mode (one job a call) the next call is
-    usually m's own, and rows that stay in cache gain nothing from it (led-pod-push of
-    the bench, M·N = 1000: ×0.85 with it, paired)."""
-    M = dispatchers(memory)
-    lookahead = _looks_ahead(jobs, memory, own)
-    if code == CODE_JSQ:
-        # the block minima when the kernel built them; the scan otherwise (same draw)
-        if kind == INDEX_BLOCKS:
-            target = block_argmin(own, estimate_index(memory, m), ctx.rng)
-        else:
-            target = l_jsq_pick(own, ctx.rng)
-    elif code == CODE_JBA:
-        if kind == INDEX_SUM:
-            # the plain average from the kept sum, alias draws ∝ μ (same law as the scan)
-            target = l_jba_pick_by_sum(own, estimate_index(memory, m)[0], slot.mu,
-                                       rate_alias_table(memory), ctx.rng)
-            if lookahead:
-                prefetch_next_jba_draws(memory.ist, m, M, ctx.rng,
-                                        rate_alias_table(memory))
-        else:
-            target = l_jba_pick(own, slot.mu, ctx.rng,
-                                strategy_params(memory)[0] == JBA_WEIGHTED)
-    else:
-        target = _pod_choice(own, m, jobs, memory, ctx)
-    return target
-
-
-@njit(inline="always", cache=True)
-def _pod_choice(own, m, jobs, memory, ctx):
-    """L-Pod's choice of a server for ``jobs`` jobs on Q̃^m = ``own``; with d = 2 it may
-    prefetch the next dispatchers' comparisons (:func:`_looks_ahead`)."""
-    d = np.int64(strategy_params(memory)[0])
-    target = l_pod_pick(own, ctx.rng, d, memory.ist, strategy_scratch_row(memory))
-    if d == 2 and _looks_ahead(jobs, memory, own):
-        prefetch_next_pod_pairs(memory.ist, m, dispatchers(memory), ctx.rng)
-    return target
-
-
-@choose_function
-def _tree_choose(m, jobs, slot, memory, ctx):
-    """L-JSQ on its min tree (push updates), without the LSQ options: the walk alone
-    (:func:`_builtin_choose`'s tree branch without its tests and the write at dispatch)."""
-    return tree_choice(m, jobs, slot.t, memory, ctx.rng, False)
-
-
-@choose_function
-def _blocks_choose(m, jobs, slot, memory, ctx):
-    """L-JSQ on block minima (pull updates), without the LSQ options: :func:`_builtin_choose`'s
-    choice without its tests of the strategy, the index and the options (a smaller
-    adapter, whose loop over the dispatchers the compiler keeps in registers)."""
-    prefetch_next_index(memory, m)
-    return block_argmin(estimates(memory, m), estimate_index(memory, m), ctx.rng)
-
-
-@choose_function
-def _pod2_choose(m, jobs, slot, memory, ctx):
-    """L-Pod with d = 2, without the LSQ options, on M rows of estimates that stay in cache
-    (M·N below :data:`LOOKAHEAD_MIN_ESTIMATES`: no look-ahead): :func:`_pod_choose`'s
-    choice with nothing read but the two estimates and the random state (the bench's
-    led-pod-push: a choice is made ~9.4 times a slot)."""
-    return shorter_of_two(estimates(memory, m), ctx.rng)
-
-
-@choose_function
-def _pod_choose(m, jobs, slot, memory, ctx):
-    """L-Pod without the LSQ options (no write at dispatch): :func:`_builtin_choose`'s
-    choice without its tests of the strategy, the index and the options, which cost
-    about a tenth of a choice at M = 10, N = 100 (bench workload led-pod-push)."""
-    return _pod_choice(estimates(memory, m), m, jobs, memory, ctx)
-
-
-_CUSTOM_CHOOSE_CACHE: dict[Any, Any] = {}
-
-
-def custom_choose(strategy_fn: Any) -> Any:
-    """A ``choose`` that runs a user strategy (compiled once per process and strategy)."""
-    if strategy_fn in _CUSTOM_CHOOSE_CACHE:
-        return _CUSTOM_CHOOSE_CACHE[strategy_fn]
-
-    def choose(m, jobs, slot, memory, ctx):
-        own = estimates(memory, m)
-        target = strategy_fn(own, slot.mu, ctx.rng, strategy_params(memory),
-                             memory.ist[strategy_scratch_row(memory)])
-        value = estimate_after_send(m, target, jobs, UNREAD, slot, memory, ctx)
-        if value >= 0:
-            # (write_estimate, not the built-in's write-through: a user rule walks no
-            # tree, and inlining the tree update tripled its compile time)
-            write_estimate(own, estimate_index(memory, m), index_kind(memory), target, value)
-        return target
-
-    # a closure over a user function: numba cannot reuse an on-disk cache for it; the
-    # user's rule may allocate
-    compiled = choose_function(choose, cache=False, allocates=True)
-    _CUSTOM_CHOOSE_CACHE[strategy_fn] = compiled
-    return compiled
 
 
 @register
@@ -458,29 +253,13 @@ class LEDPolicy(Policy):
             state[index_start:] = new_block_rows(n, m, n)
         elif index == INDEX_TREE:
             state[index_start:] = new_tree_rows(n, m, n)
-        choose = self._choose(strategy, index, n, m)
+        choose = choose_for(strategy, index, pod_d=self.params["pod_d"], n_servers=n,
+                            n_dispatchers=m, writes=bool(self.params["increment"]
+                                                         or self.params["learn_on_send"]))
         end_slot = push_end_slot if self.params["update"] == "push" else pull_end_slot
         return Kernel(choose, end_slot=end_slot, int_params=ip, float_params=fp,
                       int_state=state, float_state=strategy.param_array[None, :].copy(),
                       n_diagnostics=len(self.diagnostics) + 1)  # + the error's sample count
-
-    def _choose(self, strategy: Strategy, index: int, n: int, m: int) -> Any:
-        """The compiled ``choose`` for this configuration: a user rule's, one specialised to
-        the built-in strategy and index when no LSQ option writes at dispatch, else the
-        general one."""
-        if not strategy.builtin:
-            return custom_choose(strategy.function)
-        if self.params["increment"] or self.params["learn_on_send"]:
-            return _builtin_choose
-        if strategy.code == CODE_POD:
-            pair = self.params["pod_d"] == 2 and n > 2  # (d ≥ N: every server, a scan)
-            in_cache = m * n < LOOKAHEAD_MIN_ESTIMATES
-            return _pod2_choose if pair and in_cache else _pod_choose
-        if strategy.code == CODE_JSQ and index == INDEX_BLOCKS:
-            return _blocks_choose
-        if strategy.code == CODE_JSQ and index == INDEX_TREE:
-            return _tree_choose
-        return _builtin_choose
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:
         """``estimation_error``: the mean of (1/MN) Σ |Q_n − Q̃^m_n| over the sampled slots."""

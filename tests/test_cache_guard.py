@@ -42,15 +42,35 @@ def empty(path: Path) -> None:
     path.write_bytes(b"")
 
 
-@pytest.mark.parametrize("damage,pattern", [
-    (truncate, "*.nbc"), (random_bytes, "*.nbc"), (random_bytes, "*.nbi"),
-    (empty, "*.nbi"), (truncate, "*.nb?"),
-])
-def test_a_damaged_cache_is_rebuilt_with_one_line(tmp_path: Path, damage, pattern: str) -> None:
-    cache = tmp_path / "cache"
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder of its own, filled by one run (each test damages a copy of it)."""
+    cache = tmp_path_factory.mktemp("warm") / "cache"
     first = run(cache)
     assert first.returncode == 0 and NOTE not in first.stderr, first.stderr
-    damaged = entries(cache, pattern)
+    return cache
+
+
+def copy_of(warm_cache: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(warm_cache, tmp_path / "cache"))
+
+
+#: the entry the single-entry cases damage: jsq's choose adapter, which the run loads itself
+#: (a step compiled into the loop is never loaded on its own) and rebuilds in about a second
+SMALL_ENTRY = "_jsq_choose"
+
+
+@pytest.mark.parametrize("damage,pattern,every", [
+    (truncate, "*.nbc", False), (random_bytes, "*.nbc", False),
+    (random_bytes, "*.nbi", False), (empty, "*.nbi", False),
+    (truncate, "*.nb?", True),  # every entry broken: still one line
+])
+def test_a_damaged_cache_is_rebuilt_with_one_line(warm_cache: Path, tmp_path: Path, damage,
+                                                  pattern: str, every: bool) -> None:
+    cache = copy_of(warm_cache, tmp_path)
+    damaged = [path for path in entries(cache, pattern) if every or SMALL_ENTRY in path.name]
     assert damaged
     for path in damaged:
         damage(path)
@@ -65,15 +85,16 @@ def test_a_damaged_cache_is_rebuilt_with_one_line(tmp_path: Path, damage, patter
     assert healed.stdout.splitlines()[:3] == broken.stdout.splitlines()[:3]
 
 
-def test_the_python_api_heals_as_well(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
+def test_the_python_api_heals_as_well(warm_cache: Path, tmp_path: Path) -> None:
+    cache = copy_of(warm_cache, tmp_path)
     code = ("from dispatchlab import System, simulate\n"
             "r = simulate(System.build('2x0.5', load=0.5), 'jsq', slots=1000, seed=3)\n"
             "print(repr(r.mean_total_queue))")
     first = run(cache, code)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 0 and NOTE not in first.stderr, first.stderr
     for path in entries(cache, "*.nbc"):
-        truncate(path)
+        if SMALL_ENTRY in path.name:
+            truncate(path)
     again = run(cache, code)
     assert again.returncode == 0 and again.stdout == first.stdout, again.stderr
     assert again.stderr.count(NOTE) == 1

@@ -1,11 +1,14 @@
 # dispatchlab developer commands. `make demo` and `make test` work on a fresh clone with
-# Python ≥ 3.11 and pip: they create .venv and install the package with its test extras.
+# Python ≥ 3.11 and pip: they create .venv and install the package (the demo), with its
+# test extras for the tests, the linter and the docs.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# marks a finished install; reinstalled when pyproject.toml changes
+# mark a finished install of the package, and of its test extras; reinstalled when
+# pyproject.toml changes
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 # numba caches compiled functions next to the sources (__pycache__); keep it that way
 unexport NUMBA_CACHE_DIR
@@ -18,9 +21,14 @@ venv: $(STAMP)
 # CPU) so that the first run does not
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --disable-pip-version-check -e .
 	$(BIN)/dispatchlab warm
 	touch $(STAMP)
+
+# the test extras (pytest, hypothesis, ruff, the notebook and the site's packages)
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
+	touch $(TEST_STAMP)
 
 # the quick-start demo: the classical, LED and pull policies on one heterogeneous system
 demo: venv
@@ -28,13 +36,13 @@ demo: venv
 
 # the default suite (pyproject's addopts deselect the slow validation runs), on every core
 # (pytest-xdist; the compiled code is shared through numba's disk cache)
-test: venv
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
-test-slow: venv
+test-slow: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
-lint: venv
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 
 bench: venv
@@ -48,9 +56,9 @@ reproductions: venv
 		--readme README.md
 
 # the tutorial notebook executed in place (the site shows its outputs; a test checks them)
-tutorial: venv
+tutorial: $(TEST_STAMP)
 	$(BIN)/python docs/hooks/notebook.py docs/tutorial.ipynb
 
 # the documentation site (MkDocs + Material + mkdocstrings) into site/, warnings as errors
-docs: reproductions
+docs: reproductions $(TEST_STAMP)
 	$(BIN)/mkdocs build --strict

@@ -398,8 +398,14 @@ def claim_frame(store: Store, claim: Claim) -> pd.DataFrame:
     kept = ordered.drop_duplicates(point, keep="last").sort_index()
     kept["equilibrated"] = kept.apply(_equilibrated, axis=1).astype(bool)
     kept["exact_epsilon_excess"] = exact_column(kept, _exact_table())
+    # the rows of each point (a point with a missing value matches none, as == would)
+    rows_of_point = ordered.groupby(point, sort=False).indices
     for index, row in kept.iterrows():
-        same = ordered[(ordered[point] == row[point]).all(axis=1) & (ordered.index != index)]
+        rows = rows_of_point.get(tuple(row[point]), ())
+        if len(rows) < 2:  # the point's only run
+            continue
+        same = ordered.iloc[rows]
+        same = same[same.index != index]
         if any(_runs_disagree(shorter, row) for _, shorter in same.iterrows()):
             kept.loc[index, "equilibrated"] = False
     return kept

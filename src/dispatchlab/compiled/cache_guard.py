@@ -28,7 +28,7 @@ import os
 import sys
 from typing import Any
 
-from dispatchlab.compiled.dependencies import dependency_digest, dependency_files
+from dispatchlab.compiled.dependencies import dependency_digest
 
 _state: dict[str, Any] = {"installed": False, "announced": False}
 
@@ -67,9 +67,8 @@ def install() -> None:
     def keyed_by_sources(self: Any, sig: Any, codegen: Any) -> Any:
         key = index_key(self, sig, codegen)
         function = getattr(self, "_py_func", None)
-        if function is not None and dependency_files(function):
-            return (*key, dependency_digest(function))
-        return key
+        digest = dependency_digest(function) if function is not None else None
+        return key if digest is None else (*key, digest)
 
     def guarded_load(self: Any, sig: Any, target_context: Any) -> Any:
         try:

@@ -171,7 +171,7 @@ def _functions_of(value: Any) -> Iterator[Any]:
             yield inner
 
 
-_DIGESTS: dict[int, tuple[Any, str]] = {}
+_DIGESTS: dict[int, tuple[Any, str | None]] = {}
 _FILE_BYTES: dict[Path, bytes] = {}
 
 
@@ -184,15 +184,16 @@ def dependency_files(function: Any) -> set[Path]:
     return walk.files
 
 
-def dependency_digest(function: Any) -> str:
+def dependency_digest(function: Any) -> str | None:
     """SHA-256 of the dispatchlab source files ``function`` depends on (their paths within
-    the package and their bytes); once a process per function. Empty files set: the
-    digest of nothing, so a function that uses no dispatchlab code keys as before."""
+    the package and their bytes), or None when it depends on none; once a process per
+    function."""
     known = _DIGESTS.get(id(function))
     if known is not None and known[0] is function:
         return known[1]
+    files = dependency_files(function)
     digest = hashlib.sha256()
-    for path in sorted(dependency_files(function)):
+    for path in sorted(files):
         if path not in _FILE_BYTES:
             _FILE_BYTES[path] = path.read_bytes()
         try:
@@ -200,5 +201,6 @@ def dependency_digest(function: Any) -> str:
         except ValueError:  # another copy of dispatchlab: its own absolute path
             name = path.as_posix()
         digest.update(name.encode() + b"\0" + _FILE_BYTES[path] + b"\0")
-    _DIGESTS[id(function)] = (function, digest.hexdigest())
-    return digest.hexdigest()
+    result = digest.hexdigest() if files else None
+    _DIGESTS[id(function)] = (function, result)
+    return result

@@ -22,7 +22,8 @@ from dispatchlab.bench.workloads import (
 from dispatchlab.cli.app import app
 from dispatchlab.core.errors import require
 
-SCALING_FAMILIES_HELP = "scaling: policy family to run (repeatable; default all; see README)"
+SCALING_FAMILIES_HELP = ("--scaling or --cold: policy family to run (repeatable; default all; "
+                         "see README)")
 
 TABLE_WIDTH = 132
 
@@ -59,6 +60,36 @@ def _table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+def show_cold(families: list[str] | None, *, json_output: bool) -> None:
+    """``bench --cold``: a JSON line or a table row per family, as each finishes."""
+    from dispatchlab.bench.cold import cold_rows
+    from dispatchlab.bench.machine import processor
+
+    console = Console(stderr=not json_output)
+
+    def progress(row: dict[str, Any]) -> None:
+        if json_output:
+            print(to_json(row), flush=True)
+        else:
+            console.print(f"[dim]{row['family']}: {row['wall_seconds']:.1f} s[/dim]")
+
+    with console.status("compiling each family on an empty cache, one at a time …"):
+        rows = cold_rows(families, on_row=progress)
+    if json_output:
+        return
+    table = Table(title=f"dispatchlab bench --cold: a first run on an empty numba cache; "
+                  f"processor: {processor()}")
+    failed = any("error" in row for row in rows)
+    for column in ("family", "policy", "wall s", "CPU s", "peak MB", "error")[:6 if failed else 5]:
+        table.add_column(column, justify="left" if column in ("family", "policy", "error")
+                         else "right")
+    for row in rows:
+        cells = [row["family"], row["policy"], f"{row['wall_seconds']:.1f}",
+                 f"{row['cpu_seconds']:.1f}", f"{row['peak_mb']:,.0f}"]
+        table.add_row(*cells, *([row.get("error", "")] if failed else []))
+    console.print(table)
+
+
 @app.command("bench")
 def bench(
     slots: Annotated[int, typer.Option(help="slots per workload and run (≥ 1000)")] = DEFAULT_SLOTS,
@@ -88,13 +119,21 @@ def bench(
     dispatchers: Annotated[list[int] | None, typer.Option(
         help="scaling: M of the grid (repeatable; default 1, 10, 100)",
         show_default=False)] = None,
+    cold: Annotated[bool, typer.Option(
+        "--cold", help="the cold first run of each policy family instead (an empty numba "
+        "cache: seconds and peak MB of compiling; --family to choose)")] = False,
 ) -> None:
     """Run the standard benchmark workloads single-threaded (after a compile run) and
     compare speed and mean ΣQ with the C reference simulator refsim in the same run.
 
     slots/s is timed with delay tracking and the imbalance pass off (what refsim
     measures too); "full" has every measurement on. With --scaling: the scaling
-    benchmark (ns per job against N and M; see benchmarks/README.md)."""
+    benchmark (ns per job against N and M; see benchmarks/README.md). With --cold: each
+    policy family's first run on an empty compile cache."""
+    require(not (cold and scaling), "cold", "either --cold or --scaling, not both")
+    if cold:
+        show_cold(family, json_output=json_output)
+        return
     if scaling:
         from dispatchlab.cli.bench_scaling import show_scaling
 

@@ -1,0 +1,97 @@
+"""The cold first run of each policy family: what a new user waits for, and in how much memory.
+
+Each family's run is a fresh interpreter on an empty numba cache (``NUMBA_CACHE_DIR``, a
+temporary folder), so everything it needs compiles: the slot loop, the arrival and service
+steps, the policy's ``choose`` and hooks. Measured: the wall time of the whole process
+(start-up, import, compiling, a 1,000-slot run), its CPU time and its peak resident memory
+(the child's own ``wait4`` figures). One family at a time: they share nothing, and two at
+once would measure each other.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dispatchlab.core.errors import require
+
+#: family -> (the policy its run uses, what the family holds)
+FAMILIES: dict[str, tuple[str, str]] = {
+    "classical": ("jsq", "random, round robin, JSQ, JSED, power-of-d"),
+    "led-push": ("l-jsq-push", "LED with push updates (L-JSQ on min trees)"),
+    "led-pull": ("l-jba-pull", "LED with pull updates (L-JBA from the kept sum)"),
+    "lsq": ("lsq", "LSQ: L-JSQ on min trees, the estimate incremented at dispatch"),
+    "jbt": ("jbt", "JBT-r and JIQ (pull-based thresholds)"),
+    "scd": ("scd", "SCD and TWF (full information, coordinated)"),
+    "pi": ("pi-jsq", "the periodic framework Π"),
+}
+#: the system every family's run uses: N = 100 (the min trees and block minima are in use)
+SERVERS = "50x0.3,50x0.6"
+DISPATCHERS = 10
+SLOTS = 1_000
+_CHILD = (
+    "import dispatchlab as dl\n"
+    "system = dl.System.build({servers!r}, load=0.9, dispatchers={dispatchers})\n"
+    "dl.simulate(system, {policy!r}, slots={slots}, seed=1)\n"
+)
+
+
+def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
+    """One cold first run of ``family``: wall and CPU seconds, peak resident MB."""
+    from dispatchlab.bench.machine import processor
+
+    require(family in FAMILIES, "family", f"one of {', '.join(FAMILIES)} (got {family!r})")
+    policy, _ = FAMILIES[family]
+    code = _CHILD.format(servers=SERVERS, dispatchers=DISPATCHERS, policy=policy, slots=SLOTS)
+    with (tempfile.TemporaryDirectory(prefix="dispatchlab-cold-") as cache,
+          tempfile.TemporaryFile("w+") as err):
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        start = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-c", code], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=err)
+        timer = threading.Timer(timeout, child.kill)
+        timer.start()
+        try:
+            # the child's own figures (RUSAGE_CHILDREN would hold the peak of every child)
+            _, status, usage = os.wait4(child.pid, 0)
+        except BaseException:
+            child.kill()
+            child.wait()
+            raise
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        lines = err.read().strip().splitlines()
+    row: dict[str, Any] = {
+        "family": family, "policy": policy, "servers": SERVERS, "dispatchers": DISPATCHERS,
+        "slots": SLOTS, "wall_seconds": wall, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        # ru_maxrss: kilobytes on Linux, bytes on macOS
+        "peak_mb": usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10),
+        "processor": processor(),
+    }
+    if child.returncode != 0:
+        row["error"] = lines[-1] if lines else f"exit status {child.returncode}"
+    return row
+
+
+def cold_rows(families: Sequence[str] | None = None,
+              on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """The cold run of each of ``families`` (default all), one after the other."""
+    names = list(families or FAMILIES)
+    for name in names:
+        require(name in FAMILIES, "family", f"one of {', '.join(FAMILIES)} (got {name!r})")
+    rows = []
+    for name in names:
+        row = cold_run(name)
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    return rows

@@ -103,3 +103,16 @@ def test_the_readme_scaling_table_is_the_committed_rounds():
     readme = (ROOT / "benchmarks" / "README.md").read_text()
     for family, (ratio, low, high) in ratios.items():
         assert f"| {family} | {ratio:.2f} ({low:.2f}–{high:.2f}) |" in readme, family
+
+
+def test_the_cold_table_is_the_committed_runs():
+    """benchmarks/README.md's cold first runs (issue 46) are those of
+    results/bench/xeon-2026-12-05-cold/, before and after."""
+    from dispatchlab.bench.cold import FAMILIES, comparison_table
+
+    folder = ROOT / "results" / "bench" / "xeon-2026-12-05-cold"
+    before, after = ([json.loads(line) for line in (folder / name).read_text().splitlines()]
+                     for name in ("before-f7885c6.jsonl", "after.jsonl"))
+    assert [row["family"] for row in after] == list(FAMILIES)
+    assert all("error" not in row for row in before + after)
+    assert comparison_table(before, after) in (ROOT / "benchmarks" / "README.md").read_text()

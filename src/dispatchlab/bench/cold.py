@@ -95,3 +95,17 @@ def cold_rows(families: Sequence[str] | None = None,
         if on_row is not None:
             on_row(row)
     return rows
+
+
+def comparison_table(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]]) -> str:
+    """The Markdown table of two sets of cold runs, family by family (benchmarks/README.md
+    shows the committed ones)."""
+    now = {row["family"]: row for row in after}
+    lines = ["| family (policy) | before: wall s | peak MB | after: wall s | peak MB |",
+             "|---|---|---|---|---|"]
+    for row in before:
+        new = now[row["family"]]
+        lines.append(f"| {row['family']} ({row['policy']}) | {row['wall_seconds']:.1f} | "
+                     f"{row['peak_mb']:,.0f} | {new['wall_seconds']:.1f} | "
+                     f"{new['peak_mb']:,.0f} |")
+    return "\n".join(lines) + "\n"

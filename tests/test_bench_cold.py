@@ -7,6 +7,7 @@ sleep, a failure); the real cold runs compile for seconds each and are marked sl
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -37,6 +38,7 @@ def test_a_run_past_its_time_is_stopped(monkeypatch) -> None:
                         "{dispatchers}{policy}{slots}\n")
     row = cold.cold_run("jbt", timeout=0.5)
     assert row["wall_seconds"] < 10 and row["error"].startswith("exit status"), row
+    assert math.isnan(row["peak_mb"])  # it never said
 
 
 def test_an_unknown_family_is_one_line(capsys) -> None:

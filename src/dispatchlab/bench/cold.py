@@ -3,13 +3,14 @@
 Each family's run is a fresh interpreter on an empty numba cache (``NUMBA_CACHE_DIR``, a
 temporary folder), so everything it needs compiles: the slot loop, the arrival and service
 steps, the policy's ``choose`` and hooks. Measured: the wall time of the whole process
-(start-up, import, compiling, a 1,000-slot run), its CPU time and its peak resident memory
-(the child's own ``wait4`` figures). One family at a time: they share nothing, and two at
-once would measure each other.
+(start-up, import, compiling, a 1,000-slot run), its CPU time (the child's own ``wait4``
+figures) and its peak resident memory (which the child reports as it ends). One family at
+a time: they share nothing, and two at once would measure each other.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -40,6 +41,21 @@ _CHILD = (
     "system = dl.System.build({servers!r}, load=0.9, dispatchers={dispatchers})\n"
     "dl.simulate(system, {policy!r}, slots={slots}, seed=1)\n"
 )
+#: appended to the child's code: its own peak resident memory, as its last line of output.
+#: Linux's VmHWM is the high-water mark of the process's memory since its exec; its
+#: ru_maxrss also holds what it had before the exec, i.e. the parent's pages a fork shares
+#: (an xdist worker's 700 MB)
+_REPORT_PEAK = (
+    "\nimport sys as _sys\n"
+    "try:\n"
+    "    _peak = next(int(_line.split()[1]) for _line in open('/proc/self/status')\n"
+    "                 if _line.startswith('VmHWM:'))\n"
+    "except (OSError, StopIteration):\n"
+    "    import resource as _resource\n"
+    "    _peak = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss\n"
+    "    _peak //= 1024 if _sys.platform == 'darwin' else 1\n"
+    "print('peak_kb', _peak)\n"
+)
 
 
 def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
@@ -48,13 +64,14 @@ def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
 
     require(family in FAMILIES, "family", f"one of {', '.join(FAMILIES)} (got {family!r})")
     policy, _ = FAMILIES[family]
-    code = _CHILD.format(servers=SERVERS, dispatchers=DISPATCHERS, policy=policy, slots=SLOTS)
+    code = _CHILD.format(servers=SERVERS, dispatchers=DISPATCHERS, policy=policy,
+                         slots=SLOTS) + _REPORT_PEAK
     with (tempfile.TemporaryDirectory(prefix="dispatchlab-cold-") as cache,
-          tempfile.TemporaryFile("w+") as err):
+          tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err):
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
         start = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-c", code], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=err)
+                                 stdout=out, stderr=err)
         timer = threading.Timer(timeout, child.kill)
         timer.start()
         try:
@@ -69,13 +86,14 @@ def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
         wall = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
+        out.seek(0)
         lines = err.read().strip().splitlines()
+        peak_kb = next((int(line.split()[1]) for line in reversed(out.read().splitlines())
+                        if line.startswith("peak_kb ")), None)
     row: dict[str, Any] = {
         "family": family, "policy": policy, "servers": SERVERS, "dispatchers": DISPATCHERS,
         "slots": SLOTS, "wall_seconds": wall, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        # ru_maxrss: kilobytes on Linux, bytes on macOS
-        "peak_mb": usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10),
-        "processor": processor(),
+        "peak_mb": math.nan if peak_kb is None else peak_kb / 1024, "processor": processor(),
     }
     if child.returncode != 0:
         row["error"] = lines[-1] if lines else f"exit status {child.returncode}"

@@ -91,6 +91,7 @@ def estimate_after_send(m, target, jobs, current, slot, memory, ctx):
     return np.int64(-1)
 
 
+#: the fewest estimates (M·N, int64) for which a choice looks ahead to the next
 #: dispatchers' (2¹⁶: 512 KB, this AMD EPYC's L2 per core)
 LOOKAHEAD_MIN_ESTIMATES = 1 << 16
 
@@ -103,6 +104,7 @@ def _looks_ahead(jobs, memory, own):
     M = dispatchers(memory)
     return jobs > 1 and M > 1 and M * own.size >= LOOKAHEAD_MIN_ESTIMATES
 
+
 @njit(inline="always", cache=True)
 def _written(own, m, target, jobs, slot, memory, ctx):
     """LSQ's write at dispatch after a scan's choice of ``target``: the value of
@@ -111,6 +113,7 @@ def _written(own, m, target, jobs, slot, memory, ctx):
     if value >= 0:
         write_estimate(own, estimate_index(memory, m), index_kind(memory), target, value)
     return target
+
 
 @njit(inline="always", cache=True)
 def _jsq_choice(own, m, memory, ctx):
@@ -144,6 +147,7 @@ def _pod_choice(own, m, jobs, memory, ctx):
     if d == 2 and _looks_ahead(jobs, memory, own):
         prefetch_next_pod_pairs(memory.ist, m, dispatchers(memory), ctx.rng)
     return target
+
 
 @choose_function
 def _lsq_tree_choose(m, jobs, slot, memory, ctx):

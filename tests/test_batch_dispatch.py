@@ -11,8 +11,8 @@ import pytest
 from dispatchlab import System, simulate
 from dispatchlab.compiled.rng import make_exogenous_stream
 from dispatchlab.core.errors import PolicyError
+from dispatchlab.engine.arrivals import _draw_split_poisson, poisson_tables, ptrs_draw
 from dispatchlab.engine.interface import Kernel, choose_function, hook_function
-from dispatchlab.engine.loop import _draw_split_poisson, poisson_tables, ptrs_draw
 from dispatchlab.policies.base import Policy, policy_names, register
 
 SYSTEM = System.build("4x0.5,2x0.2", load=0.9, dispatchers=4)

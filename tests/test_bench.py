@@ -41,19 +41,17 @@ from dispatchlab.compiled.rng import (
 )
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.alias import alias_draw, alias_table
+from dispatchlab.engine.arrivals import _draw_split_poisson, poisson_tables, ptrs_draw
 from dispatchlab.engine.loop import (
     DELAY_BINS,
     EXACT_DELAY_BINS,
     FREE_COUNT,
     SUM_DELAY,
-    _draw_split_poisson,
     _fifo_append,
     _serve_bernoulli,
     _serve_bernoulli_fifo,
     grow_pool,
     new_pool,
-    poisson_tables,
-    ptrs_draw,
     serve_other_law,
 )
 
@@ -384,7 +382,7 @@ def test_poisson_tables_take_any_rate_without_hanging() -> None:
     loop), one ulp under and at the table limit (a CDF row, then a PTRS row: λ and its
     six set-up numbers, which the draw tells apart by the row's length), and a huge λ
     (PTRS, not a CDF of 10¹² entries)."""
-    from dispatchlab.engine.loop import POISSON_GUIDE, POISSON_TABLE_LIMIT, PTRS_ROW
+    from dispatchlab.engine.arrivals import POISSON_GUIDE, POISSON_TABLE_LIMIT, PTRS_ROW
 
     below = np.nextafter(POISSON_TABLE_LIMIT, 0.0)
     rates = np.array([0.0, np.nan, -3.0, below, POISSON_TABLE_LIMIT, 1e12])

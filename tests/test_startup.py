@@ -132,7 +132,7 @@ def test_a_run_compiles_only_the_loop_and_its_policy() -> None:
 
 def test_a_run_timing_every_job_compiles_the_fifo_step() -> None:
     script = ("from dispatchlab import System, simulate\n"
-              "from dispatchlab.engine import loop\n"
+              "from dispatchlab.engine import arrivals, loop\n"
               "result = simulate(System.build('4x0.3,4x0.6', load=0.5, dispatchers=2), 'jsq',"
               " slots=500, seed=1, delay='all')\n"
               "print(bool(loop.bernoulli_fifo.overloads),"
@@ -147,10 +147,10 @@ def test_observation_and_ptrs_compile_only_for_the_runs_that_take_them() -> None
     use: a plain run compiles neither."""
     script = (
         "from dispatchlab import System, simulate\n"
-        "from dispatchlab.engine import loop\n"
+        "from dispatchlab.engine import arrivals, loop\n"
         "from dispatchlab.engine.raw import needs_ptrs\n"
         "def compiled():\n"
-        "    print(bool(loop.observe_step.overloads), bool(loop.ptrs_draw.overloads))\n"
+        "    print(bool(loop.observe_step.overloads), bool(arrivals.ptrs_draw.overloads))\n"
         "small = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2)\n"
         "big = System.build('1500x0.9', load=0.9, dispatchers=2)\n"
         "print(needs_ptrs(small), needs_ptrs(big))\n"
@@ -170,7 +170,7 @@ def test_per_job_tagging_compiles_only_for_tagged_per_job_runs() -> None:
     is the loop's one inlined copy)."""
     script = (
         "from dispatchlab import System, simulate\n"
-        "from dispatchlab.engine import loop\n"
+        "from dispatchlab.engine import arrivals, loop\n"
         "batch = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2)\n"
         "per_job = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2, dispatch='per_job')\n"
         "simulate(batch, 'jsq', slots=200, seed=1)\n"
@@ -183,9 +183,9 @@ def test_per_job_tagging_compiles_only_for_tagged_per_job_runs() -> None:
 
 def test_warm_compiles_the_on_demand_steps_too() -> None:
     script = ("from dispatchlab.cli import main\n"
-              "from dispatchlab.engine import loop\n"
+              "from dispatchlab.engine import arrivals, loop\n"
               "assert main(['warm']) == 0\n"
-              "print(bool(loop.observe_step.overloads), bool(loop.ptrs_draw.overloads),\n"
+              "print(bool(loop.observe_step.overloads), bool(arrivals.ptrs_draw.overloads),\n"
               "      bool(loop.tag_one_step.overloads))\n")
     assert _python(script).split()[-3:] == ["True", "True", "True"]
 
@@ -261,7 +261,7 @@ def test_precompile_compiles_the_loop_steps_of_the_system_s_laws() -> None:
     script = (
         "from dispatchlab import System\n"
         "from dispatchlab.cli.warm import precompile\n"
-        "from dispatchlab.engine import loop\n"
+        "from dispatchlab.engine import arrivals, loop\n"
         "assert not loop.other_arrivals.overloads and not loop.serve_other_law.overloads\n"
         "precompile(System.build('20x0.5', load=0.5, dispatchers=1, service='poisson'),"
         " ['jsq'])\n"

@@ -49,7 +49,7 @@ def precompile(system: System, policies: Sequence[Policy | str], *,
     ``observe``: the runs observe (per-server statistics, a trajectory: the loop's
     observation step)."""
     from dispatchlab.compiled.lazy import compiled
-    from dispatchlab.engine import loop
+    from dispatchlab.engine import arrivals, loop
     from dispatchlab.engine.raw import loop_steps, needs_ptrs
     from dispatchlab.simulation.run import simulate
 
@@ -66,7 +66,7 @@ def precompile(system: System, policies: Sequence[Policy | str], *,
         if observe:
             compiled(loop.observe_step)
         if needs_ptrs(system):  # the small system's λ_m are far below PTRS's
-            compiled(loop.ptrs_draw)
+            compiled(arrivals.ptrs_draw)
 
 
 def compile_on_demand_steps() -> None:
@@ -74,9 +74,9 @@ def compile_on_demand_steps() -> None:
     runs do not take: observing (per-server statistics, a trajectory), the PTRS draw of
     dispatchers at λ_m ≥ 600 and the tagging of per-job placements."""
     from dispatchlab.compiled.lazy import compiled
-    from dispatchlab.engine import loop
+    from dispatchlab.engine import arrivals, loop
 
-    for step in (loop.observe_step, loop.ptrs_draw, loop.tag_one_step):
+    for step in (loop.observe_step, arrivals.ptrs_draw, loop.tag_one_step):
         compiled(step)
 
 

@@ -44,19 +44,13 @@ from numba.extending import intrinsic
 from dispatchlab.compiled.histogram import DELAY_BINS, EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
 from dispatchlab.compiled.lazy import AbsentStep
 from dispatchlab.compiled.rng import (
-    INV_2_53,
-    PTRS_CONSTANTS,
     bernoulli_thresholds,
     binomial,
     geometric0,
     poisson,
-    poisson_ptrs,
-    ptrs_constants,
     select_unpredictable,
     splitmix64,
     uniform,
-    weighted_index,
-    xoshiro_step,
 )
 from dispatchlab.engine.adapter import (
     ADAPTER_TYPE,
@@ -64,11 +58,14 @@ from dispatchlab.engine.adapter import (
     HOOK_ADAPTER_TYPE,
     pack_arrays,
 )
-from dispatchlab.engine.interface import lazy_function
+from dispatchlab.engine.arrivals import (
+    PTRS_TYPE,
+    _draw_other_arrivals,
+    _draw_split_poisson,
+    poisson_tables,
+)
+from dispatchlab.engine.interface import LOOP_ONLY, NOT_FIRST_CLASS, lazy_function
 from dispatchlab.model.arrivals import (
-    ARRIVAL_BERNOULLI,
-    ARRIVAL_BINOMIAL,
-    ARRIVAL_DETERMINISTIC,
     ARRIVAL_POISSON,
 )
 from dispatchlab.model.service import (
@@ -111,12 +108,6 @@ STATUS_RUNNING, STATUS_HIT_BOUND, STATUS_BAD_TARGET = range(3)
 #: slot, that many at a time; a power of 2, so that the index into them is a mask)
 TARGET_BUFFER = 32
 
-#: numba options of the compiled helpers the loop calls directly: no C wrapper (numba's
-#: entry for a first-class function call, which only the steps passed to the loop need)
-#: and, for those that Python never calls either (tests included), no Python wrapper:
-#: about 0.03 s of a cold first run each
-NOT_FIRST_CLASS = {"cache": True, "no_cfunc_wrapper": True}
-LOOP_ONLY = {**NOT_FIRST_CLASS, "no_cpython_wrapper": True}
 
 
 @intrinsic
@@ -147,171 +138,6 @@ def _delay_bin(delay):
         math.log2(delay / EXACT_DELAY_BINS) * LOG_BINS_PER_OCTAVE)
     return min(b, DELAY_BINS - 1)
 
-
-@njit(**LOOP_ONLY)
-def _draw_total(code, rate, trials, trace, t, rng):
-    """A_Σ(t)."""
-    if code == ARRIVAL_POISSON:
-        return poisson(rng, rate)
-    if code == ARRIVAL_BERNOULLI:
-        return np.int64(uniform(rng) < rate)
-    if code == ARRIVAL_BINOMIAL:
-        return binomial(rng, trials, rate / trials)
-    if code == ARRIVAL_DETERMINISTIC:
-        return np.int64(rate)
-    return trace[t % trace.size]  # ARRIVAL_TRACE
-
-
-#: below this λ_m a dispatcher's Poisson arrivals are drawn by inversion of a table (about
-#: λ + 9√λ + 64 doubles), above it by PTRS (40 ns a draw: 100 dispatchers at λ_m = 36
-#: spent 4 µs a slot on it); e^−λ, where the table's recursion starts, is still a normal
-#: double here
-POISSON_TABLE_LIMIT = 600.0
-# an inversion row starts with a guide of POISSON_GUIDE entries: entry b is the number of
-# CDF values ≤ b/POISSON_GUIDE, where the search for u ∈ [b/G, (b+1)/G) starts
-POISSON_GUIDE_BITS = 6
-POISSON_GUIDE = 1 << POISSON_GUIDE_BITS
-
-
-#: a PTRS row of :func:`poisson_tables`: λ and :func:`ptrs_constants` (λ); an inversion row
-#: is longer (the guide alone has POISSON_GUIDE entries), so a row's length says its kind
-PTRS_ROW = 1 + PTRS_CONSTANTS
-
-
-def _poisson_row(lam: float) -> np.ndarray:
-    """One dispatcher's row of :func:`poisson_tables` for λ = ``lam`` ≥ 0."""
-    if lam >= POISSON_TABLE_LIMIT:
-        return np.array((lam, *ptrs_constants(lam)))
-    # the pmf by its recursion p_k = p_(k−1)·(λ/k) from e^−λ and the CDF by running sums,
-    # each a sequential product or sum as in a loop; kept up to where F reaches 1 in double
-    # precision or, past λ, the pmf falls below 10⁻¹⁸
-    span = int(lam + 15.0 * math.sqrt(lam) + 50.0)
-    while True:
-        steps = np.empty(span)
-        steps[0] = math.exp(-lam)
-        steps[1:] = lam / np.arange(1, span)
-        pmf = np.cumprod(steps)
-        cdf = np.cumsum(pmf)
-        stop = (cdf >= 1.0) | ((np.arange(span) > lam) & (pmf < 1e-18))
-        if stop.any():
-            break
-        span *= 2
-    cdf = np.minimum(cdf[:max(int(stop.argmax()), 1)], 1.0)
-    edges = np.arange(POISSON_GUIDE) / POISSON_GUIDE
-    guide = np.searchsorted(cdf, edges, side="right")  # #{j : F(j) ≤ b/G}
-    return np.concatenate([guide.astype(np.float64), cdf])
-
-
-def poisson_tables(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The per-dispatcher tables of :func:`_draw_split_poisson`: ``(offsets, table)``, row m at
-    ``table[offsets[m]:offsets[m + 1]]`` (NumPy, once a run; equal rates share the work).
-
-    λ_m < POISSON_TABLE_LIMIT: a guide of POISSON_GUIDE entries, then the CDF F(0), F(1), …
-    of Poisson(λ_m) for inversion; guide entry b = #{j : F(j) ≤ b/POISSON_GUIDE} (a small
-    integer, stored as a float). The CDF is summed from e^−λ by the pmf's recursion
-    (relative error a few 10⁻¹⁵ at λ = 600) and ends where the sum reaches 1 in double
-    precision or, past λ, the pmf falls below 10⁻¹⁸: the mass beyond the row is below
-    10⁻¹⁴ (at λ = 600; 10⁻¹⁸ below λ ≈ 40), under what any run can resolve. Otherwise
-    (PTRS_ROW entries) λ_m and PTRS's set-up
-    (:func:`~dispatchlab.compiled.rng.ptrs_constants` (λ_m)), so that a slot's M draws do not
-    each recompute a square root, two logarithms and two divisions. A rate that is not
-    positive (NaN included) is 0: no arrivals."""
-    rows: dict[float, np.ndarray] = {}
-    chosen = []
-    for rate in np.asarray(rates, np.float64):
-        lam = float(rate) if rate > 0.0 else 0.0
-        if lam not in rows:
-            rows[lam] = _poisson_row(lam)
-        chosen.append(rows[lam])
-    offsets = np.zeros(len(chosen) + 1, np.int64)
-    offsets[1:] = np.cumsum([row.size for row in chosen])
-    table = np.concatenate(chosen) if chosen else np.zeros(0)
-    return offsets, table
-
-
-def _ptrs_row(rng, poisson_table, row):
-    """Poisson(λ_m) by PTRS from a PTRS row of :func:`poisson_tables` at ``row``."""
-    return poisson_ptrs(rng, poisson_table[row], poisson_table[row + 1],
-                        poisson_table[row + 2], poisson_table[row + 3],
-                        poisson_table[row + 4], poisson_table[row + 5],
-                        poisson_table[row + 6])
-
-
-#: ptrs(rng, poisson_table, row) -> k: a dispatcher's PTRS draw (λ_m ≥ POISSON_TABLE_LIMIT)
-PTRS_SIGNATURE = types.int64(types.uint64[::1], types.float64[::1], types.int64)
-PTRS_TYPE = types.FunctionType(PTRS_SIGNATURE)
-#: the split-Poisson arrivals' PTRS draw, which the loop receives as a first-class function:
-#: compiled for a run with a dispatcher at λ_m ≥ POISSON_TABLE_LIMIT alone (PTRS was about
-#: a tenth of a cold first run's compiling), :data:`NO_PTRS` for the others
-ptrs_draw = lazy_function(_ptrs_row, PTRS_SIGNATURE, allocates=False, from_python=False)
-NO_PTRS = AbsentStep(PTRS_SIGNATURE, "no_ptrs")
-
-
-def has_ptrs_rows(poisson_offsets: np.ndarray) -> bool:
-    """Whether the tables of :func:`poisson_tables` (their ``offsets``) have a PTRS row."""
-    return bool((np.diff(poisson_offsets) == PTRS_ROW).any())
-
-
-@njit(inline="always", cache=True)
-def _draw_split_poisson(poisson_offsets, poisson_table, A_m, rng, ptrs):
-    """A^m(t) for Poisson(λ_Σ) arrivals split among M > 1 dispatchers job by job: M
-    independent Poisson(λ_Σ·p_m) draws into ``A_m`` from the rows of
-    :func:`poisson_tables`, by inversion of the tabulated CDF or, for a PTRS row, by PTRS
-    (``ptrs``: :data:`ptrs_draw`, or :data:`NO_PTRS` when no row is one). Returns A_Σ(t)."""
-    total = 0
-    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-    for m in range(A_m.size):
-        row = poisson_offsets[m]  # (indices into the flat table: a row slice is a view
-        # whose reference counting cost two calls per dispatcher)
-        if poisson_offsets[m + 1] - row == PTRS_ROW:
-            rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-            k = ptrs(rng, poisson_table, row)
-            s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-        else:
-            bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
-            u = np.float64(bits >> np.uint64(11)) * INV_2_53
-            # k = #{j : F(j) ≤ u} = min{k : u < F(k)}: the guide gives the count below
-            # u's bucket, u ≥ b/G (b = the top bits of u), then a short scan
-            bucket = np.int64(bits >> np.uint64(64 - POISSON_GUIDE_BITS))
-            k = np.int64(poisson_table[row + bucket])
-            cdf = row + POISSON_GUIDE
-            length = poisson_offsets[m + 1] - cdf
-            # the first step without a branch (taken for ~1 draw in 10 at λ_m ≈ 3, and
-            # mispredicted then: the draws cost 15 % less); a second is rarer still
-            k += np.int64(k < length) & np.int64(poisson_table[cdf + min(k, length - 1)] <= u)
-            while k < length and poisson_table[cdf + k] <= u:
-                k += 1
-        A_m[m] = k
-        total += k
-    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-    return total
-
-
-def _draw_other_arrivals(code, rate, trials, trace, t, p, cumulative, batch_split, A_m, rng):
-    """A_Σ(t) and its split A^m(t) for every case but :func:`_draw_split_poisson`'s: the
-    total by its law, then all of it to one dispatcher (M = 1, or drawn from p for the
-    ``batch`` split) or split multinomially by p_m. Returns A_Σ(t)."""
-    M = A_m.size
-    total = _draw_total(code, rate, trials, trace, t, rng)
-    for m in range(M):
-        A_m[m] = 0
-    if M == 1:
-        A_m[0] = total
-    elif batch_split:
-        if total > 0:
-            A_m[weighted_index(rng, cumulative)] = total
-    else:
-        remaining = total
-        left = 1.0
-        for m in range(M - 1):
-            if remaining == 0 or left <= 0.0:
-                break
-            share = binomial(rng, remaining, min(1.0, p[m] / left))
-            A_m[m] = share
-            remaining -= share
-            left -= p[m]
-        A_m[M - 1] += remaining
-    return total
 
 
 @njit(**LOOP_ONLY)

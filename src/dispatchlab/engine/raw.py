@@ -17,7 +17,7 @@ from dispatchlab.compiled.rng import (
     make_tag_stream,
 )
 from dispatchlab.core.errors import PolicyError, SimulationError
-from dispatchlab.engine import loop
+from dispatchlab.engine import arrivals, loop
 from dispatchlab.engine.adapter import choose_adapter, hook_adapter
 from dispatchlab.engine.control import (
     ChunkSizer,
@@ -188,12 +188,13 @@ def loop_steps(system: System, track_delay: bool = False) -> tuple[Any, Any]:
 
 def needs_ptrs(system: System) -> bool:
     """Whether runs of ``system`` draw split-Poisson arrivals with a PTRS row (some
-    λ_m ≥ loop.POISSON_TABLE_LIMIT), the loop's :data:`~dispatchlab.engine.loop.ptrs_draw`."""
+    λ_m ≥ arrivals.POISSON_TABLE_LIMIT), the loop's
+    :data:`~dispatchlab.engine.arrivals.ptrs_draw`."""
     if loop.needs_other_arrivals(system.arrivals.code, system.dispatchers,
                                  system.split == "batch"):
         return False
-    offsets, _ = loop.poisson_tables(float(system.arrival_rate) * system.weights)
-    return loop.has_ptrs_rows(offsets)
+    offsets, _ = arrivals.poisson_tables(float(system.arrival_rate) * system.weights)
+    return arrivals.has_ptrs_rows(offsets)
 
 
 def on_demand_steps(state: loop.LoopState, observed: loop.LoopObservation,
@@ -201,12 +202,12 @@ def on_demand_steps(state: loop.LoopState, observed: loop.LoopObservation,
     """The loop's observation step, the PTRS draw of its split-Poisson arrivals and the
     tagging of per-job placements for a run, compiled (or loaded from the disk cache) when
     the run takes them, else the absent steps (nothing compiled: a cold first run that
-    neither observes, nor has a dispatcher at λ_m ≥ loop.POISSON_TABLE_LIMIT, nor tags in
+    neither observes, nor has a dispatcher at λ_m ≥ arrivals.POISSON_TABLE_LIMIT, nor tags in
     per-job dispatch compiles none of them). ``tags_per_job``: the run tags delays in
     per-job dispatch."""
     observe = compiled(loop.observe_step) if loop.observes(observed) else loop.NO_OBSERVE
-    ptrs = (compiled(loop.ptrs_draw) if loop.has_ptrs_rows(state.poisson_offsets)
-            else loop.NO_PTRS)
+    ptrs = (compiled(arrivals.ptrs_draw) if arrivals.has_ptrs_rows(state.poisson_offsets)
+            else arrivals.NO_PTRS)
     tag_one = compiled(loop.tag_one_step) if tags_per_job else loop.NO_TAG_ONE
     return observe, ptrs, tag_one
 

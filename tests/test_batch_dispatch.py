@@ -88,7 +88,7 @@ def _registry_left_as_found(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(("servers", "dispatchers", "dispatch"), [
     ("4x0.5,2x0.2", 4, "batch"), ("4x0.5,2x0.2", 4, "per_job"),
     # λ_Σ = 45 at one or two dispatchers: a dispatcher's jobs take several adapter calls
-    # (loop.TARGET_BUFFER at a time) per job, and many dispatchers share servers in batch
+    # (layout.TARGET_BUFFER at a time) per job, and many dispatchers share servers in batch
     ("100x0.5", 1, "per_job"), ("100x0.5", 2, "per_job"), ("100x0.5", 40, "batch"),
 ])
 def test_choose_runs_once_per_dispatcher_in_order_on_q_of_t(servers: str, dispatchers: int,
@@ -168,7 +168,7 @@ class _BadAtJob41(Policy):
 
 
 def test_a_bad_server_for_a_job_past_the_first_adapter_call() -> None:
-    """Per job, a dispatcher's jobs take an adapter call per loop.TARGET_BUFFER of them: the
+    """Per job, a dispatcher's jobs take an adapter call per layout.TARGET_BUFFER of them: the
     41st job's bad server (in the second call) is reported for its dispatcher and slot."""
     if _BadAtJob41.name not in policy_names():
         register(_BadAtJob41)

@@ -32,6 +32,7 @@ from dispatchlab.compiled.argmin import (
     shortest_of_row,
     slot_argmin_cache,
 )
+from dispatchlab.compiled.histogram import DELAY_BINS, EXACT_DELAY_BINS
 from dispatchlab.compiled.rng import (
     bernoulli_thresholds,
     make_rng_state,
@@ -42,18 +43,9 @@ from dispatchlab.compiled.rng import (
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.arrivals import _draw_split_poisson, poisson_tables, ptrs_draw
-from dispatchlab.engine.loop import (
-    DELAY_BINS,
-    EXACT_DELAY_BINS,
-    FREE_COUNT,
-    SUM_DELAY,
-    _fifo_append,
-    _serve_bernoulli,
-    _serve_bernoulli_fifo,
-    grow_pool,
-    new_pool,
-    serve_other_law,
-)
+from dispatchlab.engine.fifo import FREE_COUNT, _fifo_append, grow_pool, new_pool
+from dispatchlab.engine.layout import SUM_DELAY
+from dispatchlab.engine.service import _serve_bernoulli, _serve_bernoulli_fifo, serve_other_law
 
 REQUIRED = ("name", "slots_per_second", "jobs_per_second", "slots_per_second_full",
             "mean_total_queue", "ci_low", "ci_high", "messages_per_arrival",
@@ -406,7 +398,9 @@ def test_a_run_s_initial_queues_wait_in_the_head_nodes() -> None:
     """init_loop_state: each server's initial queue is one batch "arrived" in slot −1, in
     its head node; empty servers have empty FIFOs; the free nodes all follow; no Poisson
     tables unless the run draws split-Poisson arrivals."""
-    from dispatchlab.engine.loop import CARRY_POOLED, COUNT_MASK, FREE_HEAD, init_loop_state
+    from dispatchlab.engine.fifo import COUNT_MASK, FREE_HEAD
+    from dispatchlab.engine.layout import CARRY_POOLED
+    from dispatchlab.engine.records import init_loop_state
 
     Q = np.array([3, 0, 2], np.int64)
     rng, stream = make_rng_state(1), make_service_stream(1)
@@ -707,8 +701,9 @@ def test_more_served_than_queued_ends_the_fifo_pass() -> None:
     script = (
         "import numpy as np\n"
         "from dispatchlab.compiled.rng import make_rng_state\n"
-        "from dispatchlab.engine.loop import (DELAY_BINS, _fifo_append, new_pool,\n"
-        "                                     serve_other_law)\n"
+        "from dispatchlab.compiled.histogram import DELAY_BINS\n"
+        "from dispatchlab.engine.fifo import _fifo_append, new_pool\n"
+        "from dispatchlab.engine.service import serve_other_law\n"
         "pool, tails, free = new_pool(1, 8)\n"
         "_fifo_append(0, 0, 1, pool, tails, free)\n"
         "Q, A, prev = np.array([5]), np.zeros(1, np.int64), np.zeros(1, np.int64)\n"

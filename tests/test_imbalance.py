@@ -1,4 +1,4 @@
-"""The per-slot imbalance pass (engine/loop.py ``_imbalance``, DQI₁ and DQI₂²): exact in
+"""The per-slot imbalance pass (engine/observe.py ``_imbalance``, DQI₁ and DQI₂²): exact in
 integers below its limit, with the same two roundings as the formula it implements, and
 the float loop beyond it."""
 
@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dispatchlab.engine.loop import IMBALANCE_EXACT_LIMIT, _imbalance
+from dispatchlab.engine.observe import IMBALANCE_EXACT_LIMIT, _imbalance
 
 
 def formula(queues: list[int]) -> tuple[float, float]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dispatchlab.engine import loop
+from dispatchlab.engine import layout
 from dispatchlab.engine.raw import run_once
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import make_policy
@@ -32,8 +32,8 @@ def exogenous_path(system: System, name: str, params: dict, seed: int):
     raw = run_once(system, make_policy(name, **params).kernel(system), slots=SLOTS, warmup=0,
                    seed=seed, bound=10**9, track_delay=False, detail=False)
     assert raw.block_length == 1 and raw.slots_run == SLOTS
-    offered = int(raw.counters[loop.DEPARTURES]) + int(raw.moments[loop.SUM_UNUSED])
-    return raw.block_pooled[:SLOTS].copy(), int(raw.counters[loop.ARRIVALS]), offered, raw
+    offered = int(raw.counters[layout.DEPARTURES]) + int(raw.moments[layout.SUM_UNUSED])
+    return raw.block_pooled[:SLOTS].copy(), int(raw.counters[layout.ARRIVALS]), offered, raw
 
 
 @pytest.mark.parametrize("label", sorted(SYSTEMS))

@@ -127,16 +127,16 @@ def test_a_run_compiles_only_the_loop_and_its_policy() -> None:
               and name != "dispatchlab.policies.classic._jsq_choose"]
     assert others == []  # no other policy, no theory Monte Carlo, no statistics helper
     # nor the per-job FIFO of delay="all" (about a fifth of the loop's cold compile)
-    assert "dispatchlab.engine.loop._serve_bernoulli_fifo" not in compiled
+    assert "dispatchlab.engine.service._serve_bernoulli_fifo" not in compiled
 
 
 def test_a_run_timing_every_job_compiles_the_fifo_step() -> None:
     script = ("from dispatchlab import System, simulate\n"
-              "from dispatchlab.engine import arrivals, loop\n"
+              "from dispatchlab.engine import arrivals, observe, service, tags\n"
               "result = simulate(System.build('4x0.3,4x0.6', load=0.5, dispatchers=2), 'jsq',"
               " slots=500, seed=1, delay='all')\n"
-              "print(bool(loop.bernoulli_fifo.overloads),"
-              " hasattr(loop.bernoulli_only, 'overloads'),"
+              "print(bool(service.bernoulli_fifo.overloads),"
+              " hasattr(service.bernoulli_only, 'overloads'),"
               " result.delay_method, result.delay_jobs > 0)")
     assert _python(script).split() == ["True", "False", "all", "True"]
 
@@ -147,10 +147,10 @@ def test_observation_and_ptrs_compile_only_for_the_runs_that_take_them() -> None
     use: a plain run compiles neither."""
     script = (
         "from dispatchlab import System, simulate\n"
-        "from dispatchlab.engine import arrivals, loop\n"
+        "from dispatchlab.engine import arrivals, observe, service, tags\n"
         "from dispatchlab.engine.raw import needs_ptrs\n"
         "def compiled():\n"
-        "    print(bool(loop.observe_step.overloads), bool(arrivals.ptrs_draw.overloads))\n"
+        "    print(bool(observe.observe_step.overloads), bool(arrivals.ptrs_draw.overloads))\n"
         "small = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2)\n"
         "big = System.build('1500x0.9', load=0.9, dispatchers=2)\n"
         "print(needs_ptrs(small), needs_ptrs(big))\n"
@@ -170,23 +170,23 @@ def test_per_job_tagging_compiles_only_for_tagged_per_job_runs() -> None:
     is the loop's one inlined copy)."""
     script = (
         "from dispatchlab import System, simulate\n"
-        "from dispatchlab.engine import arrivals, loop\n"
+        "from dispatchlab.engine import arrivals, observe, service, tags\n"
         "batch = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2)\n"
         "per_job = System.build('4x0.3,4x0.6', load=0.5, dispatchers=2, dispatch='per_job')\n"
         "simulate(batch, 'jsq', slots=200, seed=1)\n"
         "simulate(per_job, 'jsq', slots=200, seed=1, delay='off')\n"
-        "print(bool(loop.tag_one_step.overloads))\n"
+        "print(bool(tags.tag_one_step.overloads))\n"
         "result = simulate(per_job, 'jsq', slots=2000, seed=1)\n"
-        "print(bool(loop.tag_one_step.overloads), result.delay_method, result.delay_jobs > 0)\n")
+        "print(bool(tags.tag_one_step.overloads), result.delay_method, result.delay_jobs > 0)\n")
     assert _python(script).split() == ["False", "True", "tagged", "True"]
 
 
 def test_warm_compiles_the_on_demand_steps_too() -> None:
     script = ("from dispatchlab.cli import main\n"
-              "from dispatchlab.engine import arrivals, loop\n"
+              "from dispatchlab.engine import arrivals, observe, service, tags\n"
               "assert main(['warm']) == 0\n"
-              "print(bool(loop.observe_step.overloads), bool(arrivals.ptrs_draw.overloads),\n"
-              "      bool(loop.tag_one_step.overloads))\n")
+              "print(bool(observe.observe_step.overloads), bool(arrivals.ptrs_draw.overloads),\n"
+              "      bool(tags.tag_one_step.overloads))\n")
     assert _python(script).split()[-3:] == ["True", "True", "True"]
 
 
@@ -197,15 +197,15 @@ def test_an_absent_step_is_a_first_class_function_that_compiles_nothing() -> Non
     from numba import typeof, types
 
     from dispatchlab.compiled.lazy import AbsentStep
-    from dispatchlab.engine import loop
+    from dispatchlab.engine import arrivals, service
     from dispatchlab.engine.adapter import HOOK_ADAPTER_TYPE, NO_HOOK_ADAPTER, hook_adapter
     from dispatchlab.engine.interface import no_hook
 
-    assert typeof(loop.bernoulli_only) == loop.SERVE_TYPE
-    assert typeof(loop.split_poisson_only) == loop.ARRIVALS_TYPE
+    assert typeof(service.bernoulli_only) == service.SERVE_TYPE
+    assert typeof(arrivals.split_poisson_only) == arrivals.ARRIVALS_TYPE
     assert hook_adapter(no_hook) is NO_HOOK_ADAPTER
     assert typeof(NO_HOOK_ADAPTER) == HOOK_ADAPTER_TYPE
-    assert typeof(AbsentStep(types.int64(types.int64), "f")) != loop.ARRIVALS_TYPE
+    assert typeof(AbsentStep(types.int64(types.int64), "f")) != arrivals.ARRIVALS_TYPE
 
 
 def test_calling_an_absent_step_stops_the_process() -> None:
@@ -261,11 +261,11 @@ def test_precompile_compiles_the_loop_steps_of_the_system_s_laws() -> None:
     script = (
         "from dispatchlab import System\n"
         "from dispatchlab.cli.warm import precompile\n"
-        "from dispatchlab.engine import arrivals, loop\n"
-        "assert not loop.other_arrivals.overloads and not loop.serve_other_law.overloads\n"
+        "from dispatchlab.engine import arrivals, observe, service, tags\n"
+        "assert not arrivals.other_arrivals.overloads and not service.serve_other_law.overloads\n"
         "precompile(System.build('20x0.5', load=0.5, dispatchers=1, service='poisson'),"
         " ['jsq'])\n"
-        "print(bool(loop.other_arrivals.overloads), bool(loop.serve_other_law.overloads))\n")
+        "print(bool(arrivals.other_arrivals.overloads), bool(service.serve_other_law.overloads))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr

@@ -10,7 +10,8 @@ from scipy import signal
 from scipy import stats as scipy_stats
 
 from dispatchlab import System, simulate
-from dispatchlab.engine import loop
+from dispatchlab.compiled.histogram import DELAY_BINS, LOG_BINS_PER_OCTAVE, delay_bin_value
+from dispatchlab.engine.layout import delay_bin
 from dispatchlab.policies import make_policy
 from dispatchlab.simulation.summary import server_arrival_rates
 from dispatchlab.stats import (
@@ -20,7 +21,7 @@ from dispatchlab.stats import (
     replication_estimate,
     stability_verdict,
 )
-from dispatchlab.stats.estimators import Estimate, delay_bin_value, with_standard_error_floor
+from dispatchlab.stats.estimators import Estimate, with_standard_error_floor
 from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
 from dispatchlab.stats.stability import below_lower_bound
 
@@ -159,7 +160,7 @@ def test_mser5_finds_an_obvious_transient():
 
 
 def test_delay_quantiles_exact_bins():
-    histogram = np.zeros(loop.DELAY_BINS, np.int64)
+    histogram = np.zeros(DELAY_BINS, np.int64)
     histogram[[0, 1, 2, 3]] = [10, 30, 40, 20]  # cumulative 10, 40, 80, 100
     assert delay_quantiles(histogram, (0.05, 0.1, 0.4, 0.5, 0.8, 0.9, 1.0)) == [
         0.0, 0.0, 1.0, 2.0, 2.0, 3.0, 3.0]
@@ -169,9 +170,9 @@ def test_delay_quantiles_exact_bins():
 @pytest.mark.parametrize("delay", [1_023, 1_024, 1_500, 5_000, 123_456, 10**7])
 def test_delay_log_bins_within_their_resolution(delay):
     """Above 1 024 slots the histogram is logarithmic: a bin's value is within 0.6 %."""
-    index = int(loop._delay_bin(delay))
+    index = int(delay_bin(delay))
     value = float(delay_bin_value(index))
-    assert value <= delay < value * (1 + 1 / loop.LOG_BINS_PER_OCTAVE) + 1
+    assert value <= delay < value * (1 + 1 / LOG_BINS_PER_OCTAVE) + 1
 
 
 # -- stability verdict ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tags sleep until the first slot that can see their departure (engine/loop.py, the tag
+"""Tags sleep until the first slot that can see their departure (engine/tags.py, the tag
 table's wake-up slots): with p = 1 every measured job is tagged, so the tagged delay
 histogram must equal the exact FIFO's under every service law, whatever bound (K jobs a
 slot for binomial:K, none for Poisson and geometric, μ_n for deterministic) sets the
@@ -37,17 +37,17 @@ def test_a_tag_table_that_grows_many_times_keeps_every_tag(monkeypatch):
     """The tag table starts at 64 rows here (a run's default is ≥ 1024) and doubles each
     time a chunk ends with it more than half full: tags in use keep their rows and the new
     rows join the free list, so the histogram still equals the FIFO's job for job."""
-    from dispatchlab.engine import loop, raw
+    from dispatchlab.engine import raw, tags
 
     monkeypatch.setattr(raw, "tag_rows", lambda system, probability: 64)
     sizes = []
-    grow_tags = loop.grow_tags
+    grow_tags = tags.grow_tags
 
-    def grow(tags, carry):
-        sizes.append(tags.shape[0])
-        return grow_tags(tags, carry)
+    def grow(table, carry):
+        sizes.append(table.shape[0])
+        return grow_tags(table, carry)
 
-    monkeypatch.setattr(loop, "grow_tags", grow)
+    monkeypatch.setattr(tags, "grow_tags", grow)
     system = System.build("4x0.3,4x0.9", load=0.98, dispatchers=3)
     kernel = make_policy("rand").kernel(system)
     common = dict(slots=30_000, warmup=1_000, seed=np.random.SeedSequence(5),

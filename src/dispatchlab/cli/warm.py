@@ -49,7 +49,7 @@ def precompile(system: System, policies: Sequence[Policy | str], *,
     ``observe``: the runs observe (per-server statistics, a trajectory: the loop's
     observation step)."""
     from dispatchlab.compiled.lazy import compiled
-    from dispatchlab.engine import arrivals, loop
+    from dispatchlab.engine import arrivals, observe
     from dispatchlab.engine.raw import loop_steps, needs_ptrs
     from dispatchlab.simulation.run import simulate
 
@@ -64,7 +64,7 @@ def precompile(system: System, policies: Sequence[Policy | str], *,
         for step in loop_steps(system, track_delay=delay == "all"):
             compiled(step)
         if observe:
-            compiled(loop.observe_step)
+            compiled(observe.observe_step)
         if needs_ptrs(system):  # the small system's λ_m are far below PTRS's
             compiled(arrivals.ptrs_draw)
 
@@ -74,9 +74,9 @@ def compile_on_demand_steps() -> None:
     runs do not take: observing (per-server statistics, a trajectory), the PTRS draw of
     dispatchers at λ_m ≥ 600 and the tagging of per-job placements."""
     from dispatchlab.compiled.lazy import compiled
-    from dispatchlab.engine import arrivals, loop
+    from dispatchlab.engine import arrivals, observe, tags
 
-    for step in (loop.observe_step, arrivals.ptrs_draw, loop.tag_one_step):
+    for step in (observe.observe_step, arrivals.ptrs_draw, tags.tag_one_step):
         compiled(step)
 
 

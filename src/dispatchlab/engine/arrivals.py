@@ -2,8 +2,9 @@
 its law, the Poisson inversion tables and PTRS for large rates, and the split of a slot's
 arrivals among the M dispatchers (per-job Poisson, Bernoulli or multinomial).
 
-Compiled helpers the loop calls directly (:data:`LOOP_ONLY`), or passes as its arrival
-step (:func:`draw_other_arrivals`, declared in :mod:`.loop`).
+The loop draws split-Poisson arrivals itself (:func:`_draw_split_poisson`); every other
+case comes to it as its arrival step (:data:`other_arrivals`, compiled only for a run that
+takes it; :data:`split_poisson_only` for the others).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dispatchlab.compiled.rng import (
     weighted_index,
     xoshiro_step,
 )
+from dispatchlab.compiled.signature_types import BOOL, F64, F64_VEC, I64, I64_VEC, U64_VEC
 from dispatchlab.engine.interface import LOOP_ONLY
 from dispatchlab.model.arrivals import (
     ARRIVAL_BERNOULLI,
@@ -198,3 +200,23 @@ def _draw_other_arrivals(code, rate, trials, trace, t, p, cumulative, batch_spli
             left -= p[m]
         A_m[M - 1] += remaining
     return total
+
+
+#: arrivals(code, rate, trials, trace, t, p, cumulative, batch_split, A_m, rng) -> A_Σ(t):
+#: the arrival step for every case but Poisson arrivals split job by job among M > 1
+#: dispatchers (which the loop draws itself, :func:`_draw_split_poisson`); a first-class
+#: function like the service step, so that the other laws and splits (Binomial, PTRS, the
+#: multinomial split) compile only for a run that uses them
+ARRIVALS_SIGNATURE = I64(I64, F64, I64, I64_VEC, I64, F64_VEC, F64_VEC, BOOL, I64_VEC, U64_VEC)
+ARRIVALS_TYPE = types.FunctionType(ARRIVALS_SIGNATURE)
+
+#: the loop's ``draw_other_arrivals`` (:data:`ARRIVALS_SIGNATURE`), compiled on first use
+#: (see :func:`needs_other_arrivals`), and the step of split-Poisson runs, never called
+other_arrivals = lazy_function(_draw_other_arrivals, ARRIVALS_SIGNATURE, allocates=False)
+split_poisson_only = AbsentStep(ARRIVALS_SIGNATURE, "split_poisson_only")
+
+
+def needs_other_arrivals(arrival_code: int, dispatchers: int, batch_split: bool) -> bool:
+    """Whether a run draws its arrivals with ``other_arrivals``: all but Poisson arrivals
+    split job by job among M > 1 dispatchers."""
+    return not (arrival_code == ARRIVAL_POISSON and dispatchers > 1 and not batch_split)

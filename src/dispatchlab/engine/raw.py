@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dispatchlab.compiled import histogram
 from dispatchlab.compiled.rng import (
     make_exogenous_stream,
     make_rng_state,
@@ -17,7 +18,7 @@ from dispatchlab.compiled.rng import (
     make_tag_stream,
 )
 from dispatchlab.core.errors import PolicyError, SimulationError
-from dispatchlab.engine import arrivals, loop
+from dispatchlab.engine import arrivals, fifo, layout, loop, observe, records, service, tags
 from dispatchlab.engine.adapter import choose_adapter, hook_adapter
 from dispatchlab.engine.control import (
     ChunkSizer,
@@ -35,7 +36,7 @@ QUEUE_HISTOGRAM_BINS = 4096
 
 @dataclass
 class RawRun:
-    """Raw accumulators of one run (see :mod:`dispatchlab.engine.loop` for the layouts)."""
+    """Raw accumulators of one run (see :mod:`dispatchlab.engine.layout` for the layouts)."""
 
     slots: int
     slots_run: int
@@ -67,23 +68,23 @@ class RawRun:
     served: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     server_hist: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.int64))
     trajectory: np.ndarray = field(
-        default_factory=lambda: np.zeros((0, loop.POINT_SERVERS), np.int64))
+        default_factory=lambda: np.zeros((0, observe.POINT_SERVERS), np.int64))
     trajectory_servers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def measured_slots(self) -> int:
-        return int(self.counters[loop.MEASURED_SLOTS])
+        return int(self.counters[layout.MEASURED_SLOTS])
 
     @property
     def mean_total_queue(self) -> float:
         """The mean of ΣQ(t+1) over the measured slots (0 when none was)."""
-        return float(self.moments[loop.SUM_TOTAL_QUEUE] / max(self.measured_slots, 1))
+        return float(self.moments[layout.SUM_TOTAL_QUEUE] / max(self.measured_slots, 1))
 
     @property
     def mean_excess(self) -> float:
         """The mean of X(t+1) = ΣQ(t+1) − q(t+1) over the measured slots (0 when none was)."""
         moments = self.moments
-        return float((moments[loop.SUM_TOTAL_QUEUE] - moments[loop.SUM_POOLED])
+        return float((moments[layout.SUM_TOTAL_QUEUE] - moments[layout.SUM_POOLED])
                      / max(self.measured_slots, 1))
 
     def excess_block_means(self) -> np.ndarray:
@@ -105,7 +106,7 @@ class RawRun:
 @dataclass(frozen=True)
 class Totals:
     """The loop's counters and moments summed over runs, by name (see the ``counters`` and
-    ``moments`` layouts of :mod:`dispatchlab.engine.loop`). Counts are over the measured
+    ``moments`` layouts of :mod:`dispatchlab.engine.layout`). Counts are over the measured
     window unless they say otherwise; the sums are NaN when no slot was measured."""
 
     arrivals: int  # every slot
@@ -131,27 +132,27 @@ class Totals:
     def of(cls, runs: list[RawRun]) -> Totals:
         counters = sum(run.counters for run in runs)
         moments = sum(run.moments for run in runs)
-        if counters[loop.MEASURED_SLOTS] == 0:  # stopped before the warm-up ended
+        if counters[layout.MEASURED_SLOTS] == 0:  # stopped before the warm-up ended
             moments = moments * math.nan
         return cls(
-            arrivals=int(counters[loop.ARRIVALS]),
-            arrivals_measured=int(counters[loop.ARRIVALS_MEASURED]),
-            departures=int(counters[loop.DEPARTURES]),
-            dispatch_events=int(counters[loop.DISPATCH_EVENTS]),
-            dispatch_events_measured=int(counters[loop.DISPATCH_EVENTS_MEASURED]),
-            herding_slots=int(counters[loop.HERDING_SLOTS]),
-            invariant_violations=int(counters[loop.INVARIANT_VIOLATIONS]),
-            measured_slots=int(counters[loop.MEASURED_SLOTS]),
-            sum_total_queue=float(moments[loop.SUM_TOTAL_QUEUE]),
-            sum_total_queue_sq=float(moments[loop.SUM_TOTAL_QUEUE_SQ]),
-            sum_pooled=float(moments[loop.SUM_POOLED]),
-            sum_queue_unused=float(moments[loop.SUM_QU]),
-            sum_imbalance_l1=float(moments[loop.SUM_DQI1]),
-            sum_imbalance_l2=float(moments[loop.SUM_DQI2]),
-            sum_delay=float(moments[loop.SUM_DELAY]),
-            sum_unused=float(moments[loop.SUM_UNUSED]),
-            sum_unused_sq=float(moments[loop.SUM_UNUSED_SQ]),
-            sum_pooled_unused_sq=float(moments[loop.SUM_POOLED_UNUSED_SQ]),
+            arrivals=int(counters[layout.ARRIVALS]),
+            arrivals_measured=int(counters[layout.ARRIVALS_MEASURED]),
+            departures=int(counters[layout.DEPARTURES]),
+            dispatch_events=int(counters[layout.DISPATCH_EVENTS]),
+            dispatch_events_measured=int(counters[layout.DISPATCH_EVENTS_MEASURED]),
+            herding_slots=int(counters[layout.HERDING_SLOTS]),
+            invariant_violations=int(counters[layout.INVARIANT_VIOLATIONS]),
+            measured_slots=int(counters[layout.MEASURED_SLOTS]),
+            sum_total_queue=float(moments[layout.SUM_TOTAL_QUEUE]),
+            sum_total_queue_sq=float(moments[layout.SUM_TOTAL_QUEUE_SQ]),
+            sum_pooled=float(moments[layout.SUM_POOLED]),
+            sum_queue_unused=float(moments[layout.SUM_QU]),
+            sum_imbalance_l1=float(moments[layout.SUM_DQI1]),
+            sum_imbalance_l2=float(moments[layout.SUM_DQI2]),
+            sum_delay=float(moments[layout.SUM_DELAY]),
+            sum_unused=float(moments[layout.SUM_UNUSED]),
+            sum_unused_sq=float(moments[layout.SUM_UNUSED_SQ]),
+            sum_pooled_unused_sq=float(moments[layout.SUM_POOLED_UNUSED_SQ]),
         )
 
 
@@ -176,28 +177,28 @@ def loop_steps(system: System, track_delay: bool = False) -> tuple[Any, Any]:
     """The slot loop's service and arrival steps for ``system`` (not yet compiled): the
     other laws' service step, the Bernoulli one timing every job (``track_delay``:
     ``delay="all"``) or the Bernoulli stub, the other arrivals' step or the stub of
-    split-Poisson runs (see loop.needs_other_arrivals)."""
+    split-Poisson runs (see arrivals.needs_other_arrivals)."""
     if system.service.code != SERVICE_BERNOULLI:
-        serve = loop.serve_other_law
+        serve = service.serve_other_law
     else:
-        serve = loop.bernoulli_fifo if track_delay else loop.bernoulli_only
-    split_poisson = not loop.needs_other_arrivals(system.arrivals.code, system.dispatchers,
-                                                  system.split == "batch")
-    return serve, loop.split_poisson_only if split_poisson else loop.other_arrivals
+        serve = service.bernoulli_fifo if track_delay else service.bernoulli_only
+    split_poisson = not arrivals.needs_other_arrivals(system.arrivals.code, system.dispatchers,
+                                                      system.split == "batch")
+    return serve, arrivals.split_poisson_only if split_poisson else arrivals.other_arrivals
 
 
 def needs_ptrs(system: System) -> bool:
     """Whether runs of ``system`` draw split-Poisson arrivals with a PTRS row (some
     λ_m ≥ arrivals.POISSON_TABLE_LIMIT), the loop's
     :data:`~dispatchlab.engine.arrivals.ptrs_draw`."""
-    if loop.needs_other_arrivals(system.arrivals.code, system.dispatchers,
-                                 system.split == "batch"):
+    if arrivals.needs_other_arrivals(system.arrivals.code, system.dispatchers,
+                                     system.split == "batch"):
         return False
     offsets, _ = arrivals.poisson_tables(float(system.arrival_rate) * system.weights)
     return arrivals.has_ptrs_rows(offsets)
 
 
-def on_demand_steps(state: loop.LoopState, observed: loop.LoopObservation,
+def on_demand_steps(state: records.LoopState, observed: records.LoopObservation,
                     tags_per_job: bool) -> tuple[Any, Any, Any]:
     """The loop's observation step, the PTRS draw of its split-Poisson arrivals and the
     tagging of per-job placements for a run, compiled (or loaded from the disk cache) when
@@ -205,40 +206,41 @@ def on_demand_steps(state: loop.LoopState, observed: loop.LoopObservation,
     neither observes, nor has a dispatcher at λ_m ≥ arrivals.POISSON_TABLE_LIMIT, nor tags in
     per-job dispatch compiles none of them). ``tags_per_job``: the run tags delays in
     per-job dispatch."""
-    observe = compiled(loop.observe_step) if loop.observes(observed) else loop.NO_OBSERVE
+    observe_step = (compiled(observe.observe_step) if records.observes(observed)
+                    else observe.NO_OBSERVE)
     ptrs = (compiled(arrivals.ptrs_draw) if arrivals.has_ptrs_rows(state.poisson_offsets)
             else arrivals.NO_PTRS)
-    tag_one = compiled(loop.tag_one_step) if tags_per_job else loop.NO_TAG_ONE
-    return observe, ptrs, tag_one
+    tag_one = compiled(tags.tag_one_step) if tags_per_job else tags.NO_TAG_ONE
+    return observe_step, ptrs, tag_one
 
 
-def loop_laws(system: System, trace: np.ndarray) -> loop.LoopLaws:
+def loop_laws(system: System, trace: np.ndarray) -> records.LoopLaws:
     """The model as the slot loop reads it; ``trace``: the arrival trace as int64 (else one 0)."""
-    return loop.LoopLaws(system.mu, system.service.code, system.service.trials,
-                         system.arrivals.code, float(system.arrival_rate),
-                         system.arrivals.trials, trace, system.weights,
-                         system.split == "batch", system.dispatch == "per_job")
+    return records.LoopLaws(system.mu, system.service.code, system.service.trials,
+                            system.arrivals.code, float(system.arrival_rate),
+                            system.arrivals.trials, trace, system.weights,
+                            system.split == "batch", system.dispatch == "per_job")
 
 
 def observation(queues: np.ndarray, slots: int, per_server: bool, bins: int, every: int,
-                servers: Sequence[int]) -> loop.LoopObservation:
-    """The loop's :class:`~dispatchlab.engine.loop.LoopObservation` of a run from
+                servers: Sequence[int]) -> records.LoopObservation:
+    """The loop's :class:`~dispatchlab.engine.records.LoopObservation` of a run from
     ``queues`` = Q(0): per-server counts with a ``bins``-bin histogram when ``per_server``;
     a trajectory point every ``every`` slots (0: none), Q_n(t) of ``servers`` in it, its
     first row (t = 0, q(0) = ΣQ(0)) written here."""
     if not per_server and every == 0:
-        return loop.no_observation()
+        return records.no_observation()
     n = queues.size
     servers = np.asarray(servers, np.int64).reshape(-1)
-    trajectory = np.zeros((slots // every + 1 if every else 0, loop.POINT_SERVERS + servers.size),
-                          np.int64)
-    cursor = np.array([every if every else loop.NO_POINT, 0], np.int64)
+    points = slots // every + 1 if every else 0
+    trajectory = np.zeros((points, observe.POINT_SERVERS + servers.size), np.int64)
+    cursor = np.array([every if every else observe.NO_POINT, 0], np.int64)
     if every:
         total = queues.sum()
-        trajectory[0, :loop.POINT_SERVERS] = (0, total, total)
-        trajectory[0, loop.POINT_SERVERS:] = queues[servers]
-        cursor[loop.CURSOR_POINTS] = 1
-    return loop.LoopObservation(
+        trajectory[0, :observe.POINT_SERVERS] = (0, total, total)
+        trajectory[0, observe.POINT_SERVERS:] = queues[servers]
+        cursor[observe.CURSOR_POINTS] = 1
+    return records.LoopObservation(
         per_server, every, servers, np.zeros(n if per_server else 0, np.int64),
         np.zeros((n, bins) if per_server else (0, 1), np.int64), trajectory, cursor)
 
@@ -280,11 +282,11 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         block_sum=np.zeros(blocks), block_pooled=np.zeros(blocks),
         block_queue_unused=np.zeros(blocks),
         queue_sum=np.zeros(n, np.int64),
-        delay_hist=np.zeros(loop.DELAY_BINS, np.int64),
+        delay_hist=np.zeros(histogram.DELAY_BINS, np.int64),
         queue_hist=np.zeros(QUEUE_HISTOGRAM_BINS, np.int64),
         messages=np.zeros(len(MESSAGE_KINDS), np.int64),
-        diag=np.zeros(max(1, kernel.n_diagnostics)), counters=np.zeros(loop.N_COUNTERS, np.int64),
-        moments=np.zeros(loop.N_MOMENTS), final_queues=queues, seconds=0.0,
+        diag=np.zeros(max(1, kernel.n_diagnostics)), counters=np.zeros(layout.N_COUNTERS, np.int64),
+        moments=np.zeros(layout.N_MOMENTS), final_queues=queues, seconds=0.0,
         initial_jobs=initial_total,
         delay="tagged" if tagged else "all" if track_delay else "off",
         tag_probability=float(tag_probability), detail=bool(detail),
@@ -292,20 +294,20 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)
     serve_step, arrival_step = loop_steps(system, track_delay)
-    state = loop.init_loop_state(queues, rng, service_stream, system.mu, track_delay,
+    state = records.init_loop_state(queues, rng, service_stream, system.mu, track_delay,
                                  float(system.arrival_rate), system.weights,
-                                 arrival_step is loop.split_poisson_only,
+                                 arrival_step is arrivals.split_poisson_only,
                                  make_exogenous_stream(seed), make_tag_stream(seed),
                                  tag_rows(system, tag_probability) if tagged else 1)
     carry = state.carry
     if tagged:
-        carry[loop.CARRY_TAG_SKIP] = loop.TAG_START
+        carry[layout.CARRY_TAG_SKIP] = layout.TAG_START
     laws = loop_laws(system, trace)
-    memory = loop.LoopPolicy(kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
+    memory = records.LoopPolicy(kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
                              *kernel.memory())
-    control = loop.LoopControl(slots, warmup, block_length, bound, track_delay, detail,
+    control = records.LoopControl(slots, warmup, block_length, bound, track_delay, detail,
                                float(tag_probability))
-    accumulators = loop.LoopAccumulators(
+    accumulators = records.LoopAccumulators(
         out.queue_sum, out.block_sum, out.block_pooled, out.block_queue_unused, out.delay_hist,
         out.queue_hist, out.messages, np.zeros_like(out.messages), out.diag, out.counters,
         out.moments)
@@ -333,21 +335,21 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
                               t, min(slots, t + (chunk or sizer.size)), observed,
                               observe_step, ptrs, tag_one))
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
-            status = carry[loop.CARRY_STATUS]
-            if status == loop.STATUS_BAD_TARGET:
+            status = carry[layout.CARRY_STATUS]
+            if status == layout.STATUS_BAD_TARGET:
                 raise PolicyError(policy, (
-                    f"choose returned server {int(carry[loop.CARRY_BAD_TARGET])}, not in "
-                    f"0 … N − 1 = {n - 1} (dispatcher {int(carry[loop.CARRY_BAD_DISPATCHER])}"
-                    f", slot {int(carry[loop.CARRY_BAD_SLOT])})"))
-            if status == loop.STATUS_HIT_BOUND:
+                    f"choose returned server {int(carry[layout.CARRY_BAD_TARGET])}, not in "
+                    f"0 … N − 1 = {n - 1} (dispatcher {int(carry[layout.CARRY_BAD_DISPATCHER])}"
+                    f", slot {int(carry[layout.CARRY_BAD_SLOT])})"))
+            if status == layout.STATUS_HIT_BOUND:
                 out.hit_bound = True
                 break
-            if carry[loop.CARRY_FIFO_FULL]:
-                state = state._replace(pool=loop.grow_pool(state.pool, state.pool_free))
-                carry[loop.CARRY_FIFO_FULL] = 0
-            if carry[loop.CARRY_TAGS_FULL]:
-                state = state._replace(tags=loop.grow_tags(state.tags, carry))
-                carry[loop.CARRY_TAGS_FULL] = 0
+            if carry[layout.CARRY_FIFO_FULL]:
+                state = state._replace(pool=fifo.grow_pool(state.pool, state.pool_free))
+                carry[layout.CARRY_FIFO_FULL] = 0
+            if carry[layout.CARRY_TAGS_FULL]:
+                state = state._replace(tags=tags.grow_tags(state.tags, carry))
+                carry[layout.CARRY_TAGS_FULL] = 0
             if interrupted():
                 raise RunInterrupted(t, slots, policy)
             if progress is not None:
@@ -358,11 +360,11 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         progress.finish_run(slots)
     out.messages -= accumulators.msg_at_warmup
     out.served, out.server_hist = observed.served, observed.server_hist
-    out.trajectory = observed.trajectory[:observed.cursor[loop.CURSOR_POINTS]]
+    out.trajectory = observed.trajectory[:observed.cursor[observe.CURSOR_POINTS]]
     out.trajectory_servers = observed.servers
-    if out.counters[loop.TAGS_DROPPED]:  # a slot tagged more than half the table
+    if out.counters[layout.TAGS_DROPPED]:  # a slot tagged more than half the table
         raise SimulationError(f"the run of policy {policy} tagged more jobs in one slot than "
-                              f"its tag table holds ({int(out.counters[loop.TAGS_DROPPED])} "
+                              f"its tag table holds ({int(out.counters[layout.TAGS_DROPPED])} "
                               "not followed); run it with delay='all'")
     check_invariants(out, initial_total, policy)
     return out
@@ -374,8 +376,8 @@ def check_invariants(run: RawRun, initial_total: int, policy: str) -> None:
     Jobs are conserved (arrived = departed + in system − initially there), no queue is
     negative, and ΣQ(t) ≥ q(t), the pooled queue on the same draws, held in every slot
     (docs/model.md#queue-dynamics). A policy that writes into ``slot.Q`` can break them."""
-    arrived = int(run.counters[loop.ARRIVALS])
-    departed = int(run.counters[loop.DEPARTURES])
+    arrived = int(run.counters[layout.ARRIVALS])
+    departed = int(run.counters[layout.DEPARTURES])
     in_system = int(run.final_queues.sum())
     problems = []
     if arrived != departed + in_system - initial_total:
@@ -384,7 +386,7 @@ def check_invariants(run: RawRun, initial_total: int, policy: str) -> None:
     if run.final_queues.size and run.final_queues.min() < 0:
         problems.append(f"negative queue Q_{int(run.final_queues.argmin())} = "
                         f"{int(run.final_queues.min())}")
-    violations = int(run.counters[loop.INVARIANT_VIOLATIONS])
+    violations = int(run.counters[layout.INVARIANT_VIOLATIONS])
     if violations:
         problems.append(f"ΣQ < q (the pooled queue) in {violations} slots")
     if problems:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.engine import loop
+from dispatchlab.engine import layout, observe
 from dispatchlab.engine.interface import MESSAGE_KINDS
 from dispatchlab.engine.raw import RawRun, Totals
 from dispatchlab.model.system import System
@@ -123,7 +123,7 @@ def _queue_unused_estimate(run: RawRun, warmup_method: str, servers: int) -> Est
                         int(measured.size))
     estimate = batch_means(measured)
     if warmup_method == "fraction":
-        mean = run.moments[loop.SUM_QU] / max(run.measured_slots, 1)
+        mean = run.moments[layout.SUM_QU] / max(run.measured_slots, 1)
         estimate = estimate.shifted(float(mean))
     return estimate
 
@@ -429,11 +429,11 @@ def trajectory_fields(run: RawRun) -> dict[str, Any]:
     if rows.shape[0] == 0:
         return {}
     return {
-        "trajectory_slots": rows[:, loop.POINT_SLOT].tolist(),
-        "trajectory_total_queue": rows[:, loop.POINT_TOTAL].tolist(),
-        "trajectory_pooled_queue": rows[:, loop.POINT_POOLED].tolist(),
+        "trajectory_slots": rows[:, observe.POINT_SLOT].tolist(),
+        "trajectory_total_queue": rows[:, observe.POINT_TOTAL].tolist(),
+        "trajectory_pooled_queue": rows[:, observe.POINT_POOLED].tolist(),
         "trajectory_servers": run.trajectory_servers.tolist(),
-        "trajectory_queues": rows[:, loop.POINT_SERVERS:].T.tolist(),
+        "trajectory_queues": rows[:, observe.POINT_SERVERS:].T.tolist(),
     }
 
 

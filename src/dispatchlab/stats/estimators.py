@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import special  # t and F quantiles; scipy.stats takes ~1 s of CPU to import
 
-from dispatchlab.compiled.histogram import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
+from dispatchlab.compiled.histogram import delay_bin_value
 from dispatchlab.stats.autocorrelation import integrated_autocorrelation_time
 
 # The default CI (batch means sized by the integrated autocorrelation time τ̂), chosen by
@@ -221,13 +221,6 @@ def mser5_truncation(block_means: np.ndarray) -> int:
         if value < best:
             best_d, best = d, value
     return best_d * 5
-
-
-def delay_bin_value(index: np.ndarray | int) -> np.ndarray:
-    """The delay (in slots) that a histogram bin stands for (its lower edge)."""
-    index = np.asarray(index, dtype=float)
-    octave = (index - EXACT_DELAY_BINS) / LOG_BINS_PER_OCTAVE
-    return np.where(index < EXACT_DELAY_BINS, index, np.floor(EXACT_DELAY_BINS * 2.0 ** octave))
 
 
 def delay_quantiles(histogram: np.ndarray, levels: tuple[float, ...]) -> list[float]:

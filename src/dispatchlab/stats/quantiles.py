@@ -19,23 +19,15 @@ import math
 
 import numpy as np
 
-from dispatchlab.compiled.histogram import EXACT_DELAY_BINS, LOG_BINS_PER_OCTAVE
+from dispatchlab.compiled.histogram import delay_bin_value
 
 #: z of a two-sided 95 % interval
 Z_95 = 1.959963984540054
 
 
-def _bin_value(index: int) -> float:
-    """The delay a histogram bin stands for (its lower edge; as stats.estimators)."""
-    if index < EXACT_DELAY_BINS:
-        return float(index)
-    return float(math.floor(EXACT_DELAY_BINS * 2.0 ** ((index - EXACT_DELAY_BINS)
-                                                       / LOG_BINS_PER_OCTAVE)))
-
-
 def order_statistic(cumulative: np.ndarray, rank: int) -> float:
     """X_(rank), 1 ≤ rank ≤ n, of the sample whose histogram has these running sums."""
-    return _bin_value(int(np.searchsorted(cumulative, rank, side="left")))
+    return float(delay_bin_value(int(np.searchsorted(cumulative, rank, side="left"))))
 
 
 def quantile_intervals(histogram: np.ndarray, levels: tuple[float, ...],

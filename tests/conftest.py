@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,10 @@ from types import ModuleType
 import pytest
 
 from sigint import pytest_configure, pytest_runtest_protocol  # noqa: F401 (Ctrl-C hooks)
+
+# no compile helper beside a run (engine.compile_helper): the suite's workers already keep
+# every core busy; tests/test_compile_helper.py turns it on where it tests it
+os.environ["DISPATCHLAB_COMPILE_HELPER"] = "0"
 
 # A closed form must lie inside the reported 95 % CI widened by this factor. With ≥ 10
 # replications (t₉) a correct engine fails this with probability ≈ 0.2 %, so a change of

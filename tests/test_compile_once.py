@@ -43,17 +43,30 @@ class Listener(event.Listener):
 
 
 event.register("numba:compile", Listener())
-import dispatchlab.compiled  # noqa: F401 - installs compile_once
+from dispatchlab.compiled import compile_once  # installs it
+
 sys.path.insert(0, folder)
 import probe_module
 
-assert probe_module.probe(3) == 4
+if role == "skipper":  # a compile helper: does not wait for what another compiles
+    compile_once.skip_busy()
+    try:
+        probe_module.probe(3)
+    except compile_once.Busy:
+        compiled.append("busy")
+else:
+    assert probe_module.probe(3) == 4
 print(json.dumps(compiled))
 """
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock")
-def test_the_second_process_loads_what_the_first_compiled(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("second_role", "second_compiles"),
+                         [("second", []), ("skipper", ["busy"])])
+def test_the_second_process_loads_what_the_first_compiled(
+        tmp_path: Path, second_role: str, second_compiles: list[str]) -> None:
+    """The second waits and loads the first one's cache entry; one that skips what another
+    is compiling (compile_once.skip_busy) is told Busy at once instead."""
     (tmp_path / "probe_module.py").write_text(PROBE, encoding="utf-8")
     mark = tmp_path / "compiling"
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
@@ -68,9 +81,9 @@ def test_the_second_process_loads_what_the_first_compiled(tmp_path: Path) -> Non
     while not mark.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert mark.exists(), "the first process never compiled"
-    second = start("second")
+    second = start(second_role)
     outputs = [process.communicate(timeout=300) for process in (first, second)]
     for process, (_, err) in zip((first, second), outputs, strict=True):
         assert process.returncode == 0, err
     assert json.loads(outputs[0][0]) == ["probe"]
-    assert json.loads(outputs[1][0]) == []  # loaded from the first one's cache entry
+    assert json.loads(outputs[1][0]) == second_compiles

@@ -2,14 +2,18 @@
 
 Each family's run is a fresh interpreter on an empty numba cache (``NUMBA_CACHE_DIR``, a
 temporary folder), so everything it needs compiles: the slot loop, the arrival and service
-steps, the policy's ``choose`` and hooks. Measured: the wall time of the whole process
-(start-up, import, compiling, a 1,000-slot run), its CPU time (the child's own ``wait4``
-figures) and its peak resident memory (which the child reports as it ends). One family at
-a time: they share nothing, and two at once would measure each other.
+steps, the policy's ``choose`` and hooks, with a compile helper beside it as a user's run
+has one (engine.compile_helper). Measured: the wall time of the whole process (start-up,
+import, compiling, a 1,000-slot run), its CPU time (the child's own ``wait4`` figures, plus
+the helper's) and its peak resident memory (which the child reports as it ends, plus the
+helper's peak: the two high-water marks summed, an upper bound of what the two held at
+once). One family at a time: they share nothing, and two at once would measure each
+other.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -37,9 +41,15 @@ SERVERS = "50x0.3,50x0.6"
 DISPATCHERS = 10
 SLOTS = 1_000
 _CHILD = (
+    "import json\n"
     "import dispatchlab as dl\n"
     "system = dl.System.build({servers!r}, load=0.9, dispatchers={dispatchers})\n"
     "dl.simulate(system, {policy!r}, slots={slots}, seed=1)\n"
+    "try:  # (a tree from before the compile helper has none)\n"
+    "    from dispatchlab.engine.compile_helper import last_helper\n"
+    "except ImportError:\n"
+    "    last_helper = {{}}\n"
+    "print('helper', json.dumps(last_helper))\n"
 )
 #: appended to the child's code: its own peak resident memory, as its last line of output.
 #: Linux's VmHWM is the high-water mark of the process's memory since its exec; its
@@ -61,6 +71,7 @@ _REPORT_PEAK = (
 def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
     """One cold first run of ``family``: wall and CPU seconds, peak resident MB."""
     from dispatchlab.bench.machine import processor
+    from dispatchlab.engine.compile_helper import SWITCH
 
     require(family in FAMILIES, "family", f"one of {', '.join(FAMILIES)} (got {family!r})")
     policy, _ = FAMILIES[family]
@@ -69,6 +80,7 @@ def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
     with (tempfile.TemporaryDirectory(prefix="dispatchlab-cold-") as cache,
           tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err):
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        env.pop(SWITCH, None)  # as a user's run: with its compile helper
         start = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-c", code], env=env,
                                  stdout=out, stderr=err)
@@ -88,12 +100,20 @@ def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
         err.seek(0)
         out.seek(0)
         lines = err.read().strip().splitlines()
-        peak_kb = next((int(line.split()[1]) for line in reversed(out.read().splitlines())
+        output = out.read().splitlines()
+        peak_kb = next((int(line.split()[1]) for line in reversed(output)
                         if line.startswith("peak_kb ")), None)
+        helper = next((json.loads(line.split(" ", 1)[1]) for line in reversed(output)
+                       if line.startswith("helper ")), {})
+    helper_mb = helper.get("peak_kb", 0) / 1024
+    helper_cpu = helper.get("cpu_seconds", 0.0)
     row: dict[str, Any] = {
         "family": family, "policy": policy, "servers": SERVERS, "dispatchers": DISPATCHERS,
-        "slots": SLOTS, "wall_seconds": wall, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_mb": math.nan if peak_kb is None else peak_kb / 1024, "processor": processor(),
+        "slots": SLOTS, "wall_seconds": wall,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime + helper_cpu,
+        "peak_mb": math.nan if peak_kb is None else peak_kb / 1024 + helper_mb,
+        "helper_cpu_seconds": helper_cpu, "helper_peak_mb": helper_mb,
+        "processor": processor(),
     }
     if child.returncode != 0:
         row["error"] = lines[-1] if lines else f"exit status {child.returncode}"

@@ -28,12 +28,24 @@ try:
 except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None  # type: ignore[assignment]
 
-_state: dict[str, Any] = {"installed": False}
+_state: dict[str, Any] = {"installed": False, "skip_busy": False}
 #: the lock files this process holds
 _held: set[str] = set()
 #: how long a process waits for another's compilation before compiling itself
 WAIT_SECONDS = 900.0
 _POLL_SECONDS = 0.05
+
+
+class Busy(Exception):
+    """Another process is compiling this function (raised instead of waiting once
+    :func:`skip_busy` was called)."""
+
+
+def skip_busy() -> None:
+    """From now on, this process does not wait for a function another process is compiling:
+    the compilation raises :class:`Busy` instead (for a helper that compiles ahead of a
+    run, and has better to do than wait for what the run compiles itself)."""
+    _state["skip_busy"] = True
 
 
 def _lock_path(dispatcher: Any) -> str | None:
@@ -65,6 +77,8 @@ def _locked(path: str) -> Iterator[None]:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if _state["skip_busy"]:
+                    raise Busy(path) from None
                 if time.monotonic() > deadline:
                     break  # compile without it rather than wait forever
                 time.sleep(_POLL_SECONDS)

@@ -65,6 +65,23 @@ def compiled(function, *, only: bool = False):
     return function
 
 
+def needs_compiling(function, signature=None) -> bool:
+    """Whether ``function`` has still to compile ``signature`` (default: its declared
+    one): not in this process, and not in numba's disk cache (no index entry under the key
+    a load would look for). False for what is not a numba dispatcher cached on disk."""
+    from numba.core.caching import Cache
+
+    signature = signature if signature is not None else getattr(function, "declared_signature",
+                                                                   None)
+    cache = getattr(function, "_cache", None)
+    if signature is None or not isinstance(cache, Cache):
+        return False
+    if tuple(signature.args) in function.overloads:
+        return False
+    key = cache._index_key(signature, function.targetctx.codegen())
+    return key not in cache._cache_file._load_index()
+
+
 @functools.cache
 def _abort_address() -> int:
     """The address of the C library's ``abort``: where an :class:`AbsentStep` points (looked

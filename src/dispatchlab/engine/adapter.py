@@ -46,8 +46,16 @@ from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 
 from dispatchlab.compiled.dependencies import dependency_digest
-from dispatchlab.compiled.lazy import AbsentStep
-from dispatchlab.engine.interface import Context, Memory, Slot, Step, compiled, no_hook
+from dispatchlab.compiled.lazy import AbsentStep, needs_compiling
+from dispatchlab.engine.interface import (
+    CHOOSE_SIGNATURE,
+    Context,
+    Memory,
+    Slot,
+    Step,
+    compiled,
+    no_hook,
+)
 
 _i64 = types.int64
 #: the arrays of Slot, Memory and Context, in the order (Q, μ, ip, fp, ist, fst, rng, msg)
@@ -265,6 +273,17 @@ def choose_adapter(choose: Any) -> Any:
     return _adapter(choose, _inlining_adapter, _calling_adapter, ADAPTER_SIGNATURE)
 
 
+def adapter_needs_compiling(function: Any) -> bool:
+    """Whether the adapter of the policy function ``function`` (a ``choose`` or a hook)
+    has still to compile: not built in this process, and not in numba's disk cache."""
+    if function is no_hook or function in _ADAPTERS or not _is_cached(function):
+        return False
+    hook = function.declared_signature != CHOOSE_SIGNATURE
+    inlining = _inlining_hook_adapter if hook else _inlining_adapter
+    signature = HOOK_ADAPTER_SIGNATURE if hook else ADAPTER_SIGNATURE
+    return needs_compiling(_dispatcher(inlining(function), function, {}), signature)
+
+
 def _adapter(function: Any, inlining: Any, calling: Any, signature: Any) -> Any:
     adapter = _ADAPTERS.get(function)
     if adapter is not None:
@@ -280,7 +299,9 @@ def _adapter(function: Any, inlining: Any, calling: Any, signature: Any) -> Any:
     return adapter
 
 
-def _compile(py_func: Any, choose: Any, options: dict[str, Any], signature: Any) -> Any:
+def _dispatcher(py_func: Any, choose: Any, options: dict[str, Any]) -> Any:
+    """The adapter ``py_func`` of the policy function ``choose`` as a numba dispatcher with
+    its disk cache, nothing compiled yet."""
     # a name of its own per policy function: numba names compiled code after the Python
     # function and a per-process counter, so two adapters loaded from the disk cache
     # (compiled by different processes) could otherwise define the same symbol, and the
@@ -292,6 +313,11 @@ def _compile(py_func: Any, choose: Any, options: dict[str, Any], signature: Any)
     dispatcher = njit(no_cpython_wrapper=True, **options)(py_func)
     if _is_cached(choose):
         dispatcher._cache = _AdapterCache(py_func, choose)
+    return dispatcher
+
+
+def _compile(py_func: Any, choose: Any, options: dict[str, Any], signature: Any) -> Any:
+    dispatcher = _dispatcher(py_func, choose, options)
     dispatcher.compile(signature)
     dispatcher.disable_compile()
     return dispatcher

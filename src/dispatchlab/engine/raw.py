@@ -20,6 +20,7 @@ from dispatchlab.compiled.rng import (
 from dispatchlab.core.errors import PolicyError, SimulationError
 from dispatchlab.engine import arrivals, fifo, layout, loop, observe, records, service, tags
 from dispatchlab.engine.adapter import choose_adapter, hook_adapter
+from dispatchlab.engine.compile_helper import compile_alongside
 from dispatchlab.engine.control import (
     ChunkSizer,
     RunInterrupted,
@@ -198,20 +199,18 @@ def needs_ptrs(system: System) -> bool:
     return arrivals.has_ptrs_rows(offsets)
 
 
-def on_demand_steps(state: records.LoopState, observed: records.LoopObservation,
-                    tags_per_job: bool) -> tuple[Any, Any, Any]:
+def on_demand_functions(state: records.LoopState, observed: records.LoopObservation,
+                        tags_per_job: bool) -> tuple[Any, Any, Any]:
     """The loop's observation step, the PTRS draw of its split-Poisson arrivals and the
-    tagging of per-job placements for a run, compiled (or loaded from the disk cache) when
-    the run takes them, else the absent steps (nothing compiled: a cold first run that
-    neither observes, nor has a dispatcher at λ_m ≥ arrivals.POISSON_TABLE_LIMIT, nor tags in
+    tagging of per-job placements for a run: the lazily compiled function when the run
+    takes it, else the absent step (nothing to compile: a cold first run that neither
+    observes, nor has a dispatcher at λ_m ≥ arrivals.POISSON_TABLE_LIMIT, nor tags in
     per-job dispatch compiles none of them). ``tags_per_job``: the run tags delays in
     per-job dispatch."""
-    observe_step = (compiled(observe.observe_step) if records.observes(observed)
-                    else observe.NO_OBSERVE)
-    ptrs = (compiled(arrivals.ptrs_draw) if arrivals.has_ptrs_rows(state.poisson_offsets)
-            else arrivals.NO_PTRS)
-    tag_one = compiled(tags.tag_one_step) if tags_per_job else tags.NO_TAG_ONE
-    return observe_step, ptrs, tag_one
+    return (observe.observe_step if records.observes(observed) else observe.NO_OBSERVE,
+            (arrivals.ptrs_draw if arrivals.has_ptrs_rows(state.poisson_offsets)
+             else arrivals.NO_PTRS),
+            tags.tag_one_step if tags_per_job else tags.NO_TAG_ONE)
 
 
 def loop_laws(system: System, trace: np.ndarray) -> records.LoopLaws:
@@ -318,12 +317,15 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     progress = current_progress()
     if progress is not None:
         progress.start_run()
-    run_slots = compiled(loop.run_slots, only=True)
-    choose = choose_adapter(kernel.choose)
-    begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
-    serve_other, other_arrivals = compiled(serve_step), compiled(arrival_step)
-    observe_step, ptrs, tag_one = on_demand_steps(state, observed,
-                                                  per_job and control.tag_probability > 0)
+    on_demand = on_demand_functions(state, observed, per_job and control.tag_probability > 0)
+    # in the order compiled here; a helper process compiles them from the end on a cold cache
+    with compile_alongside((loop.run_slots, kernel.choose, kernel.begin_slot, kernel.end_slot,
+                            serve_step, arrival_step, *on_demand)):
+        run_slots = compiled(loop.run_slots, only=True)
+        choose = choose_adapter(kernel.choose)
+        begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
+        serve_other, other_arrivals = compiled(serve_step), compiled(arrival_step)
+        observe_step, ptrs, tag_one = (compiled(function) for function in on_demand)
     start = time.perf_counter()
     t = 0
     with sigint_caught() as interrupted:

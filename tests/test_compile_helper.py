@@ -1,0 +1,120 @@
+"""A cold run compiles beside a helper process (engine.compile_helper): same numbers, no
+process left behind whatever happens to the run, and nothing imported but dispatchlab."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dispatchlab import System, simulate
+from dispatchlab.engine import compile_helper, loop
+from dispatchlab.engine.compile_helper import Piece, pieces_to_compile
+from dispatchlab.engine.interface import choose_function, no_hook
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the helper's lifetime checks read /proc")
+
+COLD_RUN = """
+import json, os
+from dispatchlab import System, simulate
+from dispatchlab.engine import compile_helper
+result = simulate(System.build('10x0.5', load=0.9), 'jsq', slots=1000, seed=3)
+children = [p for p in os.listdir('/proc') if p.isdigit()
+            and open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == str(os.getpid())]
+print(json.dumps({"mean": result.mean_total_queue, "helper": compile_helper.last_helper,
+                  "children": children}))
+"""
+
+
+def _cold_environment(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+            compile_helper.SWITCH: "1"}
+
+
+def test_a_cold_run_compiles_beside_a_helper_and_leaves_none_behind(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", COLD_RUN], env=_cold_environment(tmp_path),
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["helper"]["peak_kb"] > 0 and report["helper"]["cpu_seconds"] > 0
+    assert report["children"] == []  # the helper was stopped with the compiling
+    # the same numbers as this process computes (warm, no helper)
+    warm = simulate(System.build("10x0.5", load=0.9), "jsq", slots=1000, seed=3)
+    assert report["mean"] == warm.mean_total_queue
+
+
+def _helper_of(parent: int, within: float) -> int | None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if (stat.rsplit(")", 1)[1].split()[1] == str(parent)
+                    and b"dispatchlab.engine.compile_helper" in command):
+                return int(pid)
+        time.sleep(0.05)
+    return None
+
+
+def _gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":  # dead, not yet reaped
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_the_helper_goes_with_its_run(tmp_path: Path, how: signal.Signals) -> None:
+    """kill -9 of the run (the kernel kills the helper, PR_SET_PDEATHSIG) and Ctrl-C (the
+    run stops it on its way out): no helper outlives the run."""
+    code = ("from dispatchlab import System, simulate\n"
+            "simulate(System.build('50x0.3,50x0.6', load=0.9, dispatchers=4), 'l-jsq-push',"
+            " slots=1000)\n")
+    run = subprocess.Popen([sys.executable, "-c", code], env=_cold_environment(tmp_path),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        helper = _helper_of(run.pid, within=60)
+        assert helper is not None, "no helper started beside a cold run"
+        run.send_signal(how)
+        run.wait(timeout=60)
+        assert _gone(helper, within=10), "the helper outlived its run"
+    finally:
+        run.kill()
+        run.wait()
+    if how == signal.SIGINT:
+        assert "KeyboardInterrupt" in run.stderr.read()
+
+
+def _user_choose(m, jobs, slot, memory, ctx):  # pragma: no cover - never compiled
+    return 0
+
+
+def test_only_dispatchlab_functions_still_to_compile_are_pieces() -> None:
+    simulate(System.build("4x0.5", load=0.5), "jsq", slots=100, seed=1)  # the loop compiled
+    user = choose_function(_user_choose)
+    assert pieces_to_compile([loop.run_slots, user, no_hook, np.sum]) == []
+
+
+def test_the_helper_imports_nothing_outside_dispatchlab(monkeypatch) -> None:
+    imported = []
+    monkeypatch.setattr(compile_helper.importlib, "import_module", imported.append)
+    compile_helper._compile(Piece("os", "system"))
+    compile_helper._compile(Piece("dispatchlabx.evil", "f"))
+    assert imported == []

@@ -118,3 +118,19 @@ def test_the_helper_imports_nothing_outside_dispatchlab(monkeypatch) -> None:
     compile_helper._compile(Piece("os", "system"))
     compile_helper._compile(Piece("dispatchlabx.evil", "f"))
     assert imported == []
+
+
+def test_a_cold_run_says_what_it_compiles_and_a_warm_one_does_not(tmp_path: Path) -> None:
+    """On a stderr that is no terminal (a log, CI, ``make demo`` piped), one plain line."""
+    command = [sys.executable, "-c", "import sys; from dispatchlab.cli import entry_point; "
+               "sys.argv[0] = 'dispatchlab'; entry_point()", "run", "--policy", "jsq",
+               "--servers", "4x0.5", "--slots", "200", "--json"]
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    cold, warm = (subprocess.run(command, env=environment, capture_output=True, text=True,
+                                 timeout=600, check=False) for _ in range(2))
+    assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
+    assert ("compiling the slot loop, policies.classic._jsq_choose (once: cached for the next "
+            "runs)") in cold.stderr
+    assert "compiling" not in warm.stderr
+    means = [json.loads(done.stdout)["mean_total_queue"] for done in (cold, warm)]
+    assert means[0] == means[1]

@@ -182,14 +182,18 @@ def pooled(workers: int | None, replications: int, precision: float | None) -> b
 
 @contextmanager
 def run_status(text: str, runs: int) -> Iterator[None]:
-    """A spinner on stderr, with "slot t of T, ETA …" once the work takes over 2 s.
+    """A spinner on stderr, with what a cold first run compiles while it compiles, then
+    "slot t of T, ETA …" once the work takes over 2 s.
 
-    Shown on a terminal only (Rich draws no spinner when stderr is not one), so piped or
-    logged stderr gets nothing; stdout (the table or the JSON) is never touched."""
+    The spinner is shown on a terminal only (Rich draws none when stderr is not one): piped
+    or logged stderr gets only the compiling, as one plain line; stdout (the table or the
+    JSON) is never touched."""
     console = stderr_console()
     try:
         with console.status(text) as status:
             def show(line: str) -> None:
+                if not console.is_terminal and line.startswith("compiling "):
+                    print(line, file=sys.stderr, flush=True)
                 status.update(f"{text} {escape(line)}")
 
             with progress_to(Progress(show, runs=runs)):

@@ -31,7 +31,8 @@ WARM_SLOTS = 20
 
 
 def warm_system(dispatch: str = "batch") -> System:
-    """The small system the compiling runs use (compiled code does not depend on sizes)."""
+    """The small system ``warm`` runs on (LED compiles its ``choose`` for a system's size:
+    on this one, the scans)."""
     from dispatchlab.model.system import System
 
     return System.build(WARM_SERVERS, load=0.5, dispatchers=WARM_DISPATCHERS,
@@ -41,32 +42,48 @@ def warm_system(dispatch: str = "batch") -> System:
 def precompile(system: System, policies: Sequence[Policy | str], *,
                delay: str | None = None, observe: bool = False) -> None:
     """Before a pool of worker processes starts: compile (or load from the disk cache) the
-    slot loop and the functions of ``policies`` here, once, with a short run of each on a
-    small system like ``system``; the workers then load them from the cache instead of
-    each compiling them again (on a cold cache, two workers doubled the CPU of
-    ``dispatchlab compare``). A policy the small system does not fit is left to the
-    workers. ``delay``: the runs' delay mode (``"all"`` needs a service step of its own);
-    ``observe``: the runs observe (per-server statistics, a trajectory: the loop's
-    observation step)."""
+    slot loop and the functions of ``policies`` here, once, with a short run of each on
+    ``system`` itself (LED's ``choose`` is compiled for the system's size: a scan, a min
+    tree or block minima); the workers then load them from the cache instead of each
+    compiling them again (on a cold cache, two workers doubled the CPU of
+    ``dispatchlab compare``). Says what it compiles, and compiles beside a helper process
+    (engine.compile_helper). A policy that does not fit ``system`` is left to the workers
+    (they report it). ``delay``: the runs' delay mode (``"all"`` needs a service step of
+    its own); ``observe``: the runs observe (per-server statistics, a trajectory: the
+    loop's observation step)."""
     from dispatchlab.compiled.lazy import compiled
-    from dispatchlab.engine import arrivals, observe
-    from dispatchlab.engine.raw import loop_steps, needs_ptrs
+    from dispatchlab.engine import loop
+    from dispatchlab.engine.compile_helper import compile_alongside, describe, pieces_to_compile
+    from dispatchlab.engine.observe import observe_step
     from dispatchlab.simulation.run import simulate
 
-    small = warm_system(system.dispatch)
-    with stderr_console().status("compiling (once, for every worker) …"):
+    cold = pieces_to_compile([loop.run_slots, *_policy_functions(system, policies)])
+    text = f"compiling {describe(cold) or 'the runs'} (once, for every worker) …"
+    console = stderr_console()
+    if cold and not console.is_terminal:
+        console.print(text, markup=False, highlight=False)
+    with console.status(escape(text)), compile_alongside(cold):
         for policy in policies:
-            try:
-                simulate(small, policy, slots=WARM_SLOTS, seed=0)
+            try:  # the run's own laws, delay mode and size: the steps the workers take
+                simulate(system, policy, slots=WARM_SLOTS, seed=0, delay=delay)
             except ValidationError:
                 continue
-        # the loop's steps for laws and splits the small system may not use
-        for step in loop_steps(system, track_delay=delay == "all"):
-            compiled(step)
         if observe:
-            compiled(observe.observe_step)
-        if needs_ptrs(system):  # the small system's λ_m are far below PTRS's
-            compiled(arrivals.ptrs_draw)
+            compiled(observe_step)
+
+
+def _policy_functions(system: System, policies: Sequence[Policy | str]) -> list[object]:
+    """The compiled functions of ``policies`` on ``system`` (those it fits), in order."""
+    from dispatchlab.policies.base import make_policy
+
+    functions: list[object] = []
+    for policy in policies:
+        try:
+            kernel = (make_policy(policy) if isinstance(policy, str) else policy).kernel(system)
+        except ValidationError:
+            continue
+        functions += [kernel.choose, kernel.begin_slot, kernel.end_slot]
+    return functions
 
 
 def compile_on_demand_steps() -> None:

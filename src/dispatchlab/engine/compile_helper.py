@@ -46,6 +46,9 @@ _PACKAGE = "dispatchlab."
 #: what the last run's helper reported as it ended: its peak resident memory (``peak_kb``)
 #: and CPU seconds (``cpu_seconds``); empty when the run had no helper or it was stopped
 last_helper: dict[str, float] = {}
+#: the helper of this process while it runs (one at a time: a run inside a compile that
+#: has one starts none)
+_running: list[subprocess.Popen[str]] = []
 
 
 @dataclass(frozen=True)
@@ -81,13 +84,14 @@ def _address(function: Any) -> Piece | None:
 
 def pieces_to_compile(functions: Sequence[Any]) -> list[Piece]:
     """Those of a run's ``functions`` (lazily compiled steps, and policy functions that
-    compile through their adapters), in the order given, that have still to compile."""
-    pieces = []
+    compile through their adapters) that have still to compile, in the order given, each
+    once."""
+    pieces: dict[Piece, None] = {}
     for function in functions:
         piece = _address(function)
-        if piece is not None and _needs_compiling(function):
-            pieces.append(piece)
-    return pieces
+        if piece is not None and piece not in pieces and _needs_compiling(function):
+            pieces[piece] = None
+    return list(pieces)
 
 
 def _helper_allowed() -> bool:
@@ -102,20 +106,39 @@ def _helper_allowed() -> bool:
     return cores >= 2
 
 
+#: what a piece is, for a person waiting for it (else its module and name)
+_DESCRIPTIONS = {
+    "run_slots": "the slot loop",
+    "serve_other_law": "its service law",
+    "bernoulli_fifo": "its FIFO delays",
+    "other_arrivals": "its arrival law",
+    "observe_step": "its observations",
+    "ptrs_draw": "its Poisson draws",
+    "tag_one_step": "its tagged delays",
+}
+
+
+def describe(pieces: Sequence[Piece]) -> str:
+    """The pieces in words: "the slot loop, policies.classic._jsq_choose"."""
+    return ", ".join(_DESCRIPTIONS.get(piece.name)
+                     or f"{piece.module.removeprefix(_PACKAGE)}.{piece.name}"
+                     for piece in pieces)
+
+
 @contextlib.contextmanager
-def compile_alongside(functions: Sequence[Any]) -> Iterator[None]:
-    """While the body compiles a run's ``functions`` in this order (lazily compiled steps,
-    and policy functions through their adapters), a helper process compiles them from the
-    other end, when two or more have still to compile and a helper is allowed; it is
-    stopped when the body ends."""
-    pieces = pieces_to_compile(functions) if _helper_allowed() else []
-    if len(pieces) < 2:
+def compile_alongside(pieces: Sequence[Piece]) -> Iterator[None]:
+    """While the body compiles a run's ``pieces`` (:func:`pieces_to_compile`) in this
+    order, a helper process compiles them from the other end, when there are two or more
+    and a helper is allowed; it is stopped when the body ends."""
+    if len(pieces) < 2 or _running or not _helper_allowed():
         yield
         return
     helper = _start(pieces[::-1])
+    _running.append(helper)
     try:
         yield
     finally:
+        _running.clear()
         _stop(helper)
 
 

@@ -111,6 +111,10 @@ class Progress:
     def start_run(self) -> None:
         self.run_index += 1
 
+    def compiling(self, what: str) -> None:
+        """A run is about to compile ``what`` (a cold cache: its first run)."""
+        self.show(f"compiling {what} (once: cached for the next runs) …")
+
     def finish_run(self, slots: int) -> None:
         self.slots_before += slots
 

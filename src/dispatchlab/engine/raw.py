@@ -20,7 +20,7 @@ from dispatchlab.compiled.rng import (
 from dispatchlab.core.errors import PolicyError, SimulationError
 from dispatchlab.engine import arrivals, fifo, layout, loop, observe, records, service, tags
 from dispatchlab.engine.adapter import choose_adapter, hook_adapter
-from dispatchlab.engine.compile_helper import compile_alongside
+from dispatchlab.engine.compile_helper import compile_alongside, describe, pieces_to_compile
 from dispatchlab.engine.control import (
     ChunkSizer,
     RunInterrupted,
@@ -318,9 +318,12 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     if progress is not None:
         progress.start_run()
     on_demand = on_demand_functions(state, observed, per_job and control.tag_probability > 0)
-    # in the order compiled here; a helper process compiles them from the end on a cold cache
-    with compile_alongside((loop.run_slots, kernel.choose, kernel.begin_slot, kernel.end_slot,
-                            serve_step, arrival_step, *on_demand)):
+    # in the order compiled below (a helper process compiles them from the end)
+    cold = pieces_to_compile((loop.run_slots, kernel.choose, kernel.begin_slot,
+                              kernel.end_slot, serve_step, arrival_step, *on_demand))
+    if cold and progress is not None:
+        progress.compiling(describe(cold))
+    with compile_alongside(cold):
         run_slots = compiled(loop.run_slots, only=True)
         choose = choose_adapter(kernel.choose)
         begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)

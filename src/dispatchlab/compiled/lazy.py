@@ -68,7 +68,8 @@ def compiled(function, *, only: bool = False):
 def needs_compiling(function, signature=None) -> bool:
     """Whether ``function`` has still to compile ``signature`` (default: its declared
     one): not in this process, and not in numba's disk cache (no index entry under the key
-    a load would look for). False for what is not a numba dispatcher cached on disk."""
+    a load would look for; a damaged index counts as none). False for what is not a numba
+    dispatcher cached on disk."""
     from numba.core.caching import Cache
 
     signature = signature if signature is not None else getattr(function, "declared_signature",
@@ -78,8 +79,11 @@ def needs_compiling(function, signature=None) -> bool:
         return False
     if tuple(signature.args) in function.overloads:
         return False
-    key = cache._index_key(signature, function.targetctx.codegen())
-    return key not in cache._cache_file._load_index()
+    try:
+        index = cache._cache_file._load_index()
+    except Exception:  # a damaged index: the load that compiles will say so and rebuild it
+        return True
+    return cache._index_key(signature, function.targetctx.codegen()) not in index
 
 
 @functools.cache

@@ -27,6 +27,21 @@ def test_the_list_gives_points_slots_work_and_time(capsys, monkeypatch) -> None:
     assert cells[3:] == ["42", "8.4e+06", "9.24e+08", "31 s"]
 
 
+def test_the_list_runs_no_simulation(capsys, monkeypatch) -> None:
+    """Listing sizes every experiment without its pilot runs (LED Fig. 1's calibration ran
+    113 simulations, 15 s, to print the catalog)."""
+    from dispatchlab.experiments.catalog import led_fig1
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the catalog list ran a simulation")
+
+    monkeypatch.setattr(led_fig1, "simulate", refuse)
+    status, out, _ = run(capsys, "experiment", "--list")
+    assert status == 0 and "led-fig1-slotted" in out
+    spec = led_fig1.led_fig1(quick=True, pilots=False)
+    assert led_fig1.NOT_CALIBRATED in spec.description
+
+
 def test_a_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path: Path) -> None:
     store = tmp_path / "never.sqlite"
     status, out, err = run(capsys, "experiment", "led-fig2", "--dry-run", "--store",

@@ -295,7 +295,7 @@ def experiment_command(
                       "CPU time", title="Catalog experiments (estimated size of the full "
                       "run; --quick is smaller)")
         for entry in entries():
-            size = sweep_size(build_experiment(entry.name))
+            size = sweep_size(build_experiment(entry.name, pilots=False))
             table.add_row(entry.name, escape(entry.title), escape(entry.paper),
                           integer(size.points), f"{size.slots:.3g}", f"{size.work:.3g}",
                           _rough_duration(size.work))

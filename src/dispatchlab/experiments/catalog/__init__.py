@@ -84,10 +84,14 @@ class CatalogEntry:
     #: optional closing note: ``summary(frame, directory) -> str`` from the stored points
     summary: Callable[..., str] | None = None
 
-    def build(self, quick: bool = False) -> ExperimentSpec:
-        """Call the builder (passing ``quick`` if it accepts it) and validate the spec."""
-        accepts_quick = "quick" in inspect.signature(self.builder).parameters
-        spec = self.builder(quick=quick) if accepts_quick else self.builder()
+    def build(self, quick: bool = False, pilots: bool = True) -> ExperimentSpec:
+        """Call the builder (passing ``quick`` and ``pilots`` to one that accepts them) and
+        validate the spec. ``pilots=False``: a builder that checks its settings with pilot
+        runs (a calibration) skips them, for a spec that is only sized or listed."""
+        accepted = inspect.signature(self.builder).parameters
+        options = {key: value for key, value in (("quick", quick), ("pilots", pilots))
+                   if key in accepted}
+        spec = self.builder(**options)
         require(isinstance(spec, ExperimentSpec), self.name,
                 f"the builder returned {type(spec).__name__}, not an ExperimentSpec")
         spec.validate()
@@ -127,9 +131,10 @@ def catalog_entry(name: str) -> CatalogEntry:
     return _REGISTRY[name]
 
 
-def build_experiment(name: str, *, quick: bool = False) -> ExperimentSpec:
-    """The validated spec of the catalog experiment ``name``."""
-    return catalog_entry(name).build(quick=quick)
+def build_experiment(name: str, *, quick: bool = False, pilots: bool = True) -> ExperimentSpec:
+    """The validated spec of the catalog experiment ``name`` (``pilots``: see
+    :meth:`CatalogEntry.build`)."""
+    return catalog_entry(name).build(quick=quick, pilots=pilots)
 
 
 def entries() -> list[CatalogEntry]:

@@ -72,6 +72,10 @@ def led_params(unit: str, d: int) -> dict[str, object]:
     return {"budget": "po2", "budget_unit": unit, "d": d, **QUIET}
 
 
+#: the calibration line of a spec built without its pilot runs (listed or sized only)
+NOT_CALIBRATED = "not run (the pilot runs are made when the experiment is built to run)"
+
+
 def calibrate(spec: SystemSpec, loads: tuple[float, ...], variants: tuple[tuple[str, dict], ...],
               slots: int, seed: int = 99) -> list[str]:
     """Pilot runs: Po-2's measured messages per job, and each calibrated LED curve's.
@@ -245,7 +249,7 @@ def _led_policies(unit: str, d: int, suffix: str = "") -> tuple[PolicySpec, ...]
                      "and per dispatch event) vs JSQ variants, Po-2, JIQ, LSQ (50×0.1 + 50×0.5, "
                      "M = 10)", paper="[LED] §6, Fig. 1 (docs/model.md#led-fig1)",
                      summary=fig1_summary)
-def led_fig1(quick: bool = False) -> ExperimentSpec:
+def led_fig1(quick: bool = False, pilots: bool = True) -> ExperimentSpec:
     """Fig. 1 in the batch model of docs/model.md#slot-order: N = 100 servers (50 at μ = 0.1,
     50 at 0.5, Bernoulli service), M = 10, Poisson arrivals, all of a dispatcher's jobs in a slot to
     one server. LED curves at 4 messages per job (push d chosen so that p̂ ≤ 1 reaches it;
@@ -257,7 +261,8 @@ def led_fig1(quick: bool = False) -> ExperimentSpec:
     d = push_d((BATCH,), max(loads))
     variants = tuple((name, led_params("arrival", d)) for name, _ in LED_VARIANTS) + tuple(
         (name, led_params("dispatch", 2)) for name, _ in LED_VARIANTS)
-    lines = calibrate(BATCH, loads, variants, slots=3_000 if quick else 20_000)
+    lines = (calibrate(BATCH, loads, variants, slots=3_000 if quick else 20_000) if pilots
+             else [NOT_CALIBRATED])
     policies = (_led_policies("arrival", d) + _led_policies("dispatch", 2, DISPATCH_UNIT)
                 + tuple(PolicySpec("jsq", params, label=label) for label, params in JSQ_VARIANTS)
                 + _common_policies())
@@ -274,10 +279,11 @@ def led_fig1(quick: bool = False) -> ExperimentSpec:
 
 
 def _slotted(name: str, system: SystemSpec, quick: bool, slots: int,
-             loads: tuple[float, ...]) -> ExperimentSpec:
+             loads: tuple[float, ...], pilots: bool) -> ExperimentSpec:
     d = push_d((system,), max(loads))
     variants = tuple((led, led_params("arrival", d)) for led, _ in LED_VARIANTS)
-    lines = calibrate(system, loads, variants, slots=300 if quick else 2_000)
+    lines = (calibrate(system, loads, variants, slots=300 if quick else 2_000) if pilots
+             else [NOT_CALIBRATED])
     jsq = tuple(PolicySpec("jsq", params, label=label)
                 for label, params in (WATER_FILLING, *JSQ_VARIANTS))
     return ExperimentSpec(
@@ -307,19 +313,19 @@ def slotted_doc(system: SystemSpec) -> str:
                      "water-filling, geometric service, 50×1 + 50×5, M = 10",
                      paper="[LED] Fig. 1; public simulator of the LED/LSQ group",
                      summary=fig1_summary)
-def led_fig1_slotted(quick: bool = False) -> ExperimentSpec:
+def led_fig1_slotted(quick: bool = False, pilots: bool = True) -> ExperimentSpec:
     """Fig. 1 in the group's slot model on 50 servers at μ = 1 and 50 at μ = 5 (λ_Σ ≈ 300
     jobs per slot): about 10 minutes on 2 cores at the default scale."""
     return _slotted("led-fig1-slotted", SLOTTED, quick, 40_000,
-                    QUICK_LOADS if quick else LOADS)
+                    QUICK_LOADS if quick else LOADS, pilots)
 
 
 @register_experiment("led-fig1-slotted-spread", title="Fig. 1 in the group's slotted model on "
                      "μ_n = 1, 2, …, 100 (λ_Σ ≈ 5000 jobs per slot), M = 10",
                      paper="[LED] Fig. 1; public simulator of the LED/LSQ group",
                      summary=fig1_summary)
-def led_fig1_slotted_spread(quick: bool = False) -> ExperimentSpec:
+def led_fig1_slotted_spread(quick: bool = False, pilots: bool = True) -> ExperimentSpec:
     """The spread profile μ_n = n (n = 1…100): thousands of jobs per slot, so few slots and
     the high loads only (about 10 minutes on 2 cores at the default scale)."""
     return _slotted("led-fig1-slotted-spread", SPREAD, quick, 5_000,
-                    (0.9,) if quick else SUMMARY_LOADS)
+                    (0.9,) if quick else SUMMARY_LOADS, pilots)

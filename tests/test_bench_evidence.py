@@ -106,13 +106,14 @@ def test_the_readme_scaling_table_is_the_committed_rounds():
 
 
 def test_the_cold_table_is_the_committed_runs():
-    """benchmarks/README.md's cold first runs (issue 46) are those of
-    results/bench/xeon-2026-12-05-cold/, before and after."""
+    """benchmarks/README.md's cold first runs (issue 46) are the committed ones: before
+    (f7885c6) in results/bench/xeon-2026-12-05-cold/, after in xeon-2026-12-05-split/."""
     from dispatchlab.bench.cold import FAMILIES, comparison_table
 
-    folder = ROOT / "results" / "bench" / "xeon-2026-12-05-cold"
-    before, after = ([json.loads(line) for line in (folder / name).read_text().splitlines()]
-                     for name in ("before-f7885c6.jsonl", "after.jsonl"))
+    bench = ROOT / "results" / "bench"
+    before, after = ([json.loads(line) for line in path.read_text().splitlines()]
+                     for path in (bench / "xeon-2026-12-05-cold" / "before-f7885c6.jsonl",
+                                  bench / "xeon-2026-12-05-split" / "after.jsonl"))
     assert [row["family"] for row in after] == list(FAMILIES)
     assert all("error" not in row for row in before + after)
     assert comparison_table(before, after) in (ROOT / "benchmarks" / "README.md").read_text()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from dispatchlab.cli.app import check_app
-from dispatchlab.cli.output import number, print_json, stdout_console
+from dispatchlab.cli.output import load_text, number, print_json, stdout_console
 from dispatchlab.core.errors import require
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _print_human(data: dict[str, object], region: StabilityRegion) -> None:
                                      "docs/model.md#pi-transience does not apply; "
                                      "stability above λ̄ may be non-monotone)"))
     if "verdict_at_load" in data:
-        console.print(f"at ρ = {number(data['load'])}: {data['verdict_at_load']}")
+        console.print(f"at ρ = {load_text(data['load'])}: {data['verdict_at_load']}")
 
 
 @check_app.command("stability")

@@ -19,6 +19,7 @@ from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
     interval,
+    load_text,
     number,
     params_text,
     print_json,
@@ -276,7 +277,7 @@ def comparison_table(system: System, spec: RunSpec, entries: list[Entry],
     bound on E[ΣQ] and ζ/2 (docs/model.md#lower-bound)."""
     described = system.describe()
     title = (f"N = {system.n_servers} servers {described['servers']}, "
-             f"M = {system.dispatchers} dispatchers, ρ = {number(system.load)} "
+             f"M = {system.dispatchers} dispatchers, ρ = {load_text(system.load)} "
              f"(ε = {number(system.epsilon)}), {described['arrivals']} arrivals, "
              f"{described['service']} service, {spec.slots:,} slots × {spec.replications}, "
              f"seed {spec.seed}")

@@ -14,6 +14,14 @@ from dispatchlab.simulation.result import Result
 MISSING = "—"
 
 
+def load_text(load: Any, digits: int = 4) -> str:
+    """A load ρ as :func:`number` writes it, except within 10^−digits below 1, where those
+    digits would round it to 1: ``1 − 5e-10`` (1 − ρ is exact in floating point there)."""
+    if load is not None and 0.0 < 1.0 - float(load) < 10.0**-digits:
+        return f"1 − {1.0 - float(load):.{digits - 1}g}"
+    return number(load, digits)
+
+
 def number(value: Any, digits: int = 4) -> str:
     """``value`` with ``digits`` significant digits; ``—`` for missing (None / nan)."""
     if value is None:

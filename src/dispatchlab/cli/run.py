@@ -19,6 +19,7 @@ from dispatchlab.cli.app import app
 from dispatchlab.cli.output import (
     integer,
     interval,
+    load_text,
     number,
     params_text,
     print_json,
@@ -219,7 +220,7 @@ def result_table(result: Result, label: str | None = None) -> Table:
                   f"M = {system['dispatchers']} dispatchers")
     table.add_row("model", f"arrivals {system['arrivals']}, service {system['service']}, "
                   f"dispatch {system['dispatch']}, split {system['split']}")
-    table.add_row("load", f"ρ = {number(result.load)}, ε = {number(result.epsilon)}, "
+    table.add_row("load", f"ρ = {load_text(result.load)}, ε = {number(result.epsilon)}, "
                   f"λ_Σ = {number(system['arrival_rate'])}")
     table.add_row("run", f"{result.slots_text()} (warm-up {integer(result.warmup)}), "
                   f"seed {result.seed}")

@@ -162,16 +162,30 @@ def service_pmf(system: System) -> tuple[np.ndarray, int] | str:
     return pmf, first
 
 
-def _tail_exponent(pmf: np.ndarray, low: int) -> float:
-    """θ* > 0 with E[e^(θ*D)] = 1, D on low, low + 1, … with law ``pmf`` and E[D] < 0."""
+def _expm1_minus_identity(x: np.ndarray) -> np.ndarray:
+    """e^x − 1 − x, without the cancellation of its two terms for small |x| (a series below
+    10⁻², where its next term is below 10⁻¹⁴ of the sum)."""
+    small = np.abs(x) < 1e-2
+    xs = np.where(small, x, 0.0)
+    series = xs * xs / 2 * (1 + xs / 3 * (1 + xs / 4 * (1 + xs / 5 * (1 + xs / 6))))
+    return np.where(small, series, np.expm1(np.minimum(x, 700.0)) - x)
+
+
+def _tail_exponent(pmf: np.ndarray, low: int, epsilon: float) -> float:
+    """θ* > 0 with E[e^(θ*D)] = 1, D on low, low + 1, … with law ``pmf`` and E[D] = −ε.
+
+    E[e^(θD)] − 1 = −θε + E[e^(θD) − 1 − θD]: the model's own drift −ε enters exactly, not
+    as the mean of ``pmf`` (whose entries carry rounding of about 10⁻¹⁶ each: as ε → 0 that
+    error, over ε, became the relative error of θ* and so of E[q], 10⁻⁶ at ε = 10⁻¹⁰), and
+    the rest has no cancellation. The root is that of the quotient by θ, −ε + E[…]/θ."""
     values = np.arange(low, low + pmf.size, dtype=float)
 
-    def excess(theta: float) -> float:  # E[e^(θD)] − 1, without the cancellation
+    def excess(theta: float) -> float:  # (E[e^(θD)] − 1)/θ
         # capped exponents: far beyond the root the sign is all that matters (no inf·0)
-        return float(np.dot(pmf, np.expm1(np.minimum(theta * values, 700.0))))
+        return -epsilon + float(np.dot(pmf, _expm1_minus_identity(theta * values))) / theta
 
     second = float(np.dot(pmf, values**2))
-    guess = 2 * -float(np.dot(pmf, values)) / max(second, 1e-300)
+    guess = 2 * epsilon / max(second, 1e-300)
     lo, hi = guess * 1e-3, guess
     while excess(hi) < 0:
         hi *= 2
@@ -251,7 +265,7 @@ def pooled_queue_mean(system: System) -> PooledMean:
         return _unavailable("the service never exceeds the arrivals")
     if low + increments.size - 1 <= 0:  # no slot ever adds to q: it stays at 0
         return PooledMean(0.0, 0.0, "exact", np.ones(1), 0.0)
-    theta = _tail_exponent(increments, low)
+    theta = _tail_exponent(increments, low, epsilon)
     size = max(TRUNCATION_WIDTHS * width, 64)
     coarse, _, _ = _closed_solve(increments, low, size, theta)
     fine, unused, law = _closed_solve(increments, low, 2 * size, theta)

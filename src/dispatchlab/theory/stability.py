@@ -124,12 +124,17 @@ class StabilityRegion:
         """``stable`` below λ̄; above it ``transient`` when the condition of
         docs/model.md#pi-transience applies, else ``unknown``. Whatever the policy,
         λ_Σ > μ_Σ is ``transient`` (ΣQ grows at rate λ_Σ − μ_Σ) and λ_Σ = μ_Σ is
-        ``unstable`` (no policy is positive recurrent there)."""
-        if rate > self.mu_sum * (1 + _TOL):
+        ``unstable`` (no policy is positive recurrent there).
+
+        λ_Σ and μ_Σ are compared exactly (both are the model's own numbers: a system at
+        ρ = 1 − 5·10⁻¹⁰ is below μ_Σ), and a throughput-optimal policy is stable at every
+        λ_Σ < μ_Σ; only a threshold λ̄ < μ_Σ, a sum of fractions with its rounding, is
+        given a relative margin of 10⁻⁹ (within it: ``unknown``)."""
+        if rate > self.mu_sum:
             return "transient"
-        if rate >= self.mu_sum * (1 - _TOL):
+        if rate == self.mu_sum:
             return "unstable"
-        if rate < self.threshold_rate * (1 - _TOL):
+        if self.throughput_optimal or rate < self.threshold_rate * (1 - _TOL):
             return "stable"
         if rate > self.threshold_rate * (1 + _TOL) and self.exact:
             return "transient"

@@ -207,3 +207,41 @@ def test_simulation_covers_the_exact_value_near_one(policy, params) -> None:
     check_covered(system, policy, params, 2_000_000, seed=17)
     system = System.build([0.3, 0.5, 0.7], load=0.9, arrivals="binomial:2")
     check_covered(system, policy, params, 2_000_000, seed=19)
+
+
+@pytest.mark.parametrize("epsilon", [1e-2, 1e-3, 1e-4, 1e-5])
+def test_the_qbd_reports_an_error_that_bounds_its_own(epsilon: float) -> None:
+    """Within its resolution, the QBD's answer lies above the pooled queue's exact mean
+    E[q] (ΣQ ≥ q on every path) by about the ½ of two balanced servers, within its error."""
+    from dispatchlab.theory.pooled_queue import pooled_queue_mean
+
+    system = System.build("0.5,0.5", epsilon=epsilon, arrivals="bernoulli")
+    result = two_server_qbd(system, make_policy("jsq"))
+    assert 0 < result.error <= 1e-6 * result.mean_total_queue
+    pooled = pooled_queue_mean(system).value
+    assert result.mean_total_queue >= pooled - result.error
+    assert abs(result.mean_total_queue - pooled - 0.5) <= 0.01 + result.error
+
+
+@pytest.mark.parametrize("epsilon", [1e-6, 1e-8, 1e-9, 1e-10, 1e-12, 1e-14, 1e-15])
+def test_the_qbd_refuses_past_its_resolution(epsilon: float, capsys) -> None:
+    """ε·E[ΣQ] read 0.2277 at 10⁻⁸, 0.1061 at 10⁻⁹, 8.6·10⁻⁵ at 10⁻¹² (exit 0), a
+    LinAlgError traceback at 10⁻¹⁴: now one line naming ε, exit 2."""
+    from dispatchlab.cli import main
+
+    system = System.build("0.5,0.5", epsilon=epsilon, arrivals="bernoulli")
+    with pytest.raises(ValidationError, match=r"^epsilon: the QBD"):
+        two_server_qbd(system, make_policy("jsq"))
+    status = main(["check", "exact", "--servers", "0.5,0.5", "--dispatchers", "1",
+                   "--arrivals", "bernoulli", "--qbd", "--epsilon", str(epsilon)])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+
+
+def test_the_qbd_tolerance_is_checked() -> None:
+    system = System.build("0.5,0.5", epsilon=1e-3, arrivals="bernoulli")
+    for bad in (0.0, 1e-300, 1.0, float("nan"), "tight"):
+        with pytest.raises(ValidationError, match="^tolerance"):
+            two_server_qbd(system, make_policy("jsq"), tolerance=bad)
+    assert two_server_qbd(system, make_policy("jsq"), tolerance=0.5).error < 1e-6

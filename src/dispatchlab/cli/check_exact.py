@@ -75,6 +75,7 @@ def exact_command(
     table.add_row("E[Q_n]", ", ".join(f"{v:.6g}" for v in data["mean_queues"]))
     if qbd:
         table.add_row("ε·E[ΣQ]", f"{data['epsilon'] * data['mean_total_queue']:.8g}")
+        table.add_row("error of E[ΣQ] (rounding, estimated)", number(data["error"]))
         table.add_row("phase limit D (|Q1 − Q2| ≤ D)", str(data["phase_limit"]))
         table.add_row("P(|Q1 − Q2| = D)", number(data["edge_mass"]))
         table.add_row("spectral radius of R", f"{data['spectral_radius']:.10g}")

@@ -114,15 +114,17 @@ def test_the_pooled_queue_s_tail_exponent_is_scipy_s(servers: str, load: float,
     increments /= increments.sum()
     low = arrivals[1] - (law[1] + law[0].size - 1)
     values = np.arange(low, low + increments.size, dtype=float)
+    epsilon = system.epsilon
 
-    def excess(theta: float) -> float:
-        return float(np.dot(increments, np.expm1(np.minimum(theta * values, 700.0))))
+    def excess(theta: float) -> float:  # (E[e^(θD)] − 1)/θ with the model's drift −ε
+        terms = np.expm1(np.minimum(theta * values, 700.0)) - theta * values
+        return -epsilon + float(np.dot(increments, terms)) / theta
 
-    theta = pooled_queue._tail_exponent(increments, low)
+    theta = pooled_queue._tail_exponent(increments, low, epsilon)
     assert excess(theta * (1 - 1e-9)) <= 0 <= excess(theta * (1 + 1e-9))
-    guess = 2 * -float(np.dot(increments, values)) / float(np.dot(increments, values**2))
+    guess = 2 * epsilon / float(np.dot(increments, values**2))
     high = guess
     while excess(high) < 0:
         high *= 2
-    assert theta == optimize.brentq(excess, guess * 1e-3, high, xtol=1e-300, rtol=RTOL,
-                                    maxiter=500)
+    assert theta == pytest.approx(optimize.brentq(excess, guess * 1e-3, high, xtol=1e-300,
+                                                  rtol=RTOL, maxiter=500), rel=1e-12)

@@ -89,16 +89,21 @@ def _first_block(run: RawRun, warmup_method: str) -> int:
     return first
 
 
-def _excess_estimate(run: RawRun, warmup_method: str,
+def _excess_estimate(run: RawRun, warmup_method: str, servers: int,
                      rates: tuple[np.ndarray, np.ndarray] | None = None) -> Estimate:
     """Mean X = ΣQ − q of one run after its warm-up (the same first block as ΣQ's), with a
     batch-means CI sized by X's own τ̂, its SE floored by :func:`_excess_floor` when the
-    per-server rates are known (``rates``, as for ΣQ). X ≡ 0 (a single server, or q = ΣQ
-    throughout) has the exact interval [0, 0]."""
+    per-server rates are known (``rates``, as for ΣQ). On one server X ≡ 0 on every path:
+    the exact interval [0, 0]. On several, a run in which X never left 0 has no interval:
+    a short or lightly loaded run proves nothing about the rare slots where it does (a
+    1-slot run had reported E[X] = 0 [0, 0] and so E[ΣQ] to 10⁻¹⁰)."""
     measured = run.excess_block_means()[_first_block(run, warmup_method):]
-    if measured.size and not measured.any():
-        return Estimate(0.0, 0.0, 0.0, "exact: X = 0 in every slot", int(measured.size),
-                        standard_error=0.0)
+    if servers == 1:
+        return Estimate(0.0, 0.0, 0.0, "exact: X = ΣQ − q = 0 on one server",
+                        int(measured.size), standard_error=0.0)
+    if not measured.any():
+        return Estimate(0.0, math.nan, math.nan, "none observed: X = 0 in every measured "
+                        "slot, too few to say", int(measured.size))
     estimate = batch_means(measured)
     if warmup_method == "fraction":
         estimate = estimate.shifted(run.mean_excess)
@@ -271,7 +276,8 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     estimates = [e for e, _ in per_run]
     plain = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
     warmup_used = per_run[0][1]
-    excess_runs = [_excess_estimate(run, warmup_method, rates) for run in runs]
+    excess_runs = [_excess_estimate(run, warmup_method, system.n_servers, rates)
+                   for run in runs]
     excess = excess_runs[0] if len(runs) == 1 else pooled_estimate(excess_runs)
     queue_unused_runs = [_queue_unused_estimate(run, warmup_method, system.n_servers)
                          for run in runs]

@@ -90,7 +90,8 @@ def batch_means(block_means: np.ndarray, batches: int | None = None,
     MAX_TAU_BATCHES of them (longer batches beyond that: fewer, longer batches are less
     correlated, at the cost of a wider t quantile); Student t on (batches − 1) degrees of
     freedom. A window shorter than MIN_TAU_BATCHES such batches gives no interval
-    (``nan`` bounds, "too short to say" in ``method``): run longer, or use replications.
+    (``nan`` bounds, "too short to say" in ``method``): run longer, or use replications;
+    so does a series whose block means never vary (no spread to size an interval by).
 
     With ``batches`` given: that many equal batches (the oldest remainder blocks dropped).
     """
@@ -98,6 +99,11 @@ def batch_means(block_means: np.ndarray, batches: int | None = None,
     if batches is not None:
         return _batch_estimate(blocks, batches, confidence)
     mean = float(blocks.mean()) if blocks.size else float("nan")
+    if blocks.size and np.all(blocks == blocks[0]):  # a zero-width interval from no evidence
+        nan = float("nan")
+        return Estimate(mean, nan, nan, f"too short to say: the {blocks.size} block means "
+                        "never varied (a constant run shows no spread to size an interval "
+                        "by): run longer or use replications", int(blocks.size))
     tau = integrated_autocorrelation_time(blocks)
     needed = MIN_TAU_BATCHES * BATCH_TAUS * tau
     if not blocks.size >= needed:

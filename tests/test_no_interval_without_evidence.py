@@ -1,0 +1,47 @@
+"""No interval without evidence (issue 47): a run too short or too quiet to show any spread
+reports its mean with no interval and says why, instead of a zero-width one."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dispatchlab import System, simulate
+from dispatchlab.cli import main
+from dispatchlab.stats.estimators import batch_means
+
+
+@pytest.mark.parametrize(("load", "slots"), [(0.5, 1), (0.02, 100)])
+def test_x_never_seen_is_no_interval_on_several_servers(load: float, slots: int) -> None:
+    """E[X] = 0 [0, 0] from one slot made E[ΣQ] = 0.4186 [0.4186, 0.4186]: now no interval."""
+    result = simulate(System.build("4x0.5", load=load, dispatchers=2), "jsq", slots=slots,
+                      seed=1)
+    assert result.mean_excess == 0.0
+    assert math.isnan(result.excess_ci_low) and math.isnan(result.excess_ci_high)
+    assert math.isnan(result.ci_low) and math.isnan(result.ci_high)
+    assert "none observed" in result.ci_method
+
+
+def test_one_server_has_x_zero_by_proof() -> None:
+    result = simulate(System.build("0.5", load=0.3), "jsq", slots=200, seed=1)
+    assert (result.excess_ci_low, result.excess_ci_high) == (0.0, 0.0)
+    assert "on one server" in result.ci_method
+
+
+@pytest.mark.parametrize("value", [0.0, 3.0])
+def test_a_constant_series_gives_no_interval(value: float) -> None:
+    estimate = batch_means(np.full(400, value))
+    assert estimate.mean == value and estimate.too_short
+    assert "never varied" in estimate.method
+
+
+def test_the_plain_estimator_of_a_quiet_run_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--policy", "jsq", "--servers", "4x0.5", "--dispatchers", "2",
+                 "--load", "0.02", "--slots", "100", "--estimator", "plain", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["mean_total_queue"] == 0.0
+    assert record["ci_low"] is None and record["ci_high"] is None
+    assert "never varied" in record["ci_method"]

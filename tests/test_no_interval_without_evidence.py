@@ -45,3 +45,28 @@ def test_the_plain_estimator_of_a_quiet_run_says_why(capsys: pytest.CaptureFixtu
     assert record["mean_total_queue"] == 0.0
     assert record["ci_low"] is None and record["ci_high"] is None
     assert "never varied" in record["ci_method"]
+
+
+def test_an_interval_below_the_least_possible_mean_is_dropped() -> None:
+    from dispatchlab.stats.estimators import Estimate, within_support
+
+    crossing = Estimate(682.7, -2177.0, 3543.0, "independent replications (2)", 2)
+    dropped = within_support(crossing)
+    assert dropped.mean == 682.7 and dropped.too_short
+    assert dropped.method.startswith("too few to say: independent replications (2) gave "
+                                     "[-2177, 3543], below 0")
+    inside = Estimate(5.0, 0.5, 9.5, "batch means", 40)
+    assert within_support(inside) is inside
+    assert within_support(dropped) is dropped
+    assert within_support(inside, least=1.0).too_short
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_no_reported_interval_reaches_below_zero(seed: int) -> None:
+    """Short, noisy replications of a policy near its threshold: whatever the draws, ΣQ's
+    and X's intervals are either absent or within [0, ∞)."""
+    system = System.build("3x0.2,3x0.6", load=0.9, dispatchers=3)
+    for policy in ("wrand", "pod", "jsq"):
+        result = simulate(system, policy, slots=3_000, seed=seed, replications=2, workers=1)
+        for low in (result.ci_low, result.excess_ci_low, result.plain_ci_low):
+            assert math.isnan(low) or low >= 0, (policy, result.ci_method)

@@ -24,6 +24,7 @@ from dispatchlab.stats.estimators import (
     mser5_truncation,
     pooled_estimate,
     with_standard_error_floor,
+    within_support,
 )
 from dispatchlab.stats.heavy_traffic import (
     heavy_traffic_relaxation,
@@ -274,11 +275,13 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     rates = None if arrivals is None else (np.asarray(system.mu, dtype=float), arrivals)
     per_run = [_total_queue_estimate(run, warmup_method, rates) for run in runs]
     estimates = [e for e, _ in per_run]
-    plain = estimates[0] if len(runs) == 1 else pooled_estimate(estimates)
+    # ΣQ ≥ 0 and X = ΣQ − q ≥ 0: an interval below 0 is no evidence
+    plain = within_support(estimates[0] if len(runs) == 1 else pooled_estimate(estimates))
     warmup_used = per_run[0][1]
     excess_runs = [_excess_estimate(run, warmup_method, system.n_servers, rates)
                    for run in runs]
-    excess = excess_runs[0] if len(runs) == 1 else pooled_estimate(excess_runs)
+    excess = within_support(excess_runs[0] if len(runs) == 1
+                            else pooled_estimate(excess_runs))
     queue_unused_runs = [_queue_unused_estimate(run, warmup_method, system.n_servers)
                          for run in runs]
     queue_unused = (queue_unused_runs[0] if len(runs) == 1

@@ -168,6 +168,19 @@ def replication_estimate(values: np.ndarray, confidence: float = 0.95) -> Estima
                     standard_error=se, dof=float(values.size - 1))
 
 
+def within_support(estimate: Estimate, least: float = 0.0) -> Estimate:
+    """``estimate`` of a mean that cannot be below ``least`` (a queue length, X ≥ 0): an
+    interval reaching below it rests on too few or too unequal batches to say anything
+    (a t-interval [−2,177, 3,543] for Po-2's E[ΣQ] near its threshold) and is dropped,
+    the method saying so; the mean stays."""
+    if estimate.too_short or not estimate.ci_low < least:
+        return estimate
+    nan = float("nan")
+    return replace(estimate, ci_low=nan, ci_high=nan, method=(
+        f"too few to say: {estimate.method} gave [{estimate.ci_low:.4g}, "
+        f"{estimate.ci_high:.4g}], below {least:g}, the least the mean can be"))
+
+
 def pooled_estimate(runs: list[Estimate], confidence: float = 0.95) -> Estimate:
     """CI of the grand mean of R equally long independent runs, from within- and
     between-run variance together.

@@ -70,3 +70,15 @@ def test_no_reported_interval_reaches_below_zero(seed: int) -> None:
         result = simulate(system, policy, slots=3_000, seed=seed, replications=2, workers=1)
         for low in (result.ci_low, result.excess_ci_low, result.plain_ci_low):
             assert math.isnan(low) or low >= 0, (policy, result.ci_method)
+
+
+def test_a_delay_quantile_needs_ten_jobs_beyond_it() -> None:
+    """p99.9 had been printed from 15 tagged jobs: a level u needs 10/(1 − u) timed jobs."""
+    short = simulate(System.build("4x0.5", load=0.5, dispatchers=2), "jsq", slots=300, seed=1)
+    assert 100 <= short.delay_jobs < 1000
+    assert math.isfinite(short.delay_p50) and math.isfinite(short.delay_p90)
+    assert math.isnan(short.delay_p99) and math.isnan(short.delay_p999)
+    assert math.isnan(short.delay_p999_ci_low) and math.isnan(short.delay_p999_ci_high)
+    long = simulate(System.build("4x0.5", load=0.5, dispatchers=2), "jsq", slots=20_000,
+                    seed=1)
+    assert long.delay_jobs >= 10_000 and math.isfinite(long.delay_p999)

@@ -315,7 +315,9 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     messages = sum(run.messages for run in runs)
     hist = sum(run.delay_hist for run in runs)
     delayed = int(hist.sum())
-    p50, p90, p99, p999 = delay_quantiles(hist, (0.5, 0.9, 0.99, 0.999))
+    p50, p90, p99, p999 = (value if _enough_jobs(level, delayed) else math.nan
+                           for level, value in zip(DELAY_LEVELS, delay_quantiles(
+                               hist, DELAY_LEVELS), strict=True))
     unstable = worst.verdict == "unstable"
     window = totals.measured_slots > 0
     nan = math.nan
@@ -446,6 +448,18 @@ def trajectory_fields(run: RawRun) -> dict[str, Any]:
     }
 
 
+#: the delay quantiles every result reports (p50, p90, p99, p99.9)
+DELAY_LEVELS = (0.5, 0.9, 0.99, 0.999)
+#: a quantile of level u is reported from at least TAIL_JOBS/(1 − u) timed jobs (p99.9:
+#: 10,000), so that about TAIL_JOBS of them lie beyond it; from fewer it would be one of
+#: the last few observations (p99.9 had been printed from 15 tagged jobs)
+TAIL_JOBS = 10
+
+
+def _enough_jobs(level: float, jobs: int) -> bool:
+    return jobs * (1 - level) >= TAIL_JOBS
+
+
 def delay_measurement(runs: list[RawRun], hist: np.ndarray, unstable: bool) -> dict[str, Any]:
     """The Result's delay_method … delay_p999_ci_high fields (docs/statistics.md#tagged-delays):
     how the runs measured delays and, for tagged jobs, each quantile's order-statistic CI."""
@@ -454,9 +468,11 @@ def delay_measurement(runs: list[RawRun], hist: np.ndarray, unstable: bool) -> d
                               "delay_tag_probability": runs[0].tag_probability
                               if method == "tagged" else math.nan}
     if method == "tagged" and not unstable:
-        levels = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
-        for name, (low, high) in zip(levels, quantile_intervals(hist, tuple(levels.values())),
-                                     strict=True):
+        jobs = int(hist.sum())
+        for name, level, (low, high) in zip(("p50", "p90", "p99", "p999"), DELAY_LEVELS,
+                                            quantile_intervals(hist, DELAY_LEVELS), strict=True):
+            if not _enough_jobs(level, jobs):
+                low = high = math.nan
             fields[f"delay_{name}_ci_low"], fields[f"delay_{name}_ci_high"] = low, high
     return fields
 

@@ -245,3 +245,24 @@ def test_the_qbd_tolerance_is_checked() -> None:
         with pytest.raises(ValidationError, match="^tolerance"):
             two_server_qbd(system, make_policy("jsq"), tolerance=bad)
     assert two_server_qbd(system, make_policy("jsq"), tolerance=0.5).error < 1e-6
+
+
+def test_the_chain_refuses_what_it_cannot_resolve(capsys) -> None:
+    """A fixed K with 0.62 of the mass at its edge had printed E[ΣQ] 0.62 (exit 0); a
+    tolerance of 10⁻³⁰⁰ was accepted; --max-states 3 solved 1,275 states once the
+    multilevel solver took over. Each is now one line naming its field, exit 2."""
+    from dispatchlab.cli import main
+
+    base = ["check", "exact", "--servers", "0.5,0.5", "--dispatchers", "1", "--arrivals",
+            "bernoulli"]
+    cases = [(["--load", "0.9", "--truncation", "1"], "truncation: K = 1 leaves"),
+             (["--load", "0.9", "--tolerance", "1e-300"], "tolerance: must be in [1e-14"),
+             (["--policy", "jiq", "--epsilon", "0.01", "--max-states", "3"],
+              "max_states: the chain would hold")]
+    for extra, message in cases:
+        assert main(base + extra) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1
+        assert message in captured.err
+    small = System.build([0.5, 0.5], load=0.9, arrivals="bernoulli")
+    assert dispatchlab.exact(small, "jsq", truncation=200).edge_mass <= 1e-9

@@ -59,8 +59,13 @@ def test_conservation_and_the_drift_identity(name: str, params: dict) -> None:
 def test_the_facade_hands_a_large_chain_to_the_multilevel_solver() -> None:
     system = _system([0.5, 0.5], 0.05)
     plain = dispatchlab.exact(system, "jbt", policy_params={"r": 2})
-    handed = dispatchlab.exact(system, "jbt", policy_params={"r": 2}, max_states=3_000)
+    # the plain chain's K grows past 20,000 states; the multilevel solver fits in them
+    # (it is held to an explicit max_states too: 3,000 is refused, issue 47)
+    handed = dispatchlab.exact(system, "jbt", policy_params={"r": 2}, max_states=20_000)
     assert "multilevel" in handed.method and "multilevel" not in plain.method
+    assert handed.states <= 20_000
+    with pytest.raises(ValidationError, match="^max_states: the chain would hold"):
+        dispatchlab.exact(system, "jbt", policy_params={"r": 2}, max_states=3_000)
     assert handed.extras["residual"] <= 1e-13
     assert handed.mean_total_queue == pytest.approx(plain.mean_total_queue, rel=1e-7)
     # a rule the multilevel solver does not take is still refused by the plain chain

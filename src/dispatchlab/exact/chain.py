@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 MAX_STATES = 400_000
 #: the default target for the mass at the truncation edge P(ΣQ = K)
 EDGE_TOLERANCE = 1e-9
+#: the least edge mass asked for: below it the sums of doubles no longer resolve it
+MIN_TOLERANCE = 1e-14
 #: the largest dense index grid of queue vectors ((K + a_max + 1)^N entries)
 MAX_GRID = 40_000_000
 
@@ -363,13 +365,17 @@ def _guess_level(system: System, tolerance: float) -> int:
 
 
 def solve(system: System, policy: Any, *, truncation: int | None = None,
-          tolerance: float = EDGE_TOLERANCE, max_states: int = MAX_STATES,
+          tolerance: float = EDGE_TOLERANCE, max_states: int | None = None,
           law_tail: float = 1e-13) -> ExactResult:
     """The stationary law of ``system`` under ``policy`` (an object with the capability of
     :mod:`dispatchlab.exact.rules`).
 
-    ``truncation`` fixes K (ΣQ ≤ K); by default K grows until P(ΣQ = K) ≤ ``tolerance``.
-    Refused with a ValidationError when the chain would exceed ``max_states`` states.
+    ``truncation`` fixes K (ΣQ ≤ K); by default K grows until P(ΣQ = K) ≤ ``tolerance``
+    (at least MIN_TOLERANCE: a smaller mass is below what sums of doubles resolve). A
+    fixed K that leaves more than ``tolerance`` at its edge is refused: the answer would
+    be the truncated chain's, not the system's. Refused with a ValidationError when the
+    chain would exceed ``max_states`` states (default MAX_STATES; where the two-server
+    multilevel solver takes over, its own default unless ``max_states`` is given).
     """
     from dispatchlab.model.values import as_int, as_number
 
@@ -377,8 +383,11 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
     require(system.arrival_rate < system.mu_sum, "load",
             "an unstable system (λ_Σ ≥ μ_Σ) has no stationary law")
     tolerance = as_number(tolerance, "tolerance")
-    require(0 < tolerance < 1, "tolerance", f"must be in (0, 1) (got {tolerance:g})")
-    max_states = as_int(max_states, "max_states", low=1)
+    require(MIN_TOLERANCE <= tolerance < 1, "tolerance",
+            f"must be in [{MIN_TOLERANCE:g}, 1): a smaller edge mass is below what double "
+            f"precision resolves (got {tolerance:g})")
+    given_max = max_states is not None
+    max_states = as_int(max_states if given_max else MAX_STATES, "max_states", low=1)
     law_tail = as_number(law_tail, "law_tail")
     require(0 < law_tail < 1e-3, "law_tail", f"must be in (0, 1e-3) (got {law_tail:g})")
     rule, shared = exact_rule(policy, system)
@@ -393,9 +402,10 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
             from dispatchlab.exact import multilevel
 
             if multilevel.applies(system, policy):  # two servers, JIQ / JBT-r, M = 1
+                options = {"max_states": max_states} if given_max else {}
                 return _from_multilevel(multilevel.solve_two_server(
                     system, rule, name=str(getattr(policy, "name", "jbt")),
-                    tolerance=tolerance), started)
+                    tolerance=tolerance, **options), started)
         require(size <= max_states, "truncation" if fixed else "max_states",
                 f"the state space would hold {size:,} states (ΣQ ≤ K = {k} on N = {n} "
                 f"servers × {memory_values} memory value(s)), above max_states = "
@@ -406,6 +416,10 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
         totals = q.sum(axis=1)
         distribution = np.bincount(totals, weights=pi, minlength=k + 1)
         edge = float(distribution[k])
+        require(not fixed or edge <= tolerance, "truncation", (
+            f"K = {k} leaves P(ΣQ = K) = {edge:.3g} at its edge, above the tolerance "
+            f"{tolerance:g}: E[ΣQ] would be the truncated chain's, not the system's; raise "
+            "K, or leave it out to let it grow"))
         if fixed or edge <= tolerance:
             break
         ratio = min(max(_tail_ratio(distribution), 1e-3), 0.999)

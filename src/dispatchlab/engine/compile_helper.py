@@ -43,8 +43,9 @@ SWITCH = "DISPATCHLAB_COMPILE_HELPER"
 #: set in the helper's environment (a helper starts no helper)
 _IN_HELPER = "DISPATCHLAB_IN_COMPILE_HELPER"
 _PACKAGE = "dispatchlab."
-#: what the last run's helper reported as it ended: its peak resident memory (``peak_kb``)
-#: and CPU seconds (``cpu_seconds``); empty when the run had no helper or it was stopped
+#: what the last run's helper reported as it ended (done, or stopped by the run): its peak
+#: resident memory (``peak_kb``) and CPU seconds (``cpu_seconds``); empty when the run had
+#: none
 last_helper: dict[str, float] = {}
 #: the helper of this process while it runs (one at a time: a run inside a compile that
 #: has one starts none)

@@ -94,6 +94,18 @@ def test_a_vanishing_limit_is_held_only_when_its_ci_is_narrow_around_zero() -> N
     assert vanishing(_estimate(-0.5, -0.7, -0.3), 0.1875)[0] == "undecided"
 
 
+def test_two_points_judge_nothing() -> None:
+    """A line through two points fits them exactly: estimate_limit says "fit unchecked",
+    and no verdict may rest on it (it had returned "held: the limit's CI contains 0")."""
+    from dispatchlab.report.limit_claims import TOO_FEW_POINTS, persisting, vanishing
+
+    two = LimitEstimate(0.001, -0.01, 0.012, 1.0, False, (1e-3, 3e-3), 0.0, 0, math.nan)
+    assert two.fit_holds  # unchecked, not rejected
+    assert vanishing(two, 0.1875) == ("undecided", TOO_FEW_POINTS)
+    gap = LimitEstimate(0.09, 0.08, 0.10, 1.0, False, (1e-3, 3e-3), 0.0, 0, math.nan)
+    assert persisting(gap, 0.0156) == ("undecided", TOO_FEW_POINTS)
+
+
 def test_runs_of_one_point_that_disagree_are_not_equilibrated() -> None:
     from dispatchlab.report.reproductions import _runs_disagree
 

@@ -119,13 +119,20 @@ def _excess_text(system: str, label: str, curve: pd.DataFrame, limit: float,
     return text
 
 
+#: why a limit fitted on two points judges nothing
+TOO_FEW_POINTS = "too few points: a + b·ε through two points cannot be checked; run a third ε"
+
+
 def vanishing(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
                ) -> tuple[str, str]:
     """Heavy-traffic optimal: lim ε·E[X] = 0. Held when the limit's CI contains 0 and its
     half-width is within ``tolerance`` (LIMIT_TOLERANCE·ζ/2) and below ``rival`` (a
     competing policy's limit, when the claim has one); not held when the whole CI lies
     above the tolerance and the fit holds; below resolution (|limit| ≤ δ) otherwise: a
-    small positive intercept is what the extrapolation of a slower approach to 0 gives."""
+    small positive intercept is what the extrapolation of a slower approach to 0 gives.
+    Never on two points (a line through two points cannot be checked): undecided."""
+    if estimate.dof < 1:
+        return "undecided", TOO_FEW_POINTS
     if not estimate.fit_holds:
         return "undecided", "the fitted form does not hold at the smallest ε"
     if estimate.ci_low > tolerance:
@@ -144,7 +151,10 @@ def persisting(estimate: LimitEstimate, tolerance: float, rival: float = math.in
                 ) -> tuple[str, str]:
     """Not heavy-traffic optimal: lim ε·E[X] > 0. Held when the limit's CI excludes 0 and
     a + b·ε fits; never "not held" — a finite run bounds a positive limit, it cannot
-    refute it: below resolution (|limit| ≤ δ) when the CI contains 0."""
+    refute it: below resolution (|limit| ≤ δ) when the CI contains 0. Never on two points:
+    undecided."""
+    if estimate.dof < 1:
+        return "undecided", TOO_FEW_POINTS
     if not estimate.fit_holds:
         return "undecided", "the fitted form does not hold at the smallest ε"
     if estimate.ci_low > 0:

@@ -13,9 +13,8 @@ from dispatchlab.engine.adapter import (
     HOOK_ADAPTER_TYPE,
     _AdapterCache,
     _inlining_adapter,
-    choose_adapter,
-    hook_adapter,
     pack_arrays,
+    policy_adapter,
 )
 from dispatchlab.engine.interface import (
     Context,
@@ -70,7 +69,7 @@ def test_adapter_answers_and_draws_like_choose() -> None:
         direct_memory, adapted_memory = kernel.memory(), kernel.memory()
         direct_rng, adapted_rng = make_rng_state(3), make_rng_state(3)
         direct_msg, adapted_msg = np.zeros(5, np.int64), np.zeros(5, np.int64)
-        adapter = choose_adapter(kernel.choose)
+        adapter = policy_adapter(kernel.choose)
         choose = compiled(kernel.choose)
         for t in range(200):
             m = t % 3
@@ -87,7 +86,7 @@ def test_adapters_are_named_after_their_policy_function() -> None:
     after the Python function and a per-process counter)."""
     names = set()
     for choose in (_jsq_choose, _pod_choose):
-        adapter = choose_adapter(choose)
+        adapter = policy_adapter(choose)
         assert choose.py_func.__name__ in adapter.py_func.__qualname__
         (result,) = adapter.overloads.values()
         names.add(result.fndesc.mangled_name.split("B")[0])
@@ -137,7 +136,7 @@ def test_hook_adapters_update_memory_and_draw_like_the_hooks() -> None:
             direct_msg, adapted_msg = np.zeros(5, np.int64), np.zeros(5, np.int64)
             direct_diag = np.zeros(max(1, kernel.n_diagnostics))
             adapted_diag = direct_diag.copy()
-            adapter, compiled_hook = hook_adapter(hook), compiled(hook)
+            adapter, compiled_hook = policy_adapter(hook), compiled(hook)
             for t in range(100):
                 Q = states.integers(0, 6, 5).astype(np.int64)
                 Q_prev = states.integers(0, 6, 5).astype(np.int64)
@@ -176,7 +175,7 @@ def test_one_batch_call_chooses_for_every_dispatcher_as_separate_calls_did() -> 
         direct_memory, adapted_memory = kernel.memory(), kernel.memory()
         direct_rng, adapted_rng = make_rng_state(4), make_rng_state(4)
         direct_msg, adapted_msg = np.zeros(5, np.int64), np.zeros(5, np.int64)
-        adapter, choose = choose_adapter(kernel.choose), compiled(kernel.choose)
+        adapter, choose = policy_adapter(kernel.choose), compiled(kernel.choose)
         calls = 0
         for t in range(300):
             A_m = draws.integers(0, 3, 3).astype(np.int64)
@@ -201,7 +200,7 @@ def _recorded(ist: np.ndarray) -> list[tuple[int, int, int]]:
 
 
 def test_batch_call_order_jobs_and_slot_start_queues() -> None:
-    adapter = choose_adapter(_record_calls)
+    adapter = policy_adapter(_record_calls)
     Q, mu = np.array([3, 1, 4], np.int64), np.full(3, 0.5)
     A_m = np.array([2, 0, 5, 1, 0], np.int64)
     ip = np.array([0, 1, 2, 0, 1], np.int64)  # every target in range
@@ -222,7 +221,7 @@ def test_batch_call_order_jobs_and_slot_start_queues() -> None:
 def test_batch_call_stops_after_the_first_bad_server() -> None:
     """The loop reports the first dispatcher whose server is outside 0 … N−1 and stops:
     no later dispatcher's choose runs (as when each had a call of its own)."""
-    adapter = choose_adapter(_record_calls)
+    adapter = policy_adapter(_record_calls)
     Q, mu = np.array([3, 1, 4], np.int64), np.full(3, 0.5)
     A_m = np.array([1, 1, 0, 1, 1], np.int64)
     for bad in (3, -1):

@@ -198,12 +198,12 @@ def test_an_absent_step_is_a_first_class_function_that_compiles_nothing() -> Non
 
     from dispatchlab.compiled.lazy import AbsentStep
     from dispatchlab.engine import arrivals, service
-    from dispatchlab.engine.adapter import HOOK_ADAPTER_TYPE, NO_HOOK_ADAPTER, hook_adapter
+    from dispatchlab.engine.adapter import HOOK_ADAPTER_TYPE, NO_HOOK_ADAPTER, policy_adapter
     from dispatchlab.engine.interface import no_hook
 
     assert typeof(service.bernoulli_only) == service.SERVE_TYPE
     assert typeof(arrivals.split_poisson_only) == arrivals.ARRIVALS_TYPE
-    assert hook_adapter(no_hook) is NO_HOOK_ADAPTER
+    assert policy_adapter(no_hook) is NO_HOOK_ADAPTER
     assert typeof(NO_HOOK_ADAPTER) == HOOK_ADAPTER_TYPE
     assert typeof(AbsentStep(types.int64(types.int64), "f")) != arrivals.ARRIVALS_TYPE
 

@@ -14,6 +14,13 @@ from dispatchlab.simulation.result import Result
 MISSING = "—"
 
 
+def say_when_piped(console: Console, line: str) -> None:
+    """``line`` as one plain line on ``console`` when it is no terminal (a log, CI, a pipe:
+    where Rich draws no spinner to show it in); nothing on a terminal."""
+    if not console.is_terminal:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def load_text(load: Any, digits: int = 4) -> str:
     """A load ρ as :func:`number` writes it, except within 10^−digits below 1, where those
     digits would round it to 1: ``1 − 5e-10`` (1 − ρ is exact in floating point there)."""

@@ -23,6 +23,7 @@ from dispatchlab.cli.output import (
     number,
     params_text,
     print_json,
+    say_when_piped,
     stderr_console,
     stdout_console,
 )
@@ -193,8 +194,8 @@ def run_status(text: str, runs: int) -> Iterator[None]:
     try:
         with console.status(text) as status:
             def show(line: str) -> None:
-                if not console.is_terminal and line.startswith("compiling "):
-                    print(line, file=sys.stderr, flush=True)
+                if line.startswith("compiling "):
+                    say_when_piped(console, line)
                 status.update(f"{text} {escape(line)}")
 
             with progress_to(Progress(show, runs=runs)):

@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 
 from dispatchlab.cli.app import app
-from dispatchlab.cli.output import number, stderr_console
+from dispatchlab.cli.output import number, say_when_piped, stderr_console
 from dispatchlab.core.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -60,8 +60,8 @@ def precompile(system: System, policies: Sequence[Policy | str], *,
     cold = pieces_to_compile([loop.run_slots, *_policy_functions(system, policies)])
     text = f"compiling {describe(cold) or 'the runs'} (once, for every worker) …"
     console = stderr_console()
-    if cold and not console.is_terminal:
-        console.print(text, markup=False, highlight=False)
+    if cold:
+        say_when_piped(console, text)
     with console.status(escape(text)), compile_alongside(cold):
         for policy in policies:
             try:  # the run's own laws, delay mode and size: the steps the workers take

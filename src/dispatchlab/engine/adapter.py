@@ -23,7 +23,7 @@ copy of ``choose``. (On an AMD EPYC a slot of lean pod2 at M = 10 runs â‰ˆ 1.09Ã
 as with a call per dispatcher; the processor overlaps much of a call with ``choose``'s own
 dependency chains: benchmarks/README.md, "One adapter call a slot".)
 
-The hooks ``begin_slot``/``end_slot`` go the same way (:func:`hook_adapter`): the loop
+The hooks ``begin_slot``/``end_slot`` go the same way (:func:`policy_adapter` of a hook): the loop
 packs the arrays of their four tuples once per chunk (:data:`HOOK_PACKED_TYPE`, one pack
 per hook) and calls ``adapter(t, record, packed)``.
 
@@ -49,6 +49,7 @@ from dispatchlab.compiled.dependencies import dependency_digest
 from dispatchlab.compiled.lazy import AbsentStep, needs_compiling
 from dispatchlab.engine.interface import (
     CHOOSE_SIGNATURE,
+    HOOK_SIGNATURE,
     Context,
     Memory,
     Slot,
@@ -257,20 +258,27 @@ def _calling_hook_adapter(hook: Any) -> Any:
     return hook_adapter
 
 
-def hook_adapter(hook: Any) -> Any:
-    """The compiled adapter (:data:`HOOK_ADAPTER_SIGNATURE`) that runs ``hook`` (a function
-    declared with ``hook_function``) for the slot loop; one per function and process
-    (:data:`NO_HOOK_ADAPTER` for ``no_hook``, which the loop never calls)."""
-    if hook is no_hook:
+#: per policy-function signature: how its adapter inlines it, how it calls it when numba
+#: cannot inline it, and the adapter's own signature
+_KINDS = {
+    CHOOSE_SIGNATURE: (_inlining_adapter, _calling_adapter, ADAPTER_SIGNATURE),
+    HOOK_SIGNATURE: (_inlining_hook_adapter, _calling_hook_adapter, HOOK_ADAPTER_SIGNATURE),
+}
+
+
+def is_policy_function(function: Any) -> bool:
+    """Whether ``function`` was declared with ``choose_function`` or ``hook_function``."""
+    return getattr(function, "declared_signature", None) in _KINDS
+
+
+def policy_adapter(function: Any) -> Any:
+    """The compiled adapter that runs the policy function ``function`` (a ``choose``: of
+    :data:`ADAPTER_SIGNATURE`; a hook: of :data:`HOOK_ADAPTER_SIGNATURE`) for the slot
+    loop; one per function and process (:data:`NO_HOOK_ADAPTER` for ``no_hook``, which
+    the loop never calls)."""
+    if function is no_hook:
         return NO_HOOK_ADAPTER
-    return _adapter(hook, _inlining_hook_adapter, _calling_hook_adapter,
-                    HOOK_ADAPTER_SIGNATURE)
-
-
-def choose_adapter(choose: Any) -> Any:
-    """The compiled adapter (:data:`ADAPTER_SIGNATURE`) that runs ``choose`` (a function
-    declared with ``choose_function``) for the slot loop; one per function and process."""
-    return _adapter(choose, _inlining_adapter, _calling_adapter, ADAPTER_SIGNATURE)
+    return _adapter(function, *_KINDS[function.declared_signature])
 
 
 def adapter_needs_compiling(function: Any) -> bool:
@@ -278,9 +286,7 @@ def adapter_needs_compiling(function: Any) -> bool:
     has still to compile: not built in this process, and not in numba's disk cache."""
     if function is no_hook or function in _ADAPTERS or not _is_cached(function):
         return False
-    hook = function.declared_signature != CHOOSE_SIGNATURE
-    inlining = _inlining_hook_adapter if hook else _inlining_adapter
-    signature = HOOK_ADAPTER_SIGNATURE if hook else ADAPTER_SIGNATURE
+    inlining, _, signature = _KINDS[function.declared_signature]
     return needs_compiling(_dispatcher(inlining(function), function, {}), signature)
 
 

@@ -35,8 +35,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dispatchlab.compiled.lazy import compiled, needs_compiling
-from dispatchlab.engine.adapter import adapter_needs_compiling, choose_adapter, hook_adapter
-from dispatchlab.engine.interface import CHOOSE_SIGNATURE, HOOK_SIGNATURE
+from dispatchlab.engine.adapter import (
+    adapter_needs_compiling,
+    is_policy_function,
+    policy_adapter,
+)
 
 #: "0": never start a helper
 SWITCH = "DISPATCHLAB_COMPILE_HELPER"
@@ -61,12 +64,8 @@ class Piece:
     name: str
 
 
-def _is_policy_function(function: Any) -> bool:
-    return getattr(function, "declared_signature", None) in (CHOOSE_SIGNATURE, HOOK_SIGNATURE)
-
-
 def _needs_compiling(function: Any) -> bool:
-    if _is_policy_function(function):
+    if is_policy_function(function):
         return adapter_needs_compiling(function)
     return needs_compiling(function)
 
@@ -188,12 +187,10 @@ def _compile(piece: Piece) -> None:
     if not piece.module.startswith(_PACKAGE):
         return
     function = getattr(importlib.import_module(piece.module), piece.name)
-    if not _is_policy_function(function):
-        compiled(function)
-    elif function.declared_signature == CHOOSE_SIGNATURE:
-        choose_adapter(function)
+    if is_policy_function(function):
+        policy_adapter(function)
     else:
-        hook_adapter(function)
+        compiled(function)
 
 
 def main(argv: Sequence[str]) -> int:

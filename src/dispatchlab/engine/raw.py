@@ -19,7 +19,7 @@ from dispatchlab.compiled.rng import (
 )
 from dispatchlab.core.errors import PolicyError, SimulationError
 from dispatchlab.engine import arrivals, fifo, layout, loop, observe, records, service, tags
-from dispatchlab.engine.adapter import choose_adapter, hook_adapter
+from dispatchlab.engine.adapter import policy_adapter
 from dispatchlab.engine.compile_helper import compile_alongside, describe, pieces_to_compile
 from dispatchlab.engine.control import (
     ChunkSizer,
@@ -325,8 +325,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         progress.compiling(describe(cold))
     with compile_alongside(cold):
         run_slots = compiled(loop.run_slots, only=True)
-        choose = choose_adapter(kernel.choose)
-        begin_slot, end_slot = hook_adapter(kernel.begin_slot), hook_adapter(kernel.end_slot)
+        choose = policy_adapter(kernel.choose)
+        begin_slot, end_slot = policy_adapter(kernel.begin_slot), policy_adapter(kernel.end_slot)
         serve_other, other_arrivals = compiled(serve_step), compiled(arrival_step)
         observe_step, ptrs, tag_one = (compiled(function) for function in on_demand)
     start = time.perf_counter()

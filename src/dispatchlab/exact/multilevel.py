@@ -45,6 +45,7 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.exact.chain import MIN_TOLERANCE
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System
@@ -456,8 +457,9 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
             "the multilevel solver needs Bernoulli service (at most one job a slot)")
     require(system.dispatchers == 1, "dispatchers", "the multilevel solver is for M = 1")
     require(system.epsilon > 0, "epsilon", "an unstable system has no stationary law")
-    require(1e-14 <= tolerance < 1, "tolerance", f"must be in [1e-14, 1): a smaller edge "
-            f"mass is below what double precision resolves (got {tolerance:g})")
+    require(MIN_TOLERANCE <= tolerance < 1, "tolerance", f"must be in [{MIN_TOLERANCE:g}, "
+            f"1): a smaller edge mass is below what double precision resolves (got "
+            f"{tolerance:g})")
     require(0 < residual < 1e-3, "residual", f"must be in (0, 1e-3) (got {residual:g})")
     require(hasattr(rule, "r") and hasattr(rule, "dispatch"), "policy",
             "the multilevel solver needs an ID-memory rule (JIQ, JBT-r) with M = 1")

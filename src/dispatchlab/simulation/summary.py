@@ -316,8 +316,8 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     hist = sum(run.delay_hist for run in runs)
     delayed = int(hist.sum())
     p50, p90, p99, p999 = (value if _enough_jobs(level, delayed) else math.nan
-                           for level, value in zip(DELAY_LEVELS, delay_quantiles(
-                               hist, DELAY_LEVELS), strict=True))
+                           for level, value in zip(DELAY_QUANTILES.values(), delay_quantiles(
+                               hist, tuple(DELAY_QUANTILES.values())), strict=True))
     unstable = worst.verdict == "unstable"
     window = totals.measured_slots > 0
     nan = math.nan
@@ -448,8 +448,8 @@ def trajectory_fields(run: RawRun) -> dict[str, Any]:
     }
 
 
-#: the delay quantiles every result reports (p50, p90, p99, p99.9)
-DELAY_LEVELS = (0.5, 0.9, 0.99, 0.999)
+#: the delay quantiles every result reports (``delay_p50`` …), by name and level
+DELAY_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
 #: a quantile of level u is reported from at least TAIL_JOBS/(1 − u) timed jobs (p99.9:
 #: 10,000), so that about TAIL_JOBS of them lie beyond it; from fewer it would be one of
 #: the last few observations (p99.9 had been printed from 15 tagged jobs)
@@ -469,8 +469,9 @@ def delay_measurement(runs: list[RawRun], hist: np.ndarray, unstable: bool) -> d
                               if method == "tagged" else math.nan}
     if method == "tagged" and not unstable:
         jobs = int(hist.sum())
-        for name, level, (low, high) in zip(("p50", "p90", "p99", "p999"), DELAY_LEVELS,
-                                            quantile_intervals(hist, DELAY_LEVELS), strict=True):
+        levels = tuple(DELAY_QUANTILES.values())
+        for (name, level), (low, high) in zip(DELAY_QUANTILES.items(),
+                                              quantile_intervals(hist, levels), strict=True):
             if not _enough_jobs(level, jobs):
                 low = high = math.nan
             fields[f"delay_{name}_ci_low"], fields[f"delay_{name}_ci_high"] = low, high

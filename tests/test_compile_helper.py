@@ -80,10 +80,11 @@ def _gone(pid: int, within: float) -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_the_helper_goes_with_its_run(tmp_path: Path, how: signal.Signals) -> None:
-    """kill -9 of the run (the kernel kills the helper, PR_SET_PDEATHSIG) and Ctrl-C (the
-    run stops it on its way out): no helper outlives the run."""
+    """kill -9 and SIGTERM of the run (it dies at once; the kernel kills the helper,
+    PR_SET_PDEATHSIG) and Ctrl-C (the run stops it on its way out): no helper outlives
+    the run."""
     code = ("from dispatchlab import System, simulate\n"
             "simulate(System.build('50x0.3,50x0.6', load=0.9, dispatchers=4), 'l-jsq-push',"
             " slots=1000)\n")
@@ -134,3 +135,27 @@ def test_a_cold_run_says_what_it_compiles_and_a_warm_one_does_not(tmp_path: Path
     assert "compiling" not in warm.stderr
     means = [json.loads(done.stdout)["mean_total_queue"] for done in (cold, warm)]
     assert means[0] == means[1]
+
+
+def test_a_hostile_piece_list_imports_nothing_and_ends_cleanly(monkeypatch, capsys) -> None:
+    """The helper's argument is data: pieces outside dispatchlab, unknown names and
+    malformed entries are skipped; it still reports and exits 0."""
+    imported = []
+    real_import = compile_helper.importlib.import_module
+
+    def recording(name: str):
+        imported.append(name)
+        return real_import(name)
+
+    monkeypatch.setattr(compile_helper.importlib, "import_module", recording)
+    monkeypatch.setattr(compile_helper, "_die_with", lambda parent: None)
+    monkeypatch.setattr(compile_helper.signal, "signal", lambda *args: None)
+    from dispatchlab.compiled import compile_once
+
+    monkeypatch.setitem(compile_once._state, "skip_busy", False)  # restored afterwards
+    pieces = [{"module": "os", "name": "system"}, {"module": "dispatchlab.nope", "name": "x"},
+              {"module": "dispatchlab.engine.loop", "name": "no_such_step"}, {"bad": 1}]
+    assert compile_helper.main(["1", json.dumps(pieces)]) == 0
+    assert "os" not in imported
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert report["peak_kb"] >= 0 and report["cpu_seconds"] >= 0

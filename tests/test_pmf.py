@@ -14,7 +14,13 @@ from scipy.signal import fftconvolve
 
 from dispatchlab import System
 from dispatchlab.theory import pooled_queue
-from dispatchlab.theory.pmf import binom_pmf, convolve, nbinom_pmf, poisson_pmf
+from dispatchlab.theory.pmf import (
+    DIRECT_CONVOLUTION_PRODUCTS,
+    binom_pmf,
+    convolve,
+    nbinom_pmf,
+    poisson_pmf,
+)
 from dispatchlab.theory.roots import brentq
 
 RTOL = 4 * np.finfo(float).eps
@@ -49,21 +55,22 @@ def test_a_scipy_without_the_private_kernels_falls_back_to_scipy_stats(monkeypat
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(1, 900), st.integers(1, 900), st.integers(0, 2**32 - 1))
+@given(st.integers(1, 3000), st.integers(1, 3000), st.integers(0, 2**32 - 1))
 def test_convolve_is_fftconvolve(size_a: int, size_b: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     a, b = rng.random(size_a), rng.random(size_b)
-    expected = (np.convolve(a, b) if min(size_a, size_b) <= 64
+    expected = (np.convolve(a, b) if size_a * size_b <= DIRECT_CONVOLUTION_PRODUCTS
                 else np.clip(fftconvolve(a, b), 0.0, None))
     assert np.array_equal(convolve(a, b), expected)
 
 
 def test_convolve_is_the_law_of_the_sum() -> None:
-    # Binomial(60, p) * Binomial(80, p) = Binomial(140, p), by the FFT path
+    # Binomial(600, p) * Binomial(2000, p) = Binomial(2600, p), by the FFT path
     p = 0.3
-    total = convolve(binom_pmf(np.arange(61), 60, p), binom_pmf(np.arange(81), 80, p))
+    assert 601 * 2001 > DIRECT_CONVOLUTION_PRODUCTS
+    total = convolve(binom_pmf(np.arange(601), 600, p), binom_pmf(np.arange(2001), 2000, p))
     assert total.min() >= 0
-    np.testing.assert_allclose(total, binom_pmf(np.arange(141), 140, p), atol=1e-15)
+    np.testing.assert_allclose(total, binom_pmf(np.arange(2601), 2600, p), atol=1e-15)
 
 
 FUNCTIONS = {

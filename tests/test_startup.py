@@ -21,9 +21,10 @@ HEAVY = ("numba", "scipy", "pandas", "matplotlib", "dask", "dispatchlab.policies
 #: what a help page need not load either: numpy, and what typer.rich_utils imports only for
 #: Markdown help and pretty tracebacks (cli/rich_help.py)
 HELP_HEAVY = ("numpy", "rich.markdown", "rich.traceback", "markdown_it", "pygments")
-#: the scipy packages a run need not import (about a second of CPU each; theory.pmf and
-#: theory.roots give their numbers)
-RUN_HEAVY = ("scipy.stats", "scipy.signal", "scipy.optimize", "pandas", "matplotlib")
+#: the scipy packages a run need not import (about a second of CPU each, scipy.fft 0.2 s;
+#: theory.pmf and theory.roots give their numbers)
+RUN_HEAVY = ("scipy.stats", "scipy.signal", "scipy.optimize", "scipy.fft", "pandas",
+             "matplotlib")
 
 
 def _python(code: str) -> str:
@@ -64,7 +65,7 @@ def test_help_renders_markdown_and_tracebacks_on_demand() -> None:
             " == 'Traceback'\n")
 
 
-def test_a_run_loads_no_scipy_stats_signal_or_optimize() -> None:
+def test_a_run_loads_no_scipy_stats_signal_optimize_or_fft() -> None:
     code = ("from dispatchlab.cli import main\nassert main(['run', '--policy', 'jsq', "
             "'--slots', '2000', '--json']) == 0")
     assert _heavy_loaded(code, RUN_HEAVY) == []

@@ -85,9 +85,11 @@ def test_the_helper_goes_with_its_run(tmp_path: Path, how: signal.Signals) -> No
     """kill -9 and SIGTERM of the run (it dies at once; the kernel kills the helper,
     PR_SET_PDEATHSIG) and Ctrl-C (the run stops it on its way out): no helper outlives
     the run."""
+    # long enough to be running still when the signal comes (with 1,000 slots it had once
+    # ended cleanly before the test found its helper on a busy machine)
     code = ("from dispatchlab import System, simulate\n"
             "simulate(System.build('50x0.3,50x0.6', load=0.9, dispatchers=4), 'l-jsq-push',"
-            " slots=1000)\n")
+            " slots=10_000_000)\n")
     run = subprocess.Popen([sys.executable, "-c", code], env=_cold_environment(tmp_path),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -99,6 +101,7 @@ def test_the_helper_goes_with_its_run(tmp_path: Path, how: signal.Signals) -> No
     finally:
         run.kill()
         run.wait()
+    assert run.returncode != 0
     if how == signal.SIGINT:
         assert "KeyboardInterrupt" in run.stderr.read()
 

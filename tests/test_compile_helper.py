@@ -18,6 +18,7 @@ from dispatchlab import System, simulate
 from dispatchlab.engine import compile_helper, loop
 from dispatchlab.engine.compile_helper import Piece, pieces_to_compile
 from dispatchlab.engine.interface import choose_function, no_hook
+from sigint import default_sigint
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the helper's lifetime checks read /proc")
@@ -85,13 +86,14 @@ def test_the_helper_goes_with_its_run(tmp_path: Path, how: signal.Signals) -> No
     """kill -9 and SIGTERM of the run (it dies at once; the kernel kills the helper,
     PR_SET_PDEATHSIG) and Ctrl-C (the run stops it on its way out): no helper outlives
     the run."""
-    # long enough to be running still when the signal comes (with 1,000 slots it had once
-    # ended cleanly before the test found its helper on a busy machine)
+    # long enough to be running still when the signal comes; SIGINT at its default action
+    # (a pytest-xdist worker passes it on ignored: the run had ended cleanly, exit 0)
     code = ("from dispatchlab import System, simulate\n"
             "simulate(System.build('50x0.3,50x0.6', load=0.9, dispatchers=4), 'l-jsq-push',"
             " slots=10_000_000)\n")
     run = subprocess.Popen([sys.executable, "-c", code], env=_cold_environment(tmp_path),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=default_sigint)
     try:
         helper = _helper_of(run.pid, within=60)
         assert helper is not None, "no helper started beside a cold run"
@@ -101,9 +103,10 @@ def test_the_helper_goes_with_its_run(tmp_path: Path, how: signal.Signals) -> No
     finally:
         run.kill()
         run.wait()
-    assert run.returncode != 0
+    stderr = run.stderr.read()
+    assert run.returncode != 0, stderr
     if how == signal.SIGINT:
-        assert "KeyboardInterrupt" in run.stderr.read()
+        assert "KeyboardInterrupt" in stderr
 
 
 def _user_choose(m, jobs, slot, memory, ctx):  # pragma: no cover - never compiled

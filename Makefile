@@ -25,8 +25,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/dispatchlab warm
 	touch $(STAMP)
 
-# the test extras (pytest, hypothesis, ruff, the notebook and the site's packages)
-$(TEST_STAMP): $(STAMP)
+# the package with its test extras (pytest, hypothesis, ruff, the notebook and the site's
+# packages), in one pip call (a second resolve and build of the package cost ~20 s); the
+# suite compiles what it uses, so no warm-up
+$(TEST_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
 	touch $(TEST_STAMP)
 

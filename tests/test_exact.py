@@ -258,7 +258,7 @@ def test_the_chain_refuses_what_it_cannot_resolve(capsys) -> None:
     cases = [(["--load", "0.9", "--truncation", "1"], "truncation: K = 1 leaves"),
              (["--load", "0.9", "--tolerance", "1e-300"], "tolerance: must be in [1e-14"),
              (["--policy", "jiq", "--epsilon", "0.01", "--max-states", "3"],
-              "max_states: the chain would hold")]
+              "max_states: the threshold r = 1 needs")]
     for extra, message in cases:
         assert main(base + extra) == 2
         captured = capsys.readouterr()

@@ -4,13 +4,22 @@ identity of (ΣQ)², the hand-over from ``dispatchlab.exact``, refusals."""
 
 from __future__ import annotations
 
+import time
+import warnings
+
 import numpy as np
 import pytest
 
 import dispatchlab
 from dispatchlab.core.errors import ValidationError
+from dispatchlab.core.ram import LIMIT_VARIABLE
 from dispatchlab.exact.chain import solve
-from dispatchlab.exact.multilevel import solve_two_server
+from dispatchlab.exact.multilevel import (
+    BYTES_PER_STATE,
+    axis_drifts,
+    rule_tables,
+    solve_two_server,
+)
 from dispatchlab.model import System
 from dispatchlab.policies import make_policy
 
@@ -104,3 +113,64 @@ def test_multilevel_agrees_with_a_long_simulation() -> None:
                                replications=8, seed=3, workers=1, estimator="plain",
                                track_delay=False)
     assert abs(sim.mean_total_queue - exact.mean_total_queue) <= 1.5 * sim.half_width
+
+
+@pytest.mark.parametrize("r", [10_000, 100_000_000])
+def test_a_threshold_too_large_to_solve_is_refused_at_once(r: int, capsys) -> None:
+    """r = 10⁴ was refused only after 43 s (with a RuntimeWarning of inf/inf), r = 10⁸ ran
+    in 1.8 GB with no output: the multilevel solver's K ≥ r makes its smallest chain too
+    large, refused first (at ε = 0.003 the plain chain hands over to it)."""
+    from dispatchlab.cli import main
+
+    system = _system([0.5, 0.5], 0.003)
+    started = time.perf_counter()
+    with pytest.raises(ValidationError, match=rf"^r: the threshold r = {r:,} needs"):
+        dispatchlab.exact(system, "jbt", policy_params={"r": r})
+    status = main(["check", "exact", "--servers", "0.5,0.5", "--dispatchers", "1",
+                   "--arrivals", "bernoulli", "--epsilon", "0.003", "--policy", "jbt",
+                   "--set", f"r={r}"])
+    assert time.perf_counter() - started < 5  # (well under a second each, unloaded)
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == "" and captured.err.count("\n") == 1
+    assert f"r = {r:,}" in captured.err
+
+
+def test_axis_drifts_of_a_large_threshold_are_finite() -> None:
+    """The induced drift along an axis in logs: the product of r ratios above 1 had
+    overflowed to inf/inf (nan) for r = 10⁴."""
+    system = _system([0.5, 0.5], 0.05)
+    rule = make_policy("jbt", r=10_000).exact_memory(system)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        drifts = axis_drifts(system, rule_tables(rule), 10_000)
+    assert all(np.isfinite(interior) and not np.isnan(induced)
+               for interior, induced in drifts)
+
+
+def test_the_memory_guard_comes_before_the_chain(monkeypatch) -> None:
+    system = _system([0.5, 0.5], 0.05)
+    rule = make_policy("jbt", r=2).exact_memory(system)
+    monkeypatch.setenv(LIMIT_VARIABLE, "100K")
+    with pytest.raises(ValidationError, match="^max_states: the multilevel chain of"):
+        solve_two_server(system, rule)
+    monkeypatch.delenv(LIMIT_VARIABLE)
+    assert solve_two_server(system, rule).states > 100 * 1024 // BYTES_PER_STATE
+
+
+def test_check_exact_hands_over_without_max_states(monkeypatch, capsys) -> None:
+    """`check exact` passed its default --max-states (400,000) on, which capped the
+    multilevel solver as well: ε = 0.003 (1,228,528 states) was refused. Without the
+    option each solver keeps its own default (the plain chain's, made small here)."""
+    import json
+
+    from dispatchlab.cli import main
+    from dispatchlab.exact import chain
+
+    monkeypatch.setattr(chain, "MAX_STATES", 3_000)
+    base = ["check", "exact", "--servers", "0.5,0.5", "--dispatchers", "1", "--arrivals",
+            "bernoulli", "--epsilon", "0.05", "--policy", "jbt", "--set", "r=2"]
+    assert main([*base, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert "multilevel" in result["method"] and result["states"] > 3_000
+    assert main([*base, "--max-states", "3000"]) == 2
+    assert capsys.readouterr().err.startswith("error: max_states: the chain would hold")

@@ -35,8 +35,10 @@ def exact_command(
         show_default=False)] = None,
     tolerance: Annotated[float, typer.Option(
         help="Target mass at the truncation edge P(ΣQ = K).")] = 1e-9,
-    max_states: Annotated[int, typer.Option(
-        help="Refuse a chain with more states than this.")] = 400_000,
+    max_states: Annotated[int | None, typer.Option(
+        help="Refuse a chain with more states than this (default: 400,000 for the chain, "
+        "2·10⁷ for the two-server multilevel solver it hands JIQ/JBT-r over to).",
+        show_default=False)] = None,
     qbd: Annotated[bool, typer.Option(
         "--qbd", help="Two servers, Bernoulli laws, a JSQ-type rule: the QBD solution by "
         "logarithmic reduction (any ε > 0, e.g. 1e-4).")] = False,

@@ -45,13 +45,18 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.ram import require_memory
 from dispatchlab.exact.chain import MIN_TOLERANCE
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System
 
-#: the largest chain this solver builds (states; ~110 bytes each, ~2 GB at the cap)
+#: the largest chain this solver builds (states; ~10 GB at the cap, which the memory guard
+#: refuses on most machines first)
 MAX_STATES = 20_000_000
+#: bytes the solver holds per state at its peak, the chain, its coarser levels and the
+#: iterates (measured: 514 and 517 for 134,421 and 1,228,528 states), for the memory guard
+BYTES_PER_STATE = 520
 #: the coarsest chain, solved directly
 COARSEST = 1_000
 #: memory codes of the two-server ID list: (), (0,), (1,), (0, 1), (1, 0)
@@ -395,6 +400,11 @@ def _tail(distribution: np.ndarray) -> float:
     return float((distribution[outer] / distribution[inner]) ** (1.0 / (outer - inner)))
 
 
+def _states(k: int, r: int, ordered: bool) -> int:
+    """States of the chain truncated at ΣQ ≤ K (with an ordered list, r² more)."""
+    return (k + 1) * (k + 2) // 2 + (r * r if ordered else 0)
+
+
 def guess_truncation(system: System, tolerance: float) -> int:
     """K with P(ΣQ = K) ≈ ``tolerance`` for an exponential ΣQ of mean 1.15·ζ/(2ε) (between
     the pooled queue and random routing): K = E·log(1/(E·tol))."""
@@ -420,14 +430,17 @@ def axis_drifts(system: System, tables: tuple[np.ndarray, ...], r: int
         interior = lam * (1.0 - to_m[0]) - mu[n]
         size = max(4 * r, 64)
         while True:
-            p_m = np.array([to_m[1 + m] if j < r else to_m[0] for j in range(size + 1)])
+            p_m = np.where(np.arange(size + 1) < r, to_m[1 + m], to_m[0])
             up = lam * p_m * (1 - mu[m])
             down = (1 - lam * p_m) * mu[m]
             ratios = up[:-1] / down[1:]
             if ratios[-1] >= 1.0:  # Q_m itself is not positive recurrent: no induced drift
                 out.append((interior, math.inf))
                 break
-            law = np.concatenate([[1.0], np.cumprod(ratios)])
+            # in logs: a product of r ratios above 1 overflows (r = 10⁴ had given inf/inf)
+            with np.errstate(divide="ignore"):
+                log_law = np.concatenate([[0.0], np.cumsum(np.log(ratios))])
+            law = np.exp(log_law - log_law.max())
             if law[-1] / law.sum() < 1e-15 or size > 10**6:
                 law /= law.sum()
                 out.append((interior, lam * float(law @ (1 - p_m)) - mu[n]))
@@ -465,6 +478,13 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
             "the multilevel solver needs an ID-memory rule (JIQ, JBT-r) with M = 1")
     tables = rule_tables(rule)
     r, ordered = int(rule.r), bool(getattr(rule, "ordered", False))
+    # K ≥ r: the smallest chain, refused before anything is computed (r = 10⁴ took 43 s to
+    # be refused, r = 10⁸ held 1.8 GB)
+    smallest = _states(r, r, ordered)
+    require(smallest <= max_states, "r" if smallest > MAX_STATES else "max_states",
+            f"the threshold r = {r:,} needs ΣQ ≤ K with K ≥ r: "
+            f"at least {smallest:,} states, above max_states = {max_states:,}: no exact "
+            "solution this large; simulate")
     for n, (interior, induced) in enumerate(axis_drifts(system, tables, r)):
         require(not (interior >= 0 and induced >= 0), "load",
                 f"{name} is unstable on this system: server {n} is overloaded away from "
@@ -476,11 +496,13 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
     k = int(truncation) if fixed else guess_truncation(system, tolerance)
     x_previous: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     while True:
-        size = (k + 1) * (k + 2) // 2 + (r * r if ordered else 0)
+        size = _states(k, r, ordered)
         require(size <= max_states, "truncation" if fixed else "max_states",
                 f"the chain would hold {size:,} states (ΣQ ≤ K = {k}), above max_states = "
                 f"{max_states:,}: no exact solution this large; simulate")
         require(r <= k, "truncation", f"the threshold r = {r} exceeds the truncation K = {k}")
+        require_memory("max_states", size * BYTES_PER_STATE,
+                       f"the multilevel chain of {size:,} states (ΣQ ≤ K = {k})")
         target, prob, c1, c2, moments, valid = _build(k, r, ordered, lam, mu, *tables,
                                                       10 if ordered else 9)
         require(bool(valid.all()), "truncation", "internal: unused state indices")

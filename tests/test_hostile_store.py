@@ -45,6 +45,12 @@ EDITS = [
     ("UPDATE points SET result_json = '{'", "points row 1: its result is not JSON"),
     ("UPDATE points SET result_json = '[1]'", "its result is [1], not a JSON object"),
     ("ALTER TABLE points DROP COLUMN worker", "table points has no column 'worker'"),
+    # values the model cannot have produced (issue 47: ε = −5 was the smallest ε of a limit)
+    ("UPDATE points SET epsilon = -5", "points row 1: its ε = -5 contradicts its load ρ = 0.5"),
+    ("UPDATE points SET epsilon = 9e999", "points row 1: its ε = inf is not finite"),
+    ("UPDATE points SET load = -1", "points row 1: its load ρ = -1.0 is not a number > 0"),
+    ("UPDATE points SET load = 1.5, epsilon = -0.45, stability = 'stable'",
+     "points row 1: it is marked stable at ρ ≥ 1"),
 ]
 
 

@@ -120,3 +120,28 @@ def test_runs_of_one_point_that_disagree_are_not_equilibrated() -> None:
     apart = pd.Series({"epsilon_excess": 0.2, "epsilon_excess_ci_low": 0.15,
                        "epsilon_excess_ci_high": 0.25})
     assert _runs_disagree(apart, longer)
+
+
+def test_an_epsilon_outside_the_model_is_never_fitted() -> None:
+    """A store row with ε = −5 (or 0) was the 'smallest ε' of a fit."""
+    eps = np.array([-5.0, 0.0, 1e-3, 3e-3, 1e-2])
+    y = np.array([0.5, 0.4, 0.2, 0.21, 0.22])
+    half = np.full(5, 0.01)
+    estimate = estimate_limit(eps, y, y - half, y + half)
+    assert estimate is not None and estimate.epsilons == (1e-3, 3e-3, 1e-2)
+
+
+def test_a_curve_point_whose_interval_crosses_zero_is_not_judged() -> None:
+    """ε·E[X] ≥ 0: a stored interval [−0.5091, 0.9779] had been a point of the page's fit;
+    it is left out, and the page says why."""
+    from dispatchlab.report.limit_claims import _excess_text, judged_points
+
+    curve = pd.DataFrame({
+        "x": [-5.0, 1e-3, 3e-3, 1e-2], "y": [0.3, 0.2344, 0.2, 0.21],
+        "ci_low": [0.2, -0.5091, 0.19, 0.2], "ci_high": [0.4, 0.9779, 0.21, 0.22],
+        "equilibrated": [True] * 4, "stable": [True] * 4, "scale": [1.0] * 4,
+        "exact": [math.nan] * 4})
+    assert list(judged_points(curve)["x"]) == [3e-3, 1e-2]
+    text = _excess_text("10x0.5", "JIQ", curve, 0.25, False, None, "undecided")
+    assert "ε = 0.001: 0.2344, its interval reaches below 0" in text
+    assert "ε = -5: 0.3, ε outside the model" in text

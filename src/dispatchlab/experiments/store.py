@@ -32,6 +32,7 @@ Why SQLite, and why these settings:
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -63,6 +64,8 @@ METRIC_COLUMNS = (
     "slots_per_second",
 )
 TEXT_METRICS = ("stability",)
+#: how far a stored load may sit on the wrong side of 1 for its ε (rounding near ρ = 1)
+LOAD_SLACK = 1e-9
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -519,9 +522,32 @@ class Store:
         out = []
         for row in rows:
             data = self._checked("points", row)
+            self._within_model(data)
             data["result"] = self._result(data) if data["result_json"] else None
             out.append(data)
         return out
+
+    def _within_model(self, data: dict[str, Any]) -> None:
+        """Refuse a row the model cannot have produced (a hand edit, or a store someone
+        sent you): a load ρ that is not a positive number, a slack ε that is not finite or
+        whose sign contradicts ρ (ε = μ_Σ(1 − ρ)), or a "stable" run at ρ ≥ 1. Such a row
+        (ε = −5) had been the smallest ε of a limit on the Reproductions page."""
+        load, epsilon = data["load"], data["epsilon"]
+        problem = None
+        if load is not None and not (math.isfinite(load) and load > 0):
+            problem = f"its load ρ = {load!r} is not a number > 0"
+        elif epsilon is not None and not math.isfinite(epsilon):
+            problem = f"its ε = {epsilon!r} is not finite"
+        elif (load is not None and epsilon is not None
+              and (load < 1 - LOAD_SLACK and epsilon <= 0
+                   or load > 1 + LOAD_SLACK and epsilon >= 0)):
+            problem = (f"its ε = {epsilon:g} contradicts its load ρ = {load:g} "
+                       "(ε = μ_Σ(1 − ρ))")
+        elif data["stability"] == "stable" and (
+                load is not None and load >= 1 or epsilon is not None and epsilon <= 0):
+            problem = "it is marked stable at ρ ≥ 1, where no policy is"
+        require(problem is None, "store", f"{self.path}: points row {data['id']}: {problem} "
+                "(a damaged or hand-edited store)")
 
     def _result(self, data: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -64,8 +64,11 @@ def _threshold(value: object) -> float:
 
 
 def has_interval(curve: pd.DataFrame) -> pd.Series:
-    """Rows of ``curve`` whose CI is finite on both sides."""
-    return curve["ci_low"].map(math.isfinite) & curve["ci_high"].map(math.isfinite)
+    """Rows of ``curve`` whose CI is finite on both sides and within the support of ε·E[X]
+    (≥ 0; an interval reaching below it, stored before runs dropped such intervals, rests
+    on too few batches to say anything) at an ε inside the model (> 0)."""
+    return (curve["ci_low"].map(math.isfinite) & curve["ci_high"].map(math.isfinite)
+            & (curve["ci_low"] >= 0) & (curve["x"] > 0))
 
 
 def judged_points(curve: pd.DataFrame) -> pd.DataFrame:
@@ -114,7 +117,10 @@ def _excess_text(system: str, label: str, curve: pd.DataFrame, limit: float,
     text += f": {reading}"
     for _, row in curve[~curve.index.isin(judged.index)].iterrows():
         why = ("not equilibrated (runs of this point disagree, or too short for their "
-               "relaxation)" if not row["equilibrated"] else "too short for an interval")
+               "relaxation)" if not row["equilibrated"]
+               else "ε outside the model" if not row["x"] > 0
+               else "its interval reaches below 0, the least ε·E[X] can be"
+               if row["ci_low"] < 0 else "too short for an interval")
         text += f" (ε = {row['x']:g}: {fmt(row['y'])}, {why}, not judged)"
     return text
 

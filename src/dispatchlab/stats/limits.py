@@ -71,7 +71,7 @@ def estimate_limit(epsilons: np.ndarray, values: np.ndarray, ci_low: np.ndarray,
                    points: int = LIMIT_POINTS, max_epsilon: float = LIMIT_MAX_EPSILON,
                    confidence: float = 0.95) -> LimitEstimate | None:
     """The limit a of f(ε) = a + b·ε·r(ε) (``scale`` r, 1 when not given) from the
-    ``points`` smallest ε ≤ ``max_epsilon`` whose CI is finite and of positive width;
+    ``points`` smallest ε in (0, ``max_epsilon``] whose CI is finite and of positive width;
     ``None`` with fewer than two such points or fewer than two distinct regressors ε·r.
     Each point's standard error is its CI half-width over the normal quantile of
     ``confidence`` (the points' CIs are Student-t on tens of degrees of freedom or more)."""
@@ -81,7 +81,7 @@ def estimate_limit(epsilons: np.ndarray, values: np.ndarray, ci_low: np.ndarray,
     z = float(special.ndtri(0.5 + confidence / 2))
     r = np.ones_like(eps) if scale is None else np.asarray(scale, dtype=float)
     usable = np.isfinite(eps) & np.isfinite(y) & np.isfinite(low) & np.isfinite(high) \
-        & (high > low) & (eps <= max_epsilon) & np.isfinite(r)
+        & (high > low) & (eps > 0) & (eps <= max_epsilon) & np.isfinite(r)
     order = np.argsort(eps[usable], kind="stable")[:points]
     eps, y, r = eps[usable][order], y[usable][order], r[usable][order]
     se = ((high - low)[usable][order]) / (2 * z)

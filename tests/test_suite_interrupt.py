@@ -42,7 +42,7 @@ def test_a_cli_run_in_process():
 
 @pytest.mark.parametrize("k", range(40))
 def test_later(k):
-    time.sleep(0.5)
+    time.sleep(1.5)
 """
 
 
@@ -81,7 +81,8 @@ def test_one_ctrl_c_stops_the_run(tmp_path: Path, workers: str) -> None:
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
-    assert took < 8, f"the run went on for {took:.1f} s after Ctrl-C:\n{out}"
+    # the rest of the run takes 30 s or more; stopping it took 8.8 s once on a loaded machine
+    assert took < 15, f"the run went on for {took:.1f} s after Ctrl-C:\n{out}"
     assert child.returncode != 0, out
     assert "40 passed" not in out, out
     time.sleep(0.5)

@@ -7,7 +7,8 @@ line on stderr and exit status 2. A run that breaks an invariant or a policy tha
 the compiled interface (:class:`~dispatchlab.core.errors.SimulationError`, e.g.
 :class:`~dispatchlab.core.errors.PolicyError`) is a bug, not bad input: one ``error:`` line,
 exit status 1. Ctrl-C: one line ("interrupted at slot t of T" when a run was under way),
-exit status 130.
+exit status 130; SIGTERM and SIGHUP stop the installed command the same way
+(:mod:`dispatchlab.core.signals`), with exit status 143 and 129.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BUG
     except KeyboardInterrupt as interrupt:  # RunInterrupted says where the run stopped
         print(str(interrupt) or "interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED  # (SIGTERM, SIGHUP: entry_point makes it 143, 129)
     except _usage_error_types() as error:  # usage errors: one line too, exit status 2
         if type(error).__name__ == "NoArgsIsHelpError":  # a bare group: its help was shown
             return 0
@@ -153,8 +154,11 @@ def entry_point() -> None:
     The interpreter's normal teardown frees numba's compiled code and LLVM's JIT one object
     at a time: 2–3 s after every command (measured), which also made Ctrl-C look ignored.
     So: run the atexit hooks, flush, and leave with ``os._exit``."""
+    from dispatchlab.core.signals import signals_as_interrupts
+
     single_threaded_blas()
-    status = main()
+    with signals_as_interrupts() as received:
+        status = received.exit_status(main())
     # the command is over: a second Ctrl-C must not cut the clean-up short (a semaphore
     # unlinked but not yet unregistered was reported as leaked; colorama's hook, a traceback)
     with contextlib.suppress(ValueError):  # not the main thread

@@ -9,6 +9,7 @@ exports what is stored; ``report`` draws the HTML report from the store.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import sys
@@ -27,6 +28,7 @@ from dispatchlab.cli.output import MISSING, integer, number, stderr_console, std
 from dispatchlab.core.documents import read_text
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.paths import require_writable_file, write_whole
+from dispatchlab.core.signals import interrupt_saying
 from dispatchlab.core.spreadsheet import to_csv
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
 
@@ -228,10 +230,10 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
                                              cluster=cluster, progress=display)
             else:
                 outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster)
-        except KeyboardInterrupt:  # the run is marked interrupted; its stored points stay
-            console.print(f"interrupted: {db.count(spec.name)} point(s) of {escape(spec.name)} "
-                          f"stored in {escape(str(db.path))}; the same command resumes",
-                          soft_wrap=True)
+        except KeyboardInterrupt as interrupt:  # the run is marked interrupted; its points stay
+            said = interrupt_saying(interrupt, f"{db.count(spec.name)} point(s) of {spec.name} "
+                                    f"stored in {db.path}; the same command resumes")
+            console.print(escape(str(said)), soft_wrap=True)
             raise
         frame = db.frame(spec.name)
         directory.mkdir(parents=True, exist_ok=True)
@@ -254,12 +256,21 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
 
 
 def _check_output_directory(directory: Path) -> None:
-    """Fail before any work when the output directory cannot be made."""
+    """Fail before any work when the output directory cannot be made; the folders made to
+    find out are removed again (a run stopped or refused later left an empty folder)."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise ValidationError("out", f"cannot write to {str(directory)!r}: "
                               f"{error.strerror or error}") from None
+    made = directory
+    while made != existing:  # deepest first; only what this check made
+        with contextlib.suppress(OSError):
+            made.rmdir()
+        made = made.parent
 
 
 def _check_output_file(path: Path | None) -> None:

@@ -32,6 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from dispatchlab.core.errors import require
+from dispatchlab.core.signals import interrupt_saying
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -142,9 +143,9 @@ def _gather(pool: Executor, function: Callable[[T], R], items: list[T]) -> list[
     futures = [pool.submit(function, item) for item in items]
     try:
         return [future.result() for future in futures]
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM/SIGHUP (core.signals)
         finished = sum(future.done() and not future.cancelled() for future in futures)
         for future in futures:
             future.cancel()
-        raise KeyboardInterrupt(f"interrupted: {finished} of {len(items)} pooled runs had "
-                                "finished (none is kept)") from None
+        raise interrupt_saying(interrupt, f"{finished} of {len(items)} pooled runs had "
+                               "finished (none is kept)") from None

@@ -1,0 +1,90 @@
+"""SIGTERM and SIGHUP stop a command as Ctrl-C does.
+
+A command stopped by ``kill`` (SIGTERM) or by its terminal going away (SIGHUP) died at once
+by the signal's default action: no line, its worker processes and multiprocessing's
+resource tracker left running under PID 1, a sweep's run left ``running`` with its claims
+in the store. Inside :func:`signals_as_interrupts` both raise :class:`Terminated`, a
+``KeyboardInterrupt``, so every clean-up written for Ctrl-C runs for them too (pools
+stopped and reaped, the run marked interrupted, nothing written half-way); the command
+then exits with 128 + the signal's number (143, 129), as a shell reports a process the
+signal killed. A second such signal during the clean-up kills the process (the default
+action comes back with the first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+#: the signals that stop a command as Ctrl-C does (those this platform has)
+STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                 if hasattr(signal, name))
+
+
+class Terminated(KeyboardInterrupt):
+    """A command stopped by ``signum`` (SIGTERM, SIGHUP) as by Ctrl-C; ``detail`` says how
+    far it got."""
+
+    def __init__(self, signum: int, detail: str = "") -> None:
+        super().__init__(signum, detail)
+        self.signum = signum
+        self.detail = detail
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum
+
+    def __str__(self) -> str:
+        name = signal.Signals(self.signum).name
+        return f"stopped by {name}: {self.detail}" if self.detail else f"stopped by {name}"
+
+    def __reduce__(self) -> tuple[type, tuple[int, str]]:  # survives a worker process
+        return type(self), (self.signum, self.detail)
+
+
+def interrupt_saying(interrupt: KeyboardInterrupt, detail: str) -> KeyboardInterrupt:
+    """``interrupt`` again, saying ``detail`` (how far the command got): a Ctrl-C is
+    "interrupted: DETAIL", a :class:`Terminated` keeps its signal and exit status."""
+    if isinstance(interrupt, Terminated):
+        return Terminated(interrupt.signum, detail)
+    return KeyboardInterrupt(f"interrupted: {detail}")
+
+
+class Received:
+    """The stopping signal that came inside :func:`signals_as_interrupts`, if any (a
+    command's code may turn the exception into an exit status of its own; Typer makes
+    every ``KeyboardInterrupt`` 130): ``exit_status(status)`` is 128 + its number then."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def exit_status(self, status: int) -> int:
+        return status if self.signum is None else 128 + self.signum
+
+
+@contextlib.contextmanager
+def signals_as_interrupts() -> Iterator[Received]:
+    """While inside (in the main thread), SIGTERM and SIGHUP raise :class:`Terminated`;
+    the previous handlers come back on leaving. Elsewhere, nothing changes."""
+    received = Received()
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        received.signum = signum
+        for stopping in STOPPING:  # a second one kills: the clean-up is the first one's
+            signal.signal(stopping, signal.SIG_DFL)
+        raise Terminated(signum)
+
+    previous = {stopping: signal.getsignal(stopping) for stopping in STOPPING}
+    for stopping in STOPPING:
+        signal.signal(stopping, raise_terminated)
+    try:
+        yield received
+    finally:
+        for stopping, handler in previous.items():
+            signal.signal(stopping, handler)

@@ -1,0 +1,113 @@
+"""SIGTERM and SIGHUP stop a command as Ctrl-C does (core/signals.py, issue 48).
+
+Each had killed the command by its default action: no line, the pool's workers and
+multiprocessing's resource tracker left running under PID 1, an experiment's run left
+`running` with its claims. Here real processes get the signal while their workers run;
+the process table of the command's session is read 2 s after it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dispatchlab.core.signals import Terminated, interrupt_saying, signals_as_interrupts
+from sigint import default_sigint
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="reads the process table in /proc")
+
+COMMAND = "import sys; from dispatchlab.cli import entry_point; entry_point()"
+
+
+def _session(leader: int) -> list[str]:
+    """Command lines of the processes in session ``leader`` (itself excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == leader:
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == leader and fields[0] != "Z":  # (session id, not a zombie)
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _stop_when_working(argv: list[str], how: signal.Signals, cwd: Path,
+                       workers: int = 2) -> tuple[int, str, list[str]]:
+    """Start the command, signal it once ``workers`` worker processes run, and return its
+    exit status, its stderr and what of its session is left 2 s after it ended."""
+    child = subprocess.Popen([sys.executable, "-c", COMMAND, *argv], cwd=cwd, text=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             start_new_session=True, preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 120
+        while (sum("spawn_main" in line for line in _session(child.pid)) < workers
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        time.sleep(1.0)  # the workers at work
+        child.send_signal(how)
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    time.sleep(2)
+    return child.returncode, err, _session(child.pid)
+
+
+@pytest.mark.parametrize(("how", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["SIGTERM", "SIGHUP"])
+def test_a_pooled_run_stops_with_one_line_and_leaves_no_process(
+        how: signal.Signals, status: int, tmp_path: Path) -> None:
+    code, err, left = _stop_when_working(
+        ["run", "--policy", "jsq", "--servers", "10x0.5", "--slots", "100000000",
+         "--replications", "4", "--workers", "2"], how, tmp_path)
+    assert code == status, err
+    assert err.strip().splitlines()[-1] == (f"stopped by {how.name}: 0 of 4 pooled runs had "
+                                            "finished (none is kept)"), err
+    assert "Traceback" not in err
+    assert left == []  # (the two workers and the resource tracker had stayed, under PID 1)
+
+
+def test_an_experiment_stopped_by_sigterm_marks_its_run_and_releases_its_claims(
+        tmp_path: Path) -> None:
+    code, err, left = _stop_when_working(
+        ["experiment", "classic-load-sweep", "--store", "s.sqlite", "--workers", "2",
+         "--out", "out"], signal.SIGTERM, tmp_path)
+    assert code == 143, err
+    assert "stopped by SIGTERM: " in err and "the same command resumes" in err, err
+    assert left == []
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        assert db.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+        assert db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
+    assert not (tmp_path / "out").exists()  # nothing written half-way
+
+
+def test_terminated_keeps_its_signal_through_a_rewording_and_a_pickle() -> None:
+    terminated = interrupt_saying(Terminated(signal.SIGHUP), "3 of 8 pooled runs had finished")
+    assert isinstance(terminated, Terminated) and terminated.exit_status == 129
+    assert str(terminated) == "stopped by SIGHUP: 3 of 8 pooled runs had finished"
+    assert str(pickle.loads(pickle.dumps(terminated))) == str(terminated)
+    plain = interrupt_saying(KeyboardInterrupt(), "3 of 8 pooled runs had finished")
+    assert type(plain) is KeyboardInterrupt
+    assert str(plain) == "interrupted: 3 of 8 pooled runs had finished"
+
+
+def test_the_handlers_come_back_and_a_signal_is_an_interrupt() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated) as raised, signals_as_interrupts() as received:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)  # the handler raises here
+    assert raised.value.exit_status == 143 and received.exit_status(130) == 143
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from dispatchlab.core.paths import write_whole  # noqa: E402
+from dispatchlab.core.paths import guarded_io, write_whole  # noqa: E402
 from dispatchlab.report.labels import plain  # noqa: E402
 from dispatchlab.specs.experiment import ExperimentSpec  # noqa: E402
 from dispatchlab.specs.figure import (  # noqa: E402
@@ -220,7 +220,7 @@ def write_figures(spec: ExperimentSpec, frame: pd.DataFrame, directory: str | Pa
                   formats: Iterable[str] = ("png", "svg")) -> list[Path]:
     """Draw every figure of ``spec`` into ``directory`` as ``NAME.FORMAT``; return the paths."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    guarded_io("out", directory, lambda: directory.mkdir(parents=True, exist_ok=True))
     paths = []
     for figure in figures_of(spec):
         fig = draw_figure(figure, frame, spec)

@@ -29,6 +29,8 @@ from pathlib import Path
 import pandas as pd
 
 from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.paths import guarded_io, write_whole
+from dispatchlab.core.signals import signals_as_interrupts
 from dispatchlab.experiments.store import Store
 from dispatchlab.report.exact_evidence import DEFAULT_EXACT, exact_column, load_exact
 from dispatchlab.report.limit_claims import (
@@ -514,8 +516,8 @@ def render(store: Store, out: Path, store_label: str | None = None) -> str:
     if not drawn:
         lines.append("None yet: run the commands above, then `make reproductions`.")
     text = "\n".join(lines) + "\n"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    guarded_io("out", out, lambda: out.parent.mkdir(parents=True, exist_ok=True))
+    write_whole("out", out, lambda path: path.write_text(text, encoding="utf-8"))
     return text
 
 
@@ -590,7 +592,8 @@ def update_readme(readme: Path, page: str) -> None:
             f"{readme}: needs one line {README_BEGIN!r} and, after it, one {README_END!r}")
     before, rest = text.split(README_BEGIN, 1)
     after = rest.split(README_END, 1)[1]
-    readme.write_text(before + readme_block(page) + after, encoding="utf-8")
+    write_whole("readme", readme, lambda path: path.write_text(
+        before + readme_block(page) + after, encoding="utf-8"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -602,25 +605,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="docs/reproductions.md")
     parser.add_argument("--readme", default=None)
     args = parser.parse_args(argv)
-    path = Path(args.store)
-    store = Store(path, readonly=True) if path.exists() else None
-    if store is None:  # an empty page that says what to run
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            empty = Store(Path(tmp) / "empty.sqlite")
-            render(empty, Path(args.out), store_label=args.store)
-            empty.close()
-    else:
-        render(store, Path(args.out), store_label=args.store)
-        store.close()
-    if args.readme:
+    # bad input is one line, exit 2; Ctrl-C, SIGTERM and SIGHUP one line, 130, 143, 129
+    # (every file is written whole: an interrupted page or figure is not left half-way)
+    with signals_as_interrupts() as received:
         try:
-            update_readme(Path(args.readme), Path(args.out).read_text(encoding="utf-8"))
+            out = Path(args.out)  # checked before the page is drawn (that takes a minute)
+            require(not out.is_dir(), "out", f"cannot write {str(out)!r}: Is a directory")
+            guarded_io("out", out, lambda: out.parent.mkdir(parents=True, exist_ok=True))
+            page = _write_page(Path(args.store), out, args.store)
+            if args.readme:
+                update_readme(Path(args.readme), page)
         except ValidationError as error:
             print(f"error: {error}", file=sys.stderr)
             raise SystemExit(2) from None
+        except KeyboardInterrupt as interrupt:
+            print(str(interrupt) or "interrupted", file=sys.stderr)
+            raise SystemExit(received.exit_status(130)) from None
     print(Path(args.out))
+
+
+def _write_page(path: Path, out: Path, label: str) -> str:
+    """:func:`render` the store at ``path`` (an empty page that says what to run when
+    there is no such file)."""
+    if path.exists():
+        with Store(path, readonly=True) as store:
+            return render(store, out, store_label=label)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "empty.sqlite") as empty:
+        return render(empty, out, store_label=label)
 
 
 if __name__ == "__main__":

@@ -111,3 +111,43 @@ def test_the_handlers_come_back_and_a_signal_is_an_interrupt() -> None:
         time.sleep(1)  # the handler raises here
     assert raised.value.exit_status == 143 and received.exit_status(130) == 143
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_stop_inside_the_multilevel_cycles_ends_between_two_of_them(monkeypatch) -> None:
+    """Ctrl-C or SIGTERM during a cycle had been numba's `SystemError: CPUDispatcher(…
+    _jacobi) returned a result with an exception set`, exit 1: the stop is noted and the
+    solve ends after the cycle, saying where."""
+    from dispatchlab.exact import multilevel
+    from dispatchlab.model import System
+    from dispatchlab.policies import make_policy
+
+    system = System.build([0.5, 0.5], epsilon=0.05, arrivals="bernoulli", service="bernoulli")
+    rule = make_policy("jbt", r=2).exact_memory(system)
+    step = multilevel._accelerated_step
+
+    def step_then_signal(*args):
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives while the cycle runs
+        return step(*args)
+
+    monkeypatch.setattr(multilevel, "_accelerated_step", step_then_signal)
+    before = signal.getsignal(signal.SIGTERM)
+    with (pytest.raises(Terminated, match=r"^stopped by SIGTERM: the multilevel solve at "
+                        r"cycle 1 \(K = \d+, [\d,]+ states\)$"), signals_as_interrupts()):
+        multilevel.solve_two_server(system, rule)
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+@pytest.mark.parametrize(("how", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_long_run_in_this_process_stops_with_one_line(how: signal.Signals, status: int,
+                                                        tmp_path: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", COMMAND, "run", "--policy", "jsq", "--servers", "10x0.5",
+         "--slots", "1000000000"], cwd=tmp_path, text=True, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, start_new_session=True, preexec_fn=default_sigint)
+    time.sleep(4)
+    child.send_signal(how)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == status, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("stopped by SIGTERM" if how == signal.SIGTERM else "interrupted")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 #: the signals that stop a command as Ctrl-C does (those this platform has)
@@ -74,12 +74,16 @@ def signals_as_interrupts() -> Iterator[Received]:
         yield received
         return
 
-    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+    def note(signum: int) -> None:
         received.signum = signum
         for stopping in STOPPING:  # a second one kills: the clean-up is the first one's
             signal.signal(stopping, signal.SIG_DFL)
+
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        note(signum)
         raise Terminated(signum)
 
+    raise_terminated.note = note  # type: ignore[attr-defined]  # (for stops_caught)
     previous = {stopping: signal.getsignal(stopping) for stopping in STOPPING}
     for stopping in STOPPING:
         signal.signal(stopping, raise_terminated)
@@ -88,3 +92,48 @@ def signals_as_interrupts() -> Iterator[Received]:
     finally:
         for stopping, handler in previous.items():
             signal.signal(stopping, handler)
+
+
+def interruption(signum: int, detail: str) -> KeyboardInterrupt:
+    """The exception for a stop that :func:`stops_caught` noted: Ctrl-C's
+    "interrupted: DETAIL", or :class:`Terminated` for SIGTERM and SIGHUP."""
+    if signum == signal.SIGINT:
+        return KeyboardInterrupt(f"interrupted: {detail}")
+    return Terminated(signum, detail)
+
+
+@contextlib.contextmanager
+def stops_caught() -> Iterator[Callable[[], int]]:
+    """While inside, a stop only sets a flag; yields a function that reads it (the signal's
+    number, 0 while none came). For a loop around compiled code (the slot loop's chunks, a
+    solver's cycles), which checks it between two calls: a KeyboardInterrupt raised as
+    compiled code returns had surfaced as numba's ``SystemError: … returned a result with
+    an exception set``.
+
+    A stop is SIGINT with Python's default handler, or SIGTERM and SIGHUP inside
+    :func:`signals_as_interrupts`; a caller that handles these itself (or ignores them)
+    keeps its behaviour, and nothing changes outside the main thread. On leaving, the
+    previous handlers come back."""
+    caught = [0]
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: caught[0]
+        return
+    previous = {}
+    for signum in (signal.SIGINT, *STOPPING):
+        handler = signal.getsignal(signum)
+        note = getattr(handler, "note", None)
+        if handler is signal.default_int_handler or note is not None:
+            previous[signum] = handler
+
+            def flag(signum: int, frame: FrameType | None, note=note) -> None:
+                caught[0] = caught[0] or signum
+                if note is not None:
+                    note(signum)
+
+            signal.signal(signum, flag)
+    try:
+        yield lambda: caught[0]
+    finally:
+        for signum, handler in previous.items():
+            if signal.getsignal(signum) is not signal.SIG_DFL:  # (a noted stop kills now)
+                signal.signal(signum, handler)

@@ -3,7 +3,7 @@
 The compiled slot loop cannot see Python signals, so :func:`dispatchlab.engine.raw.run_once`
 runs it in chunks of about :data:`CHUNK_SECONDS` each and, between chunks,
 
-- checks whether SIGINT arrived (:func:`sigint_caught`): the run then stops with
+- checks whether SIGINT arrived (``core.signals.stops_caught``): the run then stops with
   :class:`RunInterrupted`, a ``KeyboardInterrupt`` that says where it stopped, raised
   while the run's state is consistent (at a slot boundary);
 - reports progress to the :class:`Progress` a caller installed with :func:`progress_to`
@@ -16,8 +16,6 @@ Chunk boundaries never change a result: the loop state persists between chunks.
 from __future__ import annotations
 
 import math
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,29 +45,6 @@ class RunInterrupted(KeyboardInterrupt):
 
     def __reduce__(self) -> tuple[type, tuple[int, int, str]]:  # survives a worker process
         return type(self), (self.slot, self.slots, self.policy)
-
-
-@contextmanager
-def sigint_caught() -> Iterator[Callable[[], bool]]:
-    """While inside, SIGINT only sets a flag; yields a function that reads it.
-
-    Only in the main thread and only when SIGINT has Python's default handler (a caller
-    that ignores SIGINT or handles it itself keeps its behaviour; the flag then stays
-    False). On leaving, the previous handler comes back."""
-    caught = [False]
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield lambda: False
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        caught[0] = True
-
-    signal.signal(signal.SIGINT, handler)
-    try:
-        yield lambda: caught[0]
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class ChunkSizer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from dispatchlab.compiled.rng import (
     make_tag_stream,
 )
 from dispatchlab.core.errors import PolicyError, SimulationError
+from dispatchlab.core.signals import interruption, stops_caught
 from dispatchlab.engine import arrivals, fifo, layout, loop, observe, records, service, tags
 from dispatchlab.engine.adapter import policy_adapter
 from dispatchlab.engine.compile_helper import compile_alongside, describe, pieces_to_compile
@@ -25,7 +27,6 @@ from dispatchlab.engine.control import (
     ChunkSizer,
     RunInterrupted,
     current_progress,
-    sigint_caught,
 )
 from dispatchlab.engine.interface import MESSAGE_KINDS, Kernel, compiled, no_hook
 from dispatchlab.model.service import SERVICE_BERNOULLI
@@ -331,7 +332,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         observe_step, ptrs, tag_one = (compiled(function) for function in on_demand)
     start = time.perf_counter()
     t = 0
-    with sigint_caught() as interrupted:
+    with stops_caught() as stopped:
         while t < slots:
             chunk_start = time.perf_counter()
             t_before = t
@@ -355,8 +356,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             if carry[layout.CARRY_TAGS_FULL]:
                 state = state._replace(tags=tags.grow_tags(state.tags, carry))
                 carry[layout.CARRY_TAGS_FULL] = 0
-            if interrupted():
-                raise RunInterrupted(t, slots, policy)
+            if stopped():
+                raise (RunInterrupted(t, slots, policy) if stopped() == signal.SIGINT else
+                       interruption(stopped(), f"at slot {t:,} of {slots:,} ({policy})"))
             if progress is not None:
                 progress.update(t, slots)
     out.seconds = time.perf_counter() - start

@@ -46,6 +46,7 @@ from numba import njit
 
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.ram import require_memory
+from dispatchlab.core.signals import interruption, stops_caught
 from dispatchlab.exact.chain import MIN_TOLERANCE
 
 if TYPE_CHECKING:
@@ -518,11 +519,15 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
         hierarchy = _Hierarchy(c1, c2)
         error, cycles = math.inf, 0
         history: list[tuple[np.ndarray, np.ndarray]] = []
-        while cycles < max_cycles:
-            x, error = _accelerated_step(hierarchy, target, prob, x, history)
-            cycles += 1
-            if error <= residual:
-                break
+        with stops_caught() as stopped:  # Ctrl-C between two cycles, not inside one
+            while cycles < max_cycles:
+                x, error = _accelerated_step(hierarchy, target, prob, x, history)
+                cycles += 1
+                if stopped():
+                    raise interruption(stopped(), f"the multilevel solve at cycle {cycles} "
+                                       f"(K = {k}, {size:,} states)")
+                if error <= residual:
+                    break
         require(error <= residual, "residual", f"the multilevel cycles reached ‖πP − π‖₁ = "
                 f"{error:.2g} after {cycles} cycles, above the target {residual:.2g}")
         distribution = np.bincount(totals, weights=x, minlength=k + 1)

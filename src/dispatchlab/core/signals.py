@@ -9,6 +9,9 @@ stopped and reaped, the run marked interrupted, nothing written half-way); the c
 then exits with 128 + the signal's number (143, 129), as a shell reports a process the
 signal killed. A second such signal during the clean-up kills the process (the default
 action comes back with the first).
+
+A loop around compiled code (the slot loop's chunks, a solver's cycles) takes any of these
+stops, and Ctrl-C, as a flag inside :func:`stops_caught` and raises between two calls.
 """
 
 from __future__ import annotations
@@ -48,9 +51,7 @@ class Terminated(KeyboardInterrupt):
 def interrupt_saying(interrupt: KeyboardInterrupt, detail: str) -> KeyboardInterrupt:
     """``interrupt`` again, saying ``detail`` (how far the command got): a Ctrl-C is
     "interrupted: DETAIL", a :class:`Terminated` keeps its signal and exit status."""
-    if isinstance(interrupt, Terminated):
-        return Terminated(interrupt.signum, detail)
-    return KeyboardInterrupt(f"interrupted: {detail}")
+    return interruption(getattr(interrupt, "signum", signal.SIGINT), detail)
 
 
 class Received:

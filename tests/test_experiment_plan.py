@@ -64,3 +64,25 @@ def test_a_dry_run_counts_what_the_store_holds(capsys, tmp_path: Path) -> None:
     assert run(capsys, *args)[0] == 0
     status, out, _ = run(capsys, *args, "--dry-run")
     assert status == 0 and "24 already in" in out and "estimated time: 0 s" in out
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("option", "said"), [
+    (["--workers", "0"], "error: workers: must be ≥ 1 (got 0)"),
+    (["--cluster", "nonsense"], "error: cluster: give a scheduler address like tcp://HOST:PORT"),
+    (["--out", "/proc/none/out"], "error: out: cannot write to '/proc/none/out'"),
+], ids=["workers-0", "cluster", "out"])
+@pytest.mark.parametrize("command", [["experiment", "classic-load-sweep"],
+                                     ["sweep", str(ROOT / "examples" / "sweep.toml")]],
+                         ids=["experiment", "sweep"])
+def test_a_dry_run_refuses_what_a_run_refuses(capsys, tmp_path: Path, option: list[str],
+                                              said: str, command: list[str]) -> None:
+    """`experiment --workers 0 --dry-run` had printed a plan "on 2 worker(s)", exit 0."""
+    store = ["--store", str(tmp_path / "s.sqlite")]
+    for dry in (["--dry-run"], []):
+        assert main([*command, *store, *option, *dry]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(said) and err.count("\n") == 1, err
+    assert not (tmp_path / "s.sqlite").exists()

@@ -88,3 +88,17 @@ def test_an_unreachable_absolute_precision_spends_the_budget_without_overflow(
                  "--slots", "2000", "--precision-abs", "1e-300", "--max-slots", "8000",
                  "--json", "--workers", "1"]) == 0
     assert '"stop_reason": "slot budget spent' in capsys.readouterr().out
+
+
+def test_the_seed_bounds_are_the_ones_the_readme_states(small: dl.System) -> None:
+    """A run takes 63-bit seeds (a sweep derives its points' from a root seed ≤ 2^62): the
+    README had said 2^62 for every seed while `simulate` took 2^63 − 1."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "seed of\none run (`--seed`, `simulate(seed=…)`), at most 2^63 − 1" in readme
+    assert dl.simulate(small, "jsq", slots=100, seed=2**63 - 1).seed == 2**63 - 1
+    with pytest.raises(ValidationError, match=r"^seed: "):
+        dl.simulate(small, "jsq", slots=100, seed=2**63)
+    with pytest.raises(ValidationError, match=r"^seed: must be ≤ 2\^62"):
+        dl.sweep("2x0.5", ["jsq"], load=[0.5], seed=2**62 + 1)

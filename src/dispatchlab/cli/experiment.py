@@ -213,11 +213,7 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
     from dispatchlab.simulation.work_guard import check_work
 
     console = stderr_console()
-    directory = out or RESULTS_DIR / spec.name
-    require(workers is None or workers >= 1, "workers", f"must be ≥ 1 (got {workers})")
-    require(cluster is None or CLUSTER_ADDRESS.match(cluster) is not None, "cluster",
-            f"give a scheduler address like tcp://HOST:PORT (got {cluster!r})")
-    _check_output_directory(directory)
+    directory = _check_run_options(spec, out=out, workers=workers, cluster=cluster)
     with Store(store) as db:
         check_work(sweep_work(spec, db.count(spec.name)), confirmed=yes,
                    what=f"the sweep of {spec.name!r} (points not yet stored)")
@@ -253,6 +249,18 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
                   f"in {escape(str(directory))}/")
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def _check_run_options(spec: ExperimentSpec, *, out: Path | None, workers: int | None,
+                       cluster: str | None) -> Path:
+    """What a run checks before any work, and ``--dry-run`` as well (a dry run with
+    ``--workers 0`` had printed a plan "on 2 worker(s)"): the output folder."""
+    require(workers is None or workers >= 1, "workers", f"must be ≥ 1 (got {workers})")
+    require(cluster is None or CLUSTER_ADDRESS.match(cluster) is not None, "cluster",
+            f"give a scheduler address like tcp://HOST:PORT (got {cluster!r})")
+    directory = out or RESULTS_DIR / spec.name
+    _check_output_directory(directory)
+    return directory
 
 
 def _check_output_directory(directory: Path) -> None:
@@ -317,6 +325,7 @@ def experiment_command(
         return
     spec = _adjust(build_experiment(name, quick=quick), quick=quick, slots=slots, scale=scale)
     if dry_run:
+        _check_run_options(spec, out=out, workers=workers, cluster=cluster)
         print_plan(spec, store, workers)
         return
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
@@ -356,6 +365,7 @@ def sweep_command(
         spec = ExperimentSpec.from_toml(spec_file)
     spec = _adjust(spec, quick=False, slots=slots, scale=scale)
     if dry_run:
+        _check_run_options(spec, out=out, workers=workers, cluster=cluster)
         print_plan(spec, store, workers)
         return
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,

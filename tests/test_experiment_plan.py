@@ -86,3 +86,22 @@ def test_a_dry_run_refuses_what_a_run_refuses(capsys, tmp_path: Path, option: li
         err = capsys.readouterr().err
         assert err.startswith(said) and err.count("\n") == 1, err
     assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_a_refused_cluster_leaves_no_new_store_and_no_folder(capsys, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    """An unreachable --cluster (refused after dask's 20 s timeout; made at once here) left
+    a new store file, holding nothing, and an empty results folder."""
+    from dispatchlab.core.errors import ValidationError
+    from dispatchlab.experiments import runner
+
+    def unreachable(self, address: str):
+        raise ValidationError("cluster", f"cannot reach the Dask scheduler at {address!r}")
+
+    monkeypatch.setattr(runner._Executor, "_connect", unreachable)
+    argv = ["experiment", "classic-load-sweep", "--quick", "--cluster", "tcp://127.0.0.1:1",
+            "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "out"),
+            "--no-progress"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("error: cluster: cannot reach")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

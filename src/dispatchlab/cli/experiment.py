@@ -33,6 +33,7 @@ from dispatchlab.core.spreadsheet import to_csv
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
 
 if TYPE_CHECKING:  # specs hold policies (numba): imported where a command needs them
+    from dispatchlab.experiments.runner import SweepOutcome
     from dispatchlab.specs.experiment import ExperimentSpec, Point
 
 RESULTS_DIR = Path("results")
@@ -208,37 +209,17 @@ def print_plan(spec: ExperimentSpec, store: Path, workers: int | None) -> None:
 
 def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, workers: int | None,
                    cluster: str | None, progress: bool, yes: bool = False) -> None:
-    from dispatchlab.experiments.runner import run_experiment
-    from dispatchlab.report.plots import write_figures
-    from dispatchlab.simulation.work_guard import check_work
-
     console = stderr_console()
     directory = _check_run_options(spec, out=out, workers=workers, cluster=cluster)
-    with Store(store) as db:
-        check_work(sweep_work(spec, db.count(spec.name)), confirmed=yes,
-                   what=f"the sweep of {spec.name!r} (points not yet stored)")
-        console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
-                      f"{escape(str(db.path))}")
-        try:
-            if progress:
-                with RichProgress(spec.name) as display:
-                    outcome = run_experiment(spec, store=db, workers=workers,
-                                             cluster=cluster, progress=display)
-            else:
-                outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster)
-        except KeyboardInterrupt as interrupt:  # the run is marked interrupted; its points stay
-            said = interrupt_saying(interrupt, f"{db.count(spec.name)} point(s) of {spec.name} "
-                                    f"stored in {db.path}; the same command resumes")
-            console.print(escape(str(said)), soft_wrap=True)
-            raise
-        frame = db.frame(spec.name)
-        directory.mkdir(parents=True, exist_ok=True)
-        write_whole("out", directory / "points.csv", lambda path: to_csv(frame, path))
-        try:
-            figures = write_figures(spec, frame, directory, formats=("png",))
-        except KeyError as error:  # the points are stored; only the figure cannot be drawn
-            raise ValidationError("figures", f"unknown y quantity {error} (the points are "
-                                  "stored; fix the figure and run `dispatchlab report`)") from None
+    created = not store.exists()
+    try:
+        with Store(store) as db:
+            outcome, figures = _sweep_and_draw(spec, db, directory, workers=workers,
+                                               cluster=cluster, progress=progress, yes=yes)
+    except ValidationError:  # refused (an unreachable cluster): no new, empty store left
+        if created:
+            _remove_empty_store(store)
+        raise
     rate = outcome.slots / outcome.seconds if outcome.seconds > 0 else math.nan
     console.print(
         f"{outcome.computed} computed, {outcome.skipped} already stored, "
@@ -261,6 +242,53 @@ def _check_run_options(spec: ExperimentSpec, *, out: Path | None, workers: int |
     directory = out or RESULTS_DIR / spec.name
     _check_output_directory(directory)
     return directory
+
+
+def _sweep_and_draw(spec: ExperimentSpec, db: Store, directory: Path, *, workers: int | None,
+                    cluster: str | None, progress: bool, yes: bool
+                    ) -> tuple[SweepOutcome, list[Path]]:
+    """Run the points of ``spec`` not yet in ``db``, then write its points and figures."""
+    from dispatchlab.experiments.runner import run_experiment
+    from dispatchlab.report.plots import write_figures
+    from dispatchlab.simulation.work_guard import check_work
+
+    console = stderr_console()
+    check_work(sweep_work(spec, db.count(spec.name)), confirmed=yes,
+               what=f"the sweep of {spec.name!r} (points not yet stored)")
+    console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
+                  f"{escape(str(db.path))}")
+    try:
+        if progress:
+            with RichProgress(spec.name) as display:
+                outcome = run_experiment(spec, store=db, workers=workers,
+                                         cluster=cluster, progress=display)
+        else:
+            outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster)
+    except KeyboardInterrupt as interrupt:  # the run is marked interrupted; its points stay
+        said = interrupt_saying(interrupt, f"{db.count(spec.name)} point(s) of {spec.name} "
+                                f"stored in {db.path}; the same command resumes")
+        console.print(escape(str(said)), soft_wrap=True)
+        raise
+    frame = db.frame(spec.name)
+    directory.mkdir(parents=True, exist_ok=True)
+    write_whole("out", directory / "points.csv", lambda path: to_csv(frame, path))
+    try:
+        figures = write_figures(spec, frame, directory, formats=("png",))
+    except KeyError as error:  # the points are stored; only the figure cannot be drawn
+        raise ValidationError("figures", f"unknown y quantity {error} (the points are "
+                              "stored; fix the figure and run `dispatchlab report`)") from None
+    return outcome, figures
+
+
+def _remove_empty_store(store: Path) -> None:
+    """Remove ``store`` (and SQLite's side files) if it holds no point."""
+    with Store(store, readonly=True) as db:
+        empty = db.query("SELECT COUNT(*) AS n FROM points")[0]["n"] == 0
+    if empty:
+        for path in (store, *(store.with_name(store.name + end)
+                              for end in ("-wal", "-shm", "-journal"))):
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def _check_output_directory(directory: Path) -> None:

@@ -81,7 +81,7 @@ def test_a_pooled_run_stops_with_one_line_and_leaves_no_process(
 
 
 def test_an_experiment_stopped_by_sigterm_marks_its_run_and_releases_its_claims(
-        tmp_path: Path) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, err, left = _stop_when_working(
         ["experiment", "classic-load-sweep", "--store", "s.sqlite", "--workers", "2",
          "--out", "out"], signal.SIGTERM, tmp_path)
@@ -92,6 +92,12 @@ def test_an_experiment_stopped_by_sigterm_marks_its_run_and_releases_its_claims(
         assert db.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
         assert db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
     assert not (tmp_path / "out").exists()  # nothing written half-way
+    # `results --runs` shows it (`results` had no way to show a run's status)
+    from dispatchlab.cli import main
+
+    assert main(["results", "--runs", "--store", str(tmp_path / "s.sqlite")]) == 0
+    shown = capsys.readouterr().out
+    assert "1 run" in shown and "classic-load-sweep" in shown and "interrupted" in shown
 
 
 def test_terminated_keeps_its_signal_through_a_rewording_and_a_pickle() -> None:

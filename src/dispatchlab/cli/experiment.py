@@ -25,6 +25,7 @@ from rich.table import Table
 from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import MISSING, integer, number, stderr_console, stdout_console
+from dispatchlab.core.display import local_time
 from dispatchlab.core.documents import read_text
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.paths import require_writable_file, write_whole
@@ -414,9 +415,12 @@ def results_command(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write to this file (csv/json default to stdout).",
         show_default=False)] = None,
+    runs: Annotated[bool, typer.Option(
+        "--runs", help="List the runs instead: when each started and ended, its status "
+        "(running, finished, interrupted, killed), executor and points.")] = False,
     store: StoreOption = Path(DEFAULT_STORE),
 ) -> None:
-    """List, filter and export the stored points.
+    """List, filter and export the stored points (or, with --runs, the runs).
 
     In CSV, a text cell that begins with = + - @ (or a tab / CR) is written with a leading
     apostrophe, so that a spreadsheet shows it as text and never runs it as a formula;
@@ -431,6 +435,9 @@ def results_command(
             require(experiment in db.experiment_names(), "experiment",
                     f"{experiment!r} is not stored; stored: "
                     + (", ".join(db.experiment_names()) or "nothing"))
+        if runs:
+            _print_runs(db.runs(experiment), show_experiment=experiment is None)
+            return
         frame = db.frame(experiment, status=None if status == "all" else status,
                          policy=policy, system=system)
     if format_ == "parquet":
@@ -449,6 +456,27 @@ def results_command(
         return
     if output is not None:
         stderr_console().print(f"wrote {len(frame)} rows to {escape(str(output))}")
+
+
+def _print_runs(runs: list[dict], show_experiment: bool) -> None:
+    """The runs of a store, oldest first (a run killed without a word stays ``running``
+    until the next sweep of its experiment marks it ``killed``)."""
+    console = stdout_console()
+    if not runs:
+        console.print("no stored runs match")
+        return
+    table = Table(title=f"{len(runs)} run{'s' * (len(runs) != 1)}")
+    columns = ["experiment"] * show_experiment + ["started", "finished", "status",
+                                                  "executor", "points (planned, stored)"]
+    for column in columns:
+        table.add_column(column)
+    for run in runs:
+        cells = [run["experiment"]] * show_experiment + [
+            local_time(run["started"]), local_time(run["finished"]), run["status"],
+            run["executor"], f"{integer(run['points_planned'])}, "
+                             f"{integer(run['points_stored'])}"]
+        table.add_row(*(escape(str(cell)) for cell in cells))
+    console.print(table)
 
 
 def _note_schema(db: Store) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +19,17 @@ def number(value: Any, digits: int = 4) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}g}"
     return str(value)
+
+
+def local_time(timestamp: float | None) -> str:
+    """A stored time as local date and time; ``—`` for none, or for one no calendar has (a
+    received store may say 1e300)."""
+    if timestamp is None:
+        return "—"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+    except (OverflowError, OSError, ValueError):
+        return "—"
 
 
 def params_text(params: dict[str, Any]) -> str:

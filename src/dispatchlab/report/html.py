@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dispatchlab.core.display import local_time
 from dispatchlab.core.errors import require
 from dispatchlab.core.paths import write_whole
 from dispatchlab.experiments.store import Store, code_version
@@ -247,22 +248,13 @@ def _runs(runs: list[dict[str, object]]) -> str:
     out = ["<h2>Runs</h2><table><tr><th>started</th><th>status</th><th>executor</th>"
            "<th>computed</th><th>failed</th><th>code</th></tr>"]
     for run in runs:
-        started = _when(run["started"])
+        started = local_time(run["started"])
         out.append(f"<tr><td>{started}</td><td class='text'>{esc(str(run['status']))}</td>"
                    f"<td class='text'>{esc(str(run['executor']))}</td>"
                    f"<td>{run['points_computed']}</td><td>{run['points_failed']}</td>"
                    f"<td class='text'>{esc(str(run['code_version']))}</td></tr>")
     out.append("</table>")
     return "\n".join(out)
-
-
-def _when(timestamp: float) -> str:
-    """A stored time as local date and time; ``—`` for one no calendar has (a received
-    store may say 1e300)."""
-    try:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
-    except (OverflowError, OSError, ValueError):
-        return "—"
 
 
 def _reproduce(spec: ExperimentSpec, command: str | None) -> str:

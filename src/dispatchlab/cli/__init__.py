@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib
 import os
 import pkgutil
 import signal
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 
 import typer
 
@@ -38,6 +39,34 @@ def _load_commands() -> None:
     for module in pkgutil.iter_modules(__path__):
         if module.name not in ("app", "rich_help"):
             importlib.import_module(f"{__name__}.{module.name}")
+    _say_interrupts(app)
+
+
+def _say_interrupts(commands: typer.Typer) -> None:
+    """Every command says how it was interrupted, in one line: Typer turns a
+    ``KeyboardInterrupt`` raised in a command (Ctrl-C, SIGTERM or SIGHUP as
+    :class:`~dispatchlab.core.signals.Terminated`) into exit status 130 without a word, so
+    each command's callback is wrapped once to print it first (``RunInterrupted`` says where
+    the run stopped, a sweep how many points are stored)."""
+    for info in commands.registered_commands:
+        callback = info.callback
+        if callback is None or getattr(callback, "says_interrupts", False):
+            continue
+
+        @functools.wraps(callback)
+        def saying(*args: object, callback: Callable[..., object] = callback,
+                   **kwargs: object) -> object:
+            try:
+                return callback(*args, **kwargs)
+            except KeyboardInterrupt as interrupt:
+                print(str(interrupt) or "interrupted", file=sys.stderr)
+                raise
+
+        saying.says_interrupts = True  # type: ignore[attr-defined]
+        info.callback = saying
+    for group in commands.registered_groups:
+        if group.typer_instance is not None:
+            _say_interrupts(group.typer_instance)
 
 
 def _usage_error_types() -> tuple[type[Exception], ...]:
@@ -116,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     except SimulationError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BUG
-    except KeyboardInterrupt as interrupt:  # RunInterrupted says where the run stopped
+    except KeyboardInterrupt as interrupt:  # outside a command (those say it themselves)
         print(str(interrupt) or "interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED  # (SIGTERM, SIGHUP: entry_point makes it 143, 129)
     except _usage_error_types() as error:  # usage errors: one line too, exit status 2

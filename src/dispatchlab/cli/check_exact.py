@@ -3,7 +3,6 @@ without simulating (docs/exact.md)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -64,12 +63,8 @@ def exact_command(
     else:
         from dispatchlab.simulation.exact import exact
 
-        try:
-            data = exact(system, chosen, truncation=truncation, tolerance=tolerance,
-                         max_states=max_states).to_dict()
-        except KeyboardInterrupt as interrupted:  # Typer turns it into exit 130, silently
-            print(str(interrupted) or "interrupted", file=sys.stderr)
-            raise
+        data = exact(system, chosen, truncation=truncation, tolerance=tolerance,
+                     max_states=max_states).to_dict()
     if json_:
         print_json({"system": system.describe(), **data})
         return

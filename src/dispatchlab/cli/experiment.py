@@ -266,10 +266,8 @@ def _sweep_and_draw(spec: ExperimentSpec, db: Store, directory: Path, *, workers
         else:
             outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster)
     except KeyboardInterrupt as interrupt:  # the run is marked interrupted; its points stay
-        said = interrupt_saying(interrupt, f"{db.count(spec.name)} point(s) of {spec.name} "
-                                f"stored in {db.path}; the same command resumes")
-        console.print(escape(str(said)), soft_wrap=True)
-        raise
+        raise interrupt_saying(interrupt, f"{db.count(spec.name)} point(s) of {spec.name} "
+                               f"stored in {db.path}; the same command resumes") from None
     frame = db.frame(spec.name)
     directory.mkdir(parents=True, exist_ok=True)
     write_whole("out", directory / "points.csv", lambda path: to_csv(frame, path))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -191,19 +190,14 @@ def run_status(text: str, runs: int) -> Iterator[None]:
     or logged stderr gets only the compiling, as one plain line; stdout (the table or the
     JSON) is never touched."""
     console = stderr_console()
-    try:
-        with console.status(text) as status:
-            def show(line: str) -> None:
-                if line.startswith("compiling "):
-                    say_when_piped(console, line)
-                status.update(f"{text} {escape(line)}")
+    with console.status(text) as status:
+        def show(line: str) -> None:
+            if line.startswith("compiling "):
+                say_when_piped(console, line)
+            status.update(f"{text} {escape(line)}")
 
-            with progress_to(Progress(show, runs=runs)):
-                yield
-    except KeyboardInterrupt as interrupted:  # Typer turns it into exit status 130, silently
-        # where it stopped: RunInterrupted's slot, or how many pooled runs had finished
-        print(str(interrupted) or "interrupted", file=sys.stderr)
-        raise
+        with progress_to(Progress(show, runs=runs)):
+            yield
 
 
 def result_table(result: Result, label: str | None = None) -> Table:

@@ -8,7 +8,8 @@ read; :mod:`.lazy`: compilation on first use (:func:`.lazy.lazy_function`);
 unreadable entry is rebuilt), each entry keyed by the sources it depends on
 (:mod:`.dependencies`); :mod:`.inlining`: numba's inliner without its quadratic costs;
 :mod:`.compile_once`: one process compiles a function, the others wait and load it;
-:mod:`.interrupts`: a Ctrl-C during a compilation is never lost (all installed on import).
+:mod:`.interrupts`: a stop (Ctrl-C, SIGTERM) during a compilation is never lost (all
+installed on import).
 Nothing here imports another dispatchlab package.
 """
 

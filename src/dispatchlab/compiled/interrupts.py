@@ -1,4 +1,5 @@
-"""A Ctrl-C that comes while numba compiles is never lost.
+"""A stop (Ctrl-C, and SIGTERM/SIGHUP where a handler raises for them) that comes while
+numba compiles is never lost.
 
 llvmlite calls back into Python while it generates code (through ctypes: its object
 cache's notifications); an exception raised inside such a callback is printed ("Exception
@@ -6,28 +7,33 @@ ignored on calling ctypes callback function") and dropped. A Ctrl-C that landed 
 lost: a cold run carried on compiling, ran all its slots and ended with exit 0.
 
 :func:`install` wraps numba's ``Dispatcher.compile``: while an outermost compilation runs
-in the main thread (with Python's default SIGINT handler), SIGINT raises
-``KeyboardInterrupt`` as before and is also noted; a compilation that returns although
-SIGINT came raises ``KeyboardInterrupt`` then. A caller with a SIGINT handler of its own
-(or one compiling in another thread) keeps its behaviour.
+in the main thread, each of these signals with a Python handler gets that handler behind a
+note (it still raises at once); a compilation that returns although one came calls the
+handler again, which raises now. A signal that is ignored, or left to the operating
+system, keeps its behaviour.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
 _state: dict[str, bool] = {"installed": False}
+#: the signals that stop a command (those this platform has)
+_STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+               if hasattr(signal, name))
 
 
-def _note_and_interrupt(noted: list[int]) -> Any:
-    def handler(signum: int, frame: FrameType | None) -> None:
+def _noting(handler: Callable[[int, FrameType | None], Any], noted: list[int]) -> Any:
+    def note_then_handle(signum: int, frame: FrameType | None) -> Any:
         noted.append(signum)
-        raise KeyboardInterrupt
+        return handler(signum, frame)
 
-    return handler
+    note_then_handle.noting = True  # type: ignore[attr-defined]
+    return note_then_handle
 
 
 def install() -> None:
@@ -38,21 +44,27 @@ def install() -> None:
 
     compile_ = Dispatcher.compile
 
-    def compile_keeping_ctrl_c(self: Any, sig: Any) -> Any:
-        # (a compilation inside this one finds the handler below installed: it passes)
-        if (threading.current_thread() is not threading.main_thread()
-                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    def compile_keeping_stops(self: Any, sig: Any) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return compile_(self, sig)
+        handlers = {signum: signal.getsignal(signum) for signum in _STOPS}
+        handlers = {signum: handler for signum, handler in handlers.items()
+                    if callable(handler) and not getattr(handler, "noting", False)}
+        if not handlers:  # (a compilation inside another: the outer one notes)
             return compile_(self, sig)
         noted: list[int] = []
-        signal.signal(signal.SIGINT, _note_and_interrupt(noted))
+        for signum, handler in handlers.items():
+            signal.signal(signum, _noting(handler, noted))
         try:
             result = compile_(self, sig)
         finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-        if noted:  # it came, and an ignored callback swallowed its KeyboardInterrupt
-            raise KeyboardInterrupt
+            for signum, handler in handlers.items():
+                if getattr(signal.getsignal(signum), "noting", False):  # (not replaced since)
+                    signal.signal(signum, handler)
+        if noted:  # it came, and an ignored callback swallowed what its handler raised
+            handlers[noted[0]](noted[0], None)
         return result
 
-    compile_keeping_ctrl_c.__wrapped__ = compile_  # type: ignore[attr-defined]
-    Dispatcher.compile = compile_keeping_ctrl_c
+    compile_keeping_stops.__wrapped__ = compile_  # type: ignore[attr-defined]
+    Dispatcher.compile = compile_keeping_stops
     _state["installed"] = True

@@ -356,9 +356,11 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             if carry[layout.CARRY_TAGS_FULL]:
                 state = state._replace(tags=tags.grow_tags(state.tags, carry))
                 carry[layout.CARRY_TAGS_FULL] = 0
-            if stopped():
-                raise (RunInterrupted(t, slots, policy) if stopped() == signal.SIGINT else
-                       interruption(stopped(), f"at slot {t:,} of {slots:,} ({policy})"))
+            signum = stopped()
+            if signum == signal.SIGINT:
+                raise RunInterrupted(t, slots, policy)
+            if signum:
+                raise interruption(signum, f"at slot {t:,} of {slots:,} ({policy})")
             if progress is not None:
                 progress.update(t, slots)
     out.seconds = time.perf_counter() - start

@@ -29,6 +29,8 @@ from dispatchlab.cli import rich_help
 from dispatchlab.cli.app import app, check_app
 from dispatchlab.core.errors import SimulationError, ValidationError, require
 
+#: the command tree, by a name of its own (tests replace ``app`` by a stand-in)
+COMMANDS = app
 EXIT_BAD_INPUT = 2
 EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
@@ -39,7 +41,7 @@ def _load_commands() -> None:
     for module in pkgutil.iter_modules(__path__):
         if module.name not in ("app", "rich_help"):
             importlib.import_module(f"{__name__}.{module.name}")
-    _say_interrupts(app)
+    _say_interrupts(COMMANDS)
 
 
 def _say_interrupts(commands: typer.Typer) -> None:

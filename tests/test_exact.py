@@ -266,3 +266,46 @@ def test_the_chain_refuses_what_it_cannot_resolve(capsys) -> None:
         assert message in captured.err
     small = System.build([0.5, 0.5], load=0.9, arrivals="bernoulli")
     assert dispatchlab.exact(small, "jsq", truncation=200).edge_mass <= 1e-9
+
+
+@pytest.mark.parametrize("dispatchers", [20, 100, 1000])
+def test_many_dispatchers_are_refused_before_any_work(dispatchers: int, capsys) -> None:
+    """`check exact --servers 2x0.5 --dispatchers 1000` died of a RecursionError, 100 printed
+    nothing for 300 s and 20 held 1.2 GB at 60 s: the splits of a slot's arrivals among the
+    M dispatchers are now counted before any is made."""
+    import time
+
+    from dispatchlab.cli import main
+
+    started = time.perf_counter()
+    assert main(["check", "exact", "--servers", "2x0.5", "--dispatchers", str(dispatchers)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith("error: dispatchers: ")
+    assert f"{dispatchers:,} dispatcher(s) sharing up to" in captured.err
+    assert "no exact solution this large; simulate" in captured.err
+    assert time.perf_counter() - started < 30
+
+
+def test_a_thousand_dispatchers_of_one_job_a_slot_are_one_dispatcher() -> None:
+    """With Bernoulli arrivals a slot brings at most one job, so M dispatchers running JSQ on
+    the true queues act as one: the same law for M = 1,000 as for M = 1 (the splits are
+    walked without recursion, deeper than Python's limit)."""
+    one = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli")
+    many = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli", dispatchers=1000)
+    exact_one, exact_many = dispatchlab.exact(one, "jsq"), dispatchlab.exact(many, "jsq")
+    assert exact_many.mean_total_queue == pytest.approx(exact_one.mean_total_queue, rel=1e-9)
+
+
+def test_the_splits_of_a_slot_follow_the_multinomial_law() -> None:
+    from math import factorial
+
+    from dispatchlab.exact.laws import count_splits, multinomial_splits
+
+    weights = np.array([0.2, 0.3, 0.5])
+    splits = multinomial_splits(4, weights)
+    assert len(splits) == count_splits(4, 3) == 15
+    for probability, parts in splits:
+        law = factorial(4) / np.prod([factorial(k) for k in parts]) * np.prod(weights ** parts)
+        assert probability == pytest.approx(law, rel=1e-12)
+    assert [parts for _, parts in splits] == sorted(parts for _, parts in splits)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.exact.laws import arrival_pmf, multinomial_splits, service_pmf
+from dispatchlab.exact.laws import arrival_pmf, count_splits, multinomial_splits, service_pmf
 from dispatchlab.exact.rules import MemoryRule
 
 if TYPE_CHECKING:
@@ -47,6 +47,14 @@ EDGE_TOLERANCE = 1e-9
 MIN_TOLERANCE = 1e-14
 #: the largest dense index grid of queue vectors ((K + a_max + 1)^N entries)
 MAX_GRID = 40_000_000
+#: the most rows one slot's dispatch passes may make: a pass over the joint states per
+#: arrival count and split of it among the dispatchers (6.7·10⁶ rows held 1.9 GB at
+#: N = 2, measured; the splits of Poisson arrivals among 20 dispatchers number 10⁹)
+MAX_DISPATCH_ROWS = 10_000_000
+#: bytes a dispatch row costs at the peak of the chain's build, per (N + 3): its queue
+#: additions, source, memory code and probability, and their copies (measured 280–300
+#: bytes a row at N = 2, M = 2 and 3)
+DISPATCH_ROW_BYTES = 60
 
 
 @dataclass
@@ -131,6 +139,11 @@ def count_states(n: int, k: int) -> int:
     return math.comb(k + n, n)
 
 
+def _count(value: int) -> str:
+    """An exact count with thousands separators, or 3 significant digits past 10¹²."""
+    return f"{value:,}" if value < 10**12 else f"{value:.3g}"
+
+
 def _aggregate(key: np.ndarray, prob: np.ndarray, *columns: np.ndarray):
     """Merge entries with equal ``key``: summed probabilities, the first row of columns."""
     unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
@@ -171,9 +184,46 @@ class _Chain:
         require(grid <= MAX_GRID, "truncation", f"the index grid of the chain would hold "
                 f"{grid:.3g} entries ((K + a_max + 1)^N, K = {k}), above {MAX_GRID:,}: "
                 "no exact solution for a system this large: simulate")
+        self._require_dispatch_fits()
         self.powers = self.base ** np.arange(self.n, dtype=np.int64)
         self.lookup = np.full(int(grid), -1, np.int64)
         self.lookup[self.q @ self.powers] = np.arange(self.q.shape[0])
+
+    def _dispatch_passes(self) -> int:
+        """How many passes over the joint states one slot's dispatch makes: one per arrival
+        count A_Σ ≥ 1 and split of it among the dispatchers (one per count when they share
+        one draw or M = 1; M per count when a batch goes to one dispatcher; C(A_Σ + M − 1,
+        M − 1) when each job picks its dispatcher)."""
+        weights = self.system.dispatcher_weights
+        m = sum(1 for w in weights if w > 0) if weights else self.system.dispatchers
+        passes = 0
+        for total, pa in enumerate(self.arrivals):
+            if total == 0 or pa == 0:
+                continue
+            if self.shared or m == 1:
+                passes += 1
+            elif self.system.split == "batch":
+                passes += m
+            else:
+                passes += count_splits(total, m)
+        return passes
+
+    def _require_dispatch_fits(self) -> None:
+        """Refuse, before any work, a chain whose dispatch passes would not fit
+        (MAX_DISPATCH_ROWS rows, or the memory available to a run)."""
+        from dispatchlab.core.ram import require_memory
+
+        states = self.q.shape[0] * len(self.memory)
+        passes = self._dispatch_passes()
+        rows = passes * states
+        field = "dispatchers" if self.system.dispatchers > 1 else "truncation"
+        require(rows <= MAX_DISPATCH_ROWS, field, (
+            f"{self.system.dispatchers:,} dispatcher(s) sharing up to {self.a_max:,} arrivals "
+            f"a slot make {_count(passes)} splits, each a pass over the {states:,} states "
+            f"(K = {self.k}): {_count(rows)} rows, above {MAX_DISPATCH_ROWS:,}: no exact "
+            "solution this large; simulate"))
+        require_memory(field, rows * DISPATCH_ROW_BYTES * (self.n + 3),
+                       "the exact chain's dispatch")
 
     def _codes(self, values: Any, size: int) -> np.ndarray:
         if isinstance(values, list):

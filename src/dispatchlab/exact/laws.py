@@ -93,19 +93,26 @@ def service_pmf(law: ServiceLaw, mu: float, tail: float) -> tuple[np.ndarray, fl
     return _geometric(mu, tail, "service")
 
 
-def multinomial_splits(total: int, weights: np.ndarray) -> list[tuple[float, tuple[int, ...]]]:
-    """The law of (A^1, …, A^M) given A_Σ = ``total`` split job by job with p = ``weights``."""
-    out: list[tuple[float, tuple[int, ...]]] = []
+def count_splits(total: int, dispatchers: int) -> int:
+    """How many ways ``total`` jobs split among ``dispatchers``: C(total + M − 1, M − 1)."""
+    return math.comb(total + dispatchers - 1, dispatchers - 1)
 
-    def walk(m: int, left: int, prob: float, parts: tuple[int, ...], rest: float) -> None:
-        if m == weights.size - 1:
+
+def multinomial_splits(total: int, weights: np.ndarray) -> list[tuple[float, tuple[int, ...]]]:
+    """The law of (A^1, …, A^M) given A_Σ = ``total`` split job by job with p = ``weights``:
+    dispatcher m takes Bin(jobs left, p_m / Σ_{j ≥ m} p_j) of the jobs the ones before it
+    left (walked with a stack of its own: M may exceed Python's recursion limit)."""
+    out: list[tuple[float, tuple[int, ...]]] = []
+    last = weights.size - 1
+    stack: list[tuple[int, int, float, tuple[int, ...], float]] = [(0, total, 1.0, (), 1.0)]
+    while stack:
+        m, left, prob, parts, rest = stack.pop()
+        if m == last:
             out.append((prob, (*parts, left)))
-            return
+            continue
         share = min(1.0, weights[m] / rest) if rest > 0 else 0.0
-        for k in range(left + 1):
+        for k in range(left, -1, -1):  # pushed in reverse: popped in the order k = 0, 1, …
             p = math.comb(left, k) * share**k * (1 - share) ** (left - k)
             if p > 0:
-                walk(m + 1, left - k, prob * p, (*parts, k), rest - weights[m])
-
-    walk(0, total, 1.0, (), 1.0)
+                stack.append((m + 1, left - k, prob * p, (*parts, k), rest - weights[m]))
     return out

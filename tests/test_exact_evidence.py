@@ -44,8 +44,17 @@ def test_a_malformed_table_gives_nothing_and_bad_rows_are_skipped(tmp_path: Path
             "eps_EX_identity": 0.088}
     mixed.write_text(json.dumps({"rows": [good, {"system": "__import__('os')"},
                                           {**good, "eps_EX_identity": "nan"},
-                                          {**good, "epsilon": None}, 7]}), encoding="utf-8")
+                                          {**good, "epsilon": None}, 7,
+                                          # (an OverflowError traceback from the page's
+                                          # command, as were the next two)
+                                          {**good, "epsilon": 10**400},
+                                          {**good, "system": [10**400, 1]},
+                                          {**good, "eps_EX_identity": -(10**400)},
+                                          {**good, "epsilon": "inf"}]}), encoding="utf-8")
     assert list(load_exact(mixed).values()) == [0.088]
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"rows": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    assert load_exact(deep) == {}
 
 
 def test_only_the_points_the_table_covers_get_an_exact_value() -> None:

@@ -35,7 +35,7 @@ def load_exact(path: Path) -> dict[Key, float]:
         return {}
     try:
         rows = json.loads(path.read_text(encoding="utf-8")).get("rows", [])
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # (a nesting deeper than the stack)
         return {}
     table: dict[Key, float] = {}
     for row in rows if isinstance(rows, list) else []:
@@ -43,9 +43,9 @@ def load_exact(path: Path) -> dict[Key, float]:
             servers = tuple(float(s) for s in row["system"])
             rule, epsilon = str(row["rule"]), float(row["epsilon"])
             value = float(row["eps_EX_identity"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):  # (an integer past 1e308)
             continue
-        if math.isfinite(value):
+        if all(map(math.isfinite, (*servers, epsilon, value))):
             table[_key(servers, rule, epsilon)] = value
     return table
 

@@ -32,7 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from dispatchlab.core.errors import require
-from dispatchlab.core.signals import interrupt_saying
+from dispatchlab.core.signals import Terminated, interrupt_saying, stops_caught
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -63,21 +63,41 @@ def resolve_workers(workers: int | None, tasks: int) -> int:
 
 class _WorkerProcess(multiprocessing.context.SpawnProcess):
     """A spawned worker that never sees SIGINT: the signal is blocked in the thread that
-    starts it, and a child keeps its parent's signal mask through fork and exec."""
+    starts it, and a child keeps its parent's signal mask through fork and exec.
+
+    A stop that reaches the coordinator while it starts a worker waits until the start is
+    done: raised in the middle, it cut the pickled process object the child reads, and
+    the child died with an ``EOFError`` traceback on the terminal. The worker then exists
+    before the pool records it, so its context keeps it for :func:`stop_pool`."""
 
     def start(self) -> None:
         if not hasattr(signal, "pthread_sigmask"):  # Windows: no process groups to signal
             super().start()
             return
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            super().start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        with stops_caught() as stopped:
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                super().start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if stopped() == signal.SIGINT:
+            raise KeyboardInterrupt  # as Python's handler raises it
+        if stopped():
+            raise Terminated(stopped())
 
 
 class _WorkerContext(multiprocessing.context.SpawnContext):
-    Process = _WorkerProcess
+    """The spawn context of one pool: makes its workers, and keeps each it made (the pool
+    records a worker only once its start returns)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[_WorkerProcess] = []
+
+    def Process(self, *args: Any, **kwargs: Any) -> _WorkerProcess:  # noqa: N802 (mp's name)
+        process = _WorkerProcess(*args, **kwargs)
+        self.made.append(process)
+        return process
 
 
 class Pool(ProcessPoolExecutor):
@@ -104,7 +124,9 @@ def stop_pool(pool: Executor) -> None:
     """Stop a pool now (Ctrl-C, an error): cancel what is queued, terminate the workers
     (their points are abandoned, not waited for) and reap them, so that no process, queue
     or semaphore outlives the pool."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
+    recorded = list((getattr(pool, "_processes", None) or {}).values())
+    made = getattr(getattr(pool, "_mp_context", None), "made", [])
+    processes = list({id(p): p for p in [*recorded, *made] if p.pid is not None}.values())
     # shutdown(wait=False) forgets the pool's management thread: keep it to join it below
     manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)

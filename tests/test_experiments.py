@@ -195,9 +195,8 @@ def test_local_workers_follow_the_cpu_affinity(monkeypatch):
         assert pool._workers == pool.capacity == 3
         assert pool._executor._max_workers == 3
         assert pool._executor._mp_context.get_start_method() == "spawn"
-        # the worker's start imports the --import modules, then watches the coordinator
-        assert pool._executor._initializer is runner_module.start_worker
-        assert pool._executor._initargs[0] == os.getpid()
+        # the worker's start watches the coordinator, then imports the --import modules
+        assert pool._executor._initargs[:2] == (os.getpid(), runner_module.import_in_worker)
     finally:
         pool.shutdown(cancel=False)
     few = runner_module._Executor(None, None, None, 2)  # never more workers than points

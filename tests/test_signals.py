@@ -44,10 +44,11 @@ def _session(leader: int) -> list[str]:
 
 
 def _stop_when_working(argv: list[str], how: signal.Signals, cwd: Path,
-                       workers: int = 2) -> tuple[int, str, list[str]]:
-    """Start the command, signal it once ``workers`` worker processes run, and return its
-    exit status, its stderr and what of its session is left 2 s after it ended."""
-    child = subprocess.Popen([sys.executable, "-c", COMMAND, *argv], cwd=cwd, text=True,
+                       workers: int = 2, code: str = COMMAND) -> tuple[int, str, list[str]]:
+    """Start the command (or the Python ``code``), signal it once ``workers`` worker
+    processes run, and return its exit status, its stderr and what of its session is left
+    2 s after it ended."""
+    child = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=cwd, text=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              start_new_session=True, preexec_fn=default_sigint)
     try:
@@ -157,3 +158,65 @@ def test_a_long_run_in_this_process_stops_with_one_line(how: signal.Signals, sta
     assert child.returncode == status, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith("stopped by SIGTERM" if how == signal.SIGTERM else "interrupted")
+
+
+SWEEP_SCRIPT = """
+import dispatchlab as dl
+if __name__ == "__main__":
+    dl.sweep(dl.System.build("10x0.5", load=0.9), ["jsq", "rand"], load=[0.5, 0.6, 0.7, 0.8],
+             slots=30_000_000, store="s.sqlite", workers=2)
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_script_s_sweep_cleans_up_then_dies_by_the_signal(how: signal.Signals,
+                                                              tmp_path: Path) -> None:
+    """The Python API in a script (nothing handles SIGTERM): the coordinator had died at
+    once, its two workers computing on under PID 1 and holding the caller's stderr, the
+    store's run left `running`. Now the call cleans up as for Ctrl-C, says so in one line,
+    and the process ends by the signal all the same."""
+    (tmp_path / "sweep_script.py").write_text(SWEEP_SCRIPT, encoding="utf-8")
+    code, err, left = _stop_when_working([], how, tmp_path, code=(
+        "import runpy; runpy.run_path('sweep_script.py', run_name='__main__')"))
+    assert code == -how, err  # killed by the signal, after the clean-up
+    assert err.strip().splitlines() == [err.strip().splitlines()[0]], err  # one line
+    assert err.startswith(f"stopped by {how.name}: ") and err.rstrip().endswith(
+        " point(s) of notebook stored in s.sqlite; the same call resumes"), err
+    assert left == []
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        assert [row[0] for row in db.execute("SELECT status FROM runs")] == ["interrupted"]
+        assert db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
+
+
+def test_the_workers_of_a_killed_script_go_with_it(tmp_path: Path) -> None:
+    """kill -9 of a script whose simulate runs replications on two workers: every pool's
+    workers watch their coordinator (they had stayed, computing, under PID 1)."""
+    code, _, left = _stop_when_working([], signal.SIGKILL, tmp_path, code=(
+        "import dispatchlab as dl\n"
+        "if __name__ == '__main__':\n"
+        "    dl.simulate(dl.System.build('10x0.5', load=0.9), 'jsq', slots=10**8,"
+        " replications=4, workers=2)\n"))
+    assert code == -signal.SIGKILL
+    assert left == []
+
+
+def test_a_script_s_own_handler_is_left_alone(tmp_path: Path) -> None:
+    script = ("import signal, sys, time\n"
+              "import dispatchlab as dl\n"
+              "signal.signal(signal.SIGTERM, lambda *_: print('mine', flush=True))\n"
+              "system = dl.System.build('10x0.5', load=0.9)\n"
+              "dl.simulate(system, 'jsq', slots=1000)\n"
+              "print('started', flush=True)\n"
+              "dl.simulate(system, 'jsq', slots=3 * 10**6, seed=1)\n"
+              "print('done', flush=True)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "started\n"
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0, err
+    assert out.split() == ["mine", "done"], out + err

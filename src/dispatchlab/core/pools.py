@@ -26,13 +26,20 @@ import multiprocessing
 import multiprocessing.context
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from dispatchlab.core.errors import require
-from dispatchlab.core.signals import Terminated, interrupt_saying, stops_caught
+from dispatchlab.core.signals import (
+    Terminated,
+    interrupt_saying,
+    leave_stops_to_the_coordinator,
+    stops_caught,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -115,9 +122,35 @@ class Pool(ProcessPoolExecutor):
 def process_pool(workers: int, initializer: Callable[..., Any] | None = None,
                  initargs: tuple[Any, ...] = ()) -> Pool:
     """A process pool of ``workers`` spawned processes (SIGINT blocked in each), each
-    running ``initializer(*initargs)`` first when one is given."""
-    return Pool(max_workers=workers, mp_context=_WorkerContext(),
-                initializer=initializer, initargs=initargs)
+    watching this process (:func:`watch_coordinator`) and running
+    ``initializer(*initargs)`` first when one is given."""
+    return Pool(max_workers=workers, mp_context=_WorkerContext(), initializer=_start_worker,
+                initargs=(os.getpid(), initializer, initargs))
+
+
+def _start_worker(coordinator_pid: int, initializer: Callable[..., Any] | None,
+                  initargs: tuple[Any, ...]) -> None:
+    watch_coordinator(coordinator_pid)
+    leave_stops_to_the_coordinator()
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def watch_coordinator(coordinator_pid: int, interval: float = 1.0) -> None:
+    """In a worker: exit as soon as the coordinator is gone.
+
+    A worker is a child of its coordinator; when the coordinator dies (``kill -9``, a
+    crash, a SIGTERM with nothing to catch it, as in a script that calls the Python API)
+    the worker is re-parented and ``os.getppid()`` changes. A daemon thread checks that
+    every ``interval`` seconds, so that no orphan keeps computing (and holding memory and
+    the caller's output) for a result nobody will read."""
+    def watch() -> None:
+        while True:
+            if os.getppid() != coordinator_pid:
+                os._exit(1)
+            time.sleep(interval)
+
+    threading.Thread(target=watch, name="dispatchlab-coordinator-watch", daemon=True).start()
 
 
 def stop_pool(pool: Executor) -> None:

@@ -10,6 +10,11 @@ then exits with 128 + the signal's number (143, 129), as a shell reports a proce
 signal killed. A second such signal during the clean-up kills the process (the default
 action comes back with the first).
 
+The Python API's long calls (``simulate``, ``sweep``, ``compare``, ``exact``) do the same
+inside :func:`api_stops` for a signal still at its default action (a script's, a
+kernel's): the call cleans up, says what it got to in one line, and the process then ends
+by the signal, as it would have.
+
 A loop around compiled code (the slot loop's chunks, a solver's cycles) takes any of these
 stops, and Ctrl-C, as a flag inside :func:`stops_caught` and raises between two calls.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -93,6 +99,57 @@ def signals_as_interrupts() -> Iterator[Received]:
     finally:
         for stopping, handler in previous.items():
             signal.signal(stopping, handler)
+
+
+#: whether this process is a pool's worker (:func:`leave_stops_to_the_coordinator`)
+_in_worker = [False]
+
+
+def leave_stops_to_the_coordinator() -> None:
+    """In a pool's worker: :func:`api_stops` takes no signal here (the coordinator stops
+    its workers with SIGTERM and says what they got to; a worker's own line would only
+    repeat it, from a run nobody keeps)."""
+    _in_worker[0] = True
+
+
+@contextlib.contextmanager
+def api_stops() -> Iterator[None]:
+    """For a Python API call (as a decorator or a ``with``): SIGTERM and SIGHUP still at
+    their default action, which would end the process at once with the call's workers
+    orphaned and a store's run left ``running``, raise :class:`Terminated` inside, in the
+    main thread. The call's clean-up then runs as for Ctrl-C; its line goes to stderr and
+    the process ends by the signal after all (exit status 128 + n). Handlers someone else
+    set (the command line's, a kernel's, the caller's own) are left alone, and so is a
+    nested call (its outer call holds the signals)."""
+    taken = [signum for signum in STOPPING if signal.getsignal(signum) == signal.SIG_DFL]
+    if not taken or _in_worker[0] or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def note(signum: int) -> None:  # a second one kills: the clean-up is the first one's
+        for stopping in taken:
+            signal.signal(stopping, signal.SIG_DFL)
+
+    def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        note(signum)
+        raise Terminated(signum)
+
+    raise_terminated.note = note  # type: ignore[attr-defined]  # (for stops_caught)
+    for signum in taken:
+        signal.signal(signum, raise_terminated)
+    try:
+        yield
+    except Terminated as stop:
+        note(stop.signum)
+        print(stop, file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        signal.raise_signal(stop.signum)  # ends the process, as the signal would have
+        raise
+    finally:
+        for signum in taken:
+            signal.signal(signum, signal.SIG_DFL)
 
 
 def interruption(signum: int, detail: str) -> KeyboardInterrupt:

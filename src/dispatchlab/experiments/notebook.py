@@ -42,6 +42,7 @@ from typing import Any
 from dispatchlab.core.errors import refuse_unknown, require
 from dispatchlab.core.pools import BROKEN_POOL, process_pool, stop_pool
 from dispatchlab.core.progress_display import notebook_progress
+from dispatchlab.core.signals import api_stops, interrupt_saying
 from dispatchlab.engine.control import format_seconds
 from dispatchlab.experiments.arguments import SweepArguments, as_list, sweep_arguments
 from dispatchlab.model.system import System
@@ -233,6 +234,7 @@ SWEEP_KEYWORDS = ("load, epsilon, replications, slots, warmup, seed, workers, st
                   "estimator, start")
 
 
+@api_stops()
 def sweep(
     systems: SystemLike | Sequence[SystemLike],
     policies: PolicyLike | Iterable[PolicyLike] | Mapping[str, PolicyLike],
@@ -363,13 +365,18 @@ def _run_grid(tasks: list[tuple[Point, Policy, dict[str, Any] | None]], grid: Ex
             return results
         run_id = db.start_run(grid.name, "notebook sweep", len(todo))
         status = "interrupted"
+        stored = 0
         try:
             for point, result, how in _shown(_execute(todo, args.options, args.workers),
                                              len(todo), grid.name):
                 results[point.key] = (result, how)
                 db.record(run_id, point.to_dict(), result=result.to_dict(), worker=how,
                           seconds=result.seconds)
+                stored += 1
             status = "finished"
+        except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM/SIGHUP (api_stops)
+            raise interrupt_saying(interrupt, f"{stored} point(s) of {grid.name} stored in "
+                                   f"{args.store}; the same call resumes") from None
         finally:
             db.finish_run(run_id, status)
     return results

@@ -89,32 +89,6 @@ def warm_compiled_code(points: list[Point]) -> None:
                  policy_params=dict(point.policy.params), slots=WARM_SLOTS, seed=0, **options)
 
 
-def watch_coordinator(coordinator_pid: int, interval: float = 1.0) -> None:
-    """Worker initializer: exit the worker as soon as its coordinator is gone.
-
-    A worker is a child of the coordinator; when the coordinator dies (``kill -9``, a
-    crash) the worker is re-parented and ``os.getppid()`` changes. A daemon thread
-    checks that every ``interval`` seconds, so no orphan keeps computing (and holding
-    memory) for a sweep nobody will store.
-    """
-    def watch() -> None:
-        while True:
-            if os.getppid() != coordinator_pid:
-                os._exit(1)
-            time.sleep(interval)
-
-    threading.Thread(target=watch, name="dispatchlab-coordinator-watch", daemon=True).start()
-
-
-def start_worker(coordinator_pid: int, modules: tuple[str, ...] = (),
-                 path: tuple[str, ...] = ()) -> None:
-    """Worker initializer: import the modules the user asked for on the command line
-    (``--import``: their registered policies are then known here too; a spec or a store
-    never imports anything), then :func:`watch_coordinator`."""
-    import_in_worker(modules, path)
-    watch_coordinator(coordinator_pid)
-
-
 class _Heartbeat:
     """Renews the run's heartbeat and claims every HEARTBEAT_SECONDS from a thread with
     its own connection, so a long warm-up or a slow point never lets the lease lapse."""
@@ -415,8 +389,8 @@ class _Executor:
         return self._client.get_executor(pure=False)
 
     def _local_pool(self) -> Executor:
-        return process_pool(self._workers, initializer=start_worker,
-                            initargs=(os.getpid(), user_modules(), tuple(sys.path)))
+        return process_pool(self._workers, initializer=import_in_worker,
+                            initargs=(user_modules(), tuple(sys.path)))
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
         future = self._executor.submit(function, *args)

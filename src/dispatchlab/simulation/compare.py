@@ -27,6 +27,7 @@ import numpy as np
 
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.pools import map_tasks
+from dispatchlab.core.signals import api_stops
 from dispatchlab.engine.raw import RawRun
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
@@ -96,6 +97,7 @@ class PairedComparison:
                 f"{self.unpaired_half_width:.3g})")
 
 
+@api_stops()
 def compare(system: System, a: Policy | str, b: Policy | str, *, workers: int | None = 1,
             **settings: Any) -> PairedComparison:
     """Run policies ``a`` and ``b`` on ``system`` with one seed (common random numbers) and

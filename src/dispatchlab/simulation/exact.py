@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dispatchlab.core.errors import INTEGER_LIMIT, ValidationError, refuse_unknown, require
+from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 EXACT_KEYWORDS = "policy_params, truncation, tolerance, max_states, law_tail"
 
 
+@api_stops()
 def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any] | None = None,
           truncation: int | None = None, tolerance: float | None = None,
           max_states: int | None = None, law_tail: float | None = None,

@@ -7,6 +7,7 @@ from typing import Any
 
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.core.pools import map_tasks
+from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
 from dispatchlab.simulation.execute import execute, run_indexed, summarize_plan
@@ -14,6 +15,7 @@ from dispatchlab.simulation.plan import plan_run
 from dispatchlab.simulation.result import Result
 
 
+@api_stops()
 def simulate(
     system: System,
     policy: Policy | str,

@@ -153,12 +153,14 @@ def test_chunked_run_stops_at_the_bound_in_the_same_slot() -> None:
 
 
 def test_chunk_sizer_aims_at_the_chunk_time() -> None:
-    sizer = ChunkSizer(work_per_slot=2**10)
-    assert sizer.size == 2**7
-    sizer.record(128, 0.0001)  # very fast: grows, but at most 8× per chunk
-    assert sizer.size == 8 * 128
-    sizer.record(1024, 2.0)  # slow: shrinks to about 0.2 s of work
-    assert sizer.size == 102
+    sizer = ChunkSizer()
+    assert sizer.size == 8  # whatever a slot costs: a slow policy's Ctrl-C waits little
+    sizer.record(8, 0.0001)  # very fast: grows, but at most 8× per chunk
+    assert sizer.size == 8 * 8
+    sizer.record(64, 0.0001)
+    assert sizer.size == 8 * 64
+    sizer.record(512, 2.0)  # slow: shrinks to about 0.2 s of work
+    assert sizer.size == 51
 
 
 # -- progress and Ctrl-C -----------------------------------------------------------------------

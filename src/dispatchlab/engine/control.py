@@ -23,8 +23,10 @@ from contextvars import ContextVar
 
 #: target wall time of one chunk: Ctrl-C waits at most about this long
 CHUNK_SECONDS = 0.2
-#: work units (server updates and choose calls) of the first chunk, before any timing
-FIRST_CHUNK_WORK = 2**17
+#: slots of the first chunk, before any timing (a first chunk sized from a cost model
+#: held Ctrl-C for 53 s with a policy taking a millisecond a choice); the chunks after it
+#: grow to CHUNK_SECONDS by measured speed, at most MAX_GROWTH times a chunk
+FIRST_CHUNK_SLOTS = 8
 #: a chunk is at most this many times longer than the one before (timings are noisy)
 MAX_GROWTH = 8
 #: progress appears only once a run has taken this long
@@ -48,13 +50,12 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 class ChunkSizer:
-    """Slots per chunk so that one chunk takes about :data:`CHUNK_SECONDS`.
+    """Slots per chunk so that one chunk takes about :data:`CHUNK_SECONDS`: the first is
+    :data:`FIRST_CHUNK_SLOTS` slots, whatever a slot costs; each chunk's measured speed
+    sizes the next."""
 
-    ``work_per_slot`` (N + M, plus λ_Σ in per-job mode) sizes the first chunk; after
-    that each chunk's measured speed sizes the next."""
-
-    def __init__(self, work_per_slot: float) -> None:
-        self.size = max(1, int(FIRST_CHUNK_WORK / max(work_per_slot, 1.0)))
+    def __init__(self) -> None:
+        self.size = FIRST_CHUNK_SLOTS
 
     def record(self, slots_done: int, seconds: float) -> None:
         if slots_done <= 0:

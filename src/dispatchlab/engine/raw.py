@@ -269,7 +269,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     tagged = tag_probability > 0.0
     if tagged and track_delay:
         raise ValueError("tagged jobs replace the FIFO tracking of every job: not both")
-    n, m = system.n_servers, system.dispatchers
+    n = system.n_servers
     block_length = max(1, -(-slots // BLOCKS))
     blocks = -(-slots // block_length)
     queues = (np.zeros(n, np.int64) if initial_queues is None
@@ -314,7 +314,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     observed = observation(queues, slots, per_server, server_bins, trajectory_every,
                            trajectory_servers)
     per_job = system.dispatch == "per_job"
-    sizer = ChunkSizer(n + m + (float(system.arrival_rate) if per_job else 0.0))
+    sizer = ChunkSizer()
     progress = current_progress()
     if progress is not None:
         progress.start_run()

@@ -287,14 +287,38 @@ def adapter_needs_compiling(function: Any) -> bool:
     if function is no_hook or function in _ADAPTERS or not _is_cached(function):
         return False
     inlining, _, signature = _KINDS[function.declared_signature]
-    return needs_compiling(_dispatcher(inlining(function), function, {}), signature)
+    return needs_compiling(_dispatcher(inlining(function), function, _options(function)),
+                           signature)
+
+
+def bounds_checked(function: Any) -> bool:
+    """Whether the policy function ``function`` runs with numba's bounds checking: a
+    function of the user's (declared outside dispatchlab, or a closure over one, which says
+    so with ``bounds_checked = True``), so that an index outside an array stops its run
+    with an error instead of writing over memory. What its adapter inlines is checked
+    with it; a helper it calls without inlining keeps its own options."""
+    explicit = getattr(function, "bounds_checked", None)
+    if explicit is not None:
+        return bool(explicit)
+    return not function.py_func.__module__.startswith("dispatchlab.")
+
+
+def _options(function: Any) -> dict[str, Any]:
+    """numba's options for the adapter of ``function``: its reference counting, and bounds
+    checking for a function of the user's."""
+    options = {} if function.targetoptions.get("_nrt", True) else {"_nrt": False}
+    if bounds_checked(function):
+        options["boundscheck"] = True
+    return options
 
 
 def _adapter(function: Any, inlining: Any, calling: Any, signature: Any) -> Any:
     adapter = _ADAPTERS.get(function)
     if adapter is not None:
         return adapter
-    options = {} if function.targetoptions.get("_nrt", True) else {"_nrt": False}
+    options = _options(function)
+    if options.get("boundscheck"):
+        function.targetoptions["boundscheck"] = True  # (compiled alone when not inlined)
     try:
         adapter = _compile(inlining(function), function, options, signature)
     except errors.NumbaError:
@@ -313,8 +337,9 @@ def _dispatcher(py_func: Any, choose: Any, options: dict[str, Any]) -> Any:
     # (compiled by different processes) could otherwise define the same symbol, and the
     # loop would call whichever the process loaded last
     policy = f"{choose.py_func.__module__}.{choose.py_func.__qualname__}"
+    checked = "_checked" if options.get("boundscheck") else ""  # (another cache entry)
     py_func.__qualname__ = py_func.__name__ = (
-        f"{py_func.__name__}_for_" + re.sub(r"\W", "_", policy))
+        f"{py_func.__name__}{checked}_for_" + re.sub(r"\W", "_", policy))
     # only the loop calls an adapter (through numba's C wrapper): no wrapper for Python
     dispatcher = njit(no_cpython_wrapper=True, **options)(py_func)
     if _is_cached(choose):

@@ -21,7 +21,7 @@ from dispatchlab.compiled.rng import (
 from dispatchlab.core.errors import PolicyError, SimulationError
 from dispatchlab.core.signals import interruption, stops_caught
 from dispatchlab.engine import arrivals, fifo, layout, loop, observe, records, service, tags
-from dispatchlab.engine.adapter import policy_adapter
+from dispatchlab.engine.adapter import bounds_checked, is_policy_function, policy_adapter
 from dispatchlab.engine.compile_helper import compile_alongside, describe, pieces_to_compile
 from dispatchlab.engine.control import (
     ChunkSizer,
@@ -316,6 +316,9 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer()
     progress = current_progress()
+    # a user's function raises (bounds checking, its own raise) into the loop: its error
+    checked = any(bounds_checked(f) for f in (kernel.choose, kernel.begin_slot, kernel.end_slot)
+                  if is_policy_function(f) and f is not no_hook)
     if progress is not None:
         progress.start_run()
     on_demand = on_demand_functions(state, observed, per_job and control.tag_probability > 0)
@@ -336,10 +339,20 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         while t < slots:
             chunk_start = time.perf_counter()
             t_before = t
-            t = int(run_slots(laws, memory, control, accumulators, state, serve_other,
-                              other_arrivals, choose, begin_slot, end_slot,
-                              t, min(slots, t + (chunk or sizer.size)), observed,
-                              observe_step, ptrs, tag_one))
+            t_stop = min(slots, t + (chunk or sizer.size))
+            try:
+                t = int(run_slots(laws, memory, control, accumulators, state, serve_other,
+                                  other_arrivals, choose, begin_slot, end_slot, t, t_stop,
+                                  observed, observe_step, ptrs, tag_one))
+            except Exception as error:
+                if not checked:
+                    raise
+                raise PolicyError(policy, (
+                    f"{type(error).__name__} ({error}) in slots {t_before:,} … {t_stop - 1:,}: "
+                    "it reads or writes outside its arrays (a user policy runs with bounds "
+                    "checking)" if isinstance(error, IndexError) else
+                    f"{type(error).__name__} ({error}) in slots {t_before:,} … {t_stop - 1:,}")
+                ) from None
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
             status = carry[layout.CARRY_STATUS]
             if status == layout.STATUS_BAD_TARGET:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.core.errors import ValidationError
+from dispatchlab.core.errors import PolicyError, ValidationError
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Param, Policy, Preset, make_policy, policy_entry
 from dispatchlab.simulation.run import simulate
@@ -474,6 +474,17 @@ def run_check(policy: Policy | type[Policy] | Callable[..., Policy] | str, name:
                         strict=False)[name]
 
 
+def _failing_as_checks(names: tuple[str, ...], run: Callable[[], Any]) -> dict[str, CheckResult]:
+    """The checks ``names`` that ``run()`` makes (a dict by name, or the one check's
+    result), each failed with the error when the policy broke a run (a server outside
+    0 … N − 1, an index outside its arrays: :class:`PolicyError`)."""
+    try:
+        found = run()
+    except PolicyError as error:
+        return {name: CheckResult(name, "failed", str(error)) for name in names}
+    return found if isinstance(found, dict) else {names[0]: found}
+
+
 def check_policy(policy: Policy | type[Policy] | Callable[..., Policy] | str, *,
                  checks: tuple[str, ...] = CHECKS, seed: int = 0, examples: int = 5,
                  slots: int = SHORT_SLOTS, strict: bool = True) -> ConformanceReport:
@@ -496,15 +507,15 @@ def check_policy(policy: Policy | type[Policy] | Callable[..., Policy] | str, *,
     report = ConformanceReport(subject.label)
     found: dict[str, CheckResult] = {}
     if set(checks) & set(CHECKS[:5]):
-        found.update(_on_systems(subject, seed=seed, examples=examples, slots=slots))
-    if "little" in checks:
-        found["little"] = check_little(subject)
-    if "parameter-validation" in checks:
-        found["parameter-validation"] = check_parameter_validation(subject)
-    if "parameters" in checks:
-        found["parameters"] = check_parameters(subject, seed=seed, examples=examples)
-    if "led-estimates" in checks:
-        found["led-estimates"] = check_led_estimates(subject)
+        found.update(_failing_as_checks(CHECKS[:5], lambda: _on_systems(
+            subject, seed=seed, examples=examples, slots=slots)))
+    single = {"little": lambda: check_little(subject),
+              "parameter-validation": lambda: check_parameter_validation(subject),
+              "parameters": lambda: check_parameters(subject, seed=seed, examples=examples),
+              "led-estimates": lambda: check_led_estimates(subject)}
+    for name, check in single.items():
+        if name in checks:
+            found.update(_failing_as_checks((name,), check))
     report.checks = [found[name] for name in CHECKS if name in checks]
     if strict:
         report.raise_if_failed()

@@ -498,7 +498,14 @@ def make_begin_slot(decide):
                 eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
                 decide(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
-    return compiled(hook_function(user_begin, cache=False, allocates=True))
+    hook = hook_function(user_begin, cache=False, allocates=True)
+    # the user's decision runs bounds-checked (engine.adapter.bounds_checked), compiled
+    # with the check where it has not been compiled yet
+    hook.bounds_checked = True
+    hook.targetoptions["boundscheck"] = True
+    if not getattr(decide, "overloads", True):
+        decide.targetoptions["boundscheck"] = True
+    return compiled(hook)
 
 
 def _count_destinations(decide, eta, mu, ip, fp, rng, T, samples):

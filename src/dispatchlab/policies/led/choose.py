@@ -250,6 +250,7 @@ def custom_choose(strategy_fn: Any) -> Any:
     # a closure over a user function: numba cannot reuse an on-disk cache for it; the
     # user's rule may allocate
     compiled = choose_function(choose, cache=False, allocates=True)
+    compiled.bounds_checked = True  # (the user's rule, inlined: engine.adapter)
     _CUSTOM_CHOOSE_CACHE[strategy_fn] = compiled
     return compiled
 

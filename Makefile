@@ -61,7 +61,7 @@ bench: venv
 # the README's summary of its verdicts
 STORE ?= results/reproductions/store.sqlite
 reproductions: venv
-	$(BIN)/python -m dispatchlab.report.reproductions --store $(STORE) --out docs/reproductions.md \
+	$(BIN)/dispatchlab reproductions --store $(STORE) --out docs/reproductions.md \
 		--readme README.md
 
 # the tutorial notebook executed in place (the site shows its outputs; a test checks them)

@@ -121,3 +121,37 @@ def test_ctrl_c_on_pooled_replications_says_how_far_it_got() -> None:
     assert out == "" and "Traceback" not in err and "leaked" not in err, err
     assert err.strip().endswith("interrupted: 0 of 2 pooled runs had finished (none is kept)"), err
     assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+EARLY_STOP = """
+import os, signal, sys
+
+STOP = getattr(signal, sys.argv[1])
+
+
+class StopWhileLoading:
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":  # the command line is loading its modules
+            os.kill(os.getpid(), STOP)
+        return None
+
+
+sys.meta_path.insert(0, StopWhileLoading())
+sys.argv = ["dispatchlab", "run", "--policy", "jsq", "--servers", "2x0.5"]
+from dispatchlab.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("how", "status", "said"), [
+    ("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "stopped by SIGTERM"),
+    ("SIGHUP", 129, "stopped by SIGHUP")])
+def test_a_stop_while_the_command_line_loads_is_one_line(how: str, status: int,
+                                                         said: str) -> None:
+    """A stop in the command's first few tenths of a second, while Typer, rich and the
+    commands' modules load, had been a KeyboardInterrupt traceback (Ctrl-C) or a death
+    without a word (SIGTERM): the installed command now loads them inside its handling."""
+    done = subprocess.run([sys.executable, "-c", EARLY_STOP, how], capture_output=True,
+                          text=True, timeout=120, preexec_fn=default_sigint)
+    assert done.returncode == status, done.stderr
+    assert done.stderr == said + "\n" and done.stdout == ""

@@ -1,4 +1,4 @@
-"""`python -m dispatchlab.report.reproductions` (what `make reproductions` runs) as a hostile
+"""`dispatchlab reproductions` (what `make reproductions` runs) as a hostile
 user meets it (issue 48): every bad store or output is one line and exit 2, a signal one
 line and 128 + its number, and the page is written whole or not at all."""
 
@@ -12,21 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from dispatchlab.report.reproductions import main
+from dispatchlab.cli import main
 from sigint import default_sigint
 
 ROOT = Path(__file__).parent.parent
 STORE = ROOT / "results" / "reproductions" / "store.sqlite"
-COMMAND = [sys.executable, "-m", "dispatchlab.report.reproductions"]
+COMMAND = [sys.executable, "-m", "dispatchlab", "reproductions"]
 
 
 def _main(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
           *args: str) -> tuple[int, str]:
-    """The command's main in this process (its imports are paid once): exit status, stderr."""
+    """The command in this process (its imports are paid once): exit status, stderr."""
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    return int(exited.value.code or 0), capsys.readouterr().err
+    status = main(["reproductions", *args])
+    return status, capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("store", "out", "said"), [

@@ -126,8 +126,8 @@ def _printable_streams() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    _load_commands()
     try:
+        _load_commands()
         _printable_streams()
         _check_environment()
         status = app(args=argv, standalone_mode=False)
@@ -157,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(getattr(error, "exit_code", EXIT_BAD_INPUT) or EXIT_BAD_INPUT)
     except typer.Abort as abort:  # click turns an EOFError anywhere into Abort: say what
         cause = abort.__cause__ or abort.__context__
-        if cause is not None and not isinstance(cause, KeyboardInterrupt):
+        if isinstance(cause, KeyboardInterrupt):  # (click's own, while it parses)
+            print(str(cause) or "interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if cause is not None:
             what = str(cause) or "unexpected end of input"
             print(f"error: internal: {type(cause).__name__}: {what} (a bug: please report it)",
                   file=sys.stderr)

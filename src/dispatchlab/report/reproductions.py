@@ -12,15 +12,13 @@ docs/statistics.md#limits), beside [JBT] Eq. (7)'s term and, where the committed
 has them, the exact two-server values (:mod:`dispatchlab.report.exact_evidence`). Points
 that are not equilibrated are shown, not judged (:func:`claim_frame`).
 
-    python -m dispatchlab.report.reproductions --store results/reproductions/store.sqlite \
+    dispatchlab reproductions --store results/reproductions/store.sqlite \
         --out docs/reproductions.md          # what ``make reproductions`` runs
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -28,9 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import require
 from dispatchlab.core.paths import guarded_io, write_whole
-from dispatchlab.core.signals import signals_as_interrupts
 from dispatchlab.experiments.store import Store
 from dispatchlab.report.exact_evidence import DEFAULT_EXACT, exact_column, load_exact
 from dispatchlab.report.limit_claims import (
@@ -473,7 +470,7 @@ def render(store: Store, out: Path, store_label: str | None = None) -> str:
         "# Reproductions",
         "",
         f"Each claim of the three papers, judged from the results store `{label}` by "
-        "`make reproductions` (`python -m dispatchlab.report.reproductions`). Nothing on "
+        "`make reproductions` (`dispatchlab reproductions`). Nothing on "
         "this page is typed by hand: the verdicts come from the stored points and the rules "
         "in `dispatchlab/report/reproductions.py`; a test rebuilds the page from the "
         "committed store and fails if it differs. CIs are 95 %. The heavy-traffic claims "
@@ -596,32 +593,19 @@ def update_readme(readme: Path, page: str) -> None:
         before + readme_block(page) + after, encoding="utf-8"))
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command line: write the Reproductions page from ``--store`` to ``--out`` (a page that
-    says what to run when the store file is missing), and with ``--readme`` the README's
-    summary of its verdicts."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--store", default=DEFAULT_STORE)
-    parser.add_argument("--out", default="docs/reproductions.md")
-    parser.add_argument("--readme", default=None)
-    args = parser.parse_args(argv)
-    # bad input is one line, exit 2; Ctrl-C, SIGTERM and SIGHUP one line, 130, 143, 129
-    # (every file is written whole: an interrupted page or figure is not left half-way)
-    with signals_as_interrupts() as received:
-        try:
-            out = Path(args.out)  # checked before the page is drawn (that takes a minute)
-            require(not out.is_dir(), "out", f"cannot write {str(out)!r}: Is a directory")
-            guarded_io("out", out, lambda: out.parent.mkdir(parents=True, exist_ok=True))
-            page = _write_page(Path(args.store), out, args.store)
-            if args.readme:
-                update_readme(Path(args.readme), page)
-        except ValidationError as error:
-            print(f"error: {error}", file=sys.stderr)
-            raise SystemExit(2) from None
-        except KeyboardInterrupt as interrupt:
-            print(str(interrupt) or "interrupted", file=sys.stderr)
-            raise SystemExit(received.exit_status(130)) from None
-    print(Path(args.out))
+def write_reproductions(store: Path, out: Path, readme: Path | None = None) -> str:
+    """Write the Reproductions page judged from ``store`` to ``out`` (a page that says what
+    to run when the store file is missing) and, with ``readme``, the README's summary of its
+    verdicts; the page's text. ``out`` is checked before the page is drawn (that takes a
+    while), and every file is written whole: an interrupted page or figure is not left
+    half-way. Bad input is a ValidationError (``dispatchlab reproductions``: one line,
+    exit 2)."""
+    require(not out.is_dir(), "out", f"cannot write {str(out)!r}: Is a directory")
+    guarded_io("out", out, lambda: out.parent.mkdir(parents=True, exist_ok=True))
+    page = _write_page(store, out, str(store))
+    if readme is not None:
+        update_readme(readme, page)
+    return page
 
 
 def _write_page(path: Path, out: Path, label: str) -> str:
@@ -634,8 +618,3 @@ def _write_page(path: Path, out: Path, label: str) -> str:
 
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "empty.sqlite") as empty:
         return render(empty, out, store_label=label)
-
-
-if __name__ == "__main__":
-    main()
-

@@ -133,8 +133,8 @@ def test_an_abort_from_an_error_is_never_a_silent_exit(monkeypatch: pytest.Monke
         except KeyboardInterrupt as error:
             raise typer.Abort() from error
 
-    monkeypatch.setattr(cli, "app", interrupted)
-    assert cli.main(["run"]) == 1 and capsys.readouterr().err == ""
+    monkeypatch.setattr(cli, "app", interrupted)  # (a Ctrl-C while click parses: said)
+    assert cli.main(["run"]) == 130 and capsys.readouterr().err == "interrupted\n"
 
 
 PROBE_CALLER = """

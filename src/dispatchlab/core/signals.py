@@ -25,7 +25,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 #: the signals that stop a command as Ctrl-C does (those this platform has)
@@ -76,14 +76,22 @@ class Received:
 def signals_as_interrupts() -> Iterator[Received]:
     """While inside (in the main thread), SIGTERM and SIGHUP raise :class:`Terminated`;
     the previous handlers come back on leaving. Elsewhere, nothing changes."""
-    received = Received()
     if threading.current_thread() is not threading.main_thread():
-        yield received
+        yield Received()
         return
+    with _raising(STOPPING) as received:
+        yield received
+
+
+@contextlib.contextmanager
+def _raising(signums: Sequence[int]) -> Iterator[Received]:
+    """``signums`` raise :class:`Terminated` while inside (main thread only); the first
+    is noted and makes a second kill (the clean-up is the first one's)."""
+    received = Received()
 
     def note(signum: int) -> None:
         received.signum = signum
-        for stopping in STOPPING:  # a second one kills: the clean-up is the first one's
+        for stopping in signums:
             signal.signal(stopping, signal.SIG_DFL)
 
     def raise_terminated(signum: int, frame: FrameType | None) -> None:
@@ -91,14 +99,14 @@ def signals_as_interrupts() -> Iterator[Received]:
         raise Terminated(signum)
 
     raise_terminated.note = note  # type: ignore[attr-defined]  # (for stops_caught)
-    previous = {stopping: signal.getsignal(stopping) for stopping in STOPPING}
-    for stopping in STOPPING:
-        signal.signal(stopping, raise_terminated)
+    previous = {signum: signal.getsignal(signum) for signum in signums}
+    for signum in signums:
+        signal.signal(signum, raise_terminated)
     try:
         yield received
     finally:
-        for stopping, handler in previous.items():
-            signal.signal(stopping, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 #: whether this process is a pool's worker (:func:`leave_stops_to_the_coordinator`)
@@ -125,31 +133,16 @@ def api_stops() -> Iterator[None]:
     if not taken or _in_worker[0] or threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def note(signum: int) -> None:  # a second one kills: the clean-up is the first one's
-        for stopping in taken:
-            signal.signal(stopping, signal.SIG_DFL)
-
-    def raise_terminated(signum: int, frame: FrameType | None) -> None:
-        note(signum)
-        raise Terminated(signum)
-
-    raise_terminated.note = note  # type: ignore[attr-defined]  # (for stops_caught)
-    for signum in taken:
-        signal.signal(signum, raise_terminated)
     try:
-        yield
-    except Terminated as stop:
-        note(stop.signum)
+        with _raising(taken):
+            yield
+    except Terminated as stop:  # (the default actions are back)
         print(stop, file=sys.stderr)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
         signal.raise_signal(stop.signum)  # ends the process, as the signal would have
         raise
-    finally:
-        for signum in taken:
-            signal.signal(signum, signal.SIG_DFL)
 
 
 def interruption(signum: int, detail: str) -> KeyboardInterrupt:

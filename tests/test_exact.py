@@ -223,16 +223,48 @@ def test_the_qbd_reports_an_error_that_bounds_its_own(epsilon: float) -> None:
     assert abs(result.mean_total_queue - pooled - 0.5) <= 0.01 + result.error
 
 
-@pytest.mark.parametrize("epsilon", [1e-6, 1e-8, 1e-9, 1e-10, 1e-12, 1e-14, 1e-15])
-def test_the_qbd_refuses_past_its_resolution(epsilon: float, capsys) -> None:
-    """ε·E[ΣQ] read 0.2277 at 10⁻⁸, 0.1061 at 10⁻⁹, 8.6·10⁻⁵ at 10⁻¹² (exit 0), a
-    LinAlgError traceback at 10⁻¹⁴: now one line naming ε, exit 2."""
+@pytest.mark.parametrize("epsilon", [1e-6, 1e-8, 1e-10, 1e-12, 1e-15])
+def test_the_qbd_keeps_its_digits_as_epsilon_goes_to_zero(epsilon: float) -> None:
+    """On μ = (0.5, 0.5), E[ΣQ] = 1/(4ε) + 1/2 + O(ε) as ε → 0 (the O(ε) term is 4·10⁻¹² of
+    it at ε = 10⁻⁶, less below).
+    Through (I − R)⁻² the answer read ε·E[ΣQ] = 0.2277 at 10⁻⁸, 0.1061 at 10⁻⁹ and 8.6·10⁻⁵
+    at 10⁻¹², and the solve broke down at 10⁻¹⁴; the drift identities keep every digit."""
+    system = System.build("0.5,0.5", epsilon=epsilon, arrivals="bernoulli")
+    result = two_server_qbd(system, make_policy("jsq"))
+    eps = result.epsilon
+    assert eps == pytest.approx(epsilon, rel=1e-6)
+    assert result.mean_total_queue == pytest.approx(0.25 / eps + 0.5, rel=1e-11)
+    assert result.error <= 1e-12 * result.mean_total_queue
+
+
+def test_the_qbd_follows_the_heavy_traffic_expansion_on_unequal_servers() -> None:
+    """μ = (0.3, 0.6): ε·E[ΣQ] = ζ/2 + c·ε + …, c from ε = 10⁻⁶; at 10⁻⁹ and 10⁻¹⁰ the
+    answer lies within its reported error of that line."""
+    from dispatchlab.theory.bounds import heavy_traffic_limit
+
+    def scaled(epsilon: float) -> tuple[float, float]:
+        system = System.build("0.3,0.6", epsilon=epsilon, arrivals="bernoulli")
+        result = two_server_qbd(system, make_policy("jsq"))
+        return result.epsilon * result.mean_total_queue, result.epsilon * result.error
+
+    limit = heavy_traffic_limit(System.build("0.3,0.6", load=0.9, arrivals="bernoulli"))
+    assert limit == pytest.approx(0.27)
+    slope = (scaled(1e-6)[0] - limit) / 1e-6
+    for epsilon in (1e-9, 1e-10):
+        value, error = scaled(epsilon)
+        assert abs(value - (limit + slope * epsilon)) <= error + 1e-14
+
+
+@pytest.mark.parametrize(("servers", "epsilon"), [("0.3,0.6", 1e-14), ("0.1,0.7", 1e-12)])
+def test_the_qbd_refuses_past_its_resolution(servers: str, epsilon: float, capsys) -> None:
+    """Where the rounding of the transition probabilities moves E[ΣQ] by more than the
+    tolerance, one line naming ε, exit 2 (a LinAlgError traceback at 10⁻¹⁴ before)."""
     from dispatchlab.cli import main
 
-    system = System.build("0.5,0.5", epsilon=epsilon, arrivals="bernoulli")
-    with pytest.raises(ValidationError, match=r"^epsilon: the QBD"):
+    system = System.build(servers, epsilon=epsilon, arrivals="bernoulli")
+    with pytest.raises(ValidationError, match=r"^epsilon: the QBD does not resolve"):
         two_server_qbd(system, make_policy("jsq"))
-    status = main(["check", "exact", "--servers", "0.5,0.5", "--dispatchers", "1",
+    status = main(["check", "exact", "--servers", servers, "--dispatchers", "1",
                    "--arrivals", "bernoulli", "--qbd", "--epsilon", str(epsilon)])
     captured = capsys.readouterr()
     assert status == 2 and captured.out == ""

@@ -91,3 +91,23 @@ def test_a_readme_without_its_markers_is_refused_and_left_alone(tmp_path: Path) 
     assert readme.read_text(encoding="utf-8") == "# no markers\n"
     with pytest.raises(ValidationError, match="no such file"):
         update_readme(tmp_path / "absent.md", "")
+
+
+def test_an_interval_below_zero_is_not_judged_and_a_lower_load_decides(rebuilt) -> None:
+    """SCD against weighted random had been "undecided" at ρ = 0.99 on a t-interval of
+    two 40,000-slot runs, [-1.039e+04, 5.323e+04], below 0 for a queue length: that point
+    is now named and not judged, and the highest load where both are resolved decides."""
+    import pandas as pd
+
+    from dispatchlab.report.reproductions import _resolved
+
+    text, _ = rebuilt
+    row = next(line for line in text.splitlines() if line.startswith(
+        "| Stochastically coordinated dispatching"))
+    assert "| **held** |" in row
+    assert ("vs weighted random: held (load = 0.95: SCD 852.4 [845.7, 859.1]" in row
+            and "weighted random 2.142e+04 [-1.039e+04, 5.323e+04] not equilibrated" in row)
+    assert not _resolved(pd.Series({"stable": True, "ci_low": -1.0}))
+    assert not _resolved(pd.Series({"stable": True, "ci_low": float("nan")}))
+    assert _resolved(pd.Series({"stable": True, "ci_low": 0.0}))
+    assert _resolved(pd.Series({"stable": False, "ci_low": float("nan")}))

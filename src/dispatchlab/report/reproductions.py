@@ -80,14 +80,26 @@ class Claim:
 def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
             worse: str) -> Verdict:
     """Each policy of ``better`` has a smaller E[ΣQ] than ``worse`` at the highest load
-    where they were all run (an unstable ``worse`` against stable ``better`` counts)."""
+    where they were all run and every one is resolved (:func:`_resolved`; an unstable
+    ``worse`` against stable ``better`` counts). A higher load where one is not is named,
+    not judged."""
     summary = summary_of(spec, frame, "mean_total_queue")
     missing = missing_curves(summary, [*better, worse])
     if missing:
         return missing
-    x = max(set.intersection(*(set(summary[summary["policy"] == p]["x"])
-                               for p in [*better, worse])))
-    at = summary[summary["x"] == x].set_index("policy")
+    loads = sorted(set.intersection(*(set(summary[summary["policy"] == p]["x"])
+                                      for p in [*better, worse])), reverse=True)
+    skipped = []
+    for x in loads:
+        at = summary[summary["x"] == x].set_index("policy")
+        unresolved = [label for label in [*better, worse] if not _resolved(at.loc[label])]
+        if not unresolved:
+            break
+        skipped.append(f"{spec.axis} = {x:g}: " + ", ".join(
+            f"{label} {ci_text(at.loc[label])}" for label in unresolved)
+            + " not equilibrated (an interval below 0 or none), not judged")
+    else:
+        return Verdict("undecided", "; ".join(skipped) or "no common load")
     texts, outcomes = [], []
     for label in better:
         a, b = at.loc[label], at.loc[worse]
@@ -105,7 +117,18 @@ def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
     status = ("held" if set(outcomes) == {"held"} else
               "not held" if "not held" in outcomes else "undecided")
     return Verdict(status, f"{spec.axis} = {x:g}: " + "; ".join(texts)
-                   + f" vs {worse} {ci_text(at.loc[worse])}{_messages(frame, worse, x)}")
+                   + f" vs {worse} {ci_text(at.loc[worse])}{_messages(frame, worse, x)}"
+                   + "".join(f" ({text})" for text in skipped))
+
+
+def _resolved(point: pd.Series) -> bool:
+    """Whether a curve's point can be compared: judged unstable (that is the evidence), or
+    stable with an interval inside the support of E[ΣQ] (ci_low ≥ 0). A t-interval from two
+    short runs reached below 0 for a queue length: such a point is not equilibrated."""
+    if not point["stable"]:
+        return True
+    low = float(point["ci_low"])
+    return math.isfinite(low) and low >= 0
 
 
 def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: list[str]

@@ -110,14 +110,15 @@ def _raising(signums: Sequence[int]) -> Iterator[Received]:
 
 
 #: whether this process is a pool's worker (:func:`leave_stops_to_the_coordinator`)
-_in_worker = [False]
+_in_worker = False
 
 
 def leave_stops_to_the_coordinator() -> None:
     """In a pool's worker: :func:`api_stops` takes no signal here (the coordinator stops
     its workers with SIGTERM and says what they got to; a worker's own line would only
     repeat it, from a run nobody keeps)."""
-    _in_worker[0] = True
+    global _in_worker
+    _in_worker = True
 
 
 @contextlib.contextmanager
@@ -130,7 +131,7 @@ def api_stops() -> Iterator[None]:
     set (the command line's, a kernel's, the caller's own) are left alone, and so is a
     nested call (its outer call holds the signals)."""
     taken = [signum for signum in STOPPING if signal.getsignal(signum) == signal.SIG_DFL]
-    if not taken or _in_worker[0] or threading.current_thread() is not threading.main_thread():
+    if not taken or _in_worker or threading.current_thread() is not threading.main_thread():
         yield
         return
     try:

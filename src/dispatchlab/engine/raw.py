@@ -245,6 +245,15 @@ def observation(queues: np.ndarray, slots: int, per_server: bool, bins: int, eve
         np.zeros((n, bins) if per_server else (0, 1), np.int64), trajectory, cursor)
 
 
+def _raised(error: Exception, first: int, stop: int) -> str:
+    """What a user's policy raised in slots ``first`` … ``stop`` − 1, in one line."""
+    where = f"{type(error).__name__} ({error}) in slots {first:,} … {stop - 1:,}"
+    if isinstance(error, IndexError):
+        return where + (": it reads or writes outside its arrays (a user policy runs with "
+                        "bounds checking)")
+    return where
+
+
 def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
              seed: int | np.random.SeedSequence, bound: int, track_delay: bool = True,
              detail: bool = True, initial_queues: np.ndarray | None = None,
@@ -316,7 +325,8 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer()
     progress = current_progress()
-    # a user's function raises (bounds checking, its own raise) into the loop: its error
+    # a user's policy function may raise inside the loop (bounds checking, its own raise):
+    # a PolicyError then; a built-in one's error is a bug and goes up as it is
     checked = any(bounds_checked(f) for f in (kernel.choose, kernel.begin_slot, kernel.end_slot)
                   if is_policy_function(f) and f is not no_hook)
     if progress is not None:
@@ -347,12 +357,7 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
             except Exception as error:
                 if not checked:
                     raise
-                raise PolicyError(policy, (
-                    f"{type(error).__name__} ({error}) in slots {t_before:,} … {t_stop - 1:,}: "
-                    "it reads or writes outside its arrays (a user policy runs with bounds "
-                    "checking)" if isinstance(error, IndexError) else
-                    f"{type(error).__name__} ({error}) in slots {t_before:,} … {t_stop - 1:,}")
-                ) from None
+                raise PolicyError(policy, _raised(error, t_before, t_stop)) from None
             sizer.record(t - t_before, time.perf_counter() - chunk_start)
             status = carry[layout.CARRY_STATUS]
             if status == layout.STATUS_BAD_TARGET:

@@ -9,16 +9,13 @@ from typing import Annotated
 import typer
 
 from dispatchlab.cli.app import app
-
-#: the committed store the page is judged from (as the report module's DEFAULT_STORE, which
-#: this module does not import: every command's module loads at each start)
-DEFAULT_STORE = Path("results/reproductions/store.sqlite")
+from dispatchlab.report import REPRODUCTIONS_STORE
 
 
 @app.command("reproductions")
 def reproductions_command(
     store: Annotated[Path, typer.Option(help="the results store the claims are judged from")]
-    = DEFAULT_STORE,
+    = Path(REPRODUCTIONS_STORE),
     out: Annotated[Path, typer.Option(help="the page to write (its figures go beside it)")]
     = Path("docs/reproductions.md"),
     readme: Annotated[Path | None, typer.Option(

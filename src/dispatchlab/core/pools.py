@@ -35,8 +35,8 @@ from typing import Any, TypeVar
 
 from dispatchlab.core.errors import require
 from dispatchlab.core.signals import (
-    Terminated,
     interrupt_saying,
+    interruption,
     leave_stops_to_the_coordinator,
     stops_caught,
 )
@@ -87,10 +87,8 @@ class _WorkerProcess(multiprocessing.context.SpawnProcess):
                 super().start()
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        if stopped() == signal.SIGINT:
-            raise KeyboardInterrupt  # as Python's handler raises it
         if stopped():
-            raise Terminated(stopped())
+            raise interruption(stopped())
 
 
 class _WorkerContext(multiprocessing.context.SpawnContext):

@@ -146,11 +146,12 @@ def api_stops() -> Iterator[None]:
         raise
 
 
-def interruption(signum: int, detail: str) -> KeyboardInterrupt:
+def interruption(signum: int, detail: str = "") -> KeyboardInterrupt:
     """The exception for a stop that :func:`stops_caught` noted: Ctrl-C's
-    "interrupted: DETAIL", or :class:`Terminated` for SIGTERM and SIGHUP."""
+    "interrupted: DETAIL" (without a detail, the bare one Python's handler raises), or
+    :class:`Terminated` for SIGTERM and SIGHUP."""
     if signum == signal.SIGINT:
-        return KeyboardInterrupt(f"interrupted: {detail}")
+        return KeyboardInterrupt(f"interrupted: {detail}") if detail else KeyboardInterrupt()
     return Terminated(signum, detail)
 
 

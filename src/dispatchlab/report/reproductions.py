@@ -29,6 +29,7 @@ import pandas as pd
 from dispatchlab.core.errors import require
 from dispatchlab.core.paths import guarded_io, write_whole
 from dispatchlab.experiments.store import Store
+from dispatchlab.report import REPRODUCTIONS_STORE
 from dispatchlab.report.exact_evidence import DEFAULT_EXACT, exact_column, load_exact
 from dispatchlab.report.limit_claims import (
     exact_text,
@@ -60,7 +61,7 @@ from dispatchlab.specs.experiment import ExperimentSpec
 EQUILIBRATED_TAUS = 100
 
 #: the committed store the page is built from
-DEFAULT_STORE = "results/reproductions/store.sqlite"
+DEFAULT_STORE = REPRODUCTIONS_STORE
 
 @dataclass(frozen=True)
 class Claim:

@@ -521,30 +521,42 @@ def test_fifo_times_each_job_like_a_plain_fifo(law: str) -> None:
     assert moments[SUM_DELAY] == sum(expected)
 
 
-def test_scaling_benchmark_quick_runs_and_prints_well_formed_cells(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """Only that the scaling benchmark runs and prints its cells (speed targets live in
-    benchmarks/README.md, never in timed tests)."""
+def test_scaling_benchmark_quick_prints_a_cell_per_family_and_grid_point(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """--quick measures every family on N ∈ {100, 1000} × M ∈ {1, 10} and prints each cell,
+    then the M-ratio lines (the cells are stand-ins here: that each cell is measured right
+    is the next test's, with real runs; speed targets live in benchmarks/README.md)."""
+    from dispatchlab.bench import scaling as bench_scaling
+
+    def cell(family, servers, dispatchers, jobs):
+        assert jobs == bench_scaling.QUICK_JOBS
+        return {"family": family.label, "policy": family.policy, "dispatch": family.dispatch,
+                "servers": servers, "dispatchers": dispatchers, "slots": 10, "jobs": jobs,
+                "cpu_seconds": 1e-3 * dispatchers, "ns_per_job": 1e6 * dispatchers / jobs,
+                "ns_per_slot": 1e5 * dispatchers}
+
+    monkeypatch.setattr(bench_scaling, "time_cell", cell)
+    monkeypatch.setattr(bench_scaling, "warm_family", lambda family: None)
     rows = _rows(capsys, ["bench", "--scaling", "--quick", "--family", "jsq", "--family",
                           "pi-jsq", "--json"])
     assert [(r["family"], r["servers"], r["dispatchers"]) for r in rows] == [
         (f, n, m) for f in ("jsq", "pi-jsq") for n in (100, 1000) for m in (1, 10)]
-    for row in rows:
-        assert row["jobs"] > 0 and row["slots"] >= 1
-        assert row["ns_per_job"] > 0 and math.isfinite(row["ns_per_slot"])
     assert main(["bench", "--scaling", "--quick", "--family", "rand"]) == 0
     err = capsys.readouterr().err
     assert "rand N=1000 M=10:" in err and "ratio" in err
 
 
-def test_scaling_benchmark_runs_the_grid_asked(capsys: pytest.CaptureFixture[str]) -> None:
+def test_scaling_benchmark_measures_the_grid_asked(capsys: pytest.CaptureFixture[str]) -> None:
     """--servers and --dispatchers replace the grid (the paired M = 1 / M = 100 cells of
-    benchmarks/README.md's scaling table are a CLI line)."""
+    benchmarks/README.md's scaling table are a CLI line); each cell is a real measurement."""
     rows = _rows(capsys, ["bench", "--scaling", "--quick", "--family", "rand", "--servers",
-                          "200", "--dispatchers", "3", "--dispatchers", "1", "--repeat", "2",
+                          "20", "--dispatchers", "3", "--dispatchers", "1", "--repeat", "2",
                           "--json"])
     assert [(r["servers"], r["dispatchers"], r["round"]) for r in rows] == [
-        (200, 3, 0), (200, 1, 0), (200, 3, 1), (200, 1, 1)]
+        (20, 3, 0), (20, 1, 0), (20, 3, 1), (20, 1, 1)]
+    for row in rows:
+        assert row["jobs"] > 0 and row["slots"] >= 1
+        assert row["ns_per_job"] > 0 and math.isfinite(row["ns_per_slot"])
 
 
 @pytest.mark.parametrize("argv, field", [

@@ -81,7 +81,10 @@ def _gone(pid: int, within: float) -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+# SIGTERM and Ctrl-C each wait out a cold compile (≈ 10 s): in the slow suite
+@pytest.mark.parametrize("how", [signal.SIGKILL,
+                                 pytest.param(signal.SIGTERM, marks=pytest.mark.slow),
+                                 pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
 def test_the_helper_goes_with_its_run(tmp_path: Path, how: signal.Signals) -> None:
     """kill -9 and SIGTERM of the run (it dies at once; the kernel kills the helper,
     PR_SET_PDEATHSIG) and Ctrl-C (the run stops it on its way out): no helper outlives

@@ -36,6 +36,7 @@ def fast_rows() -> dict[str, list]:
     return {name: [rows[name] for rows in measured] for name in ESTIMATORS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_fast_cases_cover_at_least_90_percent(fast_rows: dict[str, list], estimator: str) -> None:
     rows = fast_rows[estimator]
@@ -47,6 +48,7 @@ def test_fast_cases_cover_at_least_90_percent(fast_rows: dict[str, list], estima
     assert pooled >= POOLED_FLOOR, [(row.case, row.covered) for row in rows]
 
 
+@pytest.mark.slow
 def test_the_coupled_interval_is_narrower_on_the_same_runs(fast_rows: dict[str, list]) -> None:
     for coupled, plain in zip(fast_rows["coupled"], fast_rows["plain"], strict=True):
         assert coupled.mean_relative_half_width < plain.mean_relative_half_width, coupled.case

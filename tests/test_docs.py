@@ -23,6 +23,7 @@ def _missing(*modules: str) -> list[str]:
     return [m for m in modules if importlib.util.find_spec(m) is None]
 
 
+@pytest.mark.slow  # a kernel and the whole notebook, twice (≈ 13 s)
 @pytest.mark.skipif(bool(_missing("nbclient", "nbformat", "ipykernel")),
                     reason="needs nbclient, nbformat and ipykernel (the test extra)")
 def test_tutorial_notebook_runs_twice_in_one_kernel() -> None:

@@ -3,6 +3,8 @@ against the exact value for every policy that declares its dispatch law."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -327,6 +329,17 @@ def test_a_thousand_dispatchers_of_one_job_a_slot_are_one_dispatcher() -> None:
     many = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli", dispatchers=1000)
     exact_one, exact_many = dispatchlab.exact(one, "jsq"), dispatchlab.exact(many, "jsq")
     assert exact_many.mean_total_queue == pytest.approx(exact_one.mean_total_queue, rel=1e-9)
+
+
+def test_the_splits_of_one_job_among_more_dispatchers_than_python_recurses() -> None:
+    """Once no job is left, the dispatchers after take none at once (each split of one job
+    among 3,000 dispatchers was walked to its end: cubic in M, 96 s)."""
+    from dispatchlab.exact.laws import count_splits, multinomial_splits
+
+    weights = np.full(3000, 1 / 3000)
+    splits = multinomial_splits(1, weights)
+    assert len(splits) == count_splits(1, 3000) == 3000
+    assert math.fsum(p for p, _ in splits) == pytest.approx(1.0, rel=1e-12)
 
 
 def test_the_splits_of_a_slot_follow_the_multinomial_law() -> None:

@@ -56,6 +56,7 @@ def test_a_readme_that_is_missing_is_one_line(tmp_path: Path, monkeypatch: pytes
     assert status == 2 and err == "error: readme: README.md: no such file\n"
 
 
+@pytest.mark.slow  # the whole page's judging first (≈ 10 s); SIGTERM's path is test_signals'
 def test_sigterm_while_it_draws_leaves_no_page_and_no_partial_file(tmp_path: Path) -> None:
     child = subprocess.Popen([*COMMAND, "--store", str(STORE), "--out", "p.md"], cwd=tmp_path,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -67,8 +67,10 @@ def _stop_when_working(argv: list[str], how: signal.Signals, cwd: Path,
     return child.returncode, err, _session(child.pid)
 
 
-@pytest.mark.parametrize(("how", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)],
-                         ids=["SIGTERM", "SIGHUP"])
+# SIGHUP takes SIGTERM's path (core.signals): its end-to-end runs are in the slow suite
+@pytest.mark.parametrize(("how", "status"), [
+    (signal.SIGTERM, 143), pytest.param(signal.SIGHUP, 129, marks=pytest.mark.slow)],
+    ids=["SIGTERM", "SIGHUP"])
 def test_a_pooled_run_stops_with_one_line_and_leaves_no_process(
         how: signal.Signals, status: int, tmp_path: Path) -> None:
     code, err, left = _stop_when_working(
@@ -144,8 +146,10 @@ def test_a_stop_inside_the_multilevel_cycles_ends_between_two_of_them(monkeypatc
     assert signal.getsignal(signal.SIGTERM) == before
 
 
-@pytest.mark.parametrize(("how", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
-                         ids=["SIGTERM", "SIGINT"])
+# (Ctrl-C of a run in this process is tests/test_stop.py's)
+@pytest.mark.parametrize(("how", "status"), [
+    (signal.SIGTERM, 143), pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow)],
+    ids=["SIGTERM", "SIGINT"])
 def test_a_long_run_in_this_process_stops_with_one_line(how: signal.Signals, status: int,
                                                         tmp_path: Path) -> None:
     child = subprocess.Popen(
@@ -168,7 +172,9 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("how", [signal.SIGTERM,
+                                 pytest.param(signal.SIGHUP, marks=pytest.mark.slow)],
+                         ids=["SIGTERM", "SIGHUP"])
 def test_a_script_s_sweep_cleans_up_then_dies_by_the_signal(how: signal.Signals,
                                                               tmp_path: Path) -> None:
     """The Python API in a script (nothing handles SIGTERM): the coordinator had died at

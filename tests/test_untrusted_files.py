@@ -124,16 +124,18 @@ def received_store(folder: Path, name: str = "fn-test", function: object = "code
 @pytest.mark.parametrize("name", ["code:interact", "evilmod:f", "os:system"])
 def test_report_on_a_received_store_runs_nothing(jupyter_dir: Path, name: str) -> None:
     """The real command in a fresh interpreter whose import path starts with the current
-    directory (as in Jupyter), with a payload on stdin for ``code:interact``."""
+    directory (as in Jupyter), with a payload on stdin for ``code:interact``; it refuses
+    before it loads pandas or matplotlib."""
     received_store(jupyter_dir, function=name)
     payload = "import os; os.system('touch PWNED')\n"
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from dispatchlab.cli import main; "
-         "sys.exit(main(['report', 'fn-test', '--store', 'recv.sqlite', '--out', 'rep']))"],
+         "code = main(['report', 'fn-test', '--store', 'recv.sqlite', '--out', 'rep']); "
+         "print(sorted({'pandas', 'matplotlib'} & set(sys.modules))); sys.exit(code)"],
         cwd=jupyter_dir, input=payload, capture_output=True, text=True, timeout=300,
         check=False)
     assert done.returncode == 2, done.stderr
-    assert done.stdout == ""
+    assert done.stdout == "[]\n", "the refusal loaded the renderer first (≈ 2 s)"
     assert done.stderr.startswith("error: figures[0].references[0].function: ")
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (jupyter_dir / "PWNED").exists()

@@ -87,7 +87,11 @@ def test_sweep_workers_import_the_module(tmp_path: Path) -> None:
     assert "4 computed" in done.stderr and "0 failed" in done.stderr
 
 
-def test_a_module_that_does_not_import_is_one_line(tmp_path: Path) -> None:
+def test_a_module_that_does_not_import_is_one_line(tmp_path: Path, capsys,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from dispatchlab.cli import main
+
+    monkeypatch.chdir(ROOT)
     broken = tmp_path / "broken_policy.py"
     broken.write_text("import numpy\nraise RuntimeError('half\\nwritten')\n", encoding="utf-8")
     needs = tmp_path / "needs_more.py"
@@ -108,7 +112,8 @@ def test_a_module_that_does_not_import_is_one_line(tmp_path: Path) -> None:
         (["run", "--import", str(leaves)],
          f"error: import: {leaves}: the module called sys.exit(3) while being imported"),
     ]
-    for args, expected in cases:
-        done = dispatchlab(*args)
-        assert done.returncode == 2, (args, done.stderr)
-        assert done.stderr.startswith(expected) and done.stderr.count("\n") == 1, done.stderr
+    for args, expected in cases:  # in this process: refused before any import succeeds
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith(expected) and err.count("\n") == 1, err
+    assert not {"broken_policy", "needs_more", "script_policy"} & set(sys.modules)

@@ -527,7 +527,7 @@ def report_command(
     A stored policy not registered here (a user's own: ``--import`` its module) is left
     out, with one ``note:`` line saying so (on the page too); the others are rendered."""
     from dispatchlab.core.imports import import_user_modules
-    from dispatchlab.report.html import stored_spec, unrendered_policies, write_report
+    from dispatchlab.report.stored import stored_spec, unrendered_policies
 
     require(store.is_file(), "store", f"no store at {store} (run an experiment first)")
     import_user_modules(import_ or [])  # asked for here; a store never imports
@@ -545,6 +545,8 @@ def report_command(
                 "the module that registers it): "
                 + ", ".join(f"policy {escape(repr(p.name))} ({escape(p.display)})"
                             for p in left_out), soft_wrap=True)
+        from dispatchlab.report.html import write_report  # pandas, matplotlib: ≈ 2 s
+
         try:
             path = write_report(db, experiment, directory)
         except KeyError as error:

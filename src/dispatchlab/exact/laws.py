@@ -107,8 +107,8 @@ def multinomial_splits(total: int, weights: np.ndarray) -> list[tuple[float, tup
     stack: list[tuple[int, int, float, tuple[int, ...], float]] = [(0, total, 1.0, (), 1.0)]
     while stack:
         m, left, prob, parts, rest = stack.pop()
-        if m == last:
-            out.append((prob, (*parts, left)))
+        if m == last or left == 0:  # the rest take what is left: nothing, or all of it
+            out.append((prob, (*parts, *(0,) * (last - m), left)))
             continue
         share = min(1.0, weights[m] / rest) if rest > 0 else 0.0
         for k in range(left, -1, -1):  # pushed in reverse: popped in the order k = 0, 1, …

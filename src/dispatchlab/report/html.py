@@ -15,21 +15,18 @@ import re
 import shlex
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 
 from dispatchlab.core.display import local_time
-from dispatchlab.core.errors import require
 from dispatchlab.core.paths import write_whole
 from dispatchlab.experiments.store import Store, code_version
-from dispatchlab.policies.base import policy_names
 from dispatchlab.report.plots import figure_notes, figures_of, summarize, write_figures
+from dispatchlab.report.stored import full_spec, left_out_line, stored_spec, unrendered_policies
 from dispatchlab.report.text import to_html
 from dispatchlab.specs.experiment import ExperimentSpec
-from dispatchlab.specs.run import PolicySpec
 
 PACKAGES = ("numpy", "numba", "scipy", "pandas", "matplotlib", "distributed")
 
@@ -60,61 +57,14 @@ def write_report(store: Store, experiment: str, directory: str | Path,
     if left_out:
         frame = frame[~frame["policy_label"].isin([p.display for p in left_out])]
     write_figures(spec, frame, directory, formats=("png", "svg"))
-    stored_json = _full_spec(store, experiment).to_json()
+    stored_json = full_spec(store, experiment).to_json()
     write_whole("out", directory / "spec.json", lambda path: path.write_text(stored_json))
     page = render(spec, frame, store, directory, command,
-                  unrendered=[_left_out_line(store, experiment, p) for p in left_out],
-                  stored=_full_spec(store, experiment) if left_out else None)
+                  unrendered=[left_out_line(store, experiment, p) for p in left_out],
+                  stored=full_spec(store, experiment) if left_out else None)
     path = directory / "index.html"
     write_whole("out", path, lambda temporary: temporary.write_text(page, encoding="utf-8"))
     return path
-
-
-def _full_spec(store: Store, experiment: str) -> ExperimentSpec:
-    spec_json = store.experiment_spec(experiment)
-    require(spec_json is not None, "experiment",
-            f"{experiment!r} is not in {store.path}; stored: "
-            + (", ".join(store.experiment_names()) or "nothing yet"))
-    assert spec_json is not None
-    return ExperimentSpec.from_json(spec_json)
-
-
-def _unregistered(spec: ExperimentSpec) -> list[PolicySpec]:
-    known = set(policy_names())
-    return [p for p in spec.policies
-            if isinstance(p, PolicySpec) and isinstance(p.name, str)
-            and p.name.strip().lower() not in known]
-
-
-def unrendered_policies(store: Store, experiment: str) -> list[PolicySpec]:
-    """The stored policies of ``experiment`` that this installation cannot render: their
-    name is not registered here (``--import`` the module that registers them)."""
-    return _unregistered(_full_spec(store, experiment))
-
-
-def _left_out_line(store: Store, experiment: str, policy: PolicySpec) -> str:
-    points = sum(1 for row in store.points(experiment, status=None)
-                 if row["policy_label"] == policy.display)
-    return (f"policy {policy.name!r} ({policy.display}, {points} stored point(s)) not "
-            "rendered: not registered in this installation (--import the module that "
-            "registers it)")
-
-
-def stored_spec(store: Store, experiment: str) -> ExperimentSpec:
-    """The validated spec of ``experiment`` in ``store`` (before any file is written), less
-    the policies not registered in this installation (:func:`unrendered_policies`; at least
-    one must be): a received store is data, and a function it names resolves only among the
-    registered reference functions (:mod:`dispatchlab.specs.references`)."""
-    spec = _full_spec(store, experiment)
-    missing = _unregistered(spec)
-    if missing:
-        require(len(missing) < len(spec.policies), "policy",
-                f"no stored policy of {experiment!r} is registered in this installation "
-                f"({', '.join(repr(p.name) for p in missing)}); --import the module that "
-                "registers them")
-        spec = replace(spec, policies=tuple(p for p in spec.policies if p not in missing))
-    spec.validate()
-    return spec
 
 
 def render(spec: ExperimentSpec, frame: pd.DataFrame, store: Store, figure_dir: Path,

@@ -9,6 +9,7 @@ BIN := $(VENV)/bin
 # pyproject.toml changes
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+NOTEBOOK_STAMP := $(VENV)/.installed-notebook
 
 # numba caches compiled functions next to the sources (__pycache__); keep it that way
 unexport NUMBA_CACHE_DIR
@@ -39,6 +40,11 @@ $(TEST_STAMP): pyproject.toml
 	$(PIP_INSTALL) -e '.[test]'
 	touch $(TEST_STAMP)
 
+# and a Jupyter kernel, for the tutorial notebook (its run is a slow test)
+$(NOTEBOOK_STAMP): $(TEST_STAMP)
+	$(PIP_INSTALL) -e '.[test,notebook]'
+	touch $(NOTEBOOK_STAMP)
+
 # the quick-start demo: the classical, LED and pull policies on one heterogeneous system
 demo: venv
 	$(BIN)/dispatchlab compare
@@ -48,7 +54,7 @@ demo: venv
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
-test-slow: $(TEST_STAMP)
+test-slow: $(NOTEBOOK_STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
 lint: $(TEST_STAMP)
@@ -65,7 +71,7 @@ reproductions: venv
 		--readme README.md
 
 # the tutorial notebook executed in place (the site shows its outputs; a test checks them)
-tutorial: $(TEST_STAMP)
+tutorial: $(NOTEBOOK_STAMP)
 	$(BIN)/python docs/hooks/notebook.py docs/tutorial.ipynb
 
 # the documentation site (MkDocs + Material + mkdocstrings) into site/, warnings as errors

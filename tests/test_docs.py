@@ -25,7 +25,7 @@ def _missing(*modules: str) -> list[str]:
 
 @pytest.mark.slow  # a kernel and the whole notebook, twice (≈ 13 s)
 @pytest.mark.skipif(bool(_missing("nbclient", "nbformat", "ipykernel")),
-                    reason="needs nbclient, nbformat and ipykernel (the test extra)")
+                    reason="needs nbclient, nbformat and ipykernel (the notebook extra)")
 def test_tutorial_notebook_runs_twice_in_one_kernel() -> None:
     import nbformat
     from nbclient import NotebookClient

@@ -59,7 +59,7 @@ def _imported_names(module_name: str) -> dict[str, tuple[str, str | None]]:
     tree = ast.parse(path.read_bytes())
     package = module_name if path.name == "__init__.py" else module_name.rpartition(".")[0]
     bound: dict[str, tuple[str, str | None]] = {}
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.ImportFrom):
             source = node.module or ""
             if node.level:
@@ -75,6 +75,17 @@ def _imported_names(module_name: str) -> dict[str, tuple[str, str | None]]:
                 if _ours(alias.name) and alias.asname:
                     bound[alias.asname] = (alias.name, None)
     return bound
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` and the bodies nested in it (an import is a statement:
+    the expressions, most of a module's nodes, are not walked)."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            nested = getattr(node, field, None)
+            if isinstance(nested, list):
+                yield from _statements(nested)
 
 
 def _names(code: types.CodeType) -> set[str]:

@@ -105,9 +105,57 @@ def test_an_interval_below_zero_is_not_judged_and_a_lower_load_decides(rebuilt) 
     row = next(line for line in text.splitlines() if line.startswith(
         "| Stochastically coordinated dispatching"))
     assert "| **held** |" in row
-    assert ("vs weighted random: held (load = 0.95: SCD 852.4 [845.7, 859.1]" in row
+    assert ("vs weighted random: held (SCD: held at every load judged (0.5–0.95); "
+            "load = 0.95: SCD 852.4 [845.7, 859.1]" in row
             and "weighted random 2.142e+04 [-1.039e+04, 5.323e+04] not equilibrated" in row)
     assert not _resolved(pd.Series({"stable": True, "ci_low": -1.0}))
     assert not _resolved(pd.Series({"stable": True, "ci_low": float("nan")}))
     assert _resolved(pd.Series({"stable": True, "ci_low": 0.0}))
     assert _resolved(pd.Series({"stable": False, "ci_low": float("nan")}))
+
+
+def _judge_better(monkeypatch: pytest.MonkeyPatch, points: dict[str, list[tuple]],
+                  better: list[str], worse: str):
+    """``_better`` on a made-up summary: ``points[label]`` = [(load, mean, low, high)] (a
+    mean of None: judged unstable)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    rows = [{"policy": label, "x": x, "y": y if y is not None else float("nan"),
+             "ci_low": low, "ci_high": high, "stable": y is not None}
+            for label, curve in points.items() for x, y, low, high in curve]
+    monkeypatch.setattr(reproductions, "summary_of", lambda spec, frame, y: pd.DataFrame(rows))
+    monkeypatch.setattr(reproductions, "_messages", lambda frame, label, x: "")
+    return reproductions._better(SimpleNamespace(axis="load"), pd.DataFrame(), better, worse)
+
+
+def test_a_comparison_reads_per_policy_and_by_bands_of_load(monkeypatch) -> None:
+    """LED Fig. 1's shape: L-JBA wins at every load, L-JSQ up to 0.9 and loses above. The
+    row is held in part and says which; all winning is held; a loss at a lower load only
+    still shows; none winning is not held; overlapping intervals at the top are undecided."""
+    jsq = [(0.5, 100, 99, 101), (0.9, 1300, 1290, 1310), (0.98, 1580, 1575, 1585)]
+    jba = [(0.5, 50, 49, 51), (0.9, 500, 490, 510), (0.98, 970, 830, 1110)]
+    l_jsq = [(0.5, 60, 59, 61), (0.9, 750, 740, 760), (0.98, 3085, 2855, 3314)]
+    verdict = _judge_better(monkeypatch, {"JSQ": jsq, "L-JBA": jba, "L-JSQ": l_jsq},
+                            ["L-JBA", "L-JSQ"], "JSQ")
+    assert verdict.status == "held in part"
+    assert verdict.numbers.startswith(
+        "L-JBA: held at every load judged (0.5–0.98); "
+        "L-JSQ: held at load 0.5–0.9, not held at 0.98; load = 0.98: L-JBA 970 [830, 1110]")
+    assert _judge_better(monkeypatch, {"JSQ": jsq, "L-JBA": jba}, ["L-JBA"], "JSQ"
+                         ).status == "held"
+    assert _judge_better(monkeypatch, {"JSQ": jsq, "L-JSQ": l_jsq}, ["L-JSQ"], "JSQ"
+                         ).status == "held in part"
+    assert _judge_better(monkeypatch, {"JSQ": jsq, "L-JBA": jba}, ["JSQ"], "L-JBA"
+                         ).status == "not held"
+    close = [(0.5, 50, 49, 51), (0.9, 500, 490, 510), (0.98, 1500, 1400, 1600)]
+    tied = _judge_better(monkeypatch, {"JSQ": jsq, "X": close}, ["X"], "JSQ")
+    assert tied.status == "undecided" and "held at load 0.5–0.9, undecided at 0.98" in \
+        tied.numbers
+    # an unstable loser counts for the winner; a point below 0 is named, not judged
+    unstable = [(0.5, 100, 99, 101), (0.9, None, None, None), (0.98, 2e4, -1e4, 5e4)]
+    verdict = _judge_better(monkeypatch, {"W": unstable, "L-JBA": jba}, ["L-JBA"], "W")
+    assert verdict.status == "held"
+    assert verdict.numbers.startswith("L-JBA: held at every load judged (0.5–0.9)")
+    assert "load = 0.98: W 2e+04 [-1e+04, 5e+04] not equilibrated" in verdict.numbers

@@ -80,46 +80,87 @@ class Claim:
 
 def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
             worse: str) -> Verdict:
-    """Each policy of ``better`` has a smaller E[ΣQ] than ``worse`` at the highest load
+    """Each policy of ``better`` has a smaller E[ΣQ] than ``worse``, judged at every load
     where they were all run and every one is resolved (:func:`_resolved`; an unstable
-    ``worse`` against stable ``better`` counts). A higher load where one is not is named,
-    not judged."""
+    ``worse`` against stable ``better`` counts); a load where one is not is named, not
+    judged. One reading per policy, by bands of loads (:func:`_bands`), and the row's
+    status: held when every policy wins at the highest load judged and loses at none;
+    held in part when some (policy, load) wins and some loses; not held when none wins."""
     summary = summary_of(spec, frame, "mean_total_queue")
     missing = missing_curves(summary, [*better, worse])
     if missing:
         return missing
     loads = sorted(set.intersection(*(set(summary[summary["policy"] == p]["x"])
-                                      for p in [*better, worse])), reverse=True)
-    skipped = []
+                                      for p in [*better, worse])))
+    skipped: list[str] = []
+    outcomes: dict[str, list[tuple[float, str]]] = {label: [] for label in better}
     for x in loads:
         at = summary[summary["x"] == x].set_index("policy")
         unresolved = [label for label in [*better, worse] if not _resolved(at.loc[label])]
-        if not unresolved:
-            break
-        skipped.append(f"{spec.axis} = {x:g}: " + ", ".join(
-            f"{label} {ci_text(at.loc[label])}" for label in unresolved)
-            + " not equilibrated (an interval below 0 or none), not judged")
-    else:
+        if unresolved:
+            skipped.append(f"{spec.axis} = {x:g}: " + ", ".join(
+                f"{label} {ci_text(at.loc[label])}" for label in unresolved)
+                + " not equilibrated (an interval below 0 or none), not judged")
+            continue
+        for label in better:
+            outcomes[label].append((x, _outcome(at.loc[label], at.loc[worse])))
+    judged = [x for x, _ in outcomes[better[0]]]
+    if not judged:
         return Verdict("undecided", "; ".join(skipped) or "no common load")
-    texts, outcomes = [], []
-    for label in better:
-        a, b = at.loc[label], at.loc[worse]
-        texts.append(f"{label} {ci_text(a)}{_messages(frame, label, x)}")
-        if a["stable"] and not b["stable"]:
-            outcomes.append("held")
-        elif b["stable"] and not a["stable"]:
-            outcomes.append("not held")
-        elif a["ci_high"] < b["ci_low"]:
-            outcomes.append("held")
-        elif b["ci_high"] < a["ci_low"]:
-            outcomes.append("not held")
+    every = [outcome for pairs in outcomes.values() for _, outcome in pairs]
+    if "held" in every and "not held" in every:
+        status = "held in part"
+    elif "not held" in every:
+        status = "not held"
+    else:
+        status = "held" if all(pairs[-1][1] == "held" for pairs in outcomes.values()) \
+            else "undecided"
+    top = judged[-1]
+    at = summary[summary["x"] == top].set_index("policy")
+    texts = [f"{label} {ci_text(at.loc[label])}{_messages(frame, label, top)}"
+             for label in better]
+    return Verdict(status, _readings(spec.axis, outcomes) + f"; {spec.axis} = {top:g}: "
+                   + "; ".join(texts) + f" vs {worse} {ci_text(at.loc[worse])}"
+                   + _messages(frame, worse, top) + "".join(f" ({text})" for text in skipped))
+
+
+def _outcome(better: pd.Series, worse: pd.Series) -> str:
+    """Whether ``better`` beats ``worse`` at one load: by stability, else by disjoint CIs."""
+    if better["stable"] != worse["stable"]:
+        return "held" if better["stable"] else "not held"
+    if better["ci_high"] < worse["ci_low"]:
+        return "held"
+    if worse["ci_high"] < better["ci_low"]:
+        return "not held"
+    return "undecided"
+
+
+def _bands(axis: str, pairs: list[tuple[float, str]]) -> str:
+    """One policy's outcomes along the axis as bands: "held at every load judged (0.5–0.98)",
+    or "held at load 0.5–0.9, not held at 0.95–0.98"."""
+    runs: list[tuple[str, float, float]] = []
+    for x, outcome in pairs:
+        if runs and runs[-1][0] == outcome:
+            runs[-1] = (outcome, runs[-1][1], x)
         else:
-            outcomes.append("undecided")
-    status = ("held" if set(outcomes) == {"held"} else
-              "not held" if "not held" in outcomes else "undecided")
-    return Verdict(status, f"{spec.axis} = {x:g}: " + "; ".join(texts)
-                   + f" vs {worse} {ci_text(at.loc[worse])}{_messages(frame, worse, x)}"
-                   + "".join(f" ({text})" for text in skipped))
+            runs.append((outcome, x, x))
+
+    def span(low: float, high: float) -> str:
+        return f"{low:g}" if low == high else f"{low:g}–{high:g}"
+
+    if len(runs) == 1:
+        outcome, low, high = runs[0]
+        return f"{outcome} at every {axis} judged ({span(low, high)})"
+    return f"{runs[0][0]} at {axis} {span(*runs[0][1:])}, " + ", ".join(
+        f"{outcome} at {span(low, high)}" for outcome, low, high in runs[1:])
+
+
+def _readings(axis: str, outcomes: dict[str, list[tuple[float, str]]]) -> str:
+    """The per-policy readings, policies with the same bands named together."""
+    grouped: dict[str, list[str]] = {}
+    for label, pairs in outcomes.items():
+        grouped.setdefault(_bands(axis, pairs), []).append(label)
+    return "; ".join(f"{', '.join(labels)}: {bands}" for bands, labels in grouped.items())
 
 
 def _resolved(point: pd.Series) -> bool:
@@ -134,12 +175,16 @@ def _resolved(point: pd.Series) -> bool:
 
 def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: list[str]
                ) -> Verdict:
-    """``label`` has a smaller E[ΣQ] than each of ``others`` (:func:`_better` against each,
-    at the highest load where both were run): held when it beats every one."""
+    """``label`` has a smaller E[ΣQ] than each of ``others`` (:func:`_better` against each):
+    held when it beats every one, held in part when it beats some and not others."""
     verdicts = [_better(spec, frame, [label], other) for other in others]
     statuses = [v.status for v in verdicts]
-    status = ("held" if set(statuses) == {"held"} else
-              "not held" if "not held" in statuses else combine(statuses))
+    if set(statuses) == {"not held"}:
+        status = "not held"
+    elif "not held" in statuses and {"held", "held in part"} & set(statuses):
+        status = "held in part"
+    else:
+        status = combine(statuses)
     return Verdict(status, "; ".join(f"vs {other}: {v.status} ({v.numbers})"
                                      for other, v in zip(others, verdicts, strict=True)))
 

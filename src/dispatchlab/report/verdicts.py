@@ -26,6 +26,8 @@ VERDICTS = {
     "trend": "the numbers move the way the claim says, beyond their CIs, but do not reach "
              "it at the smallest ε judged",
     "not held": "the stored numbers contradict the claim at the smallest ε judged",
+    "held in part": "the claim holds for some of its policies or loads and is contradicted "
+                    "for others: the reading names which (one per policy, by bands of load)",
     "undecided": "the CIs cannot tell (they overlap, a run was too short to say, or the "
                  "numbers are still moving too fast to call)",
     "incomplete": "the experiment is stored but a curve the claim needs is not",
@@ -71,9 +73,9 @@ def missing_curves(summary: pd.DataFrame, labels: list[str]) -> Verdict | None:
 
 
 def combine(statuses: list[str]) -> str:
-    """The weakest of several statuses (not held < undecided < below resolution < trend <
-    held)."""
-    order = ("not held", "undecided", "below resolution", "trend", "held")
+    """The weakest of several statuses (not held < held in part < undecided < below
+    resolution < trend < held)."""
+    order = ("not held", "held in part", "undecided", "below resolution", "trend", "held")
     return min(statuses, key=order.index) if statuses else "undecided"
 
 

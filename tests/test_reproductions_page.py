@@ -93,10 +93,11 @@ def test_a_readme_without_its_markers_is_refused_and_left_alone(tmp_path: Path) 
         update_readme(tmp_path / "absent.md", "")
 
 
-def test_an_interval_below_zero_is_not_judged_and_a_lower_load_decides(rebuilt) -> None:
+def test_an_interval_below_zero_is_not_judged_and_an_exact_value_decides(rebuilt) -> None:
     """SCD against weighted random had been "undecided" at ρ = 0.99 on a t-interval of
-    two 40,000-slot runs, [-1.039e+04, 5.323e+04], below 0 for a queue length: that point
-    is now named and not judged, and the highest load where both are resolved decides."""
+    two 40,000-slot runs, [-1.039e+04, 5.323e+04], below 0 for a queue length: such a point
+    is not judged, and weighted random's exact E[ΣQ] (independent queues,
+    results/exact/random_routing.json) stands for it, saying so."""
     import pandas as pd
 
     from dispatchlab.report.reproductions import _resolved
@@ -105,9 +106,9 @@ def test_an_interval_below_zero_is_not_judged_and_a_lower_load_decides(rebuilt) 
     row = next(line for line in text.splitlines() if line.startswith(
         "| Stochastically coordinated dispatching"))
     assert "| **held** |" in row
-    assert ("vs weighted random: held (SCD: held at every load judged (0.5–0.95); "
-            "load = 0.95: SCD 852.4 [845.7, 859.1]" in row
-            and "weighted random 2.142e+04 [-1.039e+04, 5.323e+04] not equilibrated" in row)
+    assert ("vs weighted random: held (SCD: held at every load judged (0.5–0.99); "
+            "load = 0.99: SCD 1581 [895.1, 2266] (6.74 msg/arrival) vs weighted random "
+            "2.46e+04 (exact; simulated 2.142e+04 [-1.039e+04, 5.323e+04])") in row
     assert not _resolved(pd.Series({"stable": True, "ci_low": -1.0}))
     assert not _resolved(pd.Series({"stable": True, "ci_low": float("nan")}))
     assert _resolved(pd.Series({"stable": True, "ci_low": 0.0}))

@@ -1,9 +1,11 @@
 """Exact answers beside the simulations: the committed two-server table of JIQ/JBT-r
 (``results/exact/jbt_two_server.json``, solved by :mod:`dispatchlab.exact.multilevel`)
 matched to the stored points it covers, so that the Reproductions page shows each such
-point's ε·E[X] without sampling noise next to its estimate.
+point's ε·E[X] without sampling noise next to its estimate; and the exact E[ΣQ] of weighted
+random routing (``results/exact/random_routing.json``: independent single-server chains),
+which decides a comparison where its short simulation cannot.
 
-The table is data: read as JSON, every field checked for its type; a row that does not
+Each table is data: read as JSON, every field checked for its type; a row that does not
 have the expected shape is skipped, never executed or trusted.
 """
 
@@ -81,3 +83,32 @@ def exact_column(frame: pd.DataFrame, table: dict[Key, float]) -> pd.Series:
     if frame.empty or "system.servers" not in frame:
         return pd.Series(math.nan, index=frame.index)
     return frame.apply(lookup, axis=1)
+
+
+#: the committed exact E[ΣQ] of weighted random routing (results/exact/random_routing.py)
+DEFAULT_RANDOM_ROUTING = "results/exact/random_routing.json"
+
+SystemKey = tuple[str, str, str, str]
+
+
+def load_random_routing(path: Path) -> dict[SystemKey, dict[float, float]]:
+    """(servers, arrivals, service, dispatch) → {load: exact E[ΣQ] of weighted random
+    routing} of every well-formed row; empty when the file is absent."""
+    if not path.is_file():
+        return {}
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")).get("rows", [])
+    except (ValueError, AttributeError, RecursionError):
+        return {}
+    table: dict[SystemKey, dict[float, float]] = {}
+    for row in rows if isinstance(rows, list) else []:
+        try:
+            key = tuple(str(row[field]) for field in ("servers", "arrivals", "service",
+                                                      "dispatch"))
+            load, value = float(row["load"]), float(row["mean_total_queue"])
+        except (KeyError, TypeError, ValueError, OverflowError):
+            continue
+        if row.get("policy") == "wrand" and math.isfinite(load) and math.isfinite(value) \
+                and value >= 0:
+            table.setdefault(key, {})[round(load, 12)] = value  # type: ignore[index]
+    return table

@@ -30,7 +30,13 @@ from dispatchlab.core.errors import require
 from dispatchlab.core.paths import guarded_io, write_whole
 from dispatchlab.experiments.store import Store
 from dispatchlab.report import REPRODUCTIONS_STORE
-from dispatchlab.report.exact_evidence import DEFAULT_EXACT, exact_column, load_exact
+from dispatchlab.report.exact_evidence import (
+    DEFAULT_EXACT,
+    DEFAULT_RANDOM_ROUTING,
+    exact_column,
+    load_exact,
+    load_random_routing,
+)
 from dispatchlab.report.limit_claims import (
     exact_text,
     excess_curves,
@@ -79,17 +85,23 @@ class Claim:
 
 
 def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
-            worse: str) -> Verdict:
+            worse: str, exact: dict[str, dict[float, float]] | None = None) -> Verdict:
     """Each policy of ``better`` has a smaller E[ΣQ] than ``worse``, judged at every load
     where they were all run and every one is resolved (:func:`_resolved`; an unstable
     ``worse`` against stable ``better`` counts); a load where one is not is named, not
     judged. One reading per policy, by bands of loads (:func:`_bands`), and the row's
     status: held when every policy wins at the highest load judged and loses at none;
-    held in part when some (policy, load) wins and some loses; not held when none wins."""
+    held in part when some (policy, load) wins and some loses; not held when none wins.
+    ``exact``: label → {load: exact E[ΣQ]}, which stands for that curve's estimate there
+    (the text says so, with the estimate)."""
     summary = summary_of(spec, frame, "mean_total_queue")
     missing = missing_curves(summary, [*better, worse])
     if missing:
         return missing
+    summary, shown = _with_exact(summary, exact or {})
+
+    def text(label: str, row: pd.Series) -> str:
+        return shown.get((label, float(row["x"])), f"{label} {ci_text(row)}")
     loads = sorted(set.intersection(*(set(summary[summary["policy"] == p]["x"])
                                       for p in [*better, worse])))
     skipped: list[str] = []
@@ -99,7 +111,7 @@ def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
         unresolved = [label for label in [*better, worse] if not _resolved(at.loc[label])]
         if unresolved:
             skipped.append(f"{spec.axis} = {x:g}: " + ", ".join(
-                f"{label} {ci_text(at.loc[label])}" for label in unresolved)
+                text(label, at.loc[label]) for label in unresolved)
                 + " not equilibrated (an interval below 0 or none), not judged")
             continue
         for label in better:
@@ -117,11 +129,27 @@ def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
             else "undecided"
     top = judged[-1]
     at = summary[summary["x"] == top].set_index("policy")
-    texts = [f"{label} {ci_text(at.loc[label])}{_messages(frame, label, top)}"
-             for label in better]
+    texts = [text(label, at.loc[label]) + _messages(frame, label, top) for label in better]
     return Verdict(status, _readings(spec.axis, outcomes) + f"; {spec.axis} = {top:g}: "
-                   + "; ".join(texts) + f" vs {worse} {ci_text(at.loc[worse])}"
-                   + _messages(frame, worse, top) + "".join(f" ({text})" for text in skipped))
+                   + "; ".join(texts) + f" vs {text(worse, at.loc[worse])}"
+                   + _messages(frame, worse, top) + "".join(f" ({note})" for note in skipped))
+
+
+def _with_exact(summary: pd.DataFrame, exact: dict[str, dict[float, float]]
+                ) -> tuple[pd.DataFrame, dict[tuple[str, float], str]]:
+    """The summary with each exact value in place of its curve's estimate (an interval of
+    width 0), and the text of each such point: the exact value, then the estimate."""
+    summary = summary.copy()
+    shown: dict[tuple[str, float], str] = {}
+    for index, row in summary.iterrows():
+        value = exact.get(row["policy"], {}).get(round(float(row["x"]), 12))
+        if value is None:
+            continue
+        shown[(row["policy"], float(row["x"]))] = (
+            f"{row['policy']} {fmt(value)} (exact; simulated {ci_text(row)})")
+        summary.loc[index, ["y", "ci_low", "ci_high"]] = value
+        summary.loc[index, "stable"] = True
+    return summary, shown
 
 
 def _outcome(better: pd.Series, worse: pd.Series) -> str:
@@ -173,11 +201,12 @@ def _resolved(point: pd.Series) -> bool:
     return math.isfinite(low) and low >= 0
 
 
-def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: list[str]
-               ) -> Verdict:
-    """``label`` has a smaller E[ΣQ] than each of ``others`` (:func:`_better` against each):
-    held when it beats every one, held in part when it beats some and not others."""
-    verdicts = [_better(spec, frame, [label], other) for other in others]
+def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: list[str],
+               exact: dict[str, dict[float, float]] | None = None) -> Verdict:
+    """``label`` has a smaller E[ΣQ] than each of ``others`` (:func:`_better` against each,
+    with the ``exact`` values it has): held when it beats every one, held in part when it
+    beats some and not others."""
+    verdicts = [_better(spec, frame, [label], other, exact) for other in others]
     statuses = [v.status for v in verdicts]
     if set(statuses) == {"not held"}:
         status = "not held"
@@ -370,7 +399,8 @@ CLAIMS: tuple[Claim, ...] = (
           "dispatchers (50×1 + 50×5, M = 10, per-job dispatch, geometric service).",
           "scd-loads", "queue",
           lambda s, f: _beats_all(s, f, "SCD", ["JSQ (water-filling)", "LSQ", "JIQ",
-                                                "weighted random"])),
+                                                "weighted random"],
+                                  _random_routing_exact(s, "weighted random"))),
     Claim("led-fig1-po2", "[LED] Fig. 1, [HLM]",
           "Po-2 is unstable above ρ ≈ 0.67 on 50×0.1 + 50×0.5 servers (and stable below).",
           "led-fig1", "queue",
@@ -477,6 +507,16 @@ def claim_frame(store: Store, claim: Claim) -> pd.DataFrame:
         if any(_runs_disagree(shorter, row) for _, shorter in same.iterrows()):
             kept.loc[index, "equilibrated"] = False
     return kept
+
+
+def _random_routing_exact(spec: ExperimentSpec, label: str) -> dict[str, dict[float, float]]:
+    """``label`` → {load: exact E[ΣQ]} of weighted random routing on the spec's (first)
+    system, from the committed table (:mod:`dispatchlab.report.exact_evidence`); empty
+    when the table does not hold that system."""
+    system = spec.systems[0]
+    values = load_random_routing(Path(DEFAULT_RANDOM_ROUTING)).get(
+        (str(system.servers), system.arrivals, system.service, system.dispatch))
+    return {label: values} if values else {}
 
 
 @cache

@@ -160,3 +160,25 @@ def test_a_comparison_reads_per_policy_and_by_bands_of_load(monkeypatch) -> None
     assert verdict.status == "held"
     assert verdict.numbers.startswith("L-JBA: held at every load judged (0.5–0.9)")
     assert "load = 0.98: W 2e+04 [-1e+04, 5e+04] not equilibrated" in verdict.numbers
+
+
+def test_l_pod_s_non_optimality_is_read_as_instability_with_its_bound(rebuilt) -> None:
+    """L-Pod "not heavy-traffic optimal" rests on instability: the row names [HLM]'s bound
+    ρ̄ = 0.9 for two uniform samples on 5×0.2 + 5×0.8 (the five slow servers get both
+    samples with probability C(5,2)/C(10,2) = 2/9 and serve 1 of 5) and that tilt is
+    sufficient, not necessary."""
+    import pandas as pd
+
+    text, _ = rebuilt
+    row = next(line for line in text.splitlines() if line.startswith("| L-Pod is not tilted"))
+    assert "| **held** |" in row and "ρ̄ = 0.9 of the capacity" in row
+    assert "every ε ≤ 0.1 is past the stability region" in row
+    assert "tilt is sufficient, not necessary" in row
+    # two slow servers of four get a job when both samples fall on them, 1/6 of the time:
+    # λ* = 0.2 / (1/6) = 1.2 of μ_Σ = 4, ρ̄ = 0.3; with rates 0.5 and 1.5 no bound below 1
+    frame = pd.DataFrame({"system.servers": ["2x0.1,2x1.9"], "params.pod_d": [2]})
+    assert "ρ̄ = 0.3 of the capacity" in reproductions._sampling_region(frame)
+    assert "every ε ≤ 0.7 is past" in reproductions._sampling_region(frame)
+    frame["system.servers"] = "2x0.5,2x1.5"
+    assert reproductions._sampling_region(frame) == ""
+    assert reproductions._sampling_region(pd.DataFrame()) == ""

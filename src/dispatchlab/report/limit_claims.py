@@ -276,9 +276,10 @@ def with_collapse(verdict: Verdict, frame: pd.DataFrame) -> Verdict:
 
 
 def leaves_heavy_traffic(spec: ExperimentSpec, frame: pd.DataFrame,
-                          labels: list[str]) -> Verdict:
-    """Not heavy-traffic optimal, shown the strong way: unstable at the smallest ε run, or
-    ε·E[X] levelling off above 0 (:func:`excess_persists`)."""
+                          labels: list[str], why_unstable: str = "") -> Verdict:
+    """Not heavy-traffic optimal, shown the strong way: unstable at the smallest ε run (then
+    ``why_unstable`` follows the numbers: what bounds the stability region), or ε·E[X]
+    levelling off above 0 (:func:`excess_persists`)."""
     summary = summary_of(spec, frame, "epsilon_excess")
     missing = missing_curves(summary, labels)
     if missing:
@@ -288,5 +289,5 @@ def leaves_heavy_traffic(spec: ExperimentSpec, frame: pd.DataFrame,
     if not at.empty and not at["stable"].any():
         unstable = sorted(set(summary[~summary["stable"] & summary["policy"].isin(labels)]["x"]))
         return Verdict("held", f"{', '.join(labels)} unstable at ε = "
-                       f"{', '.join(f'{x:g}' for x in unstable)}")
+                       f"{', '.join(f'{x:g}' for x in unstable)}{why_unstable}")
     return excess_persists(spec, frame, labels)

@@ -29,6 +29,7 @@ import pandas as pd
 from dispatchlab.core.errors import require
 from dispatchlab.core.paths import guarded_io, write_whole
 from dispatchlab.experiments.store import Store
+from dispatchlab.model.service import parse_rates
 from dispatchlab.report import REPRODUCTIONS_STORE
 from dispatchlab.report.exact_evidence import (
     DEFAULT_EXACT,
@@ -62,6 +63,7 @@ from dispatchlab.report.verdicts import (
     summary_of,
 )
 from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.theory.stability import pod_threshold
 
 #: a coupled run from a stationary start is equilibrated when it ran this many of X's τ̂
 EQUILIBRATED_TAUS = 100
@@ -364,6 +366,25 @@ def _only(frame: pd.DataFrame, system: str) -> pd.DataFrame:
     return frame[frame["system"] == system]
 
 
+def _sampling_region(frame: pd.DataFrame) -> str:
+    """Why a policy that picks among d servers sampled uniformly (its ``pod_d``) is
+    unstable near capacity on the frame's system: [HLM]'s bound ρ̄ (the m slowest servers
+    get a job whenever all d samples fall among them), whatever it does with the samples;
+    and what that says."""
+    if frame.empty or "params.pod_d" not in frame:
+        return ""
+    d = int(frame["params.pod_d"].dropna().iloc[0])
+    rates = parse_rates(str(frame["system.servers"].iloc[0]))
+    bar = pod_threshold(rates, d) / float(rates.sum())
+    if bar >= 1:  # the samples bound nothing below capacity
+        return ""
+    return (f": choosing among d = {d} servers sampled uniformly, whatever the estimates, "
+            f"serves at most ρ̄ = {bar:.3g} of the capacity ([HLM]'s bound), so every "
+            f"ε ≤ {1 - bar:.3g} is past the stability region — not heavy-traffic optimal "
+            "because unstable near capacity. (Theorem 2's tilt is sufficient, not "
+            "necessary: the lack of tilt alone would not show this.)")
+
+
 #: the label suffix of ``led-fig1``'s LED curves at Po-2's messages per dispatch event
 DISPATCH_UNIT = " (Po-2/dispatch)"
 #: the JBT claims' evidence beyond ``jbt-regimes``: ε = 10⁻⁴, JIQ's long run at 10⁻³, and
@@ -424,7 +445,8 @@ CLAIMS: tuple[Claim, ...] = (
           "there it is not heavy-traffic optimal (5×0.2 + 5×0.8).", "led-regimes",
           "eps-excess",
           lambda s, f: leaves_heavy_traffic(s, _only(f, LED_HETEROGENEOUS),
-                                             ["L-Pod-Pull", "L-Pod-Push"])),
+                                             ["L-Pod-Pull", "L-Pod-Push"],
+                                             _sampling_region(_only(f, LED_HETEROGENEOUS)))),
     Claim("jbt-jiq", "[JBT] Theorem 1(1)",
           "JIQ (r = 1, a constant threshold) is not heavy-traffic optimal: lim ε·E[X] > 0 "
           "(on the papers' systems and on few slow servers, where the gap is large).",

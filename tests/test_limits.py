@@ -145,3 +145,47 @@ def test_a_curve_point_whose_interval_crosses_zero_is_not_judged() -> None:
     text = _excess_text("10x0.5", "JIQ", curve, 0.25, False, None, "undecided")
     assert "ε = 0.001: 0.2344, its interval reaches below 0" in text
     assert "ε = -5: 0.3, ε outside the model" in text
+
+
+def _curve(f, half: float, scale=None):
+    """estimate_limit on noise-free points f(ε) at ε = 10⁻³, 3·10⁻³, 10⁻², each ± half."""
+    eps = np.array([1e-3, 3e-3, 1e-2])
+    y = np.array([f(e) for e in eps])
+    return estimate_limit(eps, y, y - half, y + half,
+                          scale=None if scale is None else np.array([scale(e) for e in eps]))
+
+
+def test_the_evidence_standard_on_curves_with_known_limits() -> None:
+    """docs/statistics.md#limits on synthetic curves (ζ/2 = 1, tolerance 0.05): a limit 0
+    approached like ε; a gap of 1 % of ζ/2, held as a gap unless a control's model error
+    covers it (then below resolution as a gap, held as → 0: never held both ways); a log
+    threshold's approach like ε·log(1/ε), whose form a + b·ε·r recovers 0 while a plain line
+    a + b·ε has a positive intercept, which its χ² rejects (why the fit's form follows the
+    theorem's rate, and is checked)."""
+    from dispatchlab.report.limit_claims import persisting, vanishing
+
+    tolerance = 0.05
+    zero = _curve(lambda e: 3 * e, 0.002)
+    assert vanishing(zero, tolerance)[0] == "held"
+    assert persisting(zero, tolerance)[0] == "below resolution"
+    gap = _curve(lambda e: 0.01 + 3 * e, 0.001)
+    assert persisting(gap, tolerance) == ("held", "the limit's CI excludes 0")
+    assert vanishing(gap, tolerance)[0] == "below resolution"
+    # a control's fit strays up to 0.02 from its true 0: a gap of 0.01 is within that
+    assert persisting(gap, tolerance, error=0.02)[0] == "below resolution"
+    assert vanishing(gap, tolerance, error=0.02)[0] == "held"
+    assert persisting(gap, tolerance, error=0.005)[0] == "held"
+    for error in (0.0, 0.005, 0.02):
+        statuses = {persisting(gap, tolerance, error=error)[0],
+                    vanishing(gap, tolerance, error=error)[0]}
+        assert statuses != {"held"}, error  # never held both ways
+    threshold = lambda e: math.ceil(math.log(1 / e))  # noqa: E731
+    slow = lambda e: 0.5 * e * threshold(e)  # noqa: E731
+    scaled = _curve(slow, 2e-4, scale=threshold)
+    assert scaled.ci_low <= 0 <= scaled.ci_high
+    assert vanishing(scaled, tolerance)[0] == "held"
+    assert persisting(scaled, tolerance)[0] == "below resolution"
+    line = _curve(slow, 2e-4)
+    assert line.ci_low > 0  # the straight line's intercept is not the limit,
+    assert line.fit_p < 0.01  # and its χ² rejects the form: no verdict rests on it
+    assert persisting(line, tolerance)[0] == vanishing(line, tolerance)[0] == "undecided"

@@ -129,63 +129,96 @@ def _excess_text(system: str, label: str, curve: pd.DataFrame, limit: float,
 TOO_FEW_POINTS = "too few points: a + b·ε through two points cannot be checked; run a third ε"
 
 
-def vanishing(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
-               ) -> tuple[str, str]:
-    """Heavy-traffic optimal: lim ε·E[X] = 0. Held when the limit's CI contains 0 and its
-    half-width is within ``tolerance`` (LIMIT_TOLERANCE·ζ/2) and below ``rival`` (a
-    competing policy's limit, when the claim has one); not held when the whole CI lies
-    above the tolerance and the fit holds; below resolution (|limit| ≤ δ) otherwise: a
-    small positive intercept is what the extrapolation of a slower approach to 0 gives.
-    Never on two points (a line through two points cannot be checked): undecided."""
+def vanishing(estimate: LimitEstimate, tolerance: float, rival: float = math.inf,
+              error: float = 0.0) -> tuple[str, str]:
+    """Heavy-traffic optimal: lim ε·E[X] = 0. Held when the limit's CI reaches down to the
+    fit's model error ``error`` (:func:`model_error`; 0 without a control: the CI contains
+    0) and its half-width is within ``tolerance`` (LIMIT_TOLERANCE·ζ/2) and below
+    ``rival`` (a competing policy's limit, when the claim has one); not held when the
+    whole CI lies above the tolerance and the fit holds; below resolution (|limit| ≤ δ)
+    otherwise: a small positive intercept is what the extrapolation of a slower approach
+    to 0 gives. The complement of :func:`persisting`. Never on two points (a line through
+    two points cannot be checked): undecided."""
     if estimate.dof < 1:
         return "undecided", TOO_FEW_POINTS
     if not estimate.fit_holds:
         return "undecided", "the fitted form does not hold at the smallest ε"
-    if estimate.ci_low > tolerance:
+    if estimate.ci_low > max(tolerance, error):
         return "not held", "the limit's CI lies above 5 % of ζ/2"
     if estimate.ci_high < 0:
         if -estimate.ci_low <= tolerance:  # X ≥ 0: the form is slightly off near 0
             return "below resolution", (f"the CI lies below 0 (X ≥ 0: the fitted form is "
                                         f"slightly off), |limit| ≤ {estimate.resolution:.3g}")
         return "undecided", "the limit's CI lies below 0 (X ≥ 0): the fitted form is off"
-    if estimate.ci_low <= 0 and estimate.half_width <= min(tolerance, rival):
-        return "held", "the limit's CI contains 0 and is narrow"
+    if estimate.ci_low <= error and estimate.half_width <= min(tolerance, rival):
+        return "held", ("the limit's CI contains 0 and is narrow" if estimate.ci_low <= 0
+                        else f"the limit's CI reaches the model error {error:.3g} and is "
+                        "narrow")
     return "below resolution", f"|limit| ≤ {estimate.resolution:.3g}"
 
 
-def persisting(estimate: LimitEstimate, tolerance: float, rival: float = math.inf
-                ) -> tuple[str, str]:
-    """Not heavy-traffic optimal: lim ε·E[X] > 0. Held when the limit's CI excludes 0 and
-    a + b·ε fits; never "not held" — a finite run bounds a positive limit, it cannot
-    refute it: below resolution (|limit| ≤ δ) when the CI contains 0. Never on two points:
-    undecided."""
+def persisting(estimate: LimitEstimate, tolerance: float, rival: float = math.inf,
+               error: float = 0.0) -> tuple[str, str]:
+    """Not heavy-traffic optimal: lim ε·E[X] > 0. Held when the limit's CI excludes 0 by
+    more than the fit's model error ``error`` (:func:`model_error`) and a + b·ε fits;
+    never "not held" — a finite run bounds a positive limit, it cannot refute it: below
+    resolution (|limit| ≤ δ) when the CI reaches down to the model error. Never on two
+    points: undecided."""
     if estimate.dof < 1:
         return "undecided", TOO_FEW_POINTS
     if not estimate.fit_holds:
         return "undecided", "the fitted form does not hold at the smallest ε"
-    if estimate.ci_low > 0:
-        return "held", "the limit's CI excludes 0"
+    if estimate.ci_low > max(error, 0.0):
+        return "held", ("the limit's CI excludes 0" if error <= 0 else
+                        f"the limit's CI excludes 0 by more than the model error {error:.3g}")
     return "below resolution", f"|limit| ≤ {estimate.resolution:.3g}"
 
 
+#: policies whose lim ε·E[X] is 0 by theorem (JSQ: [JBT] Theorem 2's r = ∞, [Π] Theorem
+#: 4.4): the same fit on their curve measures how far the form's intercept strays from 0
+CONTROLS = ("JSQ", "JSQ (γ = 1)")
+
+
+def model_error(curves: list[tuple[str, str, pd.DataFrame, float]], system: str,
+                label: str) -> tuple[float, str]:
+    """The fit's model error on ``system``: the largest |endpoint| of the limit's CI fitted
+    the same way to a control curve there (:data:`CONTROLS`; never ``label`` itself), and
+    the text that says where it comes from; (0, "") without a checked control fit."""
+    for control_system, control, curve, _ in curves:
+        if control_system != system or control not in CONTROLS or control == label:
+            continue
+        estimate = limit_of(curve)
+        if estimate is not None and estimate.dof >= 1 and estimate.fit_holds:
+            return estimate.resolution, (f" ({control}'s fit on this system: "
+                                         f"{estimate.describe()})")
+    return 0.0, ""
+
+
 def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
-                  rule: Callable[[LimitEstimate, float], tuple[str, str]],
+                  rule: Callable[..., tuple[str, str]],
                   somewhere: bool = False) -> Verdict:
     """Each curve's lim ε·E[X] (:func:`~dispatchlab.stats.limits.estimate_limit` on its
-    equilibrated points with an interval) judged by ``rule(estimate, LIMIT_TOLERANCE·ζ/2)``;
+    equilibrated points with an interval) judged by ``rule(estimate, LIMIT_TOLERANCE·ζ/2,
+    error=…)``, the model error of a control curve on the same system (:func:`model_error`);
     a curve with fewer than two such points is undecided. The claim holds for a label on
     every system, or with ``somewhere`` (a gap claimed to exist) on one system that
     resolves it while none contradicts it; and for every label."""
     curves = excess_curves(spec, frame, labels)
     if isinstance(curves, Verdict):
         return curves
+    present = set(frame["policy_label"]) if "policy_label" in frame else set()
+    extra = [control for control in CONTROLS if control in present and control not in labels]
+    controls = excess_curves(spec, frame, extra) if extra else []
+    controls = [] if isinstance(controls, Verdict) else controls
     by_label: dict[str, list[str]] = {label: [] for label in labels}
     texts = []
     several = len({system for system, *_ in curves}) > 1
     for system, label, curve, limit in curves:
         estimate = limit_of(curve)
-        status, reading = (rule(estimate, LIMIT_TOLERANCE * limit) if estimate is not None
-                           else ("undecided", "cannot say"))
+        error, source = model_error(curves + controls, system, label)
+        status, reading = (rule(estimate, LIMIT_TOLERANCE * limit, error=error)
+                           if estimate is not None else ("undecided", "cannot say"))
+        reading += source
         by_label[label].append(status)
         texts.append(_excess_text(system, label, curve, limit, several, estimate, reading))
     per_label = shown_somewhere if somewhere else combine

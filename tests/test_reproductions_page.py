@@ -182,3 +182,16 @@ def test_l_pod_s_non_optimality_is_read_as_instability_with_its_bound(rebuilt) -
     frame["system.servers"] = "2x0.5,2x1.5"
     assert reproductions._sampling_region(frame) == ""
     assert reproductions._sampling_region(pd.DataFrame()) == ""
+
+
+def test_scd_as_dispatchers_multiply_is_judged_per_m(rebuilt) -> None:
+    """The scd-dispatchers row: SCD against every baseline at each M, and JSQ's herd
+    growing from M = 1 to 100 (CIs apart) while SCD's E[ΣQ] stays."""
+    text, _ = rebuilt
+    row = next(line for line in text.splitlines() if line.startswith(
+        "| As dispatchers multiply"))
+    assert "| **held** |" in row
+    for m in (1, 10, 100):
+        assert f"50×1 + 50×5, M = {m}: SCD " in row
+    assert row.count("beats every one") == 3
+    assert "JSQ (water-filling) 913.1 [901, 925.2] → 2090 [2088, 2091] (grows)" in row

@@ -12,6 +12,7 @@
 #   led-fig1-slotted                        Fig. 1 in the group's slot model, about 3
 #   jbt-poly-long                           r = (1/ε)^1.5 past its relaxation, about 20
 #   scd-loads                               SCD and TWF against the herd, about 15
+#   scd-dispatchers                         the same at ρ = 0.9 for M = 1, 10, 100, about 1
 #
 # The store is then compacted for committing (the per-point ΣQ histograms, which no claim
 # reads, are dropped: dispatchlab.experiments.compact), and `make reproductions` (or
@@ -22,7 +23,7 @@ DISPATCHLAB="${DISPATCHLAB:-.venv/bin/dispatchlab}"
 ALL="led-fig1 led-fig2 pi-stability jbt-regimes led-regimes pi-regimes jbt-regimes-deep
      led-regimes-deep pi-regimes-deep jbt-regimes-deeper led-regimes-deeper jbt-gaps
      jbt-regimes-long led-fig2-long led-fig1-slotted jbt-poly-long
-     scd-loads"
+     scd-loads scd-dispatchers"
 for name in ${*:-$ALL}; do
     "$DISPATCHLAB" experiment "$name" --store results/reproductions/store.sqlite \
         --out "results/reproductions/$name" --no-progress --yes

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dispatchlab import System, ValidationError, simulate
@@ -79,6 +79,7 @@ def test_the_probabilities_solve_the_fill(system, a, objective, flat, sort) -> N
 
 @settings(max_examples=40, deadline=None)
 @given(systems, st.floats(1.5, 30.0))
+@example(([18, 5], [0.1, 0.1]), 16.939113916187136)  # the solver's point off the simplex
 def test_the_fill_minimises_the_papers_objective(system, a) -> None:
     """The water-fill is the optimum of Σ E[(Q_n + X_n)²]/μ_n over the simplex: no better
     point by a general solver, nor among random points."""
@@ -92,7 +93,10 @@ def test_the_fill_minimises_the_papers_objective(system, a) -> None:
                       method="SLSQP", bounds=[(0.0, 1.0)] * n,
                       constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
                       options={"ftol": 1e-12, "maxiter": 500})
-    assert best <= squared_objective(np.clip(solved.x, 0, None), q, mu, a) + 1e-7
+    # (the solver's point meets Σ x = 1 only to its tolerance: a point a little inside the
+    # simplex scored below the exact fill by 2e-7 of 267; put it back on the simplex)
+    found = np.clip(solved.x, 0, None)
+    assert best <= squared_objective(found / found.sum(), q, mu, a) + 1e-7
     rng = np.random.default_rng(int(q.sum() * 1000 + a * 10))
     for point in rng.dirichlet(np.ones(n), size=200):
         assert best <= squared_objective(point, q, mu, a) + 1e-12

@@ -75,8 +75,7 @@ def imported_units(path: Path) -> set[str]:
             names = [node.module]
             if node.module == "dispatchlab":  # a submodule, or a name of the facade
                 names = [f"dispatchlab.{alias.name}" if _is_submodule(alias.name)
-                         else "dispatchlab" for alias in node.names
-                         if alias.name != "__version__"]  # metadata: the facade imports nothing
+                         else "dispatchlab" for alias in node.names]
         for name in names:
             unit = unit_of_module(name)
             if unit is not None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.simulation.result import Result
     from dispatchlab.simulation.run import simulate
 
-__version__ = "0.1.0"
+from dispatchlab.core.version import __version__  # noqa: E402
 
 #: public name -> the module that defines it (``policies`` is the subpackage itself)
 _HOMES = {

@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.exact.laws import arrival_pmf, count_splits, multinomial_splits, service_pmf
+from dispatchlab.exact.laws import (
+    MIN_TOLERANCE,
+    arrival_pmf,
+    count_splits,
+    multinomial_splits,
+    service_pmf,
+)
 from dispatchlab.exact.rules import MemoryRule
 
 if TYPE_CHECKING:
@@ -43,8 +49,6 @@ if TYPE_CHECKING:
 MAX_STATES = 400_000
 #: the default target for the mass at the truncation edge P(ΣQ = K)
 EDGE_TOLERANCE = 1e-9
-#: the least edge mass asked for: below it the sums of doubles no longer resolve it
-MIN_TOLERANCE = 1e-14
 #: the largest dense index grid of queue vectors ((K + a_max + 1)^N entries)
 MAX_GRID = 40_000_000
 #: the most rows one slot's dispatch passes may make: a pass over the joint states per

@@ -19,6 +19,10 @@ from dispatchlab.model.service import ServiceLaw
 #: the longest pmf the solver accepts for one slot's arrivals or one server's service
 MAX_SUPPORT = 400
 
+#: the least truncation edge mass a solver here is asked for (``chain``, ``multilevel``):
+#: below it the sums of doubles no longer resolve it
+MIN_TOLERANCE = 1e-14
+
 
 def _cut(pmf: list[float], field: str, what: str) -> tuple[np.ndarray, float]:
     values = np.array(pmf, dtype=float)

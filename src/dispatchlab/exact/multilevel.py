@@ -47,7 +47,7 @@ from numba import njit
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.ram import require_memory
 from dispatchlab.core.signals import interruption, stops_caught
-from dispatchlab.exact.chain import MIN_TOLERANCE
+from dispatchlab.exact.laws import MIN_TOLERANCE
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System

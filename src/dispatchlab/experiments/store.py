@@ -178,7 +178,7 @@ def _pid_alive(pid: int) -> bool:
 @cache
 def code_version() -> str:
     """``dispatchlab.__version__`` plus ``git describe`` of the source tree when available."""
-    from dispatchlab import __version__
+    from dispatchlab.core.version import __version__
 
     source = Path(__file__).resolve().parent
     try:

@@ -1,17 +1,15 @@
 """How a :class:`~dispatchlab.model.system.System` reads: its one-line ``repr`` and its
-HTML table in a notebook."""
+HTML table in a notebook. The functions read a system by duck typing (its attributes and
+``describe()``): this module sits below ``model.system`` and imports nothing of it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from dispatchlab.core.display import html_table, number
 
-if TYPE_CHECKING:
-    from dispatchlab.model.system import System
 
-
-def system_line(system: System) -> str:
+def system_line(system: Any) -> str:
     """``System(N=100, M=10, ρ=0.9, ε=3, μ=50x0.1,50x0.5, poisson/bernoulli, batch)``."""
     described = system.describe()
     return (f"System(N={system.n_servers}, M={system.dispatchers}, ρ={number(system.load)}, "
@@ -19,7 +17,7 @@ def system_line(system: System) -> str:
             f"{described['arrivals']}/{described['service']}, dispatch={system.dispatch})")
 
 
-def system_html(system: System) -> str:
+def system_html(system: Any) -> str:
     """The HTML table of a System for notebooks: N, M, μ_n, μ_Σ, λ_Σ, ρ, ε, the arrival and
     service laws, the split and the dispatch mode (docs/model.md#slotted-model)."""
     described = system.describe()

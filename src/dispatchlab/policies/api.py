@@ -16,18 +16,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from dispatchlab.policies.base import Policy, Preset, _load_builtin_policies, policy_entry
-
-#: how the words of a registered name are written in a public name (others: Capitalized)
-WORDS = {
-    "l": "L", "jsq": "JSQ", "jba": "JBA", "jsed": "JSED", "pod": "Pod", "pi": "Pi",
-    "rr": "RR", "lsq": "LSQ", "kslq": "KSLQ", "wrand": "WRand", "jbt": "JBT", "jiq": "JIQ",
-}
-
-
-def preset_public_name(name: str) -> str:
-    """``l-jba-pull`` → ``LJBAPull``; ``pi-balanced-rr`` → ``PiBalancedRR``."""
-    return "".join(WORDS.get(word, word.capitalize()) for word in name.split("-"))
+from dispatchlab.policies.base import (
+    Policy,
+    Preset,
+    _load_builtin_policies,
+    policy_entry,
+    preset_public_name,
+)
 
 
 def preset_factory(preset: Preset) -> Callable[..., Policy]:

@@ -180,6 +180,19 @@ def _init_signature(cls: type) -> inspect.Signature:
     return inspect.Signature(out)
 
 
+#: how the words of a registered name are written in a preset's public name (others:
+#: Capitalized); a class's public name is its own (``public_name``)
+WORDS = {
+    "l": "L", "jsq": "JSQ", "jba": "JBA", "jsed": "JSED", "pod": "Pod", "pi": "Pi",
+    "rr": "RR", "lsq": "LSQ", "kslq": "KSLQ", "wrand": "WRand", "jbt": "JBT", "jiq": "JIQ",
+}
+
+
+def preset_public_name(name: str) -> str:
+    """``l-jba-pull`` → ``LJBAPull``; ``pi-balanced-rr`` → ``PiBalancedRR``."""
+    return "".join(WORDS.get(word, word.capitalize()) for word in name.split("-"))
+
+
 class Policy(metaclass=_FrozenAfterInit):
     """Base class of every dispatching policy.
 
@@ -279,8 +292,6 @@ class Policy(metaclass=_FrozenAfterInit):
         ``LJBAPull(p=0.05)``) and the free parameters that differ from its defaults."""
         preset = self.__dict__.get("_preset")
         if preset is not None:
-            from dispatchlab.policies.api import preset_public_name
-
             defaults = {p.name: p.default for p in preset.free_parameters()}
             args = ", ".join(f"{k}={v!r}" for k, v in self.params.items()
                              if k in defaults and defaults[k] != v)

@@ -1,18 +1,16 @@
 """How a :class:`~dispatchlab.simulation.result.Result` reads: its one-line ``repr`` and
-its HTML table in a notebook."""
+its HTML table in a notebook. The functions read a result by duck typing (its fields):
+this module sits below ``simulation.result`` and imports nothing of it."""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 from dispatchlab.core.display import html_table, number, params_text
 
-if TYPE_CHECKING:
-    from dispatchlab.simulation.result import Result
 
-
-def result_line(result: Result) -> str:
+def result_line(result: Any) -> str:
     """``Result(jsq, N=100, M=10, ρ=0.9, E[ΣQ]=60.1 [59.2, 61.0], stable, 200 msg/job)``."""
     policy = result.policy + (f"({params_text(result.params)})" if result.params else "")
     ci = (f" [{number(result.ci_low)}, {number(result.ci_high)}]"
@@ -23,7 +21,7 @@ def result_line(result: Result) -> str:
             f"{number(result.messages_per_arrival, 3)} msg/job)")
 
 
-def result_html(result: Result) -> str:
+def result_html(result: Any) -> str:
     """The HTML table of a Result for notebooks: E[ΣQ] with its CI, ε·E[ΣQ] against ζ/2,
     the lower bound, delay, messages and the stability verdict."""
     ci = (f"[{number(result.ci_low)}, {number(result.ci_high)}] ({result.ci_method})"

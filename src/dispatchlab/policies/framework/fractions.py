@@ -11,7 +11,7 @@ theory does not apply to it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -25,16 +25,15 @@ from dispatchlab.theory.stability import (
     DispatchFractions,
 )
 
-if TYPE_CHECKING:
-    from dispatchlab.policies.framework import PiPolicy
-
 MONTE_CARLO_CYCLES = 20_000
 MAX_MONTE_CARLO_ENUMERATION = 6
 
 
-def monte_carlo_fractions(policy: PiPolicy, mu: np.ndarray, eta: np.ndarray, *,
+def monte_carlo_fractions(policy: Any, mu: np.ndarray, eta: np.ndarray, *,
                           cycles: int = MONTE_CARLO_CYCLES, seed: int = 0) -> np.ndarray:
-    """Estimate a_l(η) by running the compiled decision function ``cycles`` times."""
+    """Estimate a_l(η) by running the compiled decision function ``cycles`` times
+    (``policy``: a PiPolicy, read by its ``decision`` and ``cycle_length``; this module sits
+    below the package that defines it)."""
     entry = policy.decision
     T = policy.cycle_length(mu)
     counts = compiled(count_destinations, only=True)(
@@ -46,7 +45,7 @@ def monte_carlo_fractions(policy: PiPolicy, mu: np.ndarray, eta: np.ndarray, *,
     return counts / counts.sum()
 
 
-def pi_fractions(policy: PiPolicy, mu: np.ndarray) -> DispatchFractions:
+def pi_fractions(policy: Any, mu: np.ndarray) -> DispatchFractions:
     """a_l(η) of a ``pi`` policy: exact for built-in decisions, Monte Carlo otherwise."""
     entry = policy.decision
     mu = np.asarray(mu, dtype=float)

@@ -121,14 +121,9 @@ def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
     judged = [x for x, _ in outcomes[better[0]]]
     if not judged:
         return Verdict("undecided", "; ".join(skipped) or "no common load")
-    every = [outcome for pairs in outcomes.values() for _, outcome in pairs]
-    if "held" in every and "not held" in every:
-        status = "held in part"
-    elif "not held" in every:
-        status = "not held"
-    else:
-        status = "held" if all(pairs[-1][1] == "held" for pairs in outcomes.values()) \
-            else "undecided"
+    status = _comparison_status(
+        [outcome for pairs in outcomes.values() for _, outcome in pairs],
+        all(pairs[-1][1] == "held" for pairs in outcomes.values()))
     top = judged[-1]
     at = summary[summary["x"] == top].set_index("policy")
     texts = [text(label, at.loc[label]) + _messages(frame, label, top) for label in better]
@@ -152,6 +147,18 @@ def _with_exact(summary: pd.DataFrame, exact: dict[str, dict[float, float]]
         summary.loc[index, ["y", "ci_low", "ci_high"]] = value
         summary.loc[index, "stable"] = True
     return summary, shown
+
+
+def _comparison_status(outcomes: list[str], decided: bool) -> str:
+    """A comparison's status from its outcomes at each (policy, load or system): held in
+    part when some win and some lose; not held when some lose and none wins; otherwise
+    held when ``decided`` (the claim's own condition: every policy wins at the highest
+    load judged, or the herd grows), undecided when not."""
+    if "held" in outcomes and "not held" in outcomes:
+        return "held in part"
+    if "not held" in outcomes:
+        return "not held"
+    return "held" if decided else "undecided"
 
 
 def _outcome(better: pd.Series, worse: pd.Series) -> str:
@@ -414,12 +421,7 @@ def _across_systems(spec: ExperimentSpec, frame: pd.DataFrame, label: str,
             for system in (systems[0], systems[-1])]
     grows = bool(ends[0].loc[herd]["stable"] and ends[1].loc[herd]["stable"]
                  and ends[1].loc[herd]["ci_low"] > ends[0].loc[herd]["ci_high"])
-    if set(outcomes) == {"held"}:
-        status = "held" if grows else "undecided"
-    elif "held" in outcomes and "not held" in outcomes:
-        status = "held in part"
-    else:
-        status = "not held" if "not held" in outcomes else "undecided"
+    status = _comparison_status(outcomes, set(outcomes) == {"held"} and grows)
     growth = (f"{herd} {ci_text(ends[0].loc[herd])} → {ci_text(ends[1].loc[herd])} "
               f"({'grows' if grows else 'does not grow beyond its CIs'}), {label} "
               f"{ci_text(ends[0].loc[label])} → {ci_text(ends[1].loc[label])} from "

@@ -100,7 +100,7 @@ def test_an_interval_below_zero_is_not_judged_and_an_exact_value_decides(rebuilt
     results/exact/random_routing.json) stands for it, saying so."""
     import pandas as pd
 
-    from dispatchlab.report.reproductions import _resolved
+    from dispatchlab.report.comparisons import resolved
 
     text, _ = rebuilt
     row = next(line for line in text.splitlines() if line.startswith(
@@ -109,15 +109,15 @@ def test_an_interval_below_zero_is_not_judged_and_an_exact_value_decides(rebuilt
     assert ("vs weighted random: held (SCD: held at every load judged (0.5–0.99); "
             "load = 0.99: SCD 1581 [895.1, 2266] (6.74 msg/arrival) vs weighted random "
             "2.46e+04 (exact; simulated 2.142e+04 [-1.039e+04, 5.323e+04])") in row
-    assert not _resolved(pd.Series({"stable": True, "ci_low": -1.0}))
-    assert not _resolved(pd.Series({"stable": True, "ci_low": float("nan")}))
-    assert _resolved(pd.Series({"stable": True, "ci_low": 0.0}))
-    assert _resolved(pd.Series({"stable": False, "ci_low": float("nan")}))
+    assert not resolved(pd.Series({"stable": True, "ci_low": -1.0}))
+    assert not resolved(pd.Series({"stable": True, "ci_low": float("nan")}))
+    assert resolved(pd.Series({"stable": True, "ci_low": 0.0}))
+    assert resolved(pd.Series({"stable": False, "ci_low": float("nan")}))
 
 
 def _judge_better(monkeypatch: pytest.MonkeyPatch, points: dict[str, list[tuple]],
                   better: list[str], worse: str):
-    """``_better`` on a made-up summary: ``points[label]`` = [(load, mean, low, high)] (a
+    """``comparisons.beat`` on a made-up summary: ``points[label]`` = [(load, mean, low, high)] (a
     mean of None: judged unstable)."""
     from types import SimpleNamespace
 
@@ -126,9 +126,11 @@ def _judge_better(monkeypatch: pytest.MonkeyPatch, points: dict[str, list[tuple]
     rows = [{"policy": label, "x": x, "y": y if y is not None else float("nan"),
              "ci_low": low, "ci_high": high, "stable": y is not None}
             for label, curve in points.items() for x, y, low, high in curve]
-    monkeypatch.setattr(reproductions, "summary_of", lambda spec, frame, y: pd.DataFrame(rows))
-    monkeypatch.setattr(reproductions, "_messages", lambda frame, label, x: "")
-    return reproductions._better(SimpleNamespace(axis="load"), pd.DataFrame(), better, worse)
+    from dispatchlab.report import comparisons
+
+    monkeypatch.setattr(comparisons, "summary_of", lambda spec, frame, y: pd.DataFrame(rows))
+    monkeypatch.setattr(comparisons, "_messages", lambda frame, label, x: "")
+    return comparisons.beat(SimpleNamespace(axis="load"), pd.DataFrame(), better, worse)
 
 
 def test_a_comparison_reads_per_policy_and_by_bands_of_load(monkeypatch) -> None:
@@ -169,6 +171,8 @@ def test_l_pod_s_non_optimality_is_read_as_instability_with_its_bound(rebuilt) -
     sufficient, not necessary."""
     import pandas as pd
 
+    from dispatchlab.report import comparisons
+
     text, _ = rebuilt
     row = next(line for line in text.splitlines() if line.startswith("| L-Pod is not tilted"))
     assert "| **held** |" in row and "ρ̄ = 0.9 of the capacity" in row
@@ -177,11 +181,11 @@ def test_l_pod_s_non_optimality_is_read_as_instability_with_its_bound(rebuilt) -
     # two slow servers of four get a job when both samples fall on them, 1/6 of the time:
     # λ* = 0.2 / (1/6) = 1.2 of μ_Σ = 4, ρ̄ = 0.3; with rates 0.5 and 1.5 no bound below 1
     frame = pd.DataFrame({"system.servers": ["2x0.1,2x1.9"], "params.pod_d": [2]})
-    assert "ρ̄ = 0.3 of the capacity" in reproductions._sampling_region(frame)
-    assert "every ε ≤ 0.7 is past" in reproductions._sampling_region(frame)
+    assert "ρ̄ = 0.3 of the capacity" in comparisons.sampling_region(frame)
+    assert "every ε ≤ 0.7 is past" in comparisons.sampling_region(frame)
     frame["system.servers"] = "2x0.5,2x1.5"
-    assert reproductions._sampling_region(frame) == ""
-    assert reproductions._sampling_region(pd.DataFrame()) == ""
+    assert comparisons.sampling_region(frame) == ""
+    assert comparisons.sampling_region(pd.DataFrame()) == ""
 
 
 def test_scd_as_dispatchers_multiply_is_judged_per_m(rebuilt) -> None:

@@ -29,8 +29,13 @@ import pandas as pd
 from dispatchlab.core.errors import require
 from dispatchlab.core.paths import guarded_io, write_whole
 from dispatchlab.experiments.store import Store
-from dispatchlab.model.service import parse_rates
 from dispatchlab.report import REPRODUCTIONS_STORE
+from dispatchlab.report.comparisons import (
+    across_systems,
+    beat,
+    beats_all,
+    sampling_region,
+)
 from dispatchlab.report.exact_evidence import (
     DEFAULT_EXACT,
     DEFAULT_RANDOM_ROUTING,
@@ -56,14 +61,12 @@ from dispatchlab.report.verdicts import (
     VERDICTS,
     Verdict,
     ci_text,
-    combine,
     fmt,
     missing_curves,
     numeric,
     summary_of,
 )
 from dispatchlab.specs.experiment import ExperimentSpec
-from dispatchlab.theory.stability import pod_threshold
 
 #: a coupled run from a stationary start is equilibrated when it ran this many of X's τ̂
 EQUILIBRATED_TAUS = 100
@@ -84,154 +87,6 @@ class Claim:
     figure: str  # the figure of the experiment that shows it
     judge: Callable[[ExperimentSpec, pd.DataFrame], Verdict]
     extra: tuple[str, ...] = ()  # experiments whose points join the frame (deeper ε)
-
-
-def _better(spec: ExperimentSpec, frame: pd.DataFrame, better: list[str],
-            worse: str, exact: dict[str, dict[float, float]] | None = None) -> Verdict:
-    """Each policy of ``better`` has a smaller E[ΣQ] than ``worse``, judged at every load
-    where they were all run and every one is resolved (:func:`_resolved`; an unstable
-    ``worse`` against stable ``better`` counts); a load where one is not is named, not
-    judged. One reading per policy, by bands of loads (:func:`_bands`), and the row's
-    status: held when every policy wins at the highest load judged and loses at none;
-    held in part when some (policy, load) wins and some loses; not held when none wins.
-    ``exact``: label → {load: exact E[ΣQ]}, which stands for that curve's estimate there
-    (the text says so, with the estimate)."""
-    summary = summary_of(spec, frame, "mean_total_queue")
-    missing = missing_curves(summary, [*better, worse])
-    if missing:
-        return missing
-    summary, shown = _with_exact(summary, exact or {})
-
-    def text(label: str, row: pd.Series) -> str:
-        return shown.get((label, float(row["x"])), f"{label} {ci_text(row)}")
-    loads = sorted(set.intersection(*(set(summary[summary["policy"] == p]["x"])
-                                      for p in [*better, worse])))
-    skipped: list[str] = []
-    outcomes: dict[str, list[tuple[float, str]]] = {label: [] for label in better}
-    for x in loads:
-        at = summary[summary["x"] == x].set_index("policy")
-        unresolved = [label for label in [*better, worse] if not _resolved(at.loc[label])]
-        if unresolved:
-            skipped.append(f"{spec.axis} = {x:g}: " + ", ".join(
-                text(label, at.loc[label]) for label in unresolved)
-                + " not equilibrated (an interval below 0 or none), not judged")
-            continue
-        for label in better:
-            outcomes[label].append((x, _outcome(at.loc[label], at.loc[worse])))
-    judged = [x for x, _ in outcomes[better[0]]]
-    if not judged:
-        return Verdict("undecided", "; ".join(skipped) or "no common load")
-    status = _comparison_status(
-        [outcome for pairs in outcomes.values() for _, outcome in pairs],
-        all(pairs[-1][1] == "held" for pairs in outcomes.values()))
-    top = judged[-1]
-    at = summary[summary["x"] == top].set_index("policy")
-    texts = [text(label, at.loc[label]) + _messages(frame, label, top) for label in better]
-    return Verdict(status, _readings(spec.axis, outcomes) + f"; {spec.axis} = {top:g}: "
-                   + "; ".join(texts) + f" vs {text(worse, at.loc[worse])}"
-                   + _messages(frame, worse, top) + "".join(f" ({note})" for note in skipped))
-
-
-def _with_exact(summary: pd.DataFrame, exact: dict[str, dict[float, float]]
-                ) -> tuple[pd.DataFrame, dict[tuple[str, float], str]]:
-    """The summary with each exact value in place of its curve's estimate (an interval of
-    width 0), and the text of each such point: the exact value, then the estimate."""
-    summary = summary.copy()
-    shown: dict[tuple[str, float], str] = {}
-    for index, row in summary.iterrows():
-        value = exact.get(row["policy"], {}).get(round(float(row["x"]), 12))
-        if value is None:
-            continue
-        shown[(row["policy"], float(row["x"]))] = (
-            f"{row['policy']} {fmt(value)} (exact; simulated {ci_text(row)})")
-        summary.loc[index, ["y", "ci_low", "ci_high"]] = value
-        summary.loc[index, "stable"] = True
-    return summary, shown
-
-
-def _comparison_status(outcomes: list[str], decided: bool) -> str:
-    """A comparison's status from its outcomes at each (policy, load or system): held in
-    part when some win and some lose; not held when some lose and none wins; otherwise
-    held when ``decided`` (the claim's own condition: every policy wins at the highest
-    load judged, or the herd grows), undecided when not."""
-    if "held" in outcomes and "not held" in outcomes:
-        return "held in part"
-    if "not held" in outcomes:
-        return "not held"
-    return "held" if decided else "undecided"
-
-
-def _outcome(better: pd.Series, worse: pd.Series) -> str:
-    """Whether ``better`` beats ``worse`` at one load: by stability, else by disjoint CIs."""
-    if better["stable"] != worse["stable"]:
-        return "held" if better["stable"] else "not held"
-    if better["ci_high"] < worse["ci_low"]:
-        return "held"
-    if worse["ci_high"] < better["ci_low"]:
-        return "not held"
-    return "undecided"
-
-
-def _bands(axis: str, pairs: list[tuple[float, str]]) -> str:
-    """One policy's outcomes along the axis as bands: "held at every load judged (0.5–0.98)",
-    or "held at load 0.5–0.9, not held at 0.95–0.98"."""
-    runs: list[tuple[str, float, float]] = []
-    for x, outcome in pairs:
-        if runs and runs[-1][0] == outcome:
-            runs[-1] = (outcome, runs[-1][1], x)
-        else:
-            runs.append((outcome, x, x))
-
-    def span(low: float, high: float) -> str:
-        return f"{low:g}" if low == high else f"{low:g}–{high:g}"
-
-    if len(runs) == 1:
-        outcome, low, high = runs[0]
-        return f"{outcome} at every {axis} judged ({span(low, high)})"
-    return f"{runs[0][0]} at {axis} {span(*runs[0][1:])}, " + ", ".join(
-        f"{outcome} at {span(low, high)}" for outcome, low, high in runs[1:])
-
-
-def _readings(axis: str, outcomes: dict[str, list[tuple[float, str]]]) -> str:
-    """The per-policy readings, policies with the same bands named together."""
-    grouped: dict[str, list[str]] = {}
-    for label, pairs in outcomes.items():
-        grouped.setdefault(_bands(axis, pairs), []).append(label)
-    return "; ".join(f"{', '.join(labels)}: {bands}" for bands, labels in grouped.items())
-
-
-def _resolved(point: pd.Series) -> bool:
-    """Whether a curve's point can be compared: judged unstable (that is the evidence), or
-    stable with an interval inside the support of E[ΣQ] (ci_low ≥ 0). A t-interval from two
-    short runs reached below 0 for a queue length: such a point is not equilibrated."""
-    if not point["stable"]:
-        return True
-    low = float(point["ci_low"])
-    return math.isfinite(low) and low >= 0
-
-
-def _beats_all(spec: ExperimentSpec, frame: pd.DataFrame, label: str, others: list[str],
-               exact: dict[str, dict[float, float]] | None = None) -> Verdict:
-    """``label`` has a smaller E[ΣQ] than each of ``others`` (:func:`_better` against each,
-    with the ``exact`` values it has): held when it beats every one, held in part when it
-    beats some and not others."""
-    verdicts = [_better(spec, frame, [label], other, exact) for other in others]
-    statuses = [v.status for v in verdicts]
-    if set(statuses) == {"not held"}:
-        status = "not held"
-    elif "not held" in statuses and {"held", "held in part"} & set(statuses):
-        status = "held in part"
-    else:
-        status = combine(statuses)
-    return Verdict(status, "; ".join(f"vs {other}: {v.status} ({v.numbers})"
-                                     for other, v in zip(others, verdicts, strict=True)))
-
-
-def _messages(frame: pd.DataFrame, label: str, x: float) -> str:
-    """A policy's messages per arrival at ``x`` (mean over its runs), as a suffix."""
-    rows = frame[(frame["policy_label"] == label) & (frame["x"] == x)]
-    value = float(pd.to_numeric(rows["messages_per_arrival"], errors="coerce").mean())
-    return f" ({value:.3g} msg/arrival)" if math.isfinite(value) else ""
 
 
 def _stability_threshold(spec: ExperimentSpec, frame: pd.DataFrame, label: str,
@@ -373,62 +228,6 @@ def _only(frame: pd.DataFrame, system: str) -> pd.DataFrame:
     return frame[frame["system"] == system]
 
 
-def _sampling_region(frame: pd.DataFrame) -> str:
-    """Why a policy that picks among d servers sampled uniformly (its ``pod_d``) is
-    unstable near capacity on the frame's system: [HLM]'s bound ρ̄ (the m slowest servers
-    get a job whenever all d samples fall among them), whatever it does with the samples;
-    and what that says."""
-    if frame.empty or "params.pod_d" not in frame:
-        return ""
-    d = int(frame["params.pod_d"].dropna().iloc[0])
-    rates = parse_rates(str(frame["system.servers"].iloc[0]))
-    bar = pod_threshold(rates, d) / float(rates.sum())
-    if bar >= 1:  # the samples bound nothing below capacity
-        return ""
-    return (f": choosing among d = {d} servers sampled uniformly, whatever the estimates, "
-            f"serves at most ρ̄ = {bar:.3g} of the capacity ([HLM]'s bound), so every "
-            f"ε ≤ {1 - bar:.3g} is past the stability region — not heavy-traffic optimal "
-            "because unstable near capacity. (Theorem 2's tilt is sufficient, not "
-            "necessary: the lack of tilt alone would not show this.)")
-
-
-def _across_systems(spec: ExperimentSpec, frame: pd.DataFrame, label: str,
-                    others: list[str], herd: str) -> Verdict:
-    """``label`` beats each of ``others`` on every system of the experiment, in the spec's
-    order (one load: ``scd-dispatchers``' M = 1, 10, 100), each by stability or disjoint
-    CIs (:func:`_outcome`), and ``herd``'s E[ΣQ] grows from the first system to the last
-    (CIs apart); held when both are, held in part when ``label`` wins somewhere and loses
-    somewhere. ``label``'s own first and last values are shown beside ``herd``'s."""
-    summary = summary_of(spec, frame, "mean_total_queue")
-    missing = missing_curves(summary, [label, *others, herd])
-    if missing:
-        return missing
-    systems = [s.label for s in spec.systems if s.label in set(summary["system"])]
-    outcomes, texts = [], []
-    for system in systems:
-        at = summary[summary["system"] == system].set_index("policy")
-        if label not in at.index:
-            continue
-        results = {other: _outcome(at.loc[label], at.loc[other]) for other in others
-                   if other in at.index}
-        outcomes += results.values()
-        lost = [other for other, outcome in results.items() if outcome != "held"]
-        texts.append(f"{system}: {label} {ci_text(at.loc[label])} "
-                     + ("beats every one" if not lost else "does not beat "
-                        + ", ".join(f"{other} {ci_text(at.loc[other])} ({results[other]})"
-                                    for other in lost)))
-    ends = [summary[(summary["system"] == system)].set_index("policy")
-            for system in (systems[0], systems[-1])]
-    grows = bool(ends[0].loc[herd]["stable"] and ends[1].loc[herd]["stable"]
-                 and ends[1].loc[herd]["ci_low"] > ends[0].loc[herd]["ci_high"])
-    status = _comparison_status(outcomes, set(outcomes) == {"held"} and grows)
-    growth = (f"{herd} {ci_text(ends[0].loc[herd])} → {ci_text(ends[1].loc[herd])} "
-              f"({'grows' if grows else 'does not grow beyond its CIs'}), {label} "
-              f"{ci_text(ends[0].loc[label])} → {ci_text(ends[1].loc[label])} from "
-              f"{systems[0]} to {systems[-1]}")
-    return Verdict(status, f"vs {', '.join(others)}: " + "; ".join(texts) + f"; {growth}")
-
-
 #: the label suffix of ``led-fig1``'s LED curves at Po-2's messages per dispatch event
 DISPATCH_UNIT = " (Po-2/dispatch)"
 #: the JBT claims' evidence beyond ``jbt-regimes``: ε = 10⁻⁴, JIQ's long run at 10⁻³, and
@@ -443,27 +242,27 @@ CLAIMS: tuple[Claim, ...] = (
           "to one server); JSQ with shared ties (every dispatcher picks the same shortest "
           "queue: the herd); LED at 4 messages per job, [LED] §5's count of Po-2's.",
           "led-fig1", "queue",
-          lambda s, f: _better(s, f, ["L-JBA-Pull", "L-JSQ-Pull", "L-JBA-Push", "L-JSQ-Push"],
-                               "JSQ (shared ties)")),
+          lambda s, f: beat(s, f, ["L-JBA-Pull", "L-JSQ-Pull", "L-JBA-Push", "L-JSQ-Push"],
+                            "JSQ (shared ties)")),
     Claim("led-fig1-budget", "[LED] Fig. 1",
           "The same at equal message budgets: each LED policy at the messages per arrival "
           "Po-2 spends in the batch model (4 per dispatch event, ≈ 1.3 per job).",
           "led-fig1", "queue",
-          lambda s, f: _better(s, f, [label + DISPATCH_UNIT for label in
-                                      ("L-JBA-Pull", "L-JSQ-Pull", "L-JBA-Push",
-                                       "L-JSQ-Push")], "JSQ (shared ties)")),
+          lambda s, f: beat(s, f, [label + DISPATCH_UNIT for label in
+                                   ("L-JBA-Pull", "L-JSQ-Pull", "L-JBA-Push",
+                                    "L-JSQ-Push")], "JSQ (shared ties)")),
     Claim("led-fig1-slotted", "[LED] Fig. 1",
           "In the slot model of the LED/LSQ group's public simulator (per-job dispatch, "
           "geometric service, 50×1 + 50×5, ≈ 300 jobs a slot), L-JBA-Push at 4 messages "
           "per job beats JSQ, which water-fills the true slot-start queues and so herds.",
           "led-fig1-slotted", "queue",
-          lambda s, f: _better(s, f, ["L-JBA-Push"], "JSQ (water-filling)")),
+          lambda s, f: beat(s, f, ["L-JBA-Push"], "JSQ (water-filling)")),
     Claim("scd-herd", "[SCD]",
           "Stochastically coordinated dispatching beats full-information JSQ (water-filling), "
           "LSQ, JIQ and weighted random routing on heterogeneous servers with many "
           "dispatchers (50×1 + 50×5, M = 10, per-job dispatch, geometric service).",
           "scd-loads", "queue",
-          lambda s, f: _beats_all(s, f, "SCD", ["JSQ (water-filling)", "LSQ", "JIQ",
+          lambda s, f: beats_all(s, f, "SCD", ["JSQ (water-filling)", "LSQ", "JIQ",
                                                 "weighted random"],
                                   _random_routing_exact(s, "weighted random"))),
     Claim("scd-dispatchers", "[SCD]",
@@ -471,7 +270,7 @@ CLAIMS: tuple[Claim, ...] = (
           "full-information JSQ (water-filling) herds more — its E[ΣQ] grows with M — while "
           "SCD beats every baseline at every M.",
           "scd-dispatchers", "queue",
-          lambda s, f: _across_systems(s, f, "SCD", ["JSQ (water-filling)", "TWF", "LSQ",
+          lambda s, f: across_systems(s, f, "SCD", ["JSQ (water-filling)", "TWF", "LSQ",
                                                      "JIQ", "L-JBA-Push", "L-JBA-Pull",
                                                      "weighted random"],
                                        "JSQ (water-filling)")),
@@ -482,7 +281,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("led-fig2", "[LED] Fig. 2",
           "With rare updates (p̂ = 0.01, d = 2) L-JBA-Push and L-Pod-Push beat L-JSQ-Push.",
           "led-fig2", "queue",
-          lambda s, f: _better(s, f, ["L-JBA-Push", "L-Pod-Push"], "L-JSQ-Push"),
+          lambda s, f: beat(s, f, ["L-JBA-Push", "L-Pod-Push"], "L-JSQ-Push"),
           extra=("led-fig2-long",)),
     Claim("led-theorem-2", "[LED] Theorem 2",
           "δ-tilted LED policies (L-JBA, L-Pod; push and pull) with p independent of ε are "
@@ -499,7 +298,7 @@ CLAIMS: tuple[Claim, ...] = (
           "eps-excess",
           lambda s, f: leaves_heavy_traffic(s, _only(f, LED_HETEROGENEOUS),
                                              ["L-Pod-Pull", "L-Pod-Push"],
-                                             _sampling_region(_only(f, LED_HETEROGENEOUS)))),
+                                             sampling_region(_only(f, LED_HETEROGENEOUS)))),
     Claim("jbt-jiq", "[JBT] Theorem 1(1)",
           "JIQ (r = 1, a constant threshold) is not heavy-traffic optimal: lim ε·E[X] > 0 "
           "(on the papers' systems and on few slow servers, where the gap is large).",

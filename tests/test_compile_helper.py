@@ -24,13 +24,14 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the helper's lifetime checks read /proc")
 
 COLD_RUN = """
-import json, os
-from dispatchlab import System, simulate
+import json, os, sys
+from dispatchlab.cli import main
 from dispatchlab.engine import compile_helper
-result = simulate(System.build('10x0.5', load=0.9), 'jsq', slots=1000, seed=3)
+status = main(["run", "--policy", "jsq", "--servers", "10x0.5", "--load", "0.9",
+               "--slots", "1000", "--seed", "3", "--json"])
 children = [p for p in os.listdir('/proc') if p.isdigit()
             and open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == str(os.getpid())]
-print(json.dumps({"mean": result.mean_total_queue, "helper": compile_helper.last_helper,
+print(json.dumps({"status": status, "helper": compile_helper.last_helper,
                   "children": children}))
 """
 
@@ -40,16 +41,23 @@ def _cold_environment(tmp_path: Path) -> dict[str, str]:
             compile_helper.SWITCH: "1"}
 
 
-def test_a_cold_run_compiles_beside_a_helper_and_leaves_none_behind(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", COLD_RUN], env=_cold_environment(tmp_path),
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.splitlines()[-1])
-    assert report["helper"]["peak_kb"] > 0 and report["helper"]["cpu_seconds"] > 0
-    assert report["children"] == []  # the helper was stopped with the compiling
-    # the same numbers as this process computes (warm, no helper)
-    warm = simulate(System.build("10x0.5", load=0.9), "jsq", slots=1000, seed=3)
-    assert report["mean"] == warm.mean_total_queue
+def test_a_cold_run_compiles_beside_a_helper_says_so_and_leaves_none_behind(
+        tmp_path: Path) -> None:
+    """On a stderr that is no terminal (a log, CI, ``make demo`` piped), one plain line;
+    then a warm run: nothing compiled, the same numbers."""
+    cold, warm = (subprocess.run([sys.executable, "-c", COLD_RUN],
+                                 env=_cold_environment(tmp_path), capture_output=True,
+                                 text=True, timeout=600, check=False) for _ in range(2))
+    assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
+    (cold_run, cold_report), (warm_run, warm_report) = (
+        [json.loads(line) for line in done.stdout.splitlines()[-2:]] for done in (cold, warm))
+    assert cold_report["status"] == warm_report["status"] == 0
+    assert ("compiling the slot loop, policies.classic._jsq_choose (once: cached for the next "
+            "runs)") in cold.stderr
+    assert cold_report["helper"]["peak_kb"] > 0 and cold_report["helper"]["cpu_seconds"] > 0
+    assert cold_report["children"] == []  # the helper was stopped with the compiling
+    assert "compiling" not in warm.stderr and warm_report["helper"] == {}
+    assert cold_run["mean_total_queue"] == warm_run["mean_total_queue"]
 
 
 def _helper_of(parent: int, within: float) -> int | None:
@@ -128,22 +136,6 @@ def test_the_helper_imports_nothing_outside_dispatchlab(monkeypatch) -> None:
     compile_helper._compile(Piece("os", "system"))
     compile_helper._compile(Piece("dispatchlabx.evil", "f"))
     assert imported == []
-
-
-def test_a_cold_run_says_what_it_compiles_and_a_warm_one_does_not(tmp_path: Path) -> None:
-    """On a stderr that is no terminal (a log, CI, ``make demo`` piped), one plain line."""
-    command = [sys.executable, "-c", "import sys; from dispatchlab.cli import entry_point; "
-               "sys.argv[0] = 'dispatchlab'; entry_point()", "run", "--policy", "jsq",
-               "--servers", "4x0.5", "--slots", "200", "--json"]
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    cold, warm = (subprocess.run(command, env=environment, capture_output=True, text=True,
-                                 timeout=600, check=False) for _ in range(2))
-    assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
-    assert ("compiling the slot loop, policies.classic._jsq_choose (once: cached for the next "
-            "runs)") in cold.stderr
-    assert "compiling" not in warm.stderr
-    means = [json.loads(done.stdout)["mean_total_queue"] for done in (cold, warm)]
-    assert means[0] == means[1]
 
 
 def test_a_hostile_piece_list_imports_nothing_and_ends_cleanly(monkeypatch, capsys) -> None:

@@ -79,6 +79,52 @@ def test_the_qbd_agrees_with_the_truncated_chain() -> None:
         assert qbd.mean_queues == pytest.approx(chain.mean_queues, rel=1e-8)
 
 
+def test_auto_takes_the_qbd_where_the_chain_is_too_large() -> None:
+    """The chain where it fits; the QBD where it does not and the QBD applies; each
+    refusal says which method would answer."""
+    close = System.build([0.3, 0.6], load=0.999, arrivals="bernoulli")
+    auto = dispatchlab.exact(close, "jsq")
+    assert "QBD" in auto.method
+    assert auto.mean_total_queue == dispatchlab.exact(close, "jsq", method="qbd").mean_total_queue
+    with pytest.raises(ValidationError, match="no exact solution this large; method='qbd' "
+                       "answers it"):
+        dispatchlab.exact(close, "jsq", method="chain")
+    loose = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli")
+    assert "chain" in dispatchlab.exact(loose, "jsq").method
+    three = System.build("3x0.5", load=0.99, arrivals="binomial:2")  # no QBD for N = 3
+    with pytest.raises(ValidationError, match="no exact solution this large; simulate$"):
+        dispatchlab.exact(three, "jsq", max_states=10_000)
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"method": "fast"}, "method"), ({"method": 1}, "method"),
+    ({"method": "qbd", "truncation": 40}, "truncation"),
+    ({"method": "qbd", "tolerance": 1e-9}, "tolerance"),
+    ({"method": "qbd", "max_states": 10}, "max_states"),
+])
+def test_a_method_and_its_options_are_checked(options: dict, field: str) -> None:
+    system = System.build([0.3, 0.6], load=0.9, arrivals="bernoulli")
+    with pytest.raises(ValidationError, match=f"^{field}: "):
+        dispatchlab.exact(system, "jsq", **options)
+
+
+@pytest.mark.parametrize("args, status, words", [
+    (["--method", "qbd"], 0, "QBD"),
+    (["--qbd"], 0, "QBD"),
+    ([], 0, "QBD"),  # the chain would be too large
+    (["--method", "chain"], 2, "method='qbd' answers it"),
+    (["--qbd", "--method", "chain"], 2, "qbd: --qbd is --method qbd"),
+    (["--method", "qbd", "--truncation", "40"], 2, "truncation: an option of the truncated"),
+])
+def test_check_exact_takes_a_method(args: list[str], status: int, words: str, capsys) -> None:
+    from dispatchlab.cli import main
+
+    code = main(["check", "exact", "--servers", "0.3,0.6", "--dispatchers", "1", "--load",
+                 "0.999", "--arrivals", "bernoulli", *args])
+    captured = capsys.readouterr()
+    assert code == status and words in captured.out + captured.err, captured
+
+
 def test_the_qbd_reaches_the_heavy_traffic_limit() -> None:
     from dispatchlab.theory.bounds import heavy_traffic_limit
 

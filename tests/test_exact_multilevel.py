@@ -77,9 +77,12 @@ def test_the_facade_hands_a_large_chain_to_the_multilevel_solver() -> None:
         dispatchlab.exact(system, "jbt", policy_params={"r": 2}, max_states=3_000)
     assert handed.extras["residual"] <= 1e-13
     assert handed.mean_total_queue == pytest.approx(plain.mean_total_queue, rel=1e-7)
-    # a rule the multilevel solver does not take is still refused by the plain chain
-    with pytest.raises(ValidationError, match="^max_states: the state space would hold"):
-        dispatchlab.exact(system, "jsed", max_states=3_000)
+    # a rule the multilevel solver does not take is still refused by the plain chain, which
+    # names the QBD (JSED on equal servers is JSQ); method="auto" takes it
+    with pytest.raises(ValidationError, match="^max_states: the state space would hold.*"
+                       "method='qbd' answers it"):
+        dispatchlab.exact(system, "jsed", method="chain", max_states=3_000)
+    assert "QBD" in dispatchlab.exact(system, "jsed", max_states=3_000).method
 
 
 def test_refusals_name_the_field() -> None:

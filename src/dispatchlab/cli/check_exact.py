@@ -33,21 +33,30 @@ def exact_command(
     truncation: Annotated[int | None, typer.Option(
         help="K: keep ΣQ ≤ K \\[default: grow K until P(ΣQ = K) ≤ --tolerance].",
         show_default=False)] = None,
-    tolerance: Annotated[float, typer.Option(
-        help="Target mass at the truncation edge P(ΣQ = K).")] = 1e-9,
+    tolerance: Annotated[float | None, typer.Option(
+        help="Target mass at the truncation edge P(ΣQ = K) \\[default: 1e-9].",
+        show_default=False)] = None,
     max_states: Annotated[int | None, typer.Option(
         help="Refuse a chain with more states than this (default: 400,000 for the chain, "
         "2·10⁷ for the two-server multilevel solver it hands JIQ/JBT-r over to).",
         show_default=False)] = None,
-    qbd: Annotated[bool, typer.Option(
-        "--qbd", help="Two servers, Bernoulli laws, a JSQ-type rule: the QBD solution by "
-        "logarithmic reduction (any ε > 0, e.g. 1e-4).")] = False,
+    method: Annotated[str, typer.Option(
+        help="chain: the truncated sparse chain (the two-server multilevel solver for "
+        "JIQ/JBT-r when it is too large); qbd: two servers, one dispatcher, Bernoulli laws, a "
+        "JSQ-type rule, by logarithmic reduction (any ε > 0, e.g. 1e-4); auto: the chain, "
+        "and the QBD where the chain would be too large and the QBD applies.")] = "auto",
+    qbd: Annotated[bool, typer.Option("--qbd", help="Same as --method qbd.")] = False,
     json_: options.Json = False,
 ) -> None:
     """E[ΣQ], E[Q_n] and P(ΣQ = k) of the stationary law of a small system (truncated sparse
-    chain, or the two-server QBD with --qbd), with the truncation level and the mass at its
-    edge; refused when the state space would be too large."""
+    chain, or the two-server QBD), with the truncation level and the mass at its edge;
+    refused when no method fits."""
+    from dispatchlab.core.errors import require
+    from dispatchlab.simulation.exact import exact
     from dispatchlab.specs.run import RunSpec, parse_assignments
+
+    require(not qbd or method in ("auto", "qbd"), "qbd",
+            f"--qbd is --method qbd; it contradicts --method {method}")
 
     spec = RunSpec().with_overrides(
         policy=policy, params=parse_assignments(set_) or None, servers=servers,
@@ -56,15 +65,10 @@ def exact_command(
     system = spec.build_system()
     chosen = spec.make_policy()
     if qbd:
-        from dispatchlab.exact.qbd import two_server_qbd
-
-        chosen.check_system(system)
-        data = two_server_qbd(system, chosen).to_dict()
-    else:
-        from dispatchlab.simulation.exact import exact
-
-        data = exact(system, chosen, truncation=truncation, tolerance=tolerance,
-                     max_states=max_states).to_dict()
+        method = "qbd"
+    data = exact(system, chosen, method=method, truncation=truncation, tolerance=tolerance,
+                 max_states=max_states).to_dict()
+    qbd = "phase_limit" in data  # (auto may have chosen the QBD)
     if json_:
         print_json({"system": system.describe(), **data})
         return

@@ -1,6 +1,6 @@
 """``dispatchlab.exact(system, policy)``: the exact stationary law of a small system, for a
-policy given by name or object (the solver itself, :mod:`dispatchlab.exact`, sits below
-the policies and takes the object)."""
+policy given by name or object (the solvers themselves, :mod:`dispatchlab.exact`, sit below
+the policies and take the object), by the method that applies and fits."""
 
 from __future__ import annotations
 
@@ -12,31 +12,55 @@ from dispatchlab.model.system import System
 
 if TYPE_CHECKING:
     from dispatchlab.exact.chain import ExactResult
+    from dispatchlab.exact.qbd import QBDResult
     from dispatchlab.policies.base import Policy
 
 
-EXACT_KEYWORDS = "policy_params, truncation, tolerance, max_states, law_tail"
+EXACT_KEYWORDS = "method, policy_params, truncation, tolerance, max_states, law_tail"
+#: ``method`` of :func:`exact`
+METHODS = ("auto", "chain", "qbd")
+#: what the QBD takes, for a refusal that names it
+QBD_TAKES = ("method='qbd' answers it (two servers, one dispatcher, Bernoulli arrivals and "
+             "service, a JSQ-type rule, any ε > 0)")
 
 
 @api_stops()
-def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any] | None = None,
-          truncation: int | None = None, tolerance: float | None = None,
-          max_states: int | None = None, law_tail: float | None = None,
-          **unknown: Any) -> ExactResult:
-    """The stationary law of ``system`` under ``policy``: E[ΣQ], E[Q_n], P(ΣQ = k), the
-    truncation level K and the mass at its edge (:func:`dispatchlab.exact.chain.solve`).
+def exact(system: System, policy: Policy | str, *, method: str = "auto",
+          policy_params: dict[str, Any] | None = None, truncation: int | None = None,
+          tolerance: float | None = None, max_states: int | None = None,
+          law_tail: float | None = None, **unknown: Any) -> ExactResult | QBDResult:
+    """The stationary law of ``system`` under ``policy``, exactly.
+
+    Args:
+        system: the system (a :class:`~dispatchlab.System`).
+        policy: a policy that declares its exact dispatch law, or its name (rand, wrand,
+            rr, jsq, jsed, pod, balanced-pod; jiq and jbt with M = 1).
+        method: ``"chain"``: the truncated sparse chain (:func:`dispatchlab.exact.chain.solve`:
+            E[ΣQ], E[Q_n], P(ΣQ = k), the truncation level K and the mass at its edge; for
+            JIQ/JBT-r on two servers it hands a chain too large for it to the multilevel
+            solver). ``"qbd"``: the two-server QBD by logarithmic reduction
+            (:func:`dispatchlab.exact.qbd.two_server_qbd`: E[ΣQ] and E[Q_n] at any ε > 0,
+            for two servers, one dispatcher, Bernoulli laws and a JSQ-type rule).
+            ``"auto"`` (default): the chain, and the QBD where the chain would be too large
+            and the QBD applies.
+        policy_params: the policy's parameters, with a policy name.
+        truncation, tolerance, max_states, law_tail: the chain's options
+            (:func:`dispatchlab.exact.chain.solve`); refused with ``method="qbd"``.
 
     Raises ValidationError ("no exact solution: simulate") for a policy that declares no
-    exact dispatch law, when the state space would be too large, and when theory says the
-    policy is unstable on ``system`` (a state-independent split that overloads a server,
-    docs/model.md#pi-stability): such a chain has no stationary law, and its truncation
-    would grow until ``max_states``.
+    exact dispatch law, when no method fits (the refusal of ``method="chain"`` names the
+    QBD when it would answer), and when theory says the policy is unstable on ``system``
+    (a state-independent split that overloads a server, docs/model.md#pi-stability): such
+    a chain has no stationary law, and its truncation would grow until ``max_states``.
     """
     from dispatchlab.exact.chain import solve
+    from dispatchlab.exact.qbd import two_server_qbd
     from dispatchlab.policies import Policy, make_policy
     from dispatchlab.simulation.summary import theory_stability
 
     refuse_unknown("exact", unknown, EXACT_KEYWORDS)
+    require(isinstance(method, str) and method in METHODS, "method",
+            f"one of {', '.join(METHODS)} (got {method!r})")
     require(isinstance(system, System), "system", f"expected a System (got {system!r})")
     for name, value in (("truncation", truncation), ("max_states", max_states)):
         require(not isinstance(value, int) or isinstance(value, bool)
@@ -55,5 +79,31 @@ def exact(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
                                              ("tolerance", tolerance),
                                              ("max_states", max_states),
                                              ("law_tail", law_tail)) if value is not None}
-    return solve(system, policy, **options)
+    if method == "qbd":
+        for name in options:
+            raise ValidationError(name, "an option of the truncated chain (method='chain' "
+                                  "or 'auto'); the QBD takes none")
+        return two_server_qbd(system, policy)
+    try:
+        return solve(system, policy, **options)
+    except ValidationError as refusal:
+        if "no exact solution this large" not in refusal.message:
+            raise
+        answer = _qbd_or_none(system, policy)
+        if answer is None:
+            raise
+        if method == "auto":
+            return answer
+        raise ValidationError(refusal.field, f"{refusal.message.removesuffix('; simulate')}; "
+                              f"{QBD_TAKES}") from None
+
+
+def _qbd_or_none(system: System, policy: Policy) -> QBDResult | None:
+    """The QBD's answer where it applies, else None."""
+    from dispatchlab.exact.qbd import two_server_qbd
+
+    try:
+        return two_server_qbd(system, policy)
+    except ValidationError:
+        return None
 

@@ -3,6 +3,9 @@ without simulating (docs/exact.md)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Annotated
 
 import typer
@@ -11,7 +14,16 @@ from rich.table import Table
 
 from dispatchlab.cli import options
 from dispatchlab.cli.app import check_app
-from dispatchlab.cli.output import number, print_json, stdout_console
+from dispatchlab.cli.output import (
+    number,
+    print_json,
+    say_when_piped,
+    stderr_console,
+    stdout_console,
+)
+
+#: a piped or logged stderr gets the solver's line at most this often (seconds)
+PIPED_EVERY = 5.0
 
 
 @check_app.command("exact")
@@ -66,8 +78,9 @@ def exact_command(
     chosen = spec.make_policy()
     if qbd:
         method = "qbd"
-    data = exact(system, chosen, method=method, truncation=truncation, tolerance=tolerance,
-                 max_states=max_states).to_dict()
+    with nullcontext() if json_ else solve_status():
+        data = exact(system, chosen, method=method, truncation=truncation,
+                     tolerance=tolerance, max_states=max_states).to_dict()
     qbd = "phase_limit" in data  # (auto may have chosen the QBD)
     if json_:
         print_json({"system": system.describe(), **data})
@@ -104,3 +117,27 @@ def exact_command(
             table.add_row("E[ΣQ(t+1)·ΣU(t)] (Eq. 7)", f"{extras['cross_term']:.10g}")
     table.add_row("seconds", f"{data['seconds']:.3f}")
     stdout_console().print(table)
+
+
+@contextmanager
+def solve_status() -> Iterator[None]:
+    """The solver's progress on stderr (:mod:`dispatchlab.exact.progress`): on a terminal, a
+    spinner with its latest line; piped or logged, a chain's size as it is said, and the
+    latest line at most every :data:`PIPED_EVERY` seconds from the first second on. stdout
+    is never touched."""
+    from dispatchlab.exact.progress import reporting
+
+    console = stderr_console()
+    started = time.perf_counter()
+    last = [started - PIPED_EVERY]
+    with console.status("solving …") as status:
+        def show(line: str) -> None:
+            status.update(f"solving: {escape(line)}")
+            now = time.perf_counter()
+            # (a chain's size, said before it is built, at once)
+            if line.endswith("…") or (now - started >= 1.0 and now - last[0] >= PIPED_EVERY):
+                last[0] = now
+                say_when_piped(console, line)
+
+        with reporting(show):
+            yield

@@ -40,6 +40,7 @@ from dispatchlab.exact.laws import (
     multinomial_splits,
     service_pmf,
 )
+from dispatchlab.exact.progress import LONG_SOLVE_STATES, say
 from dispatchlab.exact.rules import MemoryRule
 
 if TYPE_CHECKING:
@@ -464,6 +465,8 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
                 f"the state space would hold {size:,} states (ΣQ ≤ K = {k} on N = {n} "
                 f"servers × {memory_values} memory value(s)), above max_states = "
                 f"{max_states:,}: no exact solution this large; simulate")
+        if size >= LONG_SOLVE_STATES:
+            say(f"K = {k:,}: {size:,} states, building and solving the chain …")
         chain = _Chain(system, rule, shared, k, law_tail)
         pi, kept, loss = chain.solve()
         q = chain.q[kept % chain.q.shape[0]]

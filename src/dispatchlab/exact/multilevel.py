@@ -48,6 +48,7 @@ from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.ram import require_memory
 from dispatchlab.core.signals import interruption, stops_caught
 from dispatchlab.exact.laws import MIN_TOLERANCE
+from dispatchlab.exact.progress import LONG_SOLVE_STATES, say, seconds_left
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System
@@ -504,6 +505,9 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
         require(r <= k, "truncation", f"the threshold r = {r} exceeds the truncation K = {k}")
         require_memory("max_states", size * BYTES_PER_STATE,
                        f"the multilevel chain of {size:,} states (ΣQ ≤ K = {k})")
+        if size >= LONG_SOLVE_STATES:
+            say(f"K = {k:,}: {size:,} states (~{size * BYTES_PER_STATE / 1e6:,.0f} MB), "
+                "building the chain …")
         target, prob, c1, c2, moments, valid = _build(k, r, ordered, lam, mu, *tables,
                                                       10 if ordered else 9)
         require(bool(valid.all()), "truncation", "internal: unused state indices")
@@ -519,10 +523,18 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
         hierarchy = _Hierarchy(c1, c2)
         error, cycles = math.inf, 0
         history: list[tuple[np.ndarray, np.ndarray]] = []
+        errors: list[float] = []
+        cycles_started = time.perf_counter()
         with stops_caught() as stopped:  # Ctrl-C between two cycles, not inside one
             while cycles < max_cycles:
                 x, error = _accelerated_step(hierarchy, target, prob, x, history)
                 cycles += 1
+                errors.append(error)
+                left = seconds_left(errors, residual,
+                                    (time.perf_counter() - cycles_started) / cycles)
+                say(f"K = {k:,}, {size:,} states: cycle {cycles}, ‖πP − π‖₁ = {error:.2g} "
+                    f"(target {residual:.0e})"
+                    + (f", about {math.ceil(left)} s left" if math.isfinite(left) else ""))
                 if stopped():
                     raise interruption(stopped(), f"the multilevel solve at cycle {cycles} "
                                        f"(K = {k}, {size:,} states)")

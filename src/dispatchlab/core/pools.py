@@ -37,6 +37,7 @@ from dispatchlab.core.errors import require
 from dispatchlab.core.signals import (
     interrupt_saying,
     interruption,
+    leave_if_importing_the_main_script,
     leave_stops_to_the_coordinator,
     stops_caught,
 )
@@ -122,6 +123,7 @@ def process_pool(workers: int, initializer: Callable[..., Any] | None = None,
     """A process pool of ``workers`` spawned processes (SIGINT blocked in each), each
     watching this process (:func:`watch_coordinator`) and running
     ``initializer(*initargs)`` first when one is given."""
+    leave_if_importing_the_main_script()
     return Pool(max_workers=workers, mp_context=_WorkerContext(), initializer=_start_worker,
                 initargs=(os.getpid(), initializer, initargs))
 
@@ -186,8 +188,8 @@ def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,
             return _gather(pool, function, items)
         with process_pool(count) as own:
             return _gather(own, function, items)
-    except BrokenProcessPool as error:
-        raise RuntimeError(BROKEN_POOL) from error
+    except BrokenProcessPool:
+        raise RuntimeError(BROKEN_POOL) from None  # (its cause says no more)
 
 
 def _gather(pool: Executor, function: Callable[[T], R], items: list[T]) -> list[R]:

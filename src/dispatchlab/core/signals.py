@@ -22,6 +22,7 @@ stops, and Ctrl-C, as a flag inside :func:`stops_caught` and raises between two 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -129,7 +130,9 @@ def api_stops() -> Iterator[None]:
     main thread. The call's clean-up then runs as for Ctrl-C; its line goes to stderr and
     the process ends by the signal after all (exit status 128 + n). Handlers someone else
     set (the command line's, a kernel's, the caller's own) are left alone, and so is a
-    nested call (its outer call holds the signals)."""
+    nested call (its outer call holds the signals). A call made by a worker as it imports
+    its coordinator's script ends the worker (:func:`leave_if_importing_the_main_script`)."""
+    leave_if_importing_the_main_script()
     taken = [signum for signum in STOPPING if signal.getsignal(signum) == signal.SIG_DFL]
     if not taken or _in_worker or threading.current_thread() is not threading.main_thread():
         yield
@@ -144,6 +147,23 @@ def api_stops() -> Iterator[None]:
                 stream.flush()
         signal.raise_signal(stop.signum)  # ends the process, as the signal would have
         raise
+
+
+def leave_if_importing_the_main_script() -> None:
+    """In a spawned worker that is importing its coordinator's main script, leave at once,
+    quietly.
+
+    A spawned worker runs the top level of the script that started it. A script that calls
+    dispatchlab with workers there, without ``if __name__ == "__main__":``, made each worker
+    run the call again: its work, then a pool of its own, which multiprocessing refuses
+    while the worker starts, with a traceback from every worker (184 lines of stderr for a
+    two-worker ``dl.sweep``). The worker now exits before doing anything, and the
+    coordinator's error (a dead worker) ends with the line that says to add the guard
+    (``core.pools.BROKEN_POOL``)."""
+    multiprocessing = sys.modules.get("multiprocessing")  # (a spawned worker has it)
+    if multiprocessing is not None and getattr(multiprocessing.current_process(),
+                                               "_inheriting", False):
+        os._exit(1)
 
 
 def interruption(signum: int, detail: str = "") -> KeyboardInterrupt:

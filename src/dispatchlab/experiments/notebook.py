@@ -428,8 +428,8 @@ def _execute(todo: list[tuple[Point, Policy, dict[str, Any] | None]], options: d
         for future in as_completed(futures):
             try:
                 result = future.result()
-            except BrokenProcessPool as error:
-                raise RuntimeError(BROKEN_POOL) from error
+            except BrokenProcessPool:
+                raise RuntimeError(BROKEN_POOL) from None  # (its cause says no more)
             yield futures[future], result, pooled
         finished = True
     finally:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import dispatchlab
 from conftest import load_example
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.policies import make_policy
@@ -171,3 +172,23 @@ def test_a_notebook_cell_can_run_twice():
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("alias, same", [
+    ("p2c", ("pod", {"d": 2})),
+    ("least-request", ("pod", {"d": 2})),
+    ("wrr", ("rr", {"weighted": True})),
+])
+def test_the_names_load_balancers_use_run_as_the_policies_they_map_to(alias, same) -> None:
+    system = dispatchlab.System.build("3x0.3,2x0.6", load=0.8, dispatchers=2)
+    ran = dispatchlab.simulate(system, alias, slots=3_000, seed=5)
+    expected = dispatchlab.simulate(system, same[0], policy_params=same[1], slots=3_000,
+                                    seed=5)
+    assert ran.mean_total_queue == expected.mean_total_queue
+    assert alias in dispatchlab.policy_names()
+
+
+def test_least_request_takes_its_number_of_choices_and_p2c_keeps_two() -> None:
+    assert make_policy("least-request", d=3).d == 3
+    with pytest.raises(ValidationError, match="fixes d = 2"):
+        make_policy("p2c", d=3)

@@ -38,7 +38,7 @@ from dispatchlab.exact.rules import (
     weighted_sequences,
 )
 from dispatchlab.model.system import System
-from dispatchlab.policies.base import Kernel, Param, Policy, register
+from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 from dispatchlab.policies.herding import (
     TIES,
     herding_begin,
@@ -573,3 +573,18 @@ class BalancedPowerOfD(Policy):
                       int_params=np.array([self.params["d"], int(self.params["by_delay"])]),
                       float_params=np.concatenate([[system.mu_sum], alias_table(system.mu)]),
                       int_state=state)
+
+
+# the names load balancers give these rules, as users type them
+register_preset(
+    "p2c", PowerOfD,
+    "P2C, the power of two choices: pod with d = 2 (its name in Envoy, Finagle, gRPC, "
+    "Linkerd).", d=2)
+register_preset(
+    "least-request", PowerOfD,
+    "Least request (Envoy's LEAST_REQUEST): pod, the fewest jobs among d sampled servers; "
+    "d = 2 by default, as Envoy's choice_count (--set d=N).", defaults={"d": 2})
+register_preset(
+    "wrr", RoundRobin,
+    "WRR, weighted round robin: rr with weighted=true (server n gets slots ∝ μ_n of each "
+    "dispatcher's cycle).", weighted=True)

@@ -19,8 +19,8 @@ from typing import Any
 from dispatchlab.policies.base import (
     Policy,
     Preset,
-    _load_builtin_policies,
     policy_entry,
+    policy_names,
     preset_public_name,
 )
 
@@ -48,9 +48,6 @@ def preset_factory(preset: Preset) -> Callable[..., Policy]:
 
 def public_policies() -> dict[str, type[Policy] | Callable[..., Policy]]:
     """Public name → policy class or preset factory, for every registered name."""
-    from dispatchlab.policies.base import policy_names
-
-    _load_builtin_policies()
     out: dict[str, type[Policy] | Callable[..., Policy]] = {}
     for name in policy_names():
         entry = policy_entry(name)

@@ -411,16 +411,15 @@ def _site(entry: Any) -> str:
 
 
 def policy_names() -> list[str]:
-    """The registered policy and preset names, in registration order (the built-in policies
-    loaded first)."""
-    _load_builtin_policies()
+    """The registered policy and preset names, in registration order, the built-in ones
+    first (importing this module imports the package first, whose ``__init__`` imports
+    every module of it, each registering its policies)."""
     return list(_REGISTRY)
 
 
 def policy_entry(name: str) -> type[Policy] | Preset:
     """The policy class or preset registered as ``name`` (case and surrounding blanks
     ignored); a ValidationError listing the names if there is none."""
-    _load_builtin_policies()
     require(isinstance(name, str), "policy",
             f"expected a registered policy name (got {name!r}); see policy_names()")
     key = name.strip().lower()
@@ -440,13 +439,9 @@ def make_policy(name: str, **params: Any) -> Policy:
 
 def catalog() -> Iterable[tuple[str, str, str, tuple[Param, ...]]]:
     """(name, summary, theory, parameters) for every registered policy and preset."""
-    _load_builtin_policies()
     for name, entry in _REGISTRY.items():
         if isinstance(entry, Preset):
             yield name, entry.summary, entry.theory, entry.free_parameters()
         else:
             yield name, entry.summary, entry.theory, entry.parameters
 
-
-def _load_builtin_policies() -> None:
-    import dispatchlab.policies  # noqa: F401  (registers the built-in policies)

@@ -83,7 +83,7 @@ def test_the_paired_ci_covers_the_exact_difference_and_is_narrower() -> None:
     for paired in (one, many):
         assert paired.common_random_numbers
         assert paired.ci_low <= exact <= paired.ci_high, (exact, str(paired))
-        assert 0 < paired.variance_reduction < 1
+        assert 0 < paired.remaining_variance < 1
         assert paired.half_width < paired.unpaired_half_width
         assert paired.difference == pytest.approx(paired.mean_a - paired.mean_b, abs=0.05)
     assert one.method.startswith("per-block differences, batch means")
@@ -101,7 +101,7 @@ def test_pairing_buys_most_where_the_policies_are_alike() -> None:
 
     system = System.build("20x0.5", load=0.98)
     paired = dl.compare(system, "jsq", make_policy("pod", d=4), slots=200_000, seed=0)
-    assert paired.variance_reduction < 0.5
+    assert paired.remaining_variance < 0.5
     assert paired.ci_high < 0  # JSQ's queue is shorter
 
 
@@ -112,6 +112,24 @@ def test_a_policy_against_itself_differs_by_exactly_zero() -> None:
     paired = dl.compare(system, "pod", "pod", slots=20_000, seed=1)
     assert (paired.difference, paired.ci_low, paired.ci_high) == (0.0, 0.0, 0.0)
     assert paired.method == "exact: the same path in every block"
+
+
+def test_the_remaining_variance_keeps_its_old_name_for_a_version(capsys) -> None:
+    """``variance_reduction`` held the variance pairing leaves; it is ``remaining_variance``
+    now, the old name a deprecated alias. The paired table tells jbt:r=1 from jbt:r=3."""
+    import dispatchlab as dl
+    from dispatchlab.cli import main
+
+    system = System.build("4x0.5", load=0.9, dispatchers=2)
+    paired = dl.compare(system, "jsq", "pod", slots=20_000, seed=1)
+    assert 0 < paired.remaining_variance < 1
+    with pytest.warns(DeprecationWarning, match="remaining_variance"):
+        assert paired.variance_reduction == paired.remaining_variance
+    assert "remaining_variance" in paired.to_dict()
+    assert main(["compare", "-p", "jsq", "-p", "jbt:r=1", "-p", "jbt:r=3", "--paired",
+                 "--servers", "4x0.5", "--slots", "4000"]) == 0
+    table = capsys.readouterr().out
+    assert "jbt (r=1)" in table and "jbt (r=3)" in table and "remaining variance" in table
 
 
 @pytest.mark.parametrize("keyword, value, field", [

@@ -67,7 +67,7 @@ def test_compare_paired_with_an_imported_policy() -> None:
     assert pair["ci_low"] <= pair["difference"] <= pair["ci_high"]
     means = [r["mean_total_queue"] for r in record["results"]]
     assert pair["difference"] == pytest.approx(means[1] - means[0], rel=0.05)
-    assert 0 < pair["variance_reduction"] < 1
+    assert 0 < pair["remaining_variance"] < 1
 
 
 def test_sweep_workers_import_the_module(tmp_path: Path) -> None:

@@ -149,7 +149,7 @@ def compare_command(
     paired: Annotated[bool, typer.Option(
         "--paired", help="Pair every policy with the first on common random numbers (one "
         "seed: the same arrivals and service): E[ΣQ] − E[ΣQ of the first] with a paired "
-        "95% CI and the variance reduction it bought (docs/statistics.md#paired).",
+        "95% CI and the variance it leaves (docs/statistics.md#paired).",
         rich_help_panel=RUN)] = False,
     import_: options.Import = None,
     yes: options.Yes = False,
@@ -232,31 +232,41 @@ def compare_command(
             stdout_console().print(f"[yellow]warning: {escape(entry.label)}: {escape(warning)}[/]")
 
 
+def _distinct_names(entries: list[Entry]) -> list[str]:
+    """Each entry's label, with its parameters where another entry has the same label
+    (``jbt (r=1)`` and ``jbt (r=3)``, not ``jbt`` twice)."""
+    labels = [entry.label for entry in entries]
+    return [f"{entry.label} ({params_text(entry.shown_params)})"
+            if labels.count(entry.label) > 1 else entry.label for entry in entries]
+
+
 def paired_table(entries: list[Entry], pairs: list[PairedComparison]) -> Table:
     """The ``--paired`` table: per policy after the first, its E[ΣQ] minus the first's
     (the comparison's a − b, b the first) with
-    the paired 95 % CI, the CI's method, the variance reduction and the unpaired
+    the paired 95 % CI, the CI's method, the remaining variance and the unpaired
     half-width of the same runs (docs/statistics.md#paired)."""
     from dispatchlab.simulation.compare import NO_MEAN
 
-    baseline = entries[0].label
+    names = _distinct_names(entries)
+    baseline = names[0]
     table = Table(title=escape(f"paired with {baseline} on common random numbers (the same "
                                "arrivals and service)"), title_justify="left",
-                  caption="variance reduction: Var(paired difference) / (Var(a) + Var(b)) "
-                  "on the same runs; unpaired ±: the half-width were they independent",
+                  caption="remaining variance: Var(paired difference) / (Var(a) + Var(b)) "
+                  "on the same runs, the share pairing leaves; unpaired ±: the half-width "
+                  "were they independent",
                   caption_justify="left")
     table.add_column("policy", style="bold")
-    for name in (f"Δ E[ΣQ] vs {baseline} [95% CI]", "variance reduction", "unpaired ±"):
+    for name in (f"Δ E[ΣQ] vs {baseline} [95% CI]", "remaining variance", "unpaired ±"):
         table.add_column(escape(name), justify="right")
     table.add_column("method")
-    for entry, pair in zip(entries[1:], pairs, strict=True):
+    for name, pair in zip(names[1:], pairs, strict=True):
         if not math.isfinite(pair.difference):
             shown = NO_MEAN  # one side (or both) unstable: no difference to give
         elif math.isfinite(pair.half_width):
             shown = f"{number(pair.difference)} [{number(pair.ci_low)}, {number(pair.ci_high)}]"
         else:
             shown = f"{number(pair.difference)} [—]"
-        table.add_row(escape(entry.label), escape(shown), number(pair.variance_reduction),
+        table.add_row(escape(name), escape(shown), number(pair.remaining_variance),
                       number(pair.unpaired_half_width), escape(pair.method))
     return table
 
@@ -270,6 +280,14 @@ def comparison_record(system: System, spec: RunSpec, entries: list[Entry],
                         for entry, result in zip(entries, results, strict=True)]}
 
 
+def _bound_text(lower: float) -> str:
+    """The lower bound ζ^(ε)/2ε − B on E[ΣQ] (docs/model.md#lower-bound), said to be empty
+    where it is not above 0 (light load: it bounds nothing there)."""
+    if lower > 0 or not math.isfinite(lower):
+        return number(lower)
+    return "none at this load (ζ^(ε)/2ε − B ≤ 0)"
+
+
 def comparison_table(system: System, spec: RunSpec, entries: list[Entry],
                      results: list[Result]) -> Table:
     """The table of ``dispatchlab compare``: one row per policy (mean ΣQ with its 95 % CI,
@@ -279,17 +297,19 @@ def comparison_table(system: System, spec: RunSpec, entries: list[Entry],
     title = (f"N = {system.n_servers} servers {described['servers']}, "
              f"M = {system.dispatchers} dispatchers, ρ = {load_text(system.load)} "
              f"(ε = {number(system.epsilon)}), {described['arrivals']} arrivals, "
-             f"{described['service']} service, {spec.slots:,} slots × {spec.replications}, "
-             f"seed {spec.seed}")
+             f"{described['service']} service, {described['dispatch'].replace('_', '-')} "
+             f"dispatch, {spec.slots:,} slots × {spec.replications}, seed {spec.seed}")
     lower = results[0].lower_bound_total_queue if results else float("nan")
     limit = results[0].heavy_traffic_limit if results else float("nan")
     table = Table(title=escape(title), title_justify="left",
-                  caption=f"lower bound on E[ΣQ]: {number(lower)}; ζ/2 = {number(limit)} "
-                  "(the ε·E[ΣQ] of a heavy-traffic optimal policy as ε → 0)",
+                  caption=f"lower bound on E[ΣQ], every policy: {_bound_text(lower)}; "
+                  f"ζ/2 = {number(limit)} (the ε·E[ΣQ] of a heavy-traffic optimal policy as "
+                  "ε → 0)",
                   caption_justify="left")
     for name in ("policy", "params"):
         table.add_column(name, style="bold" if name == "policy" else None)
-    for name in ("mean ΣQ [95% CI]", "mean delay", "p99 delay", "msgs/arrival"):
+    for name in ("mean ΣQ [95% CI]", "mean delay (slots)", "p99 delay (slots)",
+                 "msgs/arrival"):
         table.add_column(escape(name), justify="right")
     table.add_column("stability")
     table.add_column("slots/s", justify="right")

@@ -20,6 +20,7 @@ variance).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -50,9 +51,10 @@ class PairedComparison:
     E[q] cancels, so it is X̄_a − X̄_b, the headline means' difference up to the warm-up's
     rounding to whole blocks).
 
-    ``variance_reduction`` = Var(d̄)/(Var(ā) + Var(b̄)) on the same batches or
-    replications; ``unpaired_half_width`` is the half-width the two runs' own CIs would
-    give their difference were they independent (t·√(SE_a² + SE_b²)).
+    ``remaining_variance`` = Var(d̄)/(Var(ā) + Var(b̄)) on the same batches or
+    replications, the share of the unpaired variance that pairing leaves (0.1: a tenth);
+    ``unpaired_half_width`` is the half-width the two runs' own CIs would give their
+    difference were they independent (t·√(SE_a² + SE_b²)).
     ``common_random_numbers`` says that the two runs' pooled queues q(t) agreed in every
     block (the exogenous draws were shared); ``method`` how the CI was formed."""
 
@@ -66,7 +68,7 @@ class PairedComparison:
     standard_error: float
     method: str
     samples: int
-    variance_reduction: float
+    remaining_variance: float
     unpaired_half_width: float
     common_random_numbers: bool
     slots: int
@@ -74,6 +76,15 @@ class PairedComparison:
     seed: int
     result_a: Result
     result_b: Result
+
+    @property
+    def variance_reduction(self) -> float:
+        """The old name of :attr:`remaining_variance` (which is what it always held: the
+        variance left, not the reduction); deprecated, removed in the next version."""
+        warnings.warn("PairedComparison.variance_reduction is renamed remaining_variance "
+                      "(the share of the variance pairing leaves)", DeprecationWarning,
+                      stacklevel=2)
+        return self.remaining_variance
 
     @property
     def half_width(self) -> float:
@@ -92,8 +103,8 @@ class PairedComparison:
         interval = (f"[{self.ci_low:.4g}, {self.ci_high:.4g}]"
                     if math.isfinite(self.half_width) else "(no interval: too short)")
         return (f"E[ΣQ] {self.policy_a} − {self.policy_b} = {self.difference:.4g} "
-                f"{interval} (paired, {self.method}); variance reduction "
-                f"{self.variance_reduction:.3g} (unpaired half-width "
+                f"{interval} (paired, {self.method}); remaining variance "
+                f"{self.remaining_variance:.3g} of the unpaired (unpaired half-width "
                 f"{self.unpaired_half_width:.3g})")
 
 
@@ -193,7 +204,7 @@ def paired_comparison(plan_a: Plan, plan_b: Plan, runs_a: list[RawRun],
         mean_a=result_a.mean_total_queue, mean_b=result_b.mean_total_queue,
         difference=estimate.mean, ci_low=estimate.ci_low, ci_high=estimate.ci_high,
         standard_error=estimate.standard_error, method=estimate.method,
-        samples=estimate.samples, variance_reduction=reduction,
+        samples=estimate.samples, remaining_variance=reduction,
         unpaired_half_width=unpaired, common_random_numbers=common, slots=task.slots,
         replications=len(runs_a), seed=task.seed, result_a=result_a, result_b=result_b)
 

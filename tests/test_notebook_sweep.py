@@ -24,7 +24,7 @@ def test_sweep_in_process_stores_and_resumes(tmp_path) -> None:
     df = dl.sweep(SERVERS, policies, load=[0.6, 0.8], replications=2, slots=5_000,
                   dispatchers=2, workers=1, store=store, experiment="nb")
     assert len(df) == 6 and set(df["policy"]) == {
-        "JoinShortestQueue()", "PowerOfD()", "LJBAPull(p=0.5)"}
+        "jsq", "pod", "l-jba-pull(p=0.5)"}
     assert set(df["load"].round(6)) == {0.6, 0.8} and (df["replications"] == 2).all()
     assert set(df["executor"]) == {"in-process"}
     assert {"mean_total_queue", "ci_low", "ci_high", "stability", "system", "x"} <= set(df)

@@ -88,3 +88,24 @@ def test_with_params_keeps_a_custom_strategy() -> None:
     policy = P.LED(strategy=l_jsq, update="pull", p=0.5)
     changed = policy.with_params(p=0.25)
     assert changed.dispatching_strategy.function is l_jsq and changed.p == 0.25
+
+
+def test_a_policy_is_labelled_by_its_name_and_the_parameters_given() -> None:
+    """What dl.sweep shows for a policy object (not its repr, which hides d=2)."""
+    import dispatchlab as dl
+
+    assert dl.policies.PowerOfD(d=2).given_name == "pod(d=2)"
+    assert dl.policies.JoinShortestQueue().given_name == "jsq"
+    assert dl.make_policy("l-jba-pull", p=0.05).given_name == "l-jba-pull(p=0.05)"
+    assert dl.make_policy("p2c").given_name == "p2c"
+    assert dl.policies.PowerOfD(d=2) == dl.policies.PowerOfD()  # equality ignores it
+
+
+def test_the_package_docstring_runs_as_written() -> None:
+    """Its example had used names it never imported (a NameError as written)."""
+    import doctest
+
+    import dispatchlab
+
+    failures, tried = doctest.testmod(dispatchlab, verbose=False, report=False)
+    assert tried >= 5 and failures == 0

@@ -1,11 +1,11 @@
 """dispatchlab: a laboratory for dispatching policies in discrete-time parallel-server systems.
 
-    >>> from dispatchlab import System, simulate
-    >>> system = System.build("50x0.1,50x0.5", load=0.9, dispatchers=10)
-    >>> result = simulate(system, "jsq", slots=100_000, seed=7)
-    >>> df = sweep(system, [policies.JoinShortestQueue(), policies.PowerOfD(d=2)],
-    ...            load=[0.8, 0.9], slots=50_000)       # a pandas DataFrame
-    >>> fig = plot(df)                                   # E[ΣQ] with CI bands
+    >>> import dispatchlab as dl
+    >>> system = dl.System.build("50x0.1,50x0.5", load=0.9, dispatchers=10)
+    >>> result = dl.simulate(system, "jsq", slots=100_000, seed=7)
+    >>> df = dl.sweep(system, [dl.policies.JoinShortestQueue(), dl.policies.PowerOfD(d=2)],
+    ...               load=[0.8, 0.9], slots=50_000)    # a pandas DataFrame
+    >>> fig = dl.plot(df)                                # E[ΣQ] with CI bands
 
 Every public name is loaded on first use (PEP 562): ``import dispatchlab`` and every
 ``dispatchlab.x`` submodule import (the command line's first) load neither numba, nor

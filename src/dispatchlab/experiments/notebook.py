@@ -101,7 +101,7 @@ def _policy_objects(policies: PolicyLike | Iterable[PolicyLike] | Mapping[str, P
             policy = make_policy(policy)
         require(isinstance(policy, Policy), "policies",
                 f"expected a Policy or a registered name (got {policy!r})")
-        out.append((label or repr(policy), policy))
+        out.append((label or policy.given_name, policy))
     labels = [label for label, _ in out]
     require(len(set(labels)) == len(labels), "policies",
             f"policy labels must be distinct (got {labels}); pass a dict label → policy")

@@ -229,6 +229,9 @@ class Policy(metaclass=_FrozenAfterInit):
             p.name: p.convert(params[p.name], self.name) if p.name in params else p.default
             for p in self.parameters
         }
+        #: the parameters given when it was made (a preset's: those its user gave), for the
+        #: label a sweep shows (``pod(d=2)``); not part of equality
+        self.__dict__["_given"] = tuple(p.name for p in self.parameters if p.name in params)
         self.validate_params()
 
     @classmethod
@@ -286,6 +289,14 @@ class Policy(metaclass=_FrozenAfterInit):
             return preset.make({**free, **changes})
         return type(self)(**{**self.constructor_params(), **changes})
 
+    @property
+    def given_name(self) -> str:
+        """The name a user asks for it by, with the parameters given when it was made, as a
+        spec's policy shows them: ``pod(d=2)``, ``jsq``, ``l-jba-pull(p=0.05)``."""
+        preset = self.__dict__.get("_preset")
+        given = {name: self.params[name] for name in self.__dict__.get("_given", ())}
+        return display_name(preset.name if preset is not None else self.name, given)
+
     def __repr__(self) -> str:
         """``PowerOfD(d=3)``: the public class and the parameters that differ from defaults;
         a policy made by a preset shows the preset's factory (``PiJSQ()``,
@@ -328,6 +339,7 @@ class Preset:
                 f"{self.fixed[clash[0]]!r}; use policy {self.base.name!r} to choose it")
         policy = self.base(**{**self.defaults, **params, **self.fixed})
         policy.__dict__["_preset"] = self  # for its repr; equality is by name and params
+        policy.__dict__["_given"] = tuple(name for name in policy._given if name in params)
         return policy
 
     def free_parameters(self) -> tuple[Param, ...]:
@@ -408,6 +420,14 @@ def _site(entry: Any) -> str:
     target = entry.base if isinstance(entry, Preset) else entry
     module, qualname = definition_site(target)
     return f"{module}.{qualname}" + (" (a preset)" if isinstance(entry, Preset) else "")
+
+
+def display_name(name: str, params: dict[str, Any]) -> str:
+    """``pod(d=2)``: a policy's name with the parameters given to it (sorted), as legends
+    and tables show it; the bare name without any."""
+    if not params:
+        return name
+    return f"{name}({', '.join(f'{k}={v}' for k, v in sorted(params.items()))})"
 
 
 def policy_names() -> list[str]:

@@ -72,6 +72,7 @@ from dispatchlab.core.errors import require
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.policies import Policy, make_policy
+from dispatchlab.policies.base import display_name
 from dispatchlab.simulation.plan import DELAY_MODES, ESTIMATORS, STARTS, WARMUP_METHODS
 from dispatchlab.simulation.result import Result
 from dispatchlab.simulation.run import simulate
@@ -222,12 +223,7 @@ class PolicySpec:
 
     @property
     def display(self) -> str:
-        if self.label:
-            return self.label
-        if not self.params:
-            return self.name
-        inner = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
-        return f"{self.name}({inner})"
+        return self.label or display_name(self.name, dict(self.params))
 
     def make(self) -> Policy:
         """The registered policy with its parameters (validated by the policy)."""

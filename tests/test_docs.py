@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -64,6 +65,45 @@ def _notebook_hook():
     return module
 
 
+class _TextOutsideCode(HTMLParser):
+    """The text of a page outside code, scripts and typeset math."""
+
+    KEPT = frozenset({"code", "pre", "script", "style", "math", "kbd", "svg"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside = 0
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.inside += tag in self.KEPT
+
+    def handle_endtag(self, tag: str) -> None:
+        self.inside -= tag in self.KEPT and self.inside > 0
+
+    def handle_data(self, data: str) -> None:
+        if not self.inside:
+            self.text.append(data)
+
+
+def raw_markup(page: str) -> list[str]:
+    """TeX left untypeset in a built page's text (``_{``, ``^(``, ``^{``, a backslash
+    command), outside code and math, each with its surroundings."""
+    reader = _TextOutsideCode()
+    reader.feed(page)
+    text = " ".join(reader.text)
+    return [text[max(0, m.start() - 20):m.end() + 20]
+            for m in re.finditer(r"_\{|\^\(|\^\{|\\[A-Za-z]", text)]
+
+
+def test_raw_markup_is_found_outside_code_only() -> None:
+    page = ("<p>limsup_{ε↓0} and R^(r)</p><code>x_{1}</code><math><mi>a</mi></math>"
+            "<p>\\alpha</p><pre>\\beta</pre>")
+    hits = raw_markup(page)
+    assert len(hits) == 3, hits  # _{ and ^( in the text, \\alpha; not the code's nor pre's
+    assert not any("x_{1}" in hit or "beta" in hit for hit in hits), hits
+
+
 def _warnings(log: str) -> list[str]:
     """The WARNING lines of a build's log (strict mode aborts on them)."""
     return [line for line in log.splitlines() if line.startswith(("WARNING", "Aborted"))]
@@ -79,6 +119,9 @@ def test_site_builds_strict(tmp_path: Path) -> None:
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert not _warnings(done.stderr), _warnings(done.stderr)
+    raw = {page.name: found for page in sorted((tmp_path / "site").rglob("*.html"))
+           if (found := raw_markup(page.read_text(encoding="utf-8")))}
+    assert raw == {}, raw  # every formula typeset
     policies = (tmp_path / "site" / "policies.html").read_text(encoding="utf-8")
     # the names a fresh process registers (this worker's registry may hold policies other
     # tests registered)

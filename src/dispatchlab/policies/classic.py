@@ -519,7 +519,7 @@ class PowerOfD(Policy):
     summary = ("Po-d: sample d distinct servers uniformly, join the shortest (ties uniform); "
                "2d messages per dispatch.")
     theory = ("Homogeneous: throughput and HT optimal for d ≥ 2. Heterogeneous: stable iff "
-              "λ_Σ·C(m,d)/C(N,d) < Σ_{i≤m} μ_i for all m, μ ascending ([HLM]; "
+              "λ_Σ·C(m,d)/C(N,d) < μ_1 + … + μ_m for all m, μ ascending ([HLM]; "
               "docs/model.md#stability-thresholds).")
     parameters = (_d_param(),)
 

@@ -388,7 +388,7 @@ class JoinBelowThreshold(_IdMemoryPolicy):
                "r constant, ⌈K·log(1/ε)⌉ or ⌈(1/ε)^a⌉.")
     theory = ("Throughput optimal for every r ≥ 1 (Lemma 1). Constant r: ε·E[ΣQ] strictly "
               "between ζ/2 and random routing; r ≥ K·log(1/ε), r = o(1/ε): HT optimal (Thm 2); "
-              "r = (1/ε)^{1+α}: random routing (Thm 1).")
+              "r = (1/ε)¹⁺ᵅ: random routing (Thm 1).")
     parameters = (
         Param("r", int, 3, "constant threshold r (threshold=constant)", low=1,
               high=MAX_THRESHOLD),

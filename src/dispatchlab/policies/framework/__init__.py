@@ -210,7 +210,7 @@ _preset("pi-jsed", "Π JSED (T = 1, γ = μ): the shortest Q_l/μ_l at each slot
         "a = e_N: throughput and HT optimal; Q_l ∝ μ_l in the limit.", decision="shortest",
         gamma="mu")
 _preset("pi-pod", "Π Po-d (T = 1, γ = 1): d distinct uniform samples, the shortest wins.",
-        "a_l = C(l−1,d−1)/C(N,d): stable iff λ_Σ·C(m,d)/C(N,d) < Σ_{i≤m} μ_(i) for all m.",
+        "a_l = C(l−1,d−1)/C(N,d): stable iff λ_Σ·C(m,d)/C(N,d) < μ_(1) + … + μ_(m) for all m.",
         decision="pod", gamma="ones")
 _preset("periodic-jsq", "Periodic JSQ: read every T slots (T = 10 unless set), send the whole "
         "cycle to the shortest queue of that read.",
@@ -221,7 +221,7 @@ _preset("periodic-pod", "Periodic Po-d: read every T slots (T = 10 unless set); 
         "Same a_l and threshold as Po-d for every T.", decision="pod", defaults={"T": 10})
 _preset("kslq", "k-SLQ-d: read every k(N−d) slots; the N−d queues outside the d longest get k "
         "slots each, shortest first.",
-        "Throughput optimal iff (m−d)/(N−d) ≤ Σ_{i≤m} μ_(i)/μ_Σ for all m > d.",
+        "Throughput optimal iff (m−d)/(N−d) ≤ (μ_(1) + … + μ_(m))/μ_Σ for all m > d.",
         decision="kslq", defaults={"d": 1})
 
 __all__ = [

@@ -38,7 +38,8 @@ def test_an_unknown_keyword_is_named_and_the_allowed_ones_listed(small: dl.Syste
 
 
 def test_the_first_of_several_unknown_keywords_is_named(small: dl.System) -> None:
-    with pytest.raises(ValidationError, match="^alpha: .*allowed: method, policy_params, truncation"):
+    with pytest.raises(ValidationError,
+                       match="^alpha: .*allowed: method, policy_params, truncation"):
         dl.exact(small, "jsq", zulu=1, alpha=2)
     with pytest.raises(ValidationError, match="^detail: unknown keyword of sweep"):
         dl.sweep("2x0.5", ["jsq"], load=[0.5], detail=False)

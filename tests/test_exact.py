@@ -91,6 +91,11 @@ def test_auto_takes_the_qbd_where_the_chain_is_too_large() -> None:
         dispatchlab.exact(close, "jsq", method="chain")
     loose = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli")
     assert "chain" in dispatchlab.exact(loose, "jsq").method
+    # ε far below what the QBD resolves: neither method answers, the chain's refusal stands
+    tiny = System.build([0.3, 0.6], epsilon=1e-14, arrivals="bernoulli")
+    with pytest.raises(ValidationError, match="^max_states: .*no exact solution this large; "
+                       "simulate$"):
+        dispatchlab.exact(tiny, "jsq")
     three = System.build("3x0.5", load=0.99, arrivals="binomial:2")  # no QBD for N = 3
     with pytest.raises(ValidationError, match="no exact solution this large; simulate$"):
         dispatchlab.exact(three, "jsq", max_states=10_000)

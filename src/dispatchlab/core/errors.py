@@ -18,6 +18,11 @@ class ValidationError(ValueError):
         return type(self), (self.field, self.message)
 
 
+class TooLarge(ValidationError):
+    """A refusal for size: an exact solver's chain would exceed its state limit. Another
+    method may still answer (``dispatchlab.exact``'s ``method="auto"`` tries one)."""
+
+
 #: the largest integer an entry point takes (seeds, slots, max_states, …): the slot loop and
 #: the solvers hold them as int64, with room to add and compare
 INTEGER_LIMIT = 2**62

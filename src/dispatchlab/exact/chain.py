@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import TooLarge, ValidationError, require
 from dispatchlab.exact.laws import (
     MIN_TOLERANCE,
     arrival_pmf,
@@ -461,10 +461,12 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
                 return _from_multilevel(multilevel.solve_two_server(
                     system, rule, name=str(getattr(policy, "name", "jbt")),
                     tolerance=tolerance, **options), started)
-        require(size <= max_states, "truncation" if fixed else "max_states",
-                f"the state space would hold {size:,} states (ΣQ ≤ K = {k} on N = {n} "
-                f"servers × {memory_values} memory value(s)), above max_states = "
-                f"{max_states:,}: no exact solution this large; simulate")
+        if size > max_states:
+            raise TooLarge("truncation" if fixed else "max_states",
+                           f"the state space would hold {size:,} states (ΣQ ≤ K = {k} on "
+                           f"N = {n} servers × {memory_values} memory value(s)), above "
+                           f"max_states = {max_states:,}: no exact solution this large; "
+                           "simulate")
         if size >= LONG_SOLVE_STATES:
             say(f"K = {k:,}: {size:,} states, building and solving the chain …")
         chain = _Chain(system, rule, shared, k, law_tail)

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numba import njit
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import TooLarge, ValidationError, require
 from dispatchlab.core.ram import require_memory
 from dispatchlab.core.signals import interruption, stops_caught
 from dispatchlab.exact.laws import MIN_TOLERANCE
@@ -499,9 +499,11 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
     x_previous: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     while True:
         size = _states(k, r, ordered)
-        require(size <= max_states, "truncation" if fixed else "max_states",
-                f"the chain would hold {size:,} states (ΣQ ≤ K = {k}), above max_states = "
-                f"{max_states:,}: no exact solution this large; simulate")
+        if size > max_states:
+            raise TooLarge("truncation" if fixed else "max_states",
+                           f"the chain would hold {size:,} states (ΣQ ≤ K = {k}), above "
+                           f"max_states = {max_states:,}: no exact solution this large; "
+                           "simulate")
         require(r <= k, "truncation", f"the threshold r = {r} exceeds the truncation K = {k}")
         require_memory("max_states", size * BYTES_PER_STATE,
                        f"the multilevel chain of {size:,} states (ΣQ ≤ K = {k})")

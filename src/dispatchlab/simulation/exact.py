@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dispatchlab.core.errors import INTEGER_LIMIT, ValidationError, refuse_unknown, require
+from dispatchlab.core.errors import (
+    INTEGER_LIMIT,
+    TooLarge,
+    ValidationError,
+    refuse_unknown,
+    require,
+)
 from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
 
@@ -80,30 +86,19 @@ def exact(system: System, policy: Policy | str, *, method: str = "auto",
                                              ("max_states", max_states),
                                              ("law_tail", law_tail)) if value is not None}
     if method == "qbd":
-        for name in options:
-            raise ValidationError(name, "an option of the truncated chain (method='chain' "
-                                  "or 'auto'); the QBD takes none")
+        if options:
+            raise ValidationError(next(iter(options)), "an option of the truncated chain "
+                                  "(method='chain' or 'auto'); the QBD takes none")
         return two_server_qbd(system, policy)
     try:
         return solve(system, policy, **options)
-    except ValidationError as refusal:
-        if "no exact solution this large" not in refusal.message:
-            raise
-        answer = _qbd_or_none(system, policy)
-        if answer is None:
-            raise
+    except TooLarge as refusal:
+        try:  # the QBD's answer where it applies
+            answer = two_server_qbd(system, policy)
+        except ValidationError:
+            raise refusal from None
         if method == "auto":
             return answer
         raise ValidationError(refusal.field, f"{refusal.message.removesuffix('; simulate')}; "
                               f"{QBD_TAKES}") from None
-
-
-def _qbd_or_none(system: System, policy: Policy) -> QBDResult | None:
-    """The QBD's answer where it applies, else None."""
-    from dispatchlab.exact.qbd import two_server_qbd
-
-    try:
-        return two_server_qbd(system, policy)
-    except ValidationError:
-        return None
 

@@ -77,6 +77,17 @@ def test_a_run_loads_no_scipy_stats_signal_optimize_or_fft() -> None:
     assert _heavy_loaded(code, RUN_HEAVY) == []
 
 
+
+def test_a_pool_worker_runs_a_replication_without_the_summary_s_scipy() -> None:
+    """A spawned worker imports the script's ``from dispatchlab import simulate`` and runs
+    ``plan.run_indexed``; it never summarises, so it loads no scipy.special (0.3 s of CPU at
+    each worker's start)."""
+    code = ("from dispatchlab import System, simulate\n"
+            "from dispatchlab.simulation.plan import plan_run, run_indexed\n"
+            "plan = plan_run(System.build('2x0.5', load=0.5), 'jsq', slots=500, seed=1)\n"
+            "assert run_indexed((plan.task, None)).slots == 500")
+    assert _heavy_loaded(code, ("scipy.special", "dispatchlab.stats.estimators")) == []
+
 def test_the_store_loads_no_policy() -> None:
     assert _heavy_loaded("import dispatchlab.experiments.store") == []
 

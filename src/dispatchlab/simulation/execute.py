@@ -13,9 +13,8 @@ from dispatchlab.core.pools import map_tasks, process_pool, resolve_workers
 from dispatchlab.core.progress_display import notebook_progress
 from dispatchlab.engine.control import Progress, current_progress, progress_to
 from dispatchlab.engine.raw import RawRun
-from dispatchlab.simulation.plan import Plan, Replication
+from dispatchlab.simulation.plan import Plan, Replication, run_indexed
 from dispatchlab.simulation.result import Result
-from dispatchlab.simulation.summary import summarize
 
 # rounds of a precision run aim this much beyond the replications the t-CI says it needs
 PRECISION_OVERSHOOT = 1.2
@@ -44,16 +43,14 @@ def _execute(plan: Plan, workers: int | None) -> Result:
 
 def summarize_plan(plan: Plan, runs: list[RawRun]) -> Result:
     """The :class:`Result` of ``runs``, replications of ``plan``'s configuration."""
+    # imported here: a pool's spawned worker imports this module (through the script's own
+    # ``from dispatchlab import simulate``) but never summarises, and the summary's
+    # statistics load scipy.special, 0.3 s of CPU at each worker's start
+    from dispatchlab.simulation.summary import summarize
+
     return summarize(plan.task.system, plan.task.policy, runs, seed=plan.task.seed,
                      warmup_method=plan.warmup_method, estimator=plan.estimator,
                      start=plan.task.start)
-
-
-def run_indexed(item: tuple[Replication, int | None]) -> RawRun:
-    """Run one ``(replication, index)`` pair into its RawRun (module level, so that process
-    pools can pickle it)."""
-    task, index = item
-    return task.run(index)
 
 
 def run_replications(task: Replication, indices: Any, workers: int | None = 1,

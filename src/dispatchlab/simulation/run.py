@@ -10,8 +10,8 @@ from dispatchlab.core.pools import map_tasks
 from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
-from dispatchlab.simulation.execute import execute, run_indexed, summarize_plan
-from dispatchlab.simulation.plan import plan_run
+from dispatchlab.simulation.execute import execute, summarize_plan
+from dispatchlab.simulation.plan import plan_run, run_indexed
 from dispatchlab.simulation.result import Result
 
 

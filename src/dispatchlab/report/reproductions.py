@@ -372,10 +372,12 @@ def claim_frame(store: Store, claim: Claim) -> pd.DataFrame:
     kept["exact_epsilon_excess"] = exact_column(kept, _exact_table())
     # the rows of each point (a point with a missing value matches none, as == would)
     rows_of_point = ordered.groupby(point, sort=False).indices
-    for index, row in kept.iterrows():
-        rows = rows_of_point.get(tuple(row[point]), ())
+    keys = zip(kept.index, kept[point].itertuples(index=False, name=None), strict=True)
+    for index, key in keys:
+        rows = rows_of_point.get(key, ())
         if len(rows) < 2:  # the point's only run
             continue
+        row = kept.loc[index]
         same = ordered.iloc[rows]
         same = same[same.index != index]
         if any(_runs_disagree(shorter, row) for _, shorter in same.iterrows()):

@@ -212,3 +212,60 @@ def test_the_report_reads_as_text_and_gives_the_verdict(stored, tmp_path):
     assert _bands(figure, some) == "bands: 95 % confidence intervals."
     assert not _is_remote("/some/local/path") and not _is_remote("file:///x")
     assert _is_remote("https://github.com/o/r.git") and _is_remote("git@github.com:o/r.git")
+
+
+def test_a_load_figure_marks_each_pi_policy_s_predicted_threshold(tmp_path) -> None:
+    """Issue 51: the Π stability figure marks ρ̄ of [Π] Eq. (3) in each curve's colour
+    (drawn from the committed store: RAND, Po2, periodic Po2 and 1-SLQ-2 have ρ̄ < 1;
+    JSQ, throughput optimal, has none); off with ``stability_thresholds=False``."""
+    from dataclasses import replace
+
+    import matplotlib.pyplot as plt
+
+    from dispatchlab.report.plots import THRESHOLD_LABEL, draw_figure, predicted_thresholds
+
+    root = Path(__file__).resolve().parents[1]
+    with Store(root / "results" / "reproductions" / "store.sqlite", readonly=True) as store:
+        spec = ExperimentSpec.from_json(store.experiment_spec("pi-stability"))
+        frame = store.frame("pi-stability")
+    first, second = (system.name for system in spec.systems)
+    expected = {first: {"RAND": 0.235, "Po2": 0.706, "periodic Po2 (T=4)": 0.706,
+                        "1-SLQ-2": 0.824},
+                second: {"RAND": 0.278, "Po2": 0.926, "periodic Po2 (T=4)": 0.926,
+                         "1-SLQ-2": 0.833}}
+    for system, bars in expected.items():
+        found = predicted_thresholds(spec, system)
+        assert found.keys() == bars.keys()
+        assert all(abs(found[label] - bar) < 5e-4 for label, bar in bars.items()), found
+
+    def dotted_verticals(figure: FigureSpec) -> list[list[float]]:
+        fig = draw_figure(figure, frame, spec)
+        try:
+            legend = [t.get_text() for t in fig.legends[0].get_texts()]
+            marks = [sorted(round(line.get_xdata()[0], 3) for line in ax.get_lines()
+                            if line.get_linestyle() == ":" and len(set(line.get_xdata())) == 1)
+                     for ax in fig.axes]
+            assert (THRESHOLD_LABEL in legend) == any(marks)
+            return marks
+        finally:
+            plt.close(fig)
+
+    assert dotted_verticals(spec.figures[0]) == [[0.235, 0.706, 0.706, 0.824],
+                                                 [0.278, 0.833, 0.926, 0.926]]
+    off = replace(spec.figures[0], stability_thresholds=False)
+    assert dotted_verticals(off) == [[], []]
+    led = replace(spec, policies=(PolicySpec("l-jba-pull"), *spec.policies[:1]))
+    assert predicted_thresholds(led, first).keys() == {"RAND"}  # LED: no Π theory, skipped
+
+
+def test_stability_thresholds_is_a_figure_option_old_specs_lack() -> None:
+    figure = FigureSpec("q")
+    data = figure.to_dict()
+    assert data["stability_thresholds"] is True
+    del data["stability_thresholds"]  # a spec stored before the option existed
+    assert FigureSpec.from_dict(data, "figures[0]").stability_thresholds is True
+    from dispatchlab.core.errors import ValidationError
+
+    with pytest.raises(ValidationError, match=r"figures\[0\]\.stability_thresholds: must be "
+                                              r"true or false"):
+        FigureSpec(**{**figure.__dict__, "stability_thresholds": "yes"}).validate("figures[0]")

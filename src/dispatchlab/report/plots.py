@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from dispatchlab.core.paths import guarded_io, write_whole  # noqa: E402
@@ -38,6 +39,8 @@ from dispatchlab.specs.figure import (  # noqa: E402
 )
 
 AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ"}
+#: the legend entry of the dotted stability-threshold marks (FigureSpec.stability_thresholds)
+THRESHOLD_LABEL = "dotted: the curve's predicted ρ̄ ([Π] Eq. (3))"
 Y_LABELS = {
     "mean_total_queue": "E[ΣQ]",
     "mean_delay": "mean delay (slots)",
@@ -158,6 +161,13 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
                                    marker="x", color=color, transform=ax.get_xaxis_transform(),
                                    clip_on=False)
                 legend.setdefault(f"{policy}: unstable", marks)
+        if figure.stability_thresholds and figure.x == "load":
+            drawn = summary[summary["system"] == system]
+            for policy, bar in predicted_thresholds(spec, system).items():
+                if policy in set(drawn["policy"]) and drawn["x"].min() <= bar <= drawn["x"].max():
+                    ax.axvline(bar, color=color_of[policy], linestyle=":", linewidth=1.3)
+                    legend.setdefault(THRESHOLD_LABEL, Line2D([], [], color="0.35",
+                                                              linestyle=":", linewidth=1.3))
         for reference in figure.references:
             xs, ys = reference_curve(reference, frame, spec, system)
             drawable = drawable_mask(ys, figure.log_y)
@@ -194,6 +204,32 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
         fig.subplots_adjust(bottom=0.14 + 0.04 * len(notes))
     fig.dispatchlab_notes = list(notes.values())  # the HTML report repeats them in text
     return fig
+
+
+def predicted_thresholds(spec: ExperimentSpec, system: str) -> dict[str, float]:
+    """Policy label → ρ̄ = λ̄/μ_Σ of [Π] Eq. (3) on the system labelled ``system``, for each
+    policy of ``spec`` that is a member of framework Π with exact dispatch fractions and
+    ρ̄ < 1 (the others have no threshold below capacity to mark)."""
+    from dispatchlab.core.errors import ValidationError
+    from dispatchlab.model.service import parse_rates
+    from dispatchlab.theory.stability import induced_threshold
+
+    systems = [s for s in spec.systems if s.name == system]
+    if not systems:
+        return {}
+    out = {}
+    for policy_spec in spec.policies:
+        try:
+            mu = parse_rates(systems[0].servers)
+            fractions = policy_spec.make().dispatch_fractions(mu)
+            if fractions is None or fractions.method != "exact":
+                continue
+            region = induced_threshold(fractions, mu)
+        except ValidationError:  # e.g. too many servers to enumerate the orders
+            continue
+        if not region.throughput_optimal and region.threshold_load < 1:
+            out[policy_spec.display] = region.threshold_load
+    return out
 
 
 def drawable_mask(ys: np.ndarray, log_y: bool) -> np.ndarray:

@@ -122,6 +122,10 @@ class FigureSpec:
         log_x / log_y: logarithmic axes.
         policies / systems: draw only these labels (empty: all).
         references: theory lines (:class:`ReferenceLine`).
+        stability_thresholds: on a load axis, a dotted vertical line in a curve's colour
+            at its policy's predicted stability threshold ρ̄ = λ̄/μ_Σ ([Π] Eq. (3)), for
+            each member of framework Π with exact dispatch fractions whose ρ̄ is below 1
+            and inside the swept loads (computed when drawn, not stored).
     """
 
     name: str
@@ -136,6 +140,7 @@ class FigureSpec:
     policies: tuple[str, ...] = ()
     systems: tuple[str, ...] = ()
     references: tuple[ReferenceLine, ...] = ()
+    stability_thresholds: bool = True
 
     def validate(self, name: str) -> None:
         require(isinstance(self.name, str) and bool(self.name) and "/" not in self.name,
@@ -143,7 +148,7 @@ class FigureSpec:
         for key in ("title", "xlabel", "ylabel"):
             require(isinstance(getattr(self, key), str), f"{name}.{key}",
                     f"must be text (got {getattr(self, key)!r})")
-        for key in ("ci", "log_x", "log_y"):
+        for key in ("ci", "log_x", "log_y", "stability_thresholds"):
             require(isinstance(getattr(self, key), bool), f"{name}.{key}",
                     f"must be true or false (got {getattr(self, key)!r})")
         for key in ("policies", "systems"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -53,6 +54,26 @@ def test_the_solvers_say_the_size_and_every_cycle(monkeypatch: pytest.MonkeyPatc
     assert len(cycles) >= last and f"cycle {last}," in cycles[-1]
     assert "target 1e-13" in cycles[-1]
 
+
+
+def test_a_growing_chain_says_how_long_its_next_solve_should_take(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """From its second K on, the chain's line gives the time it expects from the last
+    solve's (states^1.3), and which solve that was."""
+    monkeypatch.setattr(chain, "LONG_SOLVE_STATES", 0)
+    heard: list[str] = []
+    system = System.build([0.2, 0.3, 0.4], load=0.9, arrivals="bernoulli")
+    with reporting(heard.append):
+        result = dispatchlab.exact(system, "jsq", method="chain")
+    sizes = [line for line in heard if line.startswith("K = ")]
+    assert len(sizes) >= 2, heard  # K grew at least once
+    assert "about" not in sizes[0]  # nothing to go by before the first solve
+    for line in sizes[1:]:
+        assert re.search(r"states, building and solving the chain, about [\d,]+ s "
+                         r"\(K = [\d,]+: [\d,]+ states took \d+\.\d s\) …$", line), line
+    assert f"K = {result.truncation:,}:" in sizes[-1]
+    assert chain._time_estimate(2_000, 10, 1_000, 1.0) == \
+        f", about {2 ** chain.SOLVE_TIME_EXPONENT:,.0f} s (K = 10: 1,000 states took 1.0 s)"
 
 def test_check_exact_shows_progress_on_stderr_but_not_with_json(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -451,6 +451,7 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
     fixed = truncation is not None
     k = as_int(truncation, "truncation", low=1) if fixed else _guess_level(system, tolerance)
     notes: list[str] = []
+    last: tuple[int, int, float] | None = None  # the last chain solved: K, states, seconds
     while True:
         size = count_states(n, k) * memory_values
         if size > max_states and not fixed:
@@ -468,9 +469,12 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
                            f"max_states = {max_states:,}: no exact solution this large; "
                            "simulate")
         if size >= LONG_SOLVE_STATES:
-            say(f"K = {k:,}: {size:,} states, building and solving the chain …")
+            say(f"K = {k:,}: {size:,} states, building and solving the chain"
+                + (_time_estimate(size, *last) if last else "") + " …")
+        begun = time.perf_counter()
         chain = _Chain(system, rule, shared, k, law_tail)
         pi, kept, loss = chain.solve()
+        last = (k, size, time.perf_counter() - begun)
         q = chain.q[kept % chain.q.shape[0]]
         totals = q.sum(axis=1)
         distribution = np.bincount(totals, weights=pi, minlength=k + 1)
@@ -496,6 +500,18 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
         truncation=k, edge_mass=edge, truncation_error=float(beyond),
         loss_rate=float(pi @ loss), states=int(kept.size), memory_values=memory_values,
         law_tail=float(chain.law_tail), seconds=time.perf_counter() - started, notes=notes)
+
+
+#: how a chain's build and solve time grows with its states (ILU-preconditioned GMRES on
+#: these chains; a conservative round figure, for the estimate said before a solve)
+SOLVE_TIME_EXPONENT = 1.3
+
+
+def _time_estimate(size: int, last_k: int, last_size: int, last_seconds: float) -> str:
+    """", about T s (K = …: S states took t s)": the next solve's time from the last's."""
+    seconds = last_seconds * (size / max(last_size, 1)) ** SOLVE_TIME_EXPONENT
+    return (f", about {seconds:,.0f} s (K = {last_k:,}: {last_size:,} states took "
+            f"{last_seconds:.1f} s)")
 
 
 def _from_multilevel(result: Any, started: float) -> ExactResult:

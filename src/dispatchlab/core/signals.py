@@ -28,6 +28,9 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
+from typing import TypeVar
+
+T = TypeVar("T")
 
 #: the signals that stop a command as Ctrl-C does (those this platform has)
 STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
@@ -210,3 +213,30 @@ def stops_caught() -> Iterator[Callable[[], int]]:
         for signum, handler in previous.items():
             if signal.getsignal(signum) is not signal.SIG_DFL:  # (a noted stop kills now)
                 signal.signal(signum, handler)
+
+
+def call_interruptibly(function: Callable[..., T], *args: object) -> T:
+    """``function(*args)`` in a helper thread while this (main) thread waits, so that a
+    stop (Ctrl-C, or a signal raised as one) interrupts the wait within a tenth of a second
+    although ``function`` spends seconds in C code that checks no signal (SuperLU's
+    factorisation releases the GIL but never returns early). The abandoned call runs on
+    to its end in its daemon thread; its result is dropped. Off the main thread, a plain
+    call."""
+    if threading.current_thread() is not threading.main_thread():
+        return function(*args)
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, function(*args)))
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome.append((False, error))
+
+    helper = threading.Thread(target=run, name="dispatchlab-solve", daemon=True)
+    helper.start()
+    while helper.is_alive():
+        helper.join(0.1)
+    succeeded, value = outcome[0]
+    if not succeeded:
+        raise value
+    return value

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dispatchlab.core.errors import TooLarge, ValidationError, require
+from dispatchlab.core.signals import call_interruptibly, interrupt_saying
 from dispatchlab.exact.laws import (
     MIN_TOLERANCE,
     arrival_pmf,
@@ -366,7 +367,7 @@ class _Chain:
         else:
             sub = a[others][:, others].tocsc()
             rhs = -np.asarray(a[others][:, [origin]].todense()).ravel()
-            rest = _linear_solve(sub, rhs, spsolve)
+            rest = call_interruptibly(_linear_solve, sub, rhs, spsolve)
             pi = np.empty(size)
             pi[origin] = 1.0
             pi[others] = rest
@@ -472,8 +473,11 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
             say(f"K = {k:,}: {size:,} states, building and solving the chain"
                 + (_time_estimate(size, *last) if last else "") + " …")
         begun = time.perf_counter()
-        chain = _Chain(system, rule, shared, k, law_tail)
-        pi, kept, loss = chain.solve()
+        try:
+            chain = _Chain(system, rule, shared, k, law_tail)
+            pi, kept, loss = chain.solve()
+        except KeyboardInterrupt as stop:
+            raise interrupt_saying(stop, f"the chain at K = {k:,} ({size:,} states)") from None
         last = (k, size, time.perf_counter() - begun)
         q = chain.q[kept % chain.q.shape[0]]
         totals = q.sum(axis=1)

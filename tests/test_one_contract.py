@@ -39,11 +39,32 @@ def test_an_unknown_keyword_is_named_and_the_allowed_ones_listed(small: dl.Syste
 
 def test_the_first_of_several_unknown_keywords_is_named(small: dl.System) -> None:
     with pytest.raises(ValidationError,
-                       match="^alpha: .*allowed: method, policy_params, truncation"):
+                       match="^alpha: .*allowed: system, policy, method, policy_params, "
+                             "truncation"):
         dl.exact(small, "jsq", zulu=1, alpha=2)
     with pytest.raises(ValidationError, match="^detail: unknown keyword of sweep"):
         dl.sweep("2x0.5", ["jsq"], load=[0.5], detail=False)
 
+
+
+@pytest.mark.parametrize("call", ["System.build", "simulate", "exact", "sweep"])
+def test_an_unknown_keyword_lists_what_the_signature_takes(small: dl.System, call: str) -> None:
+    """One guard (core.errors.refuse_unknown), its list read from the signature: adding
+    an option cannot leave the refusal's list behind."""
+    import inspect
+
+    function, run = {
+        "System.build": (dl.System.build, lambda: dl.System.build("2x0.5", load=0.5, zz=1)),
+        "simulate": (dl.simulate, lambda: dl.simulate(small, "jsq", zz=1)),
+        "exact": (dl.exact, lambda: dl.exact(small, "jsq", zz=1)),
+        "sweep": (dl.sweep, lambda: dl.sweep("2x0.5", ["jsq"], zz=1)),
+    }[call]
+    takes = [name for name, parameter in inspect.signature(function).parameters.items()
+             if parameter.kind is not parameter.VAR_KEYWORD]
+    with pytest.raises(ValidationError) as refused:
+        run()
+    assert str(refused.value) == (f"zz: unknown keyword of {call}; allowed: "
+                                  f"{', '.join(takes)}")
 
 @pytest.mark.parametrize("field", ["max_states", "truncation"])
 def test_exact_refuses_integers_above_2_62(small: dl.System, field: str) -> None:

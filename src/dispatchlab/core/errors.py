@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 
 class ValidationError(ValueError):
     """Bad input: names the offending field and what is allowed.
@@ -28,12 +31,20 @@ class TooLarge(ValidationError):
 INTEGER_LIMIT = 2**62
 
 
-def refuse_unknown(function: str, unknown: dict[str, object], allowed: str) -> None:
-    """A ValidationError naming the first of ``unknown`` keywords of ``function`` and
-    listing the ``allowed`` ones (as ``simulate`` does), instead of Python's TypeError."""
-    if unknown:
-        raise ValidationError(sorted(unknown)[0], f"unknown keyword of {function}; "
-                              f"allowed: {allowed}")
+def refuse_unknown(function: Callable[..., Any], unknown: Mapping[str, object], *,
+                   name: str | None = None) -> None:
+    """A ValidationError naming the first of the ``unknown`` keywords given to ``function``
+    (which takes them as ``**unknown``) and listing the keywords its signature takes,
+    instead of Python's TypeError. ``name``: how to call it (default: its qualified name)."""
+    if not unknown:
+        return
+    import inspect
+
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    allowed = [parameter.name for parameter in inspect.signature(function).parameters.values()
+               if parameter.kind in kinds]
+    raise ValidationError(sorted(unknown)[0], f"unknown keyword of "
+                          f"{name or function.__qualname__}; allowed: {', '.join(allowed)}")
 
 
 def require(condition: bool, field: str, message: str) -> None:

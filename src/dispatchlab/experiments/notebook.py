@@ -229,11 +229,6 @@ def run_task(task: _Task) -> Result:
 # -- the sweep ---------------------------------------------------------------------------------
 
 
-SWEEP_KEYWORDS = ("load, epsilon, replications, slots, warmup, seed, workers, store, "
-                  "experiment, dispatchers, allow_unstable, warmup_method, track_delay, delay, "
-                  "estimator, start")
-
-
 @api_stops()
 def sweep(
     systems: SystemLike | Sequence[SystemLike],
@@ -298,7 +293,7 @@ def sweep(
     """
     import pandas as pd
 
-    refuse_unknown("sweep", unknown, SWEEP_KEYWORDS)
+    refuse_unknown(sweep, unknown)
     args = sweep_arguments(
         load=load, epsilon=epsilon, replications=replications, slots=slots, warmup=warmup,
         seed=seed, workers=workers, store=store, experiment=experiment,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import refuse_unknown, require
 from dispatchlab.model.arrivals import ArrivalProcess, arrival_process
 from dispatchlab.model.limits import (
     MAX_DISPATCHERS,
@@ -110,12 +110,7 @@ class System:
         :class:`ValidationError` naming it, and nothing is converted silently
         (``dispatchers=2.9`` is refused, not truncated).
         """
-        if unknown:
-            allowed = [f.name for f in fields(cls) if f.name != "arrivals"]
-            name = sorted(unknown)[0]
-            raise ValidationError(name, "unknown keyword of System.build; allowed: servers, "
-                                  "load, epsilon, rate, arrivals, " + ", ".join(
-                                      a for a in allowed if a != "rates"))
+        refuse_unknown(cls.build, unknown, name="System.build")
         rates = parse_rates(servers)
         require(rates.size <= MAX_SERVERS, "servers",
                 f"at most {MAX_SERVERS:,} servers (got {rates.size:,})")

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from dispatchlab.policies.base import Policy
 
 
-EXACT_KEYWORDS = "method, policy_params, truncation, tolerance, max_states, law_tail"
 #: ``method`` of :func:`exact`
 METHODS = ("auto", "chain", "qbd")
 #: what the QBD takes, for a refusal that names it
@@ -64,7 +63,7 @@ def exact(system: System, policy: Policy | str, *, method: str = "auto",
     from dispatchlab.policies import Policy, make_policy
     from dispatchlab.simulation.summary import theory_stability
 
-    refuse_unknown("exact", unknown, EXACT_KEYWORDS)
+    refuse_unknown(exact, unknown)
     require(isinstance(method, str) and method in METHODS, "method",
             f"one of {', '.join(METHODS)} (got {method!r})")
     require(isinstance(system, System), "system", f"expected a System (got {system!r})")

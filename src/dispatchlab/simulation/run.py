@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dispatchlab.core.errors import ValidationError
+from dispatchlab.core.errors import refuse_unknown
 from dispatchlab.core.pools import map_tasks
 from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
@@ -96,12 +96,7 @@ def simulate(
             ``Result.trajectory_frame()``). ``slots // 1000`` gives about 1000 points.
         trajectory_servers: server indices n whose Q_n(t) the trajectory records too.
     """
-    if unknown:
-        raise ValidationError(sorted(unknown)[0], "unknown keyword of simulate; allowed: "
-                              "slots, warmup, seed, replications, warmup_method, bound, "
-                              "track_delay, detail, policy_params, workers, precision, "
-                              "precision_abs, max_slots, estimator, start, delay, "
-                              "per_server, per_server_bins, trajectory, trajectory_servers")
+    refuse_unknown(simulate, unknown)
     return execute(plan_run(
         system, policy, slots=slots, warmup=warmup, seed=seed, replications=replications,
         warmup_method=warmup_method, bound=bound, track_delay=track_delay, detail=detail,

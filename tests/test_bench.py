@@ -26,6 +26,7 @@ from dispatchlab.bench.workloads import (
     reference_agreement,
 )
 from dispatchlab.cli import main
+from dispatchlab.compiled.alias import alias_draw, alias_table
 from dispatchlab.compiled.argmin import (
     argmin_random_ties,
     argmin_random_ties_per_slot,
@@ -41,7 +42,6 @@ from dispatchlab.compiled.rng import (
     weighted_index,
 )
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.arrivals import _draw_split_poisson, poisson_tables, ptrs_draw
 from dispatchlab.engine.fifo import FREE_COUNT, _fifo_append, grow_pool, new_pool
 from dispatchlab.engine.layout import SUM_DELAY

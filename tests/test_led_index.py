@@ -10,9 +10,9 @@ from numba import njit
 from scipy import stats
 
 from dispatchlab import System, simulate
+from dispatchlab.compiled.alias import alias_draw, alias_table
 from dispatchlab.compiled.argmin import argmin_random_ties, shorter_of_two
 from dispatchlab.compiled.rng import make_rng_state, randint, sample_distinct_row
-from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.policies.led import LEDPolicy
 from dispatchlab.policies.led.ahead import looks_ahead
 from dispatchlab.policies.led.layout import INDEX_BLOCKS, INDEX_SUM, write_estimate

@@ -15,6 +15,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.alias import alias_draw, alias_table
 from dispatchlab.compiled.argmin import (
     argmin_random_ties_per_slot,
     shorter_of_two,
@@ -27,7 +28,6 @@ from dispatchlab.compiled.rng import (
     uniform,
 )
 from dispatchlab.core.errors import require
-from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
 from dispatchlab.exact.rules import (
     MemoryRule,

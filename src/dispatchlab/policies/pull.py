@@ -39,10 +39,10 @@ import math
 import numpy as np
 from numba import njit
 
+from dispatchlab.compiled.alias import alias_draw, alias_table
 from dispatchlab.compiled.argmin import shortest_of_row
 from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
 from dispatchlab.core.errors import require
-from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import (
     PROBE,
     REPLY,

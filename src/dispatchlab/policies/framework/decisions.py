@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from numba import types
 
+from dispatchlab.compiled.alias import alias_draw, alias_table
 from dispatchlab.compiled.rng import randint, sample_distinct_row
 from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.engine.alias import alias_draw, alias_table
 from dispatchlab.engine.interface import lazy_function
 from dispatchlab.policies.base import cache_allowed, definition_site, same_definition
 from dispatchlab.theory.stability import DispatchFractions

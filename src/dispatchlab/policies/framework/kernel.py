@@ -43,8 +43,8 @@ from functools import cache
 import numpy as np
 from numba import njit, types
 
+from dispatchlab.compiled.alias import alias_draw
 from dispatchlab.compiled.rng import next_u64, randint, sample_distinct_row
-from dispatchlab.engine.alias import alias_draw
 from dispatchlab.engine.interface import (
     REPORT,
     choose_function,

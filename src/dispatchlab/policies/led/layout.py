@@ -138,7 +138,7 @@ def prefetch_next_index(memory, m):
 
 @njit(inline="always", cache=True)
 def rate_alias_table(memory):
-    """INDEX_SUM: the alias table of μ (for :func:`dispatchlab.engine.alias.alias_draw`)."""
+    """INDEX_SUM: the alias table of μ (for :func:`dispatchlab.compiled.alias.alias_draw`)."""
     return memory.fp[FP_SIZE:]
 
 

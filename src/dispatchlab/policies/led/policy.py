@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from dispatchlab.compiled.alias import alias_table
 from dispatchlab.core.errors import require
 from dispatchlab.core.ram import require_memory
-from dispatchlab.engine.alias import alias_table
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 from dispatchlab.policies.led.choose import choose_for

@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 from numba.core.registry import CPUDispatcher
 
+from dispatchlab.compiled.alias import alias_draw, alias_index
 from dispatchlab.compiled.argmin import (
     argmin_random_ties,
     pair_draws,
@@ -46,7 +47,6 @@ from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform, xoshiro_step
 from dispatchlab.compiled.signatures import STRATEGY_SIGNATURE
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.engine.alias import alias_draw, alias_index
 from dispatchlab.engine.interface import compiled, lazy_function
 from dispatchlab.policies.base import cache_allowed
 
@@ -199,7 +199,7 @@ def prefetch_next_pod_pairs(table, m, dispatchers, rng):
 
 @njit(inline="always", cache=True)
 def alias_step(s0, s1, s2, s3, alias):
-    """:func:`~dispatchlab.engine.alias.alias_draw` from the random state (s0, s1, s2, s3):
+    """:func:`~dispatchlab.compiled.alias.alias_draw` from the random state (s0, s1, s2, s3):
     (its index, s0, s1, s2, s3 after the draw)."""
     bits, s0, s1, s2, s3 = xoshiro_step(s0, s1, s2, s3)
     return alias_index(bits, alias), s0, s1, s2, s3

@@ -10,10 +10,10 @@ import pytest
 
 import dispatchlab
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.exact.chain import solve
-from dispatchlab.exact.qbd import logarithmic_reduction, two_server_qbd
 from dispatchlab.model import System
 from dispatchlab.policies import make_policy
+from dispatchlab.solvers.chain import solve
+from dispatchlab.solvers.qbd import logarithmic_reduction, two_server_qbd
 
 
 def bernoulli_queue_mean(a: float, s: float) -> float:
@@ -168,7 +168,7 @@ def test_refusals_name_the_field() -> None:
 
 
 def test_the_package_called_is_the_facade_function() -> None:
-    import dispatchlab.exact.chain  # noqa: F401  (the package now hides the function)
+    import dispatchlab.solvers.chain  # noqa: F401  (the package now hides the function)
 
     system = System.build([0.3, 0.6], load=0.5, arrivals="bernoulli")
     assert dispatchlab.exact(system, "jsq").mean_total_queue > 0
@@ -385,7 +385,7 @@ def test_a_thousand_dispatchers_of_one_job_a_slot_are_one_dispatcher() -> None:
 def test_the_splits_of_one_job_among_more_dispatchers_than_python_recurses() -> None:
     """Once no job is left, the dispatchers after take none at once (each split of one job
     among 3,000 dispatchers was walked to its end: cubic in M, 96 s)."""
-    from dispatchlab.exact.laws import count_splits, multinomial_splits
+    from dispatchlab.solvers.laws import count_splits, multinomial_splits
 
     weights = np.full(3000, 1 / 3000)
     splits = multinomial_splits(1, weights)
@@ -396,7 +396,7 @@ def test_the_splits_of_one_job_among_more_dispatchers_than_python_recurses() -> 
 def test_the_splits_of_a_slot_follow_the_multinomial_law() -> None:
     from math import factorial
 
-    from dispatchlab.exact.laws import count_splits, multinomial_splits
+    from dispatchlab.solvers.laws import count_splits, multinomial_splits
 
     weights = np.array([0.2, 0.3, 0.5])
     splits = multinomial_splits(4, weights)

@@ -1,4 +1,4 @@
-"""The two-server multilevel solver for JIQ / JBT-r (dispatchlab.exact.multilevel):
+"""The two-server multilevel solver for JIQ / JBT-r (dispatchlab.solvers.multilevel):
 agreement with the plain chain at equal truncation, the conservation law and the drift
 identity of (ΣQ)², the hand-over from ``dispatchlab.exact``, refusals."""
 
@@ -13,15 +13,15 @@ import pytest
 import dispatchlab
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.core.ram import LIMIT_VARIABLE
-from dispatchlab.exact.chain import solve
-from dispatchlab.exact.multilevel import (
+from dispatchlab.model import System
+from dispatchlab.policies import make_policy
+from dispatchlab.solvers.chain import solve
+from dispatchlab.solvers.multilevel import (
     BYTES_PER_STATE,
     axis_drifts,
     rule_tables,
     solve_two_server,
 )
-from dispatchlab.model import System
-from dispatchlab.policies import make_policy
 
 CASES = [("jbt", {"r": 1}), ("jbt", {"r": 3}), ("jiq", {}),
          ("jbt", {"threshold": "log", "K": 2.0, "weighted": False})]
@@ -167,7 +167,7 @@ def test_check_exact_hands_over_without_max_states(monkeypatch, capsys) -> None:
     import json
 
     from dispatchlab.cli import main
-    from dispatchlab.exact import chain
+    from dispatchlab.solvers import chain
 
     monkeypatch.setattr(chain, "MAX_STATES", 3_000)
     base = ["check", "exact", "--servers", "0.5,0.5", "--dispatchers", "1", "--arrivals",

@@ -1,4 +1,4 @@
-"""A long exact solve says what it is doing (dispatchlab.exact.progress): the chain's size
+"""A long exact solve says what it is doing (dispatchlab.solvers.progress): the chain's size
 before it is built, each multilevel cycle with its residual and the time left; shown by
 ``check exact`` on stderr, never in its JSON, and silent in the Python API."""
 
@@ -12,9 +12,9 @@ import pytest
 
 import dispatchlab
 from dispatchlab.cli import main
-from dispatchlab.exact import chain, multilevel
-from dispatchlab.exact.progress import reporting, say, seconds_left
 from dispatchlab.model import System
+from dispatchlab.solvers import chain, multilevel
+from dispatchlab.solvers.progress import reporting, say, seconds_left
 
 
 def test_the_time_left_follows_the_rate_of_the_last_steps() -> None:

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).parent.parent / "src" / "dispatchlab"
 LAYERS: list[set[str]] = [
     {"core"},  # the one error, converters, files, the RAM guard, pools, number formatting
     {"model", "compiled"},  # the validated model; the compiled building blocks
-    {"engine", "theory", "stats", "exact"},  # side by side
+    {"engine", "theory", "stats", "solvers"},  # side by side
     {"policies"},  # run by the engine, described by the theory
     {"simulation"},  # one run of a system and a policy: plan, execute, summarise -> Result
     {"specs", "bench"},  # what users write down (runs, grids, figures); the benchmarks

@@ -126,9 +126,9 @@ def test_a_stop_inside_the_multilevel_cycles_ends_between_two_of_them(monkeypatc
     """Ctrl-C or SIGTERM during a cycle had been numba's `SystemError: CPUDispatcher(…
     _jacobi) returned a result with an exception set`, exit 1: the stop is noted and the
     solve ends after the cycle, saying where."""
-    from dispatchlab.exact import multilevel
     from dispatchlab.model import System
     from dispatchlab.policies import make_policy
+    from dispatchlab.solvers import multilevel
 
     system = System.build([0.5, 0.5], epsilon=0.05, arrivals="bernoulli", service="bernoulli")
     rule = make_policy("jbt", r=2).exact_memory(system)
@@ -155,9 +155,9 @@ def test_a_stop_during_the_chain_s_linear_solve_ends_it_at_once(monkeypatch) -> 
 
     from numba import njit
 
-    from dispatchlab.exact import chain
     from dispatchlab.model import System
     from dispatchlab.policies import make_policy
+    from dispatchlab.solvers import chain
 
     @njit(nogil=True)
     def busy(steps):  # seconds in machine code that releases the GIL, as SuperLU does

@@ -1,6 +1,6 @@
 """Exact two-server answers for JIQ and JBT-r (one dispatcher, Bernoulli arrivals and
 service) down to small ε, by the multilevel aggregation solver
-(dispatchlab.exact.multilevel): ε·E[ΣQ] − ζ/2, ε·E[X] (X = ΣQ − q, q the pooled queue),
+(dispatchlab.solvers.multilevel): ε·E[ΣQ] − ζ/2, ε·E[X] (X = ΣQ − q, q the pooled queue),
 the Eq. (7) term E[ΣQ(t+1)·ΣU(t)], E[U_Σ²], the drift identity and the solver's error.
 
     PYTHONPATH=src python results/exact/jbt_two_server.py [--quick] [--small-tolerance T]
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dispatchlab.exact.multilevel import solve_two_server
 from dispatchlab.model import System
 from dispatchlab.policies import make_policy
+from dispatchlab.solvers.multilevel import solve_two_server
 from dispatchlab.theory.heavy_traffic import pooled_limit
 from dispatchlab.theory.pooled_queue import pooled_queue_mean
 

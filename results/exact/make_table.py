@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import dispatchlab
-from dispatchlab.exact.qbd import two_server_qbd
 from dispatchlab.model import System
 from dispatchlab.policies import make_policy
+from dispatchlab.solvers.qbd import two_server_qbd
 from dispatchlab.theory.bounds import heavy_traffic_limit
 
 SLOTS = 1_000_000

@@ -121,11 +121,11 @@ def exact_command(
 
 @contextmanager
 def solve_status() -> Iterator[None]:
-    """The solver's progress on stderr (:mod:`dispatchlab.exact.progress`): on a terminal, a
+    """The solver's progress on stderr (:mod:`dispatchlab.solvers.progress`): on a terminal, a
     spinner with its latest line; piped or logged, a chain's size as it is said, and the
     latest line at most every :data:`PIPED_EVERY` seconds from the first second on. stdout
     is never touched."""
-    from dispatchlab.exact.progress import reporting
+    from dispatchlab.solvers.progress import reporting
 
     console = stderr_console()
     started = time.perf_counter()

@@ -29,14 +29,6 @@ from dispatchlab.compiled.rng import (
 )
 from dispatchlab.core.errors import require
 from dispatchlab.engine.interface import PROBE, REPLY, choose_function, no_hook
-from dispatchlab.exact.rules import (
-    MemoryRule,
-    argmin_lowest,
-    argmin_uniform,
-    subset_argmin,
-    uniform_subsets,
-    weighted_sequences,
-)
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 from dispatchlab.policies.herding import (
@@ -45,6 +37,14 @@ from dispatchlab.policies.herding import (
     herding_choose,
     herding_end,
     herding_layout,
+)
+from dispatchlab.solvers.rules import (
+    MemoryRule,
+    argmin_lowest,
+    argmin_uniform,
+    subset_argmin,
+    uniform_subsets,
+    weighted_sequences,
 )
 from dispatchlab.theory.stability import DispatchFractions, rank_fractions_pod
 

@@ -50,9 +50,9 @@ from dispatchlab.engine.interface import (
     choose_function,
     hook_function,
 )
-from dispatchlab.exact.rules import MemoryRule
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
+from dispatchlab.solvers.rules import MemoryRule
 
 # ip layout
 IP_THRESHOLD, IP_PICK, IP_FALLBACK, IP_DESTINATION, IP_D, IP_AUDIT, IP_MASK = range(7)

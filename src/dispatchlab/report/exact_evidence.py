@@ -1,5 +1,5 @@
 """Exact answers beside the simulations: the committed two-server table of JIQ/JBT-r
-(``results/exact/jbt_two_server.json``, solved by :mod:`dispatchlab.exact.multilevel`)
+(``results/exact/jbt_two_server.json``, solved by :mod:`dispatchlab.solvers.multilevel`)
 matched to the stored points it covers, so that the Reproductions page shows each such
 point's ε·E[X] without sampling noise next to its estimate; and the exact E[ΣQ] of weighted
 random routing (``results/exact/random_routing.json``: independent single-server chains),

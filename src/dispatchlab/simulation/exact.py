@@ -1,5 +1,5 @@
 """``dispatchlab.exact(system, policy)``: the exact stationary law of a small system, for a
-policy given by name or object (the solvers themselves, :mod:`dispatchlab.exact`, sit below
+policy given by name or object (the solvers themselves, :mod:`dispatchlab.solvers`, sit below
 the policies and take the object), by the method that applies and fits."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
 
 if TYPE_CHECKING:
-    from dispatchlab.exact.chain import ExactResult
-    from dispatchlab.exact.qbd import QBDResult
     from dispatchlab.policies.base import Policy
+    from dispatchlab.solvers.chain import ExactResult
+    from dispatchlab.solvers.qbd import QBDResult
 
 
 #: ``method`` of :func:`exact`
@@ -40,17 +40,17 @@ def exact(system: System, policy: Policy | str, *, method: str = "auto",
         system: the system (a :class:`~dispatchlab.System`).
         policy: a policy that declares its exact dispatch law, or its name (rand, wrand,
             rr, jsq, jsed, pod, balanced-pod; jiq and jbt with M = 1).
-        method: ``"chain"``: the truncated sparse chain (:func:`dispatchlab.exact.chain.solve`:
+        method: ``"chain"``: the truncated sparse chain (:func:`dispatchlab.solvers.chain.solve`:
             E[ΣQ], E[Q_n], P(ΣQ = k), the truncation level K and the mass at its edge; for
             JIQ/JBT-r on two servers it hands a chain too large for it to the multilevel
             solver). ``"qbd"``: the two-server QBD by logarithmic reduction
-            (:func:`dispatchlab.exact.qbd.two_server_qbd`: E[ΣQ] and E[Q_n] at any ε > 0,
+            (:func:`dispatchlab.solvers.qbd.two_server_qbd`: E[ΣQ] and E[Q_n] at any ε > 0,
             for two servers, one dispatcher, Bernoulli laws and a JSQ-type rule).
             ``"auto"`` (default): the chain, and the QBD where the chain would be too large
             and the QBD applies.
         policy_params: the policy's parameters, with a policy name.
         truncation, tolerance, max_states, law_tail: the chain's options
-            (:func:`dispatchlab.exact.chain.solve`); refused with ``method="qbd"``.
+            (:func:`dispatchlab.solvers.chain.solve`); refused with ``method="qbd"``.
 
     Raises ValidationError ("no exact solution: simulate") for a policy that declares no
     exact dispatch law, when no method fits (the refusal of ``method="chain"`` names the
@@ -58,10 +58,10 @@ def exact(system: System, policy: Policy | str, *, method: str = "auto",
     (a state-independent split that overloads a server, docs/model.md#pi-stability): such
     a chain has no stationary law, and its truncation would grow until ``max_states``.
     """
-    from dispatchlab.exact.chain import solve
-    from dispatchlab.exact.qbd import two_server_qbd
     from dispatchlab.policies import Policy, make_policy
     from dispatchlab.simulation.summary import theory_stability
+    from dispatchlab.solvers.chain import solve
+    from dispatchlab.solvers.qbd import two_server_qbd
 
     refuse_unknown(exact, unknown)
     require(isinstance(method, str) and method in METHODS, "method",

@@ -11,7 +11,7 @@ at most one per slot: every state has at most nine neighbours (ten with the orde
 copies), and the chain is a 2-D nearest-neighbour walk whose law away from the axes
 (both Q_n ≥ r) is the same everywhere (proportional random routing).
 
-The truncation is that of :mod:`dispatchlab.exact.chain` (a job that would take ΣQ above K
+The truncation is that of :mod:`dispatchlab.solvers.chain` (a job that would take ΣQ above K
 is lost from the longest queue), so the two agree exactly at equal K. The chain, ~10⁷
 states at ε = 10⁻³, is stored as nine or ten (target, probability) slots per state and
 solved by **multiplicative multilevel aggregation** (iterative aggregation–disaggregation
@@ -47,8 +47,8 @@ from numba import njit
 from dispatchlab.core.errors import TooLarge, ValidationError, require
 from dispatchlab.core.ram import require_memory
 from dispatchlab.core.signals import interruption, stops_caught
-from dispatchlab.exact.laws import MIN_TOLERANCE
-from dispatchlab.exact.progress import LONG_SOLVE_STATES, say, seconds_left
+from dispatchlab.solvers.laws import MIN_TOLERANCE
+from dispatchlab.solvers.progress import LONG_SOLVE_STATES, say, seconds_left
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System
@@ -108,7 +108,7 @@ def _code(memory: tuple[int, ...], ordered: bool) -> int:
 
 def rule_tables(rule: Any) -> tuple[np.ndarray, ...]:
     """The dispatch and update laws of a two-server ID-memory rule (an object with the
-    :class:`~dispatchlab.exact.rules.MemoryRule` interface and ``r``, ``ordered``), as
+    :class:`~dispatchlab.solvers.rules.MemoryRule` interface and ``r``, ``ordered``), as
     arrays: dispatch (prob, target, memory after) [code, branch] and update (prob, new
     memory) [memory after, below pattern, branch]; branches with prob 0 are padding."""
     ordered = bool(getattr(rule, "ordered", False))
@@ -457,7 +457,7 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
                      max_cycles: int = 400) -> MultilevelResult:
     """The stationary law of a two-server system with Bernoulli arrivals and Bernoulli
     service under a one-dispatcher ID-memory rule (``rule``: the policy's
-    ``exact_memory(system)``, a :class:`~dispatchlab.exact.rules.MemoryRule` with ``r``).
+    ``exact_memory(system)``, a :class:`~dispatchlab.solvers.rules.MemoryRule` with ``r``).
 
     K grows from :func:`guess_truncation` until P(ΣQ = K) ≤ ``tolerance`` unless
     ``truncation`` fixes it. Refused (ValidationError) when the chain would exceed

@@ -1,7 +1,7 @@
 """The stationary law of the slotted chain of a small system, by a truncated sparse chain.
 
 The state is Q(t) at slot start (with ΣQ ≤ K, the truncation level), times the policy's
-memory where it is finite (:class:`~dispatchlab.exact.rules.MemoryRule`). One slot is
+memory where it is finite (:class:`~dispatchlab.solvers.rules.MemoryRule`). One slot is
 built exactly as the slot loop runs it (docs/model.md):
 
 1. A_Σ(t) from its law, shared among the M dispatchers (all to one for M = 1; one
@@ -34,15 +34,15 @@ import numpy as np
 
 from dispatchlab.core.errors import TooLarge, ValidationError, require
 from dispatchlab.core.signals import call_interruptibly, interrupt_saying
-from dispatchlab.exact.laws import (
+from dispatchlab.solvers.laws import (
     MIN_TOLERANCE,
     arrival_pmf,
     count_splits,
     multinomial_splits,
     service_pmf,
 )
-from dispatchlab.exact.progress import LONG_SOLVE_STATES, say
-from dispatchlab.exact.rules import MemoryRule
+from dispatchlab.solvers.progress import LONG_SOLVE_STATES, say
+from dispatchlab.solvers.rules import MemoryRule
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System
@@ -424,7 +424,7 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
           tolerance: float = EDGE_TOLERANCE, max_states: int | None = None,
           law_tail: float = 1e-13) -> ExactResult:
     """The stationary law of ``system`` under ``policy`` (an object with the capability of
-    :mod:`dispatchlab.exact.rules`).
+    :mod:`dispatchlab.solvers.rules`).
 
     ``truncation`` fixes K (ΣQ ≤ K); by default K grows until P(ΣQ = K) ≤ ``tolerance``
     (at least MIN_TOLERANCE: a smaller mass is below what sums of doubles resolve). A
@@ -456,7 +456,7 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
     while True:
         size = count_states(n, k) * memory_values
         if size > max_states and not fixed:
-            from dispatchlab.exact import multilevel
+            from dispatchlab.solvers import multilevel
 
             if multilevel.applies(system, policy):  # two servers, JIQ / JBT-r, M = 1
                 options = {"max_states": max_states} if given_max else {}
@@ -519,7 +519,7 @@ def _time_estimate(size: int, last_k: int, last_size: int, last_seconds: float) 
 
 
 def _from_multilevel(result: Any, started: float) -> ExactResult:
-    """An :class:`ExactResult` from :func:`dispatchlab.exact.multilevel.solve_two_server`."""
+    """An :class:`ExactResult` from :func:`dispatchlab.solvers.multilevel.solve_two_server`."""
     return ExactResult(
         policy=result.policy, mean_total_queue=result.mean_total_queue,
         mean_queues=list(result.mean_queues),

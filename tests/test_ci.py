@@ -84,7 +84,7 @@ def test_short_run_is_undetermined() -> None:
 
 
 def test_the_slowest_server_sets_the_relaxation_time() -> None:
-    from dispatchlab.stats.heavy_traffic import heavy_traffic_relaxation
+    from dispatchlab.stats.standard_error_floor import heavy_traffic_relaxation
 
     mu, rates = np.array([0.1, 0.5]), np.array([0.095, 0.45])
     assert heavy_traffic_relaxation(np.array([20.0, 9.0]), mu, rates) == pytest.approx(16_000)
@@ -98,7 +98,7 @@ def _policy(name: str):
 
 def test_a_disagreement_with_theory_is_named() -> None:
     from dispatchlab.simulation.summary import _cross_check
-    from dispatchlab.stats.stability import StabilityVerdict
+    from dispatchlab.stats.run_stability import StabilityVerdict
 
     named = _cross_check(StabilityVerdict("stable", "flat"), "unstable", "λ̄ = 1")
     assert "DISAGREES with theory (unstable: λ̄ = 1)" in named.evidence

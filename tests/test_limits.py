@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dispatchlab.stats.limits import LimitEstimate, estimate_limit
+from dispatchlab.stats.limit_fits import LimitEstimate, estimate_limit
 
 EPS = np.array([1e-3, 3e-3, 1e-2])
 

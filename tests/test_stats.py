@@ -22,8 +22,8 @@ from dispatchlab.stats import (
     stability_verdict,
 )
 from dispatchlab.stats.estimators import Estimate, with_standard_error_floor
-from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
-from dispatchlab.stats.stability import below_lower_bound
+from dispatchlab.stats.run_stability import below_lower_bound
+from dispatchlab.stats.standard_error_floor import heavy_traffic_standard_error
 
 # -- confidence intervals ----------------------------------------------------------------------
 

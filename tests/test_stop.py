@@ -297,7 +297,7 @@ def test_huge_policy_memory_is_one_error_line(args: list[str], field: str,
 
 
 def _verdict(series: np.ndarray, relaxation: float = 0.0):
-    from dispatchlab.stats.stability import stability_verdict
+    from dispatchlab.stats.run_stability import stability_verdict
 
     return stability_verdict(series, 10, hit_bound=False, bound=10**6, slots_run=10 * series.size,
                              overloaded=False, relaxation_slots=relaxation)

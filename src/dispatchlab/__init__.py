@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.experiments.notebook import sweep
     from dispatchlab.model import System
     from dispatchlab.policies import Policy, make_policy, policy_names
-    from dispatchlab.report.notebook import plot
     from dispatchlab.report.result_plots import plot_distribution, plot_trajectory
+    from dispatchlab.report.sweep_plot import plot
     from dispatchlab.simulation.compare import PairedComparison, compare
     from dispatchlab.simulation.exact import exact
     from dispatchlab.simulation.result import Result
@@ -42,7 +42,7 @@ _HOMES = {
     "compare": "dispatchlab.simulation.compare",
     "exact": "dispatchlab.simulation.exact",  # scipy, on first call
     "make_policy": "dispatchlab.policies",
-    "plot": "dispatchlab.report.notebook",  # matplotlib
+    "plot": "dispatchlab.report.sweep_plot",  # matplotlib
     "plot_distribution": "dispatchlab.report.result_plots",  # matplotlib
     "plot_trajectory": "dispatchlab.report.result_plots",
     "policy_names": "dispatchlab.policies",

@@ -161,7 +161,7 @@ def compare_command(
     from dispatchlab.simulation.run import simulate_each
     from dispatchlab.simulation.work_guard import check_work, system_work
     from dispatchlab.specs.run import RunSpec
-    from dispatchlab.stats.stability import below_lower_bound
+    from dispatchlab.stats.run_stability import below_lower_bound
 
     import_user_modules(import_ or [])
     spec = RunSpec(slots=slots, seed=seed, replications=replications).with_overrides(

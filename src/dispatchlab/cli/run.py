@@ -202,7 +202,7 @@ def run_status(text: str, runs: int) -> Iterator[None]:
 
 def result_table(result: Result, label: str | None = None) -> Table:
     """The human summary of one run (``label``: the policy or preset name asked for)."""
-    from dispatchlab.stats.stability import below_lower_bound
+    from dispatchlab.stats.run_stability import below_lower_bound
 
     system = result.system
     table = Table(title=escape(f"dispatchlab run: {label or result.policy}"), show_header=False,

@@ -11,7 +11,7 @@ import numpy as np
 
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.paths import guarded_io, require_readable_file
-from dispatchlab.model.limits import MAX_JOBS_PER_SLOT, check_arrival_rate, check_trace_counts
+from dispatchlab.model.size_limits import MAX_JOBS_PER_SLOT, check_arrival_rate, check_trace_counts
 from dispatchlab.model.values import as_int, as_text
 
 # the law's code in the compiled slot loop, by name (the loop compares with the constants)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dispatchlab.core.errors import ValidationError, require
-from dispatchlab.model.limits import MAX_JOBS_PER_SLOT, MAX_SERVERS, check_rates
+from dispatchlab.model.size_limits import MAX_JOBS_PER_SLOT, MAX_SERVERS, check_rates
 from dispatchlab.model.values import as_int, as_numbers, as_text
 
 # the law's code in the compiled slot loop, by name (the loop compares with the constants)

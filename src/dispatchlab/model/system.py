@@ -9,14 +9,14 @@ import numpy as np
 
 from dispatchlab.core.errors import refuse_unknown, require
 from dispatchlab.model.arrivals import ArrivalProcess, arrival_process
-from dispatchlab.model.limits import (
+from dispatchlab.model.service import ServiceLaw, format_rates, parse_rates
+from dispatchlab.model.size_limits import (
     MAX_DISPATCHERS,
     MAX_SERVERS,
     check_arrival_rate,
     check_rates,
     check_weights,
 )
-from dispatchlab.model.service import ServiceLaw, format_rates, parse_rates
 from dispatchlab.model.values import as_flag, as_int, as_number, as_numbers, as_text
 
 SPLITS = ("per_job", "batch")

@@ -1,5 +1,5 @@
 """The heavy-traffic claims: lim ε·E[X] estimated from each curve
-(:func:`dispatchlab.stats.limits.estimate_limit`) and judged as a limit — "→ 0", "> 0",
+(:func:`dispatchlab.stats.limit_fits.estimate_limit`) and judged as a limit — "→ 0", "> 0",
 one limit below another — beside [JBT] Eq. (7)'s term, and [Π] Theorem 4.4's collapse
 (docs/statistics.md#limits, docs/statistics.md#drift)."""
 
@@ -20,7 +20,7 @@ from dispatchlab.report.verdicts import (
     summary_of,
 )
 from dispatchlab.specs.experiment import ExperimentSpec
-from dispatchlab.stats.limits import LimitEstimate, estimate_limit
+from dispatchlab.stats.limit_fits import LimitEstimate, estimate_limit
 
 
 def excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
@@ -58,7 +58,7 @@ def excess_curves(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]
 
 def _threshold(value: object) -> float:
     """JBT-r's threshold r of a point (1 for every other policy): the scale of its finite-ε
-    term in the limit's fit (:func:`~dispatchlab.stats.limits.estimate_limit`)."""
+    term in the limit's fit (:func:`~dispatchlab.stats.limit_fits.estimate_limit`)."""
     count = pd.to_numeric(value, errors="coerce")
     return float(count) if pd.notna(count) and count >= 1 else 1.0
 
@@ -197,7 +197,7 @@ def model_error(curves: list[tuple[str, str, pd.DataFrame, float]], system: str,
 def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
                   rule: Callable[..., tuple[str, str]],
                   somewhere: bool = False) -> Verdict:
-    """Each curve's lim ε·E[X] (:func:`~dispatchlab.stats.limits.estimate_limit` on its
+    """Each curve's lim ε·E[X] (:func:`~dispatchlab.stats.limit_fits.estimate_limit` on its
     equilibrated points with an interval) judged by ``rule(estimate, LIMIT_TOLERANCE·ζ/2,
     error=…)``, the model error of a control curve on the same system (:func:`model_error`);
     a curve with fewer than two such points is undecided. The claim holds for a label on

@@ -14,7 +14,7 @@ import numpy as np
 from dispatchlab.core.errors import INTEGER_LIMIT, ValidationError, require
 from dispatchlab.engine.interface import Kernel
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
-from dispatchlab.model.limits import check_run_jobs
+from dispatchlab.model.size_limits import check_run_jobs
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
 

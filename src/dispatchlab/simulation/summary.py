@@ -26,12 +26,12 @@ from dispatchlab.stats.estimators import (
     with_standard_error_floor,
     within_support,
 )
-from dispatchlab.stats.heavy_traffic import (
+from dispatchlab.stats.quantiles import quantile_intervals
+from dispatchlab.stats.run_stability import StabilityVerdict, below_lower_bound, stability_verdict
+from dispatchlab.stats.standard_error_floor import (
     heavy_traffic_relaxation,
     heavy_traffic_standard_error,
 )
-from dispatchlab.stats.quantiles import quantile_intervals
-from dispatchlab.stats.stability import StabilityVerdict, below_lower_bound, stability_verdict
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
 from dispatchlab.theory.pooled_queue import PooledMean, pooled_queue_of
 from dispatchlab.theory.stability import induced_threshold

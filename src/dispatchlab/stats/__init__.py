@@ -11,8 +11,8 @@ from dispatchlab.stats.estimators import (
     replication_estimate,
     with_standard_error_floor,
 )
-from dispatchlab.stats.heavy_traffic import heavy_traffic_standard_error
-from dispatchlab.stats.stability import StabilityVerdict, stability_verdict
+from dispatchlab.stats.run_stability import StabilityVerdict, stability_verdict
+from dispatchlab.stats.standard_error_floor import heavy_traffic_standard_error
 
 __all__ = [
     "Estimate",

@@ -127,7 +127,7 @@ def with_standard_error_floor(estimate: Estimate, floor: float, why: str,
     Student-t degrees of freedom); unchanged without an interval or with a ``nan`` floor.
 
     The default CI floors the batch-means SE by the heavy-traffic model SE of
-    :mod:`dispatchlab.stats.heavy_traffic`; ``why`` names the floor in ``method``.
+    :mod:`dispatchlab.stats.standard_error_floor`; ``why`` names the floor in ``method``.
     """
     if estimate.too_short or not math.isfinite(floor) or not floor > estimate.standard_error:
         return estimate

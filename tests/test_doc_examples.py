@@ -76,7 +76,7 @@ def test_docstring_examples_are_found() -> None:
     found = {source.relative_to(ROOT / "src").as_posix()
              for source in SOURCES if docstring_examples(source)}
     assert {"dispatchlab/__init__.py", "dispatchlab/testing/conformance.py",
-            "dispatchlab/experiments/notebook.py"} <= found
+            "dispatchlab/experiments/sweeps.py"} <= found
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from matplotlib.collections import PolyCollection
 
 import dispatchlab as dl
 from dispatchlab import ValidationError
-from dispatchlab.experiments.notebook import policy_from_recipe, policy_recipe
+from dispatchlab.experiments.recipes import policy_from_recipe, policy_recipe
 from dispatchlab.experiments.store import Store
 from dispatchlab.policies.led import strategy_function
 from dispatchlab.policies.led.strategies import l_jba

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr__ below
     from dispatchlab import policies
     from dispatchlab.core.errors import ValidationError
-    from dispatchlab.experiments.notebook import sweep
+    from dispatchlab.experiments.sweeps import sweep
     from dispatchlab.model import System
     from dispatchlab.policies import Policy, make_policy, policy_names
     from dispatchlab.report.result_plots import plot_distribution, plot_trajectory
@@ -47,7 +47,7 @@ _HOMES = {
     "plot_trajectory": "dispatchlab.report.result_plots",
     "policy_names": "dispatchlab.policies",
     "simulate": "dispatchlab.simulation.run",
-    "sweep": "dispatchlab.experiments.notebook",  # pandas and the store
+    "sweep": "dispatchlab.experiments.sweeps",  # pandas and the store
 }
 
 __all__ = [

@@ -1,6 +1,6 @@
 """``dispatchlab.plot``: the standard figure of a notebook sweep (a ``sweep`` DataFrame).
 
-It sits in the report layer, above :mod:`dispatchlab.experiments.notebook` whose frames it
+It sits in the report layer, above :mod:`dispatchlab.experiments.sweeps` whose frames it
 draws, and reuses the report's summaries (Student-t intervals over replications).
 """
 

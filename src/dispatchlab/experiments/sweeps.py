@@ -27,8 +27,6 @@ they run) and marks the run ``interrupted``.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
 import os
 import time
@@ -45,6 +43,7 @@ from dispatchlab.core.progress_display import notebook_progress
 from dispatchlab.core.signals import api_stops, interrupt_saying
 from dispatchlab.engine.control import format_seconds
 from dispatchlab.experiments.arguments import SweepArguments, as_list, sweep_arguments
+from dispatchlab.experiments.recipes import identity_params, policy_from_recipe, policy_recipe
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
 from dispatchlab.simulation.result import Result
@@ -106,99 +105,6 @@ def _policy_objects(policies: PolicyLike | Iterable[PolicyLike] | Mapping[str, P
     require(len(set(labels)) == len(labels), "policies",
             f"policy labels must be distinct (got {labels}); pass a dict label → policy")
     return out
-
-
-# -- sending a policy to a worker by reference -------------------------------------------------
-
-
-def _importable(module: str | None) -> bool:
-    if not module or module == "__main__":
-        return False
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _function_ref(function: Any) -> dict[str, str] | None:
-    """{"module", "name"} when ``function`` is reachable as module.qualname, else None."""
-    module = getattr(function, "__module__", None)
-    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None)
-    if not (_importable(module) and name and "<locals>" not in name):
-        return None
-    found: Any = importlib.import_module(str(module))
-    for part in str(name).split("."):
-        found = getattr(found, part, None)
-    return {"module": str(module), "name": str(name)} if found is function else None
-
-
-def _resolve(ref: Mapping[str, str]) -> Any:
-    found: Any = importlib.import_module(ref["module"])
-    for part in ref["name"].split("."):
-        found = getattr(found, part)
-    return found
-
-
-def policy_recipe(policy: Policy) -> dict[str, Any] | None:
-    """How a spawned worker rebuilds ``policy``: its class and constructor arguments, with
-    compiled functions named by reference; None when something lives in ``__main__`` (or is
-    otherwise not importable), so the policy must run in this process."""
-    from dispatchlab.policies.led.strategies import Strategy
-
-    cls = type(policy)
-    if not _importable(cls.__module__) or "<locals>" in cls.__qualname__:
-        return None
-    params: dict[str, Any] = {}
-    for key, value in policy.constructor_params().items():
-        if isinstance(value, Strategy):
-            ref = _function_ref(value.function)
-            if ref is None:
-                return None
-            params[key] = {"__function__": ref}
-        elif callable(value):
-            ref = _function_ref(value)
-            if ref is None:
-                return None
-            params[key] = {"__function__": ref}
-        else:
-            params[key] = value
-    imports = []
-    decision = getattr(policy, "decision", None)  # Π: a registered decision function
-    function = getattr(decision, "function", None)
-    if function is not None:
-        module = getattr(function, "__module__", None)
-        if not _importable(module):
-            return None
-        imports.append(module)  # importing it registers the decision in the worker
-    return {"module": cls.__module__, "class": cls.__qualname__, "params": params,
-            "imports": imports}
-
-
-def policy_from_recipe(recipe: Mapping[str, Any]) -> Policy:
-    """The policy a :func:`policy_recipe` describes: import its modules (which registers a Π
-    decision), resolve its class and function-valued parameters, and build it."""
-    for module in recipe["imports"]:
-        importlib.import_module(module)
-    cls = _resolve({"module": recipe["module"], "name": recipe["class"]})
-    params = {k: _resolve(v["__function__"]) if isinstance(v, dict) and "__function__" in v
-              else v for k, v in recipe["params"].items()}
-    return cls(**params)
-
-
-def _identity_params(policy: Policy) -> dict[str, Any]:
-    """JSON-ready parameters that identify the policy in the store (functions by name)."""
-    params: dict[str, Any] = {}
-    for key, value in policy.constructor_params().items():
-        function = getattr(value, "function", value)
-        if callable(function) or hasattr(value, "function"):
-            ref = _function_ref(function)
-            name = getattr(function, "__qualname__", None) or getattr(function, "__name__", "?")
-            params[key] = f"{ref['module']}:{ref['name']}" if ref else f"__main__:{name}"
-        elif isinstance(value, tuple):
-            params[key] = list(value)
-        else:
-            params[key] = value
-    return params
 
 
 # -- the worker side ---------------------------------------------------------------------------
@@ -309,7 +215,7 @@ def sweep(
     tasks: list[tuple[Point, Policy, dict[str, Any] | None]] = []
     policy_specs = []
     for label, policy in chosen:
-        policy_specs.append(PolicySpec(policy.name, _identity_params(policy), label))
+        policy_specs.append(PolicySpec(policy.name, identity_params(policy), label))
     for spec in specs:
         for x in args.values:
             built = spec.build(**{args.axis: x})

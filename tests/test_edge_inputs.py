@@ -1,4 +1,5 @@
-"""The smaller cases of issue 25 (item 11), each with its clean behaviour."""
+"""Small hostile inputs, each with its clean behaviour: stability above capacity, traces of
+non-numbers, unknown spec names, missing numbers in a table, a tiny bound."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ from dispatchlab.core.errors import ValidationError
 from dispatchlab.core.pools import map_tasks, resolve_workers
 from dispatchlab.engine.raw import default_bound
 from dispatchlab.policies.base import make_policy
-from dispatchlab.simulation.execute import run_replications
 from dispatchlab.simulation.plan import Replication
+from dispatchlab.simulation.replicate import run_replications
 from dispatchlab.simulation.run import simulate, simulate_each
 
 TIMING = ("seconds", "slots_per_second")

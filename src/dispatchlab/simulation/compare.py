@@ -32,9 +32,9 @@ from dispatchlab.core.signals import api_stops
 from dispatchlab.engine.raw import RawRun
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
-from dispatchlab.simulation.execute import summarize_plan
 from dispatchlab.simulation.plan import Plan, plan_run, run_indexed
 from dispatchlab.simulation.result import Result
+from dispatchlab.simulation.summary import summarize_plan
 from dispatchlab.stats.estimators import Estimate, batch_means, replication_estimate, t_quantile
 
 #: the run settings compare passes to simulate's validation (plan_run)

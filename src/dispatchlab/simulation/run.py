@@ -10,7 +10,7 @@ from dispatchlab.core.pools import map_tasks
 from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
-from dispatchlab.simulation.execute import execute, summarize_plan
+from dispatchlab.simulation.execute import execute
 from dispatchlab.simulation.plan import plan_run, run_indexed
 from dispatchlab.simulation.result import Result
 
@@ -117,6 +117,8 @@ def simulate_each(system: System, policies: list[Policy | str], *, workers: int 
     plans = [plan_run(system, policy, **settings) for policy in policies]
     if any(plan.target is not None for plan in plans):
         return [execute(plan, workers) for plan in plans]
+    from dispatchlab.simulation.summary import summarize_plan  # (see execute._execute)
+
     items = [(plan.task, index) for plan in plans for index in plan.indices]
     raw = map_tasks(run_indexed, items, workers=workers)
     results, start = [], 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from dispatchlab.stats.standard_error_floor import (
 from dispatchlab.theory.bounds import heavy_traffic_limit, lower_bound_total_queue
 from dispatchlab.theory.pooled_queue import PooledMean, pooled_queue_of
 from dispatchlab.theory.stability import induced_threshold
+
+if TYPE_CHECKING:
+    from dispatchlab.simulation.plan import Plan
 
 FIXED_LENGTH = "fixed run length"
 
@@ -485,3 +488,10 @@ def _distribution(histogram: np.ndarray) -> list[float]:
         return []
     trimmed = histogram[: nonzero[-1] + 1]
     return (trimmed / trimmed.sum()).tolist()
+
+
+def summarize_plan(plan: Plan, runs: list[RawRun]) -> Result:
+    """The :class:`Result` of ``runs``, replications of ``plan``'s configuration."""
+    return summarize(plan.task.system, plan.task.policy, runs, seed=plan.task.seed,
+                     warmup_method=plan.warmup_method, estimator=plan.estimator,
+                     start=plan.task.start)

@@ -69,11 +69,30 @@ def test_a_growing_chain_says_how_long_its_next_solve_should_take(
     assert len(sizes) >= 2, heard  # K grew at least once
     assert "about" not in sizes[0]  # nothing to go by before the first solve
     for line in sizes[1:]:
-        assert re.search(r"states, building and solving the chain, about [\d,]+ s "
-                         r"\(K = [\d,]+: [\d,]+ states took \d+\.\d s\) …$", line), line
+        assert re.search(r"states, building and solving the chain, about [\d,]+ s and "
+                         r"[\d.]+ [KMG]?B \(K = [\d,]+: [\d,]+ states took \d+\.\d s and "
+                         r"[\d.]+ [KMG]?B\) …$", line), line
     assert f"K = {result.truncation:,}:" in sizes[-1]
-    assert chain._time_estimate(2_000, 10, 1_000, 1.0) == \
-        f", about {2 ** chain.SOLVE_TIME_EXPONENT:,.0f} s (K = 10: 1,000 states took 1.0 s)"
+    assert chain._time_estimate(2_000, 10, 1_000, 1.0, 3 * 2**20) == (
+        f", about {2 ** chain.SOLVE_TIME_EXPONENT:,.0f} s and 6 MB (K = 10: 1,000 states took "
+        "1.0 s and 3 MB)")
+
+
+def test_a_chain_that_would_not_fit_in_memory_is_refused_before_it_is_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the second K on, the memory the last solve took, scaled by the states, is
+    checked against the memory available to a run (core.ram)."""
+    from dispatchlab.core.errors import ValidationError
+    from dispatchlab.core.ram import LIMIT_VARIABLE
+
+    rises = iter(range(0, 10**12, 10**9))  # the peak rises by 1 GB at each solve
+    monkeypatch.setattr(chain, "peak_resident_bytes", lambda: next(rises))
+    monkeypatch.setenv(LIMIT_VARIABLE, "2G")
+    system = System.build([0.2, 0.3, 0.4], load=0.9, arrivals="bernoulli")
+    with pytest.raises(ValidationError, match=r"^max_states: the chain at K = \d+ \([\d,]+ "
+                       r"states\) needs about [\d.]+ GB of memory, more than the 2 GB "
+                       r"available to a run"):
+        dispatchlab.exact(system, "jsq", method="chain")
 
 def test_check_exact_shows_progress_on_stderr_but_not_with_json(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

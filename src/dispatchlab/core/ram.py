@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import resource
+import sys
 
 from dispatchlab.core.errors import ValidationError, require
 
@@ -78,3 +79,10 @@ def require_memory(field: str, nbytes: float, what: str) -> None:
         raise ValidationError(field, f"{what} needs about {format_bytes(nbytes)} of memory, "
                               f"more than the {format_bytes(limit)} available to a run "
                               f"(set {LIMIT_VARIABLE} to change the limit)")
+
+
+def peak_resident_bytes() -> int:
+    """The most memory this process has held resident so far (``ru_maxrss``: kilobytes on
+    Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)

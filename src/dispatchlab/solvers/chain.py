@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dispatchlab.core.errors import TooLarge, ValidationError, require
+from dispatchlab.core.ram import format_bytes, peak_resident_bytes, require_memory
 from dispatchlab.core.signals import call_interruptibly, interrupt_saying
 from dispatchlab.solvers.laws import (
     MIN_TOLERANCE,
@@ -452,7 +453,9 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
     fixed = truncation is not None
     k = as_int(truncation, "truncation", low=1) if fixed else _guess_level(system, tolerance)
     notes: list[str] = []
-    last: tuple[int, int, float] | None = None  # the last chain solved: K, states, seconds
+    # the last chain solved: K, its states, seconds and the memory it added to the peak
+    last: tuple[int, int, float, int] | None = None
+    before = peak_resident_bytes()
     while True:
         size = count_states(n, k) * memory_values
         if size > max_states and not fixed:
@@ -469,6 +472,9 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
                            f"N = {n} servers × {memory_values} memory value(s)), above "
                            f"max_states = {max_states:,}: no exact solution this large; "
                            "simulate")
+        if last:  # a chain that will not fit is refused before it is built
+            require_memory("max_states", last[3] * size / max(last[1], 1),
+                           f"the chain at K = {k:,} ({size:,} states)")
         if size >= LONG_SOLVE_STATES:
             say(f"K = {k:,}: {size:,} states, building and solving the chain"
                 + (_time_estimate(size, *last) if last else "") + " …")
@@ -478,7 +484,7 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
             pi, kept, loss = chain.solve()
         except KeyboardInterrupt as stop:
             raise interrupt_saying(stop, f"the chain at K = {k:,} ({size:,} states)") from None
-        last = (k, size, time.perf_counter() - begun)
+        last = (k, size, time.perf_counter() - begun, max(peak_resident_bytes() - before, 0))
         q = chain.q[kept % chain.q.shape[0]]
         totals = q.sum(axis=1)
         distribution = np.bincount(totals, weights=pi, minlength=k + 1)
@@ -507,15 +513,20 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
 
 
 #: how a chain's build and solve time grows with its states (ILU-preconditioned GMRES on
-#: these chains; a conservative round figure, for the estimate said before a solve)
+#: these chains; a conservative round figure, for the estimate said before a solve); its
+#: memory grows about linearly (the matrix and the factors' fill)
 SOLVE_TIME_EXPONENT = 1.3
 
 
-def _time_estimate(size: int, last_k: int, last_size: int, last_seconds: float) -> str:
-    """", about T s (K = …: S states took t s)": the next solve's time from the last's."""
-    seconds = last_seconds * (size / max(last_size, 1)) ** SOLVE_TIME_EXPONENT
-    return (f", about {seconds:,.0f} s (K = {last_k:,}: {last_size:,} states took "
-            f"{last_seconds:.1f} s)")
+def _time_estimate(size: int, last_k: int, last_size: int, last_seconds: float,
+                   last_bytes: int) -> str:
+    """", about T s and B of memory (K = …: S states took t s and b)": the next solve's
+    time and memory from the last's (the memory as the rise of the process's peak)."""
+    ratio = size / max(last_size, 1)
+    seconds = last_seconds * ratio ** SOLVE_TIME_EXPONENT
+    return (f", about {seconds:,.0f} s and {format_bytes(last_bytes * ratio)} (K = "
+            f"{last_k:,}: {last_size:,} states took {last_seconds:.1f} s and "
+            f"{format_bytes(last_bytes)})")
 
 
 def _from_multilevel(result: Any, started: float) -> ExactResult:

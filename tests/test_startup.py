@@ -48,7 +48,8 @@ def test_import_dispatchlab_loads_nothing_heavy() -> None:
 HELP_PAGES = [
     ["--help"], ["run", "--help"], ["compare", "--help"], ["check", "--help"],
     ["check", "tilt", "--help"], ["check", "bound", "--help"], ["check", "coverage", "--help"],
-    ["check", "exact", "--help"], ["experiment", "--help"], ["results", "--help"],
+    ["check", "exact", "--help"], ["check", "fluid", "--help"], ["experiment", "--help"],
+    ["results", "--help"],
     ["bench", "--help"], ["warm", "--help"],
 ]
 

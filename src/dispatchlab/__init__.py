@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.report.sweep_plot import plot
     from dispatchlab.simulation.compare import PairedComparison, compare
     from dispatchlab.simulation.exact import exact
+    from dispatchlab.simulation.fluid import fluid
     from dispatchlab.simulation.result import Result
     from dispatchlab.simulation.run import simulate
 
@@ -41,6 +42,7 @@ _HOMES = {
     "ValidationError": "dispatchlab.core.errors",
     "compare": "dispatchlab.simulation.compare",
     "exact": "dispatchlab.simulation.exact",  # scipy, on first call
+    "fluid": "dispatchlab.simulation.fluid",
     "make_policy": "dispatchlab.policies",
     "plot": "dispatchlab.report.sweep_plot",  # matplotlib
     "plot_distribution": "dispatchlab.report.result_plots",  # matplotlib
@@ -59,6 +61,7 @@ __all__ = [
     "__version__",
     "compare",
     "exact",
+    "fluid",
     "make_policy",
     "plot",
     "plot_distribution",

@@ -13,5 +13,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 check_app = typer.Typer(help="Theory checks without simulating (stability, tilt, lower "
-                        "bound, exact solutions, CI coverage).", no_args_is_help=True)
+                        "bound, exact solutions, the fluid limit, CI coverage).",
+                        no_args_is_help=True)
 app.add_typer(check_app, name="check")

@@ -25,6 +25,7 @@ from dispatchlab.engine.interface import Kernel
 from dispatchlab.model.system import System
 
 if TYPE_CHECKING:
+    from dispatchlab.solvers.fluid import FluidRule
     from dispatchlab.theory.stability import DispatchFractions
 
 
@@ -249,6 +250,11 @@ class Policy(metaclass=_FrozenAfterInit):
 
     def kernel(self, system: System) -> Kernel:
         raise NotImplementedError
+
+    def fluid_rule(self) -> FluidRule | None:
+        """How the jobs of one slot spread over the servers as N → ∞ (the fluid limit,
+        ``dispatchlab.fluid``, docs/fluid.md); None (the default) when none is derived."""
+        return None
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions | None:
         """a_l(η), the induced dispatch fractions of docs/model.md#pi-fractions on rates μ, for a

@@ -38,6 +38,7 @@ from dispatchlab.policies.herding import (
     herding_end,
     herding_layout,
 )
+from dispatchlab.solvers.fluid import FluidRule
 from dispatchlab.solvers.rules import (
     MemoryRule,
     argmin_lowest,
@@ -263,6 +264,10 @@ class RandomRouting(Policy):
     def kernel(self, system: System) -> Kernel:
         return Kernel(_rand_choose)
 
+    def fluid_rule(self) -> FluidRule:
+        """Its N → ∞ limit (``dispatchlab.fluid``): every server r = λ̄."""
+        return FluidRule("random")
+
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
         """Π member with a_l = 1/N (docs/model.md#pi-members)."""
         return DispatchFractions("rank", np.full(mu.size, 1.0 / mu.size))
@@ -287,6 +292,10 @@ class WeightedRandomRouting(Policy):
 
     def kernel(self, system: System) -> Kernel:
         return Kernel(_weighted_choose, float_params=alias_table(system.mu))
+
+    def fluid_rule(self) -> FluidRule:
+        """Its N → ∞ limit (``dispatchlab.fluid``): r_j = λ̄·μ_j/μ̄."""
+        return FluidRule("weighted")
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
         """Π member with a_l(η) = μ_η(l)/μ_Σ (docs/model.md#pi-members)."""
@@ -471,6 +480,11 @@ class JoinShortestQueue(_HerdingOptions):
               "(docs/model.md#herding).")
     parameters = _herding_params()
 
+    def fluid_rule(self) -> FluidRule | None:
+        """Its N → ∞ limit (``dispatchlab.fluid``) with uniform ties on Q(t); none with the
+        herding options (lowest-index ties have no limit, lag and fill not derived)."""
+        return FluidRule("jsq") if self.plain else None
+
     def kernel(self, system: System) -> Kernel:
         self.check_system(system)
         if not self.plain:
@@ -525,6 +539,10 @@ class PowerOfD(Policy):
 
     def check_system(self, system: System) -> None:
         _check_d(self, system)
+
+    def fluid_rule(self) -> FluidRule:
+        """Its N → ∞ limit (``dispatchlab.fluid``): d samples, the shortest, ties uniform."""
+        return FluidRule("pod", self.params["d"])
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions:
         """Π member with a_l = C(l−1, d−1)/C(N, d) (docs/model.md#pi-members)."""

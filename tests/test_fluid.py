@@ -1,0 +1,136 @@
+"""The fluid limit (dispatchlab.fluid, docs/fluid.md): against the exact single-server
+chain, against the continuous-time supermarket model in the small-slot limit, against
+simulations as N grows, and its refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import dispatchlab as dl
+from dispatchlab.cli import main
+from dispatchlab.core.errors import ValidationError
+from dispatchlab.solvers.fluid import FluidRule, fixed_point
+
+
+def per_job(servers: str, load: float) -> dl.System:
+    return dl.System.build(servers, load=load, dispatch="per-job", dispatchers=10)
+
+
+@pytest.mark.parametrize("load", [0.5, 0.95])
+def test_weighted_random_is_each_class_s_own_queue(load: float) -> None:
+    """State-free routing: each server is the single-server chain with Poisson(λ̄·μ_j/μ̄)
+    arrivals, solved by the exact solver (a different code path)."""
+    system = per_job("30x0.3,70x0.6", load)
+    result = dl.fluid(system, "wrand")
+    per_server = system.arrival_rate / system.n_servers
+    mean_rate = system.mu_sum / system.n_servers
+    for entry, mean in zip(result.classes, result.mean_queue_by_class, strict=True):
+        one = dl.System.build([entry["mu"]], rate=per_server * entry["mu"] / mean_rate,
+                              arrivals="poisson")
+        exact = dl.exact(one, "jsq", tolerance=1e-13).mean_total_queue
+        assert mean == pytest.approx(exact, rel=1e-9)
+    assert result.mean_total_queue == pytest.approx(100 * result.mean_queue_per_server)
+
+
+def test_power_of_one_is_random_routing() -> None:
+    """The iterated map (Po-1) reaches the directly solved queue (random routing); a
+    residual of 1e-12 a slot leaves the fixed point about residual/(1 − contraction) away."""
+    system = per_job("100x0.5", 0.9)
+    assert dl.fluid(system, "pod", policy_params={"d": 1}).mean_queue_per_server == \
+        pytest.approx(dl.fluid(system, "rand").mean_queue_per_server, rel=1e-7)
+
+
+def test_the_small_slot_limit_is_the_supermarket_model() -> None:
+    """Per-slot service μ → 0 at λ = 0.9: the fluid time in system in units of 1/μ tends to
+    Σ_{i≥1} λ^{(2^i − 2)} (Vvedenskaya–Dobrushin–Karpelevich; Mitzenmacher), the gap
+    halving with μ (an O(μ) slot effect)."""
+    closed = sum(0.9 ** (2**i - 2) for i in range(1, 40))
+    gaps = []
+    for mu in (0.04, 0.02):
+        system = dl.System.build(f"100x{mu}", load=0.9, dispatch="per-job")
+        result = dl.fluid(system, "pod")
+        time_in_system = result.mean_queue_per_server / (system.arrival_rate / 100) * mu
+        gaps.append(closed - time_in_system)
+    assert 0 < gaps[1] < 0.05
+    assert gaps[0] / gaps[1] == pytest.approx(2.0, rel=0.1)
+
+
+@pytest.mark.parametrize("policy", ["pod", "jsq"])
+def test_simulations_approach_the_fluid_value_as_n_grows(policy: str) -> None:
+    fluid = dl.fluid(per_job("20x0.3,20x0.6", 0.9), policy).mean_queue_per_server
+    gaps = []
+    for n in (40, 2000):
+        system = per_job(f"{n // 2}x0.3,{n // 2}x0.6", 0.9)
+        result = dl.simulate(system, policy, slots=20_000, replications=2, seed=1,
+                             track_delay=False)
+        gaps.append(abs(result.mean_total_queue / n - fluid))
+    assert gaps[1] < 0.01 and gaps[1] < gaps[0] / 5
+
+
+def test_jsq_sends_no_job_to_a_busy_server_and_po2_does() -> None:
+    system = per_job("100x0.5", 0.95)
+    assert dl.fluid(system, "jsq").wait_probability == 0.0
+    assert 0.5 < dl.fluid(system, "pod").wait_probability < 1
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: dl.fluid(dl.System.build("4x0.5", load=0.5), "jsq"),
+     r"^dispatch: the fluid limit is of per-job dispatch"),
+    (lambda: dl.fluid(per_job("4x0.5", 0.5), "jiq"), r"^policy: jiq has no fluid rule"),
+    (lambda: dl.fluid(per_job("4x0.5", 0.5), "jsq", policy_params={"ties": "lowest"}),
+     r"^policy: jsq has no fluid rule"),
+    (lambda: dl.fluid(per_job("50x0.1,50x0.5", 0.9), "pod"), r"^load: pod is unstable"),
+    (lambda: dl.fluid(per_job("2x0.3,2x0.6", 0.9), "rand"), r"^load: .*unstable"),
+    (lambda: dl.fluid(per_job("4x0.5", 0.5), "pod", tolerance=float("nan")), r"^tolerance:"),
+    (lambda: dl.fluid(per_job("4x0.5", 0.5), "pod", max_iterations=0), r"^max_iterations:"),
+    (lambda: dl.fluid("4x0.5", "pod"), r"^system: expected a System"),
+    (lambda: dl.fluid(per_job("4x0.5", 0.5), "pod", d=2), r"^d: unknown keyword of fluid"),
+])
+def test_what_has_no_fluid_limit_is_refused_in_one_line(call, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        call()
+
+
+def test_an_unfinished_iteration_says_so() -> None:
+    result = fixed_point(per_job("100x0.5", 0.95), FluidRule("pod", 2), max_iterations=5)
+    assert result.iterations == 5 and result.notes and "stopped after 5" in result.notes[0]
+
+
+def test_check_fluid_prints_a_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["check", "fluid", "--servers", "50x0.3,50x0.6", "--load", "0.9", "--policy", "jsq"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "E[Q] per server" in out and "class μ = 0.3" in out and "N → ∞" in out
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["policy"] == "jsq" and data["system"]["dispatch"] == "per_job"
+    assert data["mean_total_queue"] == pytest.approx(100 * data["mean_queue_per_server"])
+    assert main(["check", "fluid", "--servers", "4x0.5", "--dispatch", "batch"]) == 2
+    assert "error: dispatch: the fluid limit is of per-job dispatch" in capsys.readouterr().err
+
+
+def test_the_committed_validation_is_what_the_solver_gives_and_what_the_docs_quote() -> None:
+    """results/fluid/validation.md: every fluid E[Q] in its tables is recomputed, and the
+    figures docs/fluid.md quotes from it are in it."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "results" / "fluid" / "validation.md").read_text(encoding="utf-8")
+    profiles = {"homogeneous μ = 0.5": "100x0.5", "half μ = 0.3, half μ = 0.6": "50x0.3,50x0.6"}
+    checked = 0
+    for title, servers in profiles.items():
+        section = text.split(f"## {title}")[1].split("## ")[0]
+        for policy, load, value in re.findall(r"^\| (\w+) \| ([\d.]+) \| ([\d.]+) \|",
+                                              section, re.M):
+            fluid = dl.fluid(per_job(servers, float(load)), policy).mean_queue_per_server
+            assert f"{fluid:.5f}" == value, (title, policy, load)
+            checked += 1
+    assert checked == 18
+    docs = (root / "docs" / "fluid.md").read_text(encoding="utf-8")
+    for quoted in ("+0.0858", "+0.0075", "+0.0008", "-1.06", "2.450888", "2.593433"):
+        assert quoted in text
+    for quoted in ("+0.086", "+0.0075", "+0.0008", "−1.06", "2.4509", "2.5934", "2.6141"):
+        assert quoted in docs

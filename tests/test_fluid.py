@@ -134,3 +134,15 @@ def test_the_committed_validation_is_what_the_solver_gives_and_what_the_docs_quo
         assert quoted in text
     for quoted in ("+0.086", "+0.0075", "+0.0008", "−1.06", "2.4509", "2.5934", "2.6141"):
         assert quoted in docs
+
+
+@pytest.mark.parametrize("policy", ["jsq", "wrand"])
+def test_near_capacity_the_fixed_point_is_still_reached(policy: str) -> None:
+    """ρ = 0.999: the truncation grows from 64 levels as the tail needs (it started at
+    8/(1 − ρ) levels, and the direct solve had a dense row: minutes)."""
+    result = dl.fluid(per_job("100x0.5", 0.999), policy)
+    assert not result.notes and result.edge_mass <= 1e-13
+    if policy == "wrand":  # one Poisson-fed queue at ρ = 0.999: E[Q] = 749.0
+        assert 700 < result.mean_queue_per_server < 800 and result.truncation > 10_000
+    else:
+        assert result.mean_queue_per_server < 5 and result.truncation < 200

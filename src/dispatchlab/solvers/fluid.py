@@ -158,29 +158,32 @@ def step(p: np.ndarray, rates: np.ndarray, services: list[np.ndarray]) -> np.nda
 
 def _single_queue(rate: float, service: np.ndarray) -> np.ndarray:
     """The stationary law of one server with Poisson(``rate``) arrivals and ``service``'s
-    law, Q ← max(Q + A − S, 0): a sparse solve of the chain truncated at K, K doubled until
-    the mass at K is below EDGE_MASS."""
+    law, Q ← max(Q + A − S, 0): a sparse solve of the chain truncated at K (jobs beyond K
+    kept at K), K doubled until the mass at K is below EDGE_MASS."""
     from scipy import sparse
     from scipy.sparse.linalg import spsolve
 
+    jobs = np.arange(_arrival_width(rate))
+    arrivals = np.exp(jobs * math.log(rate) - rate - _log_factorials(jobs.size))
+    arrivals /= arrivals.sum()
     levels = 64
     while True:
-        p = np.zeros((1, levels))
+        k = np.arange(levels)
         rows, cols, values = [], [], []
-        for k in range(levels):
-            p[:] = 0.0
-            p[0, k] = 1.0
-            out = step(p, np.full((1, levels), rate), [service])[0]
-            nonzero = np.flatnonzero(out)
-            rows += [k] * nonzero.size
-            cols += nonzero.tolist()
-            values += out[nonzero].tolist()
-        matrix = sparse.csr_matrix((values, (rows, cols)), shape=(levels, levels))
-        a = (matrix.T - sparse.identity(levels)).tolil()
-        a[0, :] = 1.0  # replace one balance equation by Σ π = 1
-        rhs = np.zeros(levels)
-        rhs[0] = 1.0
-        law = np.maximum(spsolve(a.tocsc(), rhs), 0.0)
+        for a, pa in enumerate(arrivals):  # one band of the matrix per (arrivals, service)
+            for served, ps in enumerate(service):
+                if pa * ps > 0:
+                    rows.append(k)
+                    cols.append(np.clip(k + a - served, 0, levels - 1))
+                    values.append(np.full(levels, pa * ps))
+        matrix = sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows),
+                                                             np.concatenate(cols))),
+                                   shape=(levels, levels))
+        balance = (matrix.T - sparse.identity(levels)).tocsc()
+        # π(0) = 1 and the other balance equations (banded: no fill-in), then normalised
+        law = np.ones(levels)
+        law[1:] = spsolve(balance[1:, 1:], -balance[1:, 0].toarray().ravel())
+        law = np.maximum(law, 0.0)
         law /= law.sum()
         if law[-1] <= EDGE_MASS:
             return law
@@ -227,8 +230,7 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
                 f"random routing sends λ̄ = {per_server:.4g} jobs per slot to every server, "
                 f"at least the slowest class's μ = {mu.min():.4g}: it is unstable")
     services = [service_pmf(system.service, float(rate), ARRIVAL_TAIL)[0] for rate in mu]
-    load = system.arrival_rate / system.mu_sum
-    levels = max(64, 8 * int(math.ceil(1 / (1 - load))))
+    levels = 64  # doubled while the mass at the last level exceeds EDGE_MASS
     iterations, residual = 0, math.inf
     notes: list[str] = []
     if rule.kind in ("random", "weighted"):  # state-free rates: each class is one queue

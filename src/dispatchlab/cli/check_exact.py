@@ -31,9 +31,7 @@ def exact_command(
     policy: Annotated[str, typer.Option(
         help="A policy that declares its exact dispatch law: rand, wrand, rr, jsq, jsed, pod, "
         "balanced-pod, jiq and jbt (M = 1).")] = "jsq",
-    set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Policy parameter KEY=VALUE (repeatable), e.g. --set ties=lowest.",
-        show_default=False)] = None,
+    set_: options.PolicyParams = None,
     servers: options.Servers = None,
     dispatchers: options.Dispatchers = None,
     load: options.Load = None,

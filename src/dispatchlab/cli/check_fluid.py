@@ -19,9 +19,7 @@ def fluid_command(
     policy: Annotated[str, typer.Option(
         help="A policy with a fluid rule: rand, wrand, pod (any d) and jsq (uniform ties, no "
         "lag or water-filling).")] = "pod",
-    set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Policy parameter KEY=VALUE (repeatable), e.g. --set d=3.",
-        show_default=False)] = None,
+    set_: options.PolicyParams = None,
     servers: options.Servers = None,
     dispatchers: options.Dispatchers = None,
     load: options.Load = None,

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from dispatchlab.cli import options
 from dispatchlab.cli.app import check_app
 from dispatchlab.cli.output import load_text, number, print_json, stdout_console
 from dispatchlab.core.errors import require
@@ -77,9 +78,7 @@ def stability_command(
     policy: Annotated[str, typer.Option(
         help="A Π member: pi-framework and its presets (pi-jsq, pi-pod, …), or the classical "
         "rand, wrand, rr, jsq, jsed, pod.")] = "pod",
-    set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Policy parameter KEY=VALUE (repeatable), e.g. --set d=2.",
-        show_default=False)] = None,
+    set_: options.PolicyParams = None,
     servers: Annotated[str, typer.Option(
         help="Service rates μ_n: COUNTxRATE list or rates.")] = "50x0.1,50x0.5",
     load: Annotated[float | None, typer.Option(

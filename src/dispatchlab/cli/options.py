@@ -46,6 +46,9 @@ DispatcherWeights = Annotated[str | None, typer.Option(
 AllowUnstable = Annotated[bool, typer.Option(
     "--allow-unstable", help="Accept a system with load ≥ 1.", rich_help_panel=SYSTEM)]
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+PolicyParams = Annotated[list[str] | None, typer.Option(
+    "--set", help="Policy parameter KEY=VALUE (repeatable), e.g. --set d=2.",
+    show_default=False)]
 
 
 def parse_weights(text: str | None) -> tuple[float, ...] | None:

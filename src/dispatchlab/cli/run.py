@@ -40,9 +40,7 @@ def run_command(
         metavar="SPEC.toml", show_default=False)] = None,
     policy: Annotated[str | None, typer.Option(
         help="Registered policy name (see `dispatchlab policies`).", show_default=False)] = None,
-    set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Policy parameter KEY=VALUE (repeatable), e.g. --set d=2.",
-        show_default=False)] = None,
+    set_: options.PolicyParams = None,
     servers: options.Servers = None,
     dispatchers: options.Dispatchers = None,
     load: options.Load = None,

@@ -40,6 +40,8 @@ ARRIVAL_TAIL = 1e-15
 MAX_ITERATIONS = 200_000
 #: the most queue levels kept: an occupancy still spreading beyond this has no fixed point
 MAX_LEVELS = 1 << 16
+#: the most jobs one server may receive in a slot of the map, on average
+MAX_RATE = 1e4
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,9 @@ def step(p: np.ndarray, rates: np.ndarray, services: list[np.ndarray]) -> np.nda
     classes, levels = p.shape
     out = np.zeros_like(p)
     top = max(float(rates.max()), 0.0)
+    require(top <= MAX_RATE, "load", f"the fluid map sends {top:.3g} jobs a slot to one "
+            f"server (above {MAX_RATE:g}): the occupancy left too few servers at the lowest "
+            "level to take the slot's jobs")
     width = _arrival_width(top)
     jobs = np.arange(width)
     for j in range(classes):

@@ -134,6 +134,8 @@ def test_the_committed_validation_is_what_the_solver_gives_and_what_the_docs_quo
         assert quoted in text
     for quoted in ("+0.086", "+0.0075", "+0.0008", "−1.06", "2.4509", "2.5934", "2.6141"):
         assert quoted in docs
+    assert "(fluid-figures/approach.png)" in docs
+    assert (root / "docs" / "fluid-figures" / "approach.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("policy", ["jsq", "wrand"])

@@ -203,7 +203,7 @@ def _arrival_width(rate: float) -> int:
         return 1
     term = cumulative = math.exp(-rate)
     count = 1
-    while 1.0 - cumulative > ARRIVAL_TAIL and term > 0 or count <= rate:
+    while (1.0 - cumulative > ARRIVAL_TAIL and term > 0) or count <= rate:
         term *= rate / count
         cumulative += term
         count += 1
@@ -212,6 +212,47 @@ def _arrival_width(rate: float) -> int:
 
 def _log_factorials(width: int) -> np.ndarray:
     return np.array([math.lgamma(a + 1) for a in range(width)])
+
+
+def _solve_state_free(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray, per_server: float,
+                      services: list[np.ndarray]) -> tuple[np.ndarray, int, float, list[str]]:
+    """State-free rates: each class is one Poisson-fed queue, solved directly; the residual
+    is one slot of the map applied to the answer."""
+    rates = arrival_rates(rule, np.ones((mu.size, 1)), alpha, mu, per_server)[:, 0]
+    laws = [_single_queue(float(r), service) for r, service in zip(rates, services, strict=True)]
+    width = max(law.size for law in laws)
+    p = np.array([np.pad(law, (0, width - law.size)) for law in laws])
+    after = step(p, np.repeat(rates[:, None], width, axis=1), services)
+    return p, 0, float(np.abs(after - p).sum(axis=1) @ alpha), []
+
+
+def _iterate(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray, per_server: float,
+             services: list[np.ndarray], tolerance: float,
+             max_iterations: int) -> tuple[np.ndarray, int, float, list[str]]:
+    """The map iterated from empty queues until ‖p(t+1) − p(t)‖₁ ≤ ``tolerance`` with the
+    mass at the last level below EDGE_MASS (the levels doubled every 50 slots while it is
+    not), or ``max_iterations`` (said in the notes)."""
+    p = np.zeros((mu.size, 64))
+    p[:, 0] = 1.0
+    iterations = 0
+    while True:
+        nxt = step(p, arrival_rates(rule, p, alpha, mu, per_server), services)
+        iterations += 1
+        residual = float(np.abs(nxt - p).sum(axis=1) @ alpha)
+        p = nxt
+        edge = float(p[:, -1] @ alpha)
+        if edge > EDGE_MASS and iterations % 50 == 0:  # room for the tail
+            require(2 * p.shape[1] <= MAX_LEVELS, "load",
+                    f"the occupancy still spreads beyond {p.shape[1]:,} jobs per server after "
+                    f"{iterations:,} slots: no fixed point (the load is beyond what the "
+                    "policy carries)")
+            p = np.pad(p, ((0, 0), (0, p.shape[1])))
+        if residual <= tolerance and edge <= EDGE_MASS:
+            return p, iterations, residual, []
+        if iterations >= max_iterations:
+            return p, iterations, residual, [
+                f"stopped after {iterations:,} iterations, residual {residual:.2g} above the "
+                f"tolerance {tolerance:g}"]
 
 
 def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
@@ -235,38 +276,12 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
                 f"random routing sends λ̄ = {per_server:.4g} jobs per slot to every server, "
                 f"at least the slowest class's μ = {mu.min():.4g}: it is unstable")
     services = [service_pmf(system.service, float(rate), ARRIVAL_TAIL)[0] for rate in mu]
-    levels = 64  # doubled while the mass at the last level exceeds EDGE_MASS
-    iterations, residual = 0, math.inf
-    notes: list[str] = []
-    if rule.kind in ("random", "weighted"):  # state-free rates: each class is one queue
-        rates = arrival_rates(rule, np.ones((mu.size, 1)), alpha, mu, per_server)[:, 0]
-        laws = [_single_queue(float(r), service) for r, service in
-                zip(rates, services, strict=True)]
-        width = max(law.size for law in laws)
-        p = np.array([np.pad(law, (0, width - law.size)) for law in laws])
-        residual = float(np.abs(step(p, np.repeat(rates[:, None], width, axis=1), services)
-                                - p).sum(axis=1) @ alpha)
+    if rule.kind in ("random", "weighted"):
+        p, iterations, residual, notes = _solve_state_free(rule, alpha, mu, per_server,
+                                                           services)
     else:
-        p = np.zeros((mu.size, levels))
-        p[:, 0] = 1.0
-    while rule.kind in ("pod", "jsq"):
-        nxt = step(p, arrival_rates(rule, p, alpha, mu, per_server), services)
-        iterations += 1
-        residual = float(np.abs(nxt - p).sum(axis=1) @ alpha)
-        p = nxt
-        edge = float(p[:, -1] @ alpha)
-        if edge > EDGE_MASS and iterations % 50 == 0:  # keep room for the tail
-            require(2 * p.shape[1] <= MAX_LEVELS, "load",
-                    f"the occupancy still spreads beyond {p.shape[1]:,} jobs per server after "
-                    f"{iterations:,} slots: no fixed point (the load is beyond what the "
-                    "policy carries)")
-            p = np.pad(p, ((0, 0), (0, p.shape[1])))
-        if residual <= tolerance and edge <= EDGE_MASS:
-            break
-        if iterations >= max_iterations:
-            notes.append(f"stopped after {iterations:,} iterations, residual {residual:.2g} "
-                         f"above the tolerance {tolerance:g}")
-            break
+        p, iterations, residual, notes = _iterate(rule, alpha, mu, per_server, services,
+                                                  tolerance, max_iterations)
     k = np.arange(p.shape[1])
     by_class = p @ k
     per_server_mean = float(alpha @ by_class)

@@ -258,10 +258,11 @@ def _iterate(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray, per_server: flo
 def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
                 tolerance: float = TOLERANCE,
                 max_iterations: int = MAX_ITERATIONS) -> FluidResult:
-    """Iterate the fluid map of ``system`` under ``rule`` from empty queues to its fixed
-    point (``tolerance`` on ‖p(t+1) − p(t)‖₁), growing the truncation until the edge mass is
-    below EDGE_MASS. Refused for batch dispatch (a dispatcher's batch of order N/M jobs to
-    one server has no fluid limit) and for trace arrivals."""
+    """The fixed point of the fluid map of ``system`` under ``rule``: solved directly for a
+    state-free rule, else the map iterated from empty queues (``tolerance`` on
+    ‖p(t+1) − p(t)‖₁), the truncation grown until the edge mass is below EDGE_MASS.
+    Refused for batch dispatch (a dispatcher's batch of order N/M jobs to one server has no
+    fluid limit), trace arrivals and a load the rule cannot carry."""
     started = time.perf_counter()
     require(system.dispatch == "per_job", "dispatch",
             "the fluid limit is of per-job dispatch (a batch of a dispatcher's jobs, of order "

@@ -17,8 +17,8 @@ from dispatchlab.cli.output import number, print_json, stdout_console
 @check_app.command("fluid")
 def fluid_command(
     policy: Annotated[str, typer.Option(
-        help="A policy with a fluid rule: rand, wrand, pod (any d) and jsq (uniform ties, no "
-        "lag or water-filling).")] = "pod",
+        help="A policy with a fluid rule: rand, wrand, pod (any d), jsq (uniform ties, no "
+        "lag or water-filling), jiq and jbt.")] = "pod",
     set_: options.PolicyParams = None,
     servers: options.Servers = None,
     dispatchers: options.Dispatchers = None,

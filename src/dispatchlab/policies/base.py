@@ -251,9 +251,10 @@ class Policy(metaclass=_FrozenAfterInit):
     def kernel(self, system: System) -> Kernel:
         raise NotImplementedError
 
-    def fluid_rule(self) -> FluidRule | None:
-        """How the jobs of one slot spread over the servers as N → ∞ (the fluid limit,
-        ``dispatchlab.fluid``, docs/fluid.md); None (the default) when none is derived."""
+    def fluid_rule(self, system: System) -> FluidRule | None:
+        """How the jobs of one slot spread over the servers of ``system``'s family as N → ∞
+        (the fluid limit, ``dispatchlab.fluid``, docs/fluid.md); None (the default) when
+        none is derived."""
         return None
 
     def dispatch_fractions(self, mu: np.ndarray) -> DispatchFractions | None:

@@ -264,7 +264,7 @@ class RandomRouting(Policy):
     def kernel(self, system: System) -> Kernel:
         return Kernel(_rand_choose)
 
-    def fluid_rule(self) -> FluidRule:
+    def fluid_rule(self, system: System) -> FluidRule:
         """Its N → ∞ limit (``dispatchlab.fluid``): every server r = λ̄."""
         return FluidRule("random")
 
@@ -293,7 +293,7 @@ class WeightedRandomRouting(Policy):
     def kernel(self, system: System) -> Kernel:
         return Kernel(_weighted_choose, float_params=alias_table(system.mu))
 
-    def fluid_rule(self) -> FluidRule:
+    def fluid_rule(self, system: System) -> FluidRule:
         """Its N → ∞ limit (``dispatchlab.fluid``): r_j = λ̄·μ_j/μ̄."""
         return FluidRule("weighted")
 
@@ -480,7 +480,7 @@ class JoinShortestQueue(_HerdingOptions):
               "(docs/model.md#herding).")
     parameters = _herding_params()
 
-    def fluid_rule(self) -> FluidRule | None:
+    def fluid_rule(self, system: System) -> FluidRule | None:
         """Its N → ∞ limit (``dispatchlab.fluid``) with uniform ties on Q(t); none with the
         herding options (lowest-index ties have no limit, lag and fill not derived)."""
         return FluidRule("jsq") if self.plain else None
@@ -540,7 +540,7 @@ class PowerOfD(Policy):
     def check_system(self, system: System) -> None:
         _check_d(self, system)
 
-    def fluid_rule(self) -> FluidRule:
+    def fluid_rule(self, system: System) -> FluidRule:
         """Its N → ∞ limit (``dispatchlab.fluid``): d samples, the shortest, ties uniform."""
         return FluidRule("pod", self.params["d"])
 

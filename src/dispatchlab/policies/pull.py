@@ -52,6 +52,7 @@ from dispatchlab.engine.interface import (
 )
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register
+from dispatchlab.solvers.fluid import FluidRule
 from dispatchlab.solvers.rules import MemoryRule
 
 # ip layout
@@ -411,6 +412,12 @@ class JoinBelowThreshold(_IdMemoryPolicy):
         return threshold_for(self.params["threshold"], system.epsilon, r=self.params["r"],
                              K=self.params["K"], a=self.params["a"])
 
+    def fluid_rule(self, system: System) -> FluidRule:
+        """Its N → ∞ limit (``dispatchlab.fluid``): threshold r^(ε) of the system's ε, IDs
+        and the fallback ∝ μ (``weighted``) or uniform."""
+        kind = "weighted" if self.params["weighted"] else "uniform"
+        return FluidRule("pull", threshold=self.threshold(system), pick=kind, fallback=kind)
+
     def _layout(self, system: System) -> tuple[int, int, int, int]:
         weighted = self.params["weighted"]
         return ((PICK_WEIGHTED if weighted else PICK_UNIFORM),
@@ -467,6 +474,13 @@ class JoinIdleQueue(_IdMemoryPolicy):
 
     def threshold(self, system: System) -> int:
         return 1
+
+    def fluid_rule(self, system: System) -> FluidRule:
+        """Its N → ∞ limit (``dispatchlab.fluid``): threshold 1, the oldest or a uniform ID,
+        a uniform or μ-weighted fallback (the destination balances the lists either way)."""
+        return FluidRule("pull", threshold=1,
+                         pick="oldest" if self.params["removal"] == "fifo" else "uniform",
+                         fallback="weighted" if self.params["weighted_fallback"] else "uniform")
 
     def _layout(self, system: System) -> tuple[int, int, int, int]:
         sq = self.params["destination"] == "sq"

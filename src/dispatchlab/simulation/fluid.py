@@ -27,7 +27,8 @@ def fluid(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
         system: the system (a :class:`~dispatchlab.System` with ``dispatch="per-job"``);
             its servers' distinct rates are the classes, their shares the fractions α_j.
         policy: a policy with a fluid rule, or its name: ``rand``, ``wrand``, ``pod`` (any
-            d) and ``jsq`` (uniform ties, no lag or water-filling).
+            d), ``jsq`` (uniform ties, no lag or water-filling), ``jiq`` and ``jbt`` (any
+            threshold rule; the threshold at the system's ε).
         policy_params: the policy's parameters, with a policy name.
         tolerance: stop when ‖p(t+1) − p(t)‖₁ ≤ this (default 1e-12; at least 1e-15).
         max_iterations: give up after this many slots of the map (default 200,000; the
@@ -54,10 +55,10 @@ def fluid(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
             f"must be in [1e-15, 1): below it sums of doubles do not resolve (got {tolerance:g})")
     iterations = (MAX_ITERATIONS if max_iterations is None
                   else as_int(max_iterations, "max_iterations", low=1, high=10**9))
-    rule = policy.fluid_rule()
+    rule = policy.fluid_rule(system)
     require(rule is not None, "policy",
             f"{policy.name} has no fluid rule derived (docs/fluid.md); it applies to rand, "
-            "wrand, pod and jsq (uniform ties, no lag or water-filling)")
+            "wrand, pod, jsq (uniform ties, no lag or water-filling), jiq and jbt")
     from dispatchlab.simulation.summary import theory_stability
 
     verdict, why = theory_stability(system, policy)

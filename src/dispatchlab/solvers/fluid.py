@@ -29,7 +29,10 @@ from dispatchlab.model.system import System
 from dispatchlab.solvers.laws import service_pmf
 
 #: kinds of :class:`FluidRule`
-RULE_KINDS = ("random", "weighted", "pod", "jsq")
+RULE_KINDS = ("random", "weighted", "pod", "jsq", "pull")
+#: which listed ID a pull policy's job takes; where it goes when its dispatcher has none
+PICKS = ("uniform", "weighted", "oldest")
+FALLBACKS = ("uniform", "weighted")
 #: the fixed point is reached when ‖p(t+1) − p(t)‖₁ is below this
 TOLERANCE = 1e-12
 #: the occupancy is kept up to K jobs per server, K grown until the mass at K is below this
@@ -53,14 +56,26 @@ class FluidRule:
     with k jobs gets r(k) = λ̄·(s_k^d − s_{k+1}^d)/f_k, s_k the fraction of all servers
     with at least k jobs and f_k = s_k − s_{k+1}. ``jsq``: every job joins a shortest
     queue (uniform ties): the servers at the lowest occupied level k* share the slot's
-    jobs, r(k*) = λ̄/f_{k*}."""
+    jobs, r(k*) = λ̄/f_{k*}. ``pull`` (JIQ, JBT-r): a server below ``threshold`` at a
+    slot's end reports its ID; a job takes a listed ID (``pick``: uniformly, ∝ μ, or the
+    oldest) and the ID leaves the list; when the lists run dry the remaining jobs go to
+    random servers (``fallback``: uniform or ∝ μ) — docs/fluid.md#pull."""
 
     kind: str
     d: int = 1
+    threshold: int = 1
+    pick: str = "uniform"
+    fallback: str = "uniform"
 
     def __post_init__(self) -> None:
         require(self.kind in RULE_KINDS, "rule", f"allowed: {', '.join(RULE_KINDS)}")
         require(self.d >= 1, "d", f"must be ≥ 1 (got {self.d})")
+        require(self.threshold >= 1, "threshold", f"must be ≥ 1 (got {self.threshold})")
+        require(self.pick in PICKS, "pick", f"allowed: {', '.join(PICKS)}")
+        require(self.fallback in FALLBACKS, "fallback", f"allowed: {', '.join(FALLBACKS)}")
+        require(self.pick != "oldest" or self.threshold == 1, "pick",
+                "the oldest ID is modelled for JIQ (threshold 1) alone: above it a listed "
+                "server's queue changes while it waits, so the order matters")
 
 
 @dataclass
@@ -226,21 +241,20 @@ def _solve_state_free(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray, per_se
     return p, 0, float(np.abs(after - p).sum(axis=1) @ alpha), []
 
 
-def _iterate(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray, per_server: float,
-             services: list[np.ndarray], tolerance: float,
+def _iterate(advance: Any, start: np.ndarray, weights: np.ndarray, tolerance: float,
              max_iterations: int) -> tuple[np.ndarray, int, float, list[str]]:
-    """The map iterated from empty queues until ‖p(t+1) − p(t)‖₁ ≤ ``tolerance`` with the
-    mass at the last level below EDGE_MASS (the levels doubled every 50 slots while it is
-    not), or ``max_iterations`` (said in the notes)."""
-    p = np.zeros((mu.size, 64))
-    p[:, 0] = 1.0
+    """``advance`` (one slot of the map) iterated from ``start`` until ‖p(t+1) − p(t)‖₁ ≤
+    ``tolerance`` with the mass at the last level below EDGE_MASS (the levels doubled every
+    50 slots while it is not), or ``max_iterations`` (said in the notes); rows of p are
+    weighted by ``weights`` (the classes' fractions)."""
+    p = start
     iterations = 0
     while True:
-        nxt = step(p, arrival_rates(rule, p, alpha, mu, per_server), services)
+        nxt = advance(p)
         iterations += 1
-        residual = float(np.abs(nxt - p).sum(axis=1) @ alpha)
+        residual = float(np.abs(nxt - p).sum(axis=1) @ weights)
         p = nxt
-        edge = float(p[:, -1] @ alpha)
+        edge = float(p[:, -1] @ weights)
         if edge > EDGE_MASS and iterations % 50 == 0:  # room for the tail
             require(2 * p.shape[1] <= MAX_LEVELS, "load",
                     f"the occupancy still spreads beyond {p.shape[1]:,} jobs per server after "
@@ -253,6 +267,63 @@ def _iterate(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray, per_server: flo
             return p, iterations, residual, [
                 f"stopped after {iterations:,} iterations, residual {residual:.2g} above the "
                 f"tolerance {tolerance:g}"]
+
+
+def take_probabilities(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray,
+                       listed: np.ndarray, per_server: float) -> np.ndarray:
+    """τ_j: the chance that a listed class-j server's ID is taken in a slot, when λ̄ jobs a
+    server take IDs from the lists holding I = Σ α_j L_j (``listed`` = L_j). Uniform (and
+    the oldest: the same for JIQ, whose listed servers are idle and unchanged while they
+    wait): min(1, λ̄/I). ∝ μ, one ID after another without replacement: 1 − e^(−c·μ_j)
+    with Σ α_j L_j (1 − e^(−c·μ_j)) = λ̄ (successive sampling in a large population)."""
+    held = float(alpha @ listed)
+    if held <= per_server:
+        return np.ones(mu.size)
+    if rule.pick != "weighted":
+        return np.full(mu.size, per_server / held)
+
+    def taken(c: float) -> float:
+        return float(alpha @ (listed * -np.expm1(-c * mu)))
+
+    low, high = 0.0, 1.0
+    while taken(high) < per_server:
+        high *= 2
+    for _ in range(200):  # bisection to a relative 1e-15
+        middle = (low + high) / 2
+        low, high = (middle, high) if taken(middle) < per_server else (low, middle)
+        if high - low <= 1e-15 * high:
+            break
+    return -np.expm1(-high * mu)
+
+
+def _pull_step(p: np.ndarray, rule: FluidRule, alpha: np.ndarray, mu: np.ndarray,
+               per_server: float, services: list[np.ndarray]) -> np.ndarray:
+    """One slot of a pull policy's map; rows 0 … J − 1 are the unlisted servers of each
+    class, rows J … 2J − 1 the listed ones: taken IDs get one job and leave the list, every
+    server gets Poisson fallback jobs at f_j = max(λ̄ − I, 0)·w_j, service, then the
+    unlisted servers below the threshold report (are listed)."""
+    classes, levels = mu.size, p.shape[1]
+    unlisted, listed = p[:classes], p[classes:]
+    take = take_probabilities(rule, alpha, mu, listed.sum(axis=1), per_server)
+    weights = mu / float(alpha @ mu) if rule.fallback == "weighted" else np.ones(classes)
+    fallback = max(per_server - float(alpha @ listed.sum(axis=1)), 0.0) * weights
+    taken = listed * take[:, None]
+    moved = np.zeros_like(taken)  # one job each
+    moved[:, 1:] = taken[:, :-1]
+    moved[:, -1] += taken[:, -1]
+    rates = np.repeat(fallback[:, None], levels, axis=1)
+    out_unlisted = step(unlisted + moved, rates, services)
+    out_listed = step(listed - taken, rates, services)
+    below = min(rule.threshold, levels)
+    out_listed[:, :below] += out_unlisted[:, :below]
+    out_unlisted[:, :below] = 0.0
+    return np.vstack([out_unlisted, out_listed])
+
+
+def _empty(classes: int) -> np.ndarray:
+    p = np.zeros((classes, 64))
+    p[:, 0] = 1.0
+    return p
 
 
 def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
@@ -280,14 +351,34 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
     if rule.kind in ("random", "weighted"):
         p, iterations, residual, notes = _solve_state_free(rule, alpha, mu, per_server,
                                                            services)
+    elif rule.kind == "pull":
+        start = np.zeros((2 * mu.size, 64))
+        start[mu.size:, 0] = 1.0  # every server idle and listed at t = 0
+        rows, iterations, residual, notes = _iterate(
+            lambda q: _pull_step(q, rule, alpha, mu, per_server, services), start,
+            np.concatenate([alpha, alpha]), tolerance, max_iterations)
+        p, listed = rows[:mu.size] + rows[mu.size:], rows[mu.size:]
+        held = float(alpha @ listed.sum(axis=1))
+        if rule.pick == "oldest" and held < per_server * (1 + 1e-9):
+            notes.append(f"the lists run dry (I = {held:.4g} IDs a server for λ̄ = "
+                         f"{per_server:.4g} jobs): the oldest ID is modelled as a uniform "
+                         "one, which differs once fallback jobs make listed servers stale")
     else:
-        p, iterations, residual, notes = _iterate(rule, alpha, mu, per_server, services,
-                                                  tolerance, max_iterations)
+        p, iterations, residual, notes = _iterate(
+            lambda q: step(q, arrival_rates(rule, q, alpha, mu, per_server), services),
+            _empty(mu.size), alpha, tolerance, max_iterations)
     k = np.arange(p.shape[1])
     by_class = p @ k
     per_server_mean = float(alpha @ by_class)
-    rates = arrival_rates(rule, p, alpha, mu, per_server)
-    busy = float((alpha[:, None] * p[:, 1:] * rates[:, 1:]).sum() / per_server)
+    if rule.kind == "pull":
+        take = take_probabilities(rule, alpha, mu, listed.sum(axis=1), per_server)
+        weights = mu / float(alpha @ mu) if rule.fallback == "weighted" else np.ones(mu.size)
+        fallback = max(per_server - held, 0.0) * weights
+        busy = float(alpha @ (take * listed[:, 1:].sum(axis=1)
+                              + fallback * p[:, 1:].sum(axis=1)) / per_server)
+    else:
+        rates = arrival_rates(rule, p, alpha, mu, per_server)
+        busy = float((alpha[:, None] * p[:, 1:] * rates[:, 1:]).sum() / per_server)
     tails = np.cumsum(p[:, ::-1], axis=1)[:, ::-1]
     shown = int(np.max(np.nonzero((tails * alpha[:, None]).sum(axis=0) > 1e-9)[0], initial=0)) + 1
     total = per_server_mean * system.n_servers

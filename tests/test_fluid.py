@@ -187,3 +187,25 @@ def test_the_oldest_id_is_said_to_be_modelled_as_a_uniform_one_when_lists_run_dr
     assert not dl.fluid(per_job("100x0.5", 0.9), "jiq").notes  # lists suffice
     with pytest.raises(ValidationError, match="^pick: the oldest ID is modelled for JIQ"):
         FluidRule("pull", threshold=2, pick="oldest")
+
+
+def test_the_committed_pull_table_is_what_the_solver_gives_and_what_the_docs_quote() -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "results" / "fluid" / "pull.md").read_text(encoding="utf-8")
+    params = {"JBT-2": ("jbt", {"r": 2, "weighted": False}), "JIQ": ("jiq", {"removal": "uniform"})}
+    rows = re.findall(r"^\| (JBT-2|JIQ) [^|]* \| (\d+) \| ([\d.]+) \|", text, re.M)
+    assert len(rows) == 4
+    for label, dispatchers, value in rows:
+        policy, options = params[label]
+        system = dl.System.build("100x0.5", load=0.9, dispatch="per-job",
+                                 dispatchers=int(dispatchers))
+        fluid = dl.fluid(system, policy, policy_params=options).mean_queue_per_server
+        assert f"{fluid:.4f}" == value
+    docs = (root / "docs" / "fluid.md").read_text(encoding="utf-8")
+    for quoted in ("+0.0093", "+0.0011", "+0.2603", "+0.0875", "+0.0581", "+0.3877", "+0.0067"):
+        assert quoted in text
+    for quoted in ("+0.0093", "+0.0011", "+0.26", "+0.088", "+0.058", "+0.39", "+0.0067"):
+        assert quoted in docs

@@ -155,12 +155,13 @@ def step(p: np.ndarray, rates: np.ndarray, services: list[np.ndarray]) -> np.nda
             "level to take the slot's jobs")
     width = _arrival_width(top)
     jobs = np.arange(width)
+    log_factorials = _log_factorials(width)[:, None]
     for j in range(classes):
         # P(A = a) for every level's own rate: a × levels
         r = rates[j][None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             log_pmf = np.where(r > 0, jobs[:, None] * np.log(np.where(r > 0, r, 1.0)) - r
-                               - _log_factorials(width)[:, None], -np.inf)
+                               - log_factorials, -np.inf)
         pmf = np.exp(log_pmf)
         pmf[0, rates[j] == 0] = 1.0
         pmf /= pmf.sum(axis=0, keepdims=True)
@@ -296,6 +297,14 @@ def take_probabilities(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray,
     return -np.expm1(-high * mu)
 
 
+def fallback_rates(rule: FluidRule, alpha: np.ndarray, mu: np.ndarray, held: float,
+                   per_server: float) -> np.ndarray:
+    """f_j, the Poisson rate of fallback jobs to one class-j server: the λ̄ − I jobs a server
+    that found no listed ID (I = ``held``), spread uniformly or ∝ μ."""
+    weights = mu / float(alpha @ mu) if rule.fallback == "weighted" else np.ones(mu.size)
+    return max(per_server - held, 0.0) * weights
+
+
 def _pull_step(p: np.ndarray, rule: FluidRule, alpha: np.ndarray, mu: np.ndarray,
                per_server: float, services: list[np.ndarray]) -> np.ndarray:
     """One slot of a pull policy's map; rows 0 … J − 1 are the unlisted servers of each
@@ -305,8 +314,7 @@ def _pull_step(p: np.ndarray, rule: FluidRule, alpha: np.ndarray, mu: np.ndarray
     classes, levels = mu.size, p.shape[1]
     unlisted, listed = p[:classes], p[classes:]
     take = take_probabilities(rule, alpha, mu, listed.sum(axis=1), per_server)
-    weights = mu / float(alpha @ mu) if rule.fallback == "weighted" else np.ones(classes)
-    fallback = max(per_server - float(alpha @ listed.sum(axis=1)), 0.0) * weights
+    fallback = fallback_rates(rule, alpha, mu, float(alpha @ listed.sum(axis=1)), per_server)
     taken = listed * take[:, None]
     moved = np.zeros_like(taken)  # one job each
     moved[:, 1:] = taken[:, :-1]
@@ -372,8 +380,7 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
     per_server_mean = float(alpha @ by_class)
     if rule.kind == "pull":
         take = take_probabilities(rule, alpha, mu, listed.sum(axis=1), per_server)
-        weights = mu / float(alpha @ mu) if rule.fallback == "weighted" else np.ones(mu.size)
-        fallback = max(per_server - held, 0.0) * weights
+        fallback = fallback_rates(rule, alpha, mu, held, per_server)
         busy = float(alpha @ (take * listed[:, 1:].sum(axis=1)
                               + fallback * p[:, 1:].sum(axis=1)) / per_server)
     else:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from processes import pool_workers
 from sigint import default_sigint
 
 SPEC = """
@@ -40,22 +41,6 @@ params = { d = 2 }
 """
 
 
-def _workers_of(pid: int) -> list[int]:
-    """Spawned worker processes whose parent is ``pid`` (Linux /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if f"\nPPid:\t{pid}\n" in status and b"spawn_main" in command:
-            found.append(int(entry.name))
-    return found
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize(("after", "twice"), [(0.0, False), (2.0, True)],
                          ids=["as-workers-start", "running-then-twice"])
@@ -71,9 +56,9 @@ def test_ctrl_c_on_a_pooled_sweep_is_clean(tmp_path: Path, after: float, twice: 
         start_new_session=True, preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 180
-        while not _workers_of(child.pid) and time.monotonic() < deadline:
+        while not pool_workers(child.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        workers = _workers_of(child.pid)
+        workers = pool_workers(child.pid)
         assert workers, "no worker process started"
         time.sleep(after)
         os.killpg(child.pid, signal.SIGINT)
@@ -108,9 +93,9 @@ def test_ctrl_c_on_pooled_replications_says_how_far_it_got() -> None:
                              text=True, start_new_session=True, preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 180
-        while len(_workers_of(child.pid)) < 2 and time.monotonic() < deadline:
+        while len(pool_workers(child.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        workers = _workers_of(child.pid)
+        workers = pool_workers(child.pid)
         assert workers, "no worker process started"
         os.killpg(child.pid, signal.SIGINT)
         out, err = child.communicate(timeout=60)

@@ -99,7 +99,8 @@ def test_the_fill_minimises_the_papers_objective(system, a) -> None:
     assert best <= squared_objective(found / found.sum(), q, mu, a) + 1e-7
     rng = np.random.default_rng(int(q.sum() * 1000 + a * 10))
     for point in rng.dirichlet(np.ones(n), size=200):
-        assert best <= squared_objective(point, q, mu, a) + 1e-12
+        # (to rounding: on one server the fill's 1.0 and the point's scored 10 ULPs apart)
+        assert best <= squared_objective(point, q, mu, a) * (1 + 1e-13) + 1e-12
 
 
 def test_the_objective_is_the_expected_squared_queue() -> None:

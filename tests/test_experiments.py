@@ -18,6 +18,7 @@ import pytest
 
 from dispatchlab.cli import main
 from dispatchlab.core.errors import ValidationError
+from dispatchlab.core.pools import START_METHOD
 from dispatchlab.experiments import (
     ExperimentSpec,
     FigureSpec,
@@ -177,10 +178,11 @@ def test_local_processes_and_dask_give_identical_numbers(tmp_path):
     assert (again.skipped, again.computed) == (len(spec.points()), 0)
 
 
-def test_local_workers_are_spawned_not_forked():
+def test_local_workers_are_never_forks_of_the_coordinator():
     pool = runner_module._Executor(None, 1, None, 1)
     try:
-        assert pool._executor._mp_context.get_start_method() == "spawn"
+        assert pool._executor._mp_context.get_start_method() == START_METHOD
+        assert START_METHOD in {"forkserver", "spawn"}
     finally:
         pool.shutdown(cancel=False)
 
@@ -194,9 +196,10 @@ def test_local_workers_follow_the_cpu_affinity(monkeypatch):
     try:
         assert pool._workers == pool.capacity == 3
         assert pool._executor._max_workers == 3
-        assert pool._executor._mp_context.get_start_method() == "spawn"
+        assert pool._executor._mp_context.get_start_method() == START_METHOD
         # the worker's start watches the coordinator, then imports the --import modules
-        assert pool._executor._initargs[:2] == (os.getpid(), runner_module.import_in_worker)
+        assert pool._executor._initargs[0] == os.getpid()
+        assert pool._executor._initargs[2] == runner_module.import_in_worker
     finally:
         pool.shutdown(cancel=False)
     few = runner_module._Executor(None, None, None, 2)  # never more workers than points

@@ -10,6 +10,7 @@ from matplotlib.collections import PolyCollection
 
 import dispatchlab as dl
 from dispatchlab import ValidationError
+from dispatchlab.core.pools import START_METHOD
 from dispatchlab.experiments.recipes import policy_from_recipe, policy_recipe
 from dispatchlab.experiments.store import Store
 from dispatchlab.policies.led import strategy_function
@@ -47,7 +48,7 @@ def test_a_compiled_strategy_goes_to_a_spawned_worker_by_reference() -> None:
     assert policy_from_recipe(recipe) == custom
     pooled = dl.sweep(SERVERS, [custom, dl.policies.PowerOfD()], epsilon=[0.6], slots=5_000,
                       dispatchers=2, workers=2)
-    assert set(pooled["executor"]) == {"process pool (spawn, 2 workers)"}
+    assert set(pooled["executor"]) == {f"process pool ({START_METHOD}, 2 workers)"}
     here = dl.sweep(SERVERS, [custom, dl.policies.PowerOfD()], epsilon=[0.6], slots=5_000,
                     dispatchers=2, workers=1)
     assert pooled["mean_total_queue"].tolist() == here["mean_total_queue"].tolist()

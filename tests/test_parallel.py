@@ -1,13 +1,19 @@
-"""Replications and policies on a spawned process pool: identical to the sequential run."""
+"""Replications and policies on a process pool: identical to the sequential run; workers
+forked from one fork server where the platform has one."""
 
 from __future__ import annotations
+
+import operator
+import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dispatchlab import System
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.core.pools import map_tasks, resolve_workers
+from dispatchlab.core.pools import START_METHOD, map_tasks, resolve_workers
 from dispatchlab.engine.raw import default_bound
 from dispatchlab.policies.base import make_policy
 from dispatchlab.simulation.plan import Replication
@@ -34,6 +40,28 @@ def test_replications_on_two_workers_are_bit_identical() -> None:
                      "counters", "moments", "final_queues"):
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
         assert (a.slots_run, a.hit_bound) == (b.slots_run, b.hit_bound)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_of_every_pool_are_forked_by_one_server_that_imported_the_loop() -> None:
+    """A spawned worker started an interpreter and imported numba (~0.5 s of CPU) in
+    every pool; forked from the server, it starts with what the server imported."""
+    assert START_METHOD == "forkserver"
+    first = map_tasks(operator.call, [os.getppid] * 2, workers=2)
+    second = map_tasks(operator.call, [os.getppid] * 2, workers=2)
+    servers = set(first) | set(second)
+    assert len(servers) == 1 and os.getpid() not in servers
+    server = servers.pop()
+    assert b"forkserver" in Path(f"/proc/{server}/cmdline").read_bytes()
+    maps = Path(f"/proc/{server}/maps").read_text()
+    assert "numba" in maps and "_helperlib" in maps  # numba's compiled helpers are loaded
+
+
+def test_a_worker_sees_the_environment_of_its_pool_s_start(monkeypatch) -> None:
+    map_tasks(abs, [1, 2], workers=2)  # (the fork server, if any, has started)
+    monkeypatch.setenv("DISPATCHLAB_TEST_SEEN", "now")
+    monkeypatch.delenv("HOME", raising=False)
+    assert map_tasks(os.getenv, ["DISPATCHLAB_TEST_SEEN", "HOME"], workers=2) == ["now", None]
 
 
 def test_compare_pool_matches_sequential_simulate() -> None:

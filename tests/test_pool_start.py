@@ -4,7 +4,8 @@ Ctrl-C landing between the spawn of a worker and the write of the pickled proces
 it reads had cut that write: the worker died with an ``EOFError: Ran out of input``
 traceback on the terminal, and, never recorded by its pool, outlived the clean-up (seen
 as a flaky ``test_cli_interrupt`` case, 1 run in 12 under load). Here the stop is sent at
-exactly that point, every time.
+exactly that point, every time: once the fork server has forked the worker (or the worker
+is spawned) and before it is sent what to run.
 """
 
 from __future__ import annotations
@@ -19,32 +20,49 @@ from sigint import default_sigint
 
 SCRIPT = textwrap.dedent("""
     import os, signal, sys, time
+    import multiprocessing.forkserver as forkserver
     import multiprocessing.util as util
-    from dispatchlab.core.pools import map_tasks
+    from dispatchlab.core.pools import START_METHOD, map_tasks
     from dispatchlab.core.signals import signals_as_interrupts
 
-    spawn = util.spawnv_passfds
+    def stop_now():
+        os.kill(os.getpid(), getattr(signal, sys.argv[1]))  # before it has its data
+        time.sleep(0.2)  # (the handler runs here, at the latest)
 
-    def spawn_then_stop(path, args, passfds):
-        pid = spawn(path, args, passfds)
-        if "--multiprocessing-fork" in args:  # a worker (not the resource tracker)
-            os.kill(os.getpid(), getattr(signal, sys.argv[1]))  # before it has its data
-            time.sleep(0.2)  # (the handler runs here, at the latest)
-        return pid
+    if START_METHOD == "forkserver":  # the server has forked the worker, which waits
+        ask = forkserver.connect_to_new_process
+
+        def ask_then_stop(fds):
+            answer = ask(fds)
+            stop_now()
+            return answer
+
+        forkserver.connect_to_new_process = ask_then_stop
+    else:
+        spawn = util.spawnv_passfds
+
+        def spawn_then_stop(path, args, passfds):
+            pid = spawn(path, args, passfds)
+            if "--multiprocessing-fork" in args:  # a worker (not the resource tracker)
+                stop_now()
+            return pid
+
+        util.spawnv_passfds = spawn_then_stop
 
     def workers():
-        found = []
+        parents, commands = {}, {}
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
-                parent = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
-                command = open(f"/proc/{pid}/cmdline").read()
+                parents[pid] = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+                commands[pid] = open(f"/proc/{pid}/cmdline").read()
             except OSError:
                 continue
-            if parent == str(os.getpid()) and "resource_tracker" not in command:
-                found.append(pid)
-        return found
+        helpers = {pid for pid, command in commands.items()
+                   if parents[pid] == str(os.getpid())
+                   and ("resource_tracker" in command or "forkserver" in command)}
+        return [pid for pid, parent in parents.items()
+                if pid not in helpers and (parent == str(os.getpid()) or parent in helpers)]
 
-    util.spawnv_passfds = spawn_then_stop
     with signals_as_interrupts():
         try:
             map_tasks(abs, [1, 2, 3], workers=2)

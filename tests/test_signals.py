@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from dispatchlab.core.signals import Terminated, interrupt_saying, signals_as_interrupts
+from processes import pool_workers
 from sigint import default_sigint
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -53,8 +54,7 @@ def _stop_when_working(argv: list[str], how: signal.Signals, cwd: Path,
                              start_new_session=True, preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
-        while (sum("spawn_main" in line for line in _session(child.pid)) < workers
-               and time.monotonic() < deadline):
+        while len(pool_workers(child.pid)) < workers and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(1.0)  # the workers at work
         child.send_signal(how)

@@ -1,10 +1,17 @@
-"""A spawn-safe local process pool for independent simulations (replications, policies, points).
+"""A local process pool for independent simulations (replications, policies, points).
 
-Workers are started with the ``spawn`` method: each is a fresh interpreter that imports
-:mod:`dispatchlab` and loads the compiled loop and policies from numba's on-disk cache, so
-the pool works the same on Linux, macOS (where ``fork`` is unsafe) and inside Jupyter
-(where ``fork`` would copy the kernel's threads and state). Tasks and the function must
-therefore be picklable: a module-level function and plain arguments.
+Workers are fresh interpreters, never forks of the caller: on Linux and macOS they are
+forked from a *fork server*, a clean process started once per coordinator that has
+imported numpy, numba and the slot loop (``forkserver``), elsewhere they are spawned
+(``spawn``). Either way a worker holds none of the caller's threads or state (``fork`` is
+unsafe on macOS and copies a Jupyter kernel's threads), imports the caller's main module
+as ``__mp_main__`` and loads the compiled loop and policies from numba's on-disk cache.
+The fork server makes a worker cost a fork instead of an interpreter start that imports
+numba (about 0.5 s of CPU per worker, every pool; the server pays it once). Tasks and the
+function must be picklable: a module-level function and plain arguments. A worker starts
+with its coordinator's environment as it is when the pool starts; what the server
+imported once (numpy, numba, dispatchlab) it does not import again, so settings those
+read at import (``NUMBA_*``) are the ones of the server's start, as in the coordinator.
 
 Results come back in task order and do not depend on the number of workers: every task
 carries its own seed, so a run on 2 workers is bit-identical to the sequential run.
@@ -12,7 +19,8 @@ carries its own seed, so a run on 2 workers is bit-identical to the sequential r
 Ctrl-C belongs to the coordinator (this process). A terminal sends SIGINT to the whole
 foreground process group, workers included; a worker hit while it imports numba printed a
 traceback, and one that died that way broke the pool under the coordinator's clean-up. So
-workers start with SIGINT blocked (as multiprocessing starts its resource tracker), and a
+workers start with SIGINT blocked (as multiprocessing starts its resource tracker: the
+fork server is started with the signal blocked, and its children keep its mask), and a
 pool left by an exception or an interrupt (``with process_pool(…)``, :func:`map_tasks`)
 is stopped with :func:`stop_pool`: workers terminated and reaped, the pool's management
 thread joined, before anything else runs. A pool shut down without waiting left that thread
@@ -23,6 +31,7 @@ releasing were reported as leaked by the resource tracker.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.context
 import os
 import signal
@@ -44,7 +53,15 @@ from dispatchlab.core.signals import (
 
 T = TypeVar("T")
 R = TypeVar("R")
-START_METHOD = "spawn"
+#: how workers start: forked from a fork server where the platform has one (POSIX)
+START_METHOD = ("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+                else "spawn")
+#: what the fork server imports once, for every worker it forks: the replications' task
+#: (numpy, numba, the slot loop, the policies' registry) and the experiments' points
+_SERVER_IMPORTS = ["dispatchlab.simulation.plan", "dispatchlab.experiments.runner"]
+_BaseProcess: type[multiprocessing.process.BaseProcess] = type(
+    multiprocessing.get_context(START_METHOD).Process())
+_BaseContext = type(multiprocessing.get_context(START_METHOD))
 #: what a dead worker most often means, said when a pool breaks
 BROKEN_POOL = ("a worker process died; from a script, call dispatchlab under "
                "`if __name__ == \"__main__\":` (spawned workers import the main module), or "
@@ -69,9 +86,10 @@ def resolve_workers(workers: int | None, tasks: int) -> int:
     return max(1, min(wanted, tasks))
 
 
-class _WorkerProcess(multiprocessing.context.SpawnProcess):
-    """A spawned worker that never sees SIGINT: the signal is blocked in the thread that
-    starts it, and a child keeps its parent's signal mask through fork and exec.
+class _WorkerProcess(_BaseProcess):  # type: ignore[valid-type,misc]
+    """A worker that never sees SIGINT: the signal is blocked in the thread that starts it
+    (and so in the fork server, which that start launches the first time), and a child
+    keeps its parent's signal mask through fork and exec.
 
     A stop that reaches the coordinator while it starts a worker waits until the start is
     done: raised in the middle, it cut the pickled process object the child reads, and
@@ -92,13 +110,15 @@ class _WorkerProcess(multiprocessing.context.SpawnProcess):
             raise interruption(stopped())
 
 
-class _WorkerContext(multiprocessing.context.SpawnContext):
-    """The spawn context of one pool: makes its workers, and keeps each it made (the pool
+class _WorkerContext(_BaseContext):  # type: ignore[valid-type,misc]
+    """The start context of one pool: makes its workers, and keeps each it made (the pool
     records a worker only once its start returns)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.made: list[_WorkerProcess] = []
+        if START_METHOD == "forkserver":  # (read when the server starts, once a process)
+            self.set_forkserver_preload(_SERVER_IMPORTS)
 
     def Process(self, *args: Any, **kwargs: Any) -> _WorkerProcess:  # noqa: N802 (mp's name)
         process = _WorkerProcess(*args, **kwargs)
@@ -120,16 +140,20 @@ class Pool(ProcessPoolExecutor):
 
 def process_pool(workers: int, initializer: Callable[..., Any] | None = None,
                  initargs: tuple[Any, ...] = ()) -> Pool:
-    """A process pool of ``workers`` spawned processes (SIGINT blocked in each), each
-    watching this process (:func:`watch_coordinator`) and running
-    ``initializer(*initargs)`` first when one is given."""
+    """A process pool of ``workers`` processes (SIGINT blocked in each), each with this
+    process's environment as it is now, watching this process (:func:`watch_coordinator`)
+    and running ``initializer(*initargs)`` first when one is given."""
     leave_if_importing_the_main_script()
     return Pool(max_workers=workers, mp_context=_WorkerContext(), initializer=_start_worker,
-                initargs=(os.getpid(), initializer, initargs))
+                initargs=(os.getpid(), dict(os.environ), initializer, initargs))
 
 
-def _start_worker(coordinator_pid: int, initializer: Callable[..., Any] | None,
-                  initargs: tuple[Any, ...]) -> None:
+def _start_worker(coordinator_pid: int, environment: dict[str, str],
+                  initializer: Callable[..., Any] | None, initargs: tuple[Any, ...]) -> None:
+    # a forked worker has its server's environment, from when the server started
+    if environment != os.environ:
+        os.environ.clear()
+        os.environ.update(environment)
     watch_coordinator(coordinator_pid)
     leave_stops_to_the_coordinator()
     if initializer is not None:
@@ -137,18 +161,25 @@ def _start_worker(coordinator_pid: int, initializer: Callable[..., Any] | None,
 
 
 def watch_coordinator(coordinator_pid: int, interval: float = 1.0) -> None:
-    """In a worker: exit as soon as the coordinator is gone.
+    """In a worker: exit as soon as the coordinator (``coordinator_pid``) is gone.
 
-    A worker is a child of its coordinator; when the coordinator dies (``kill -9``, a
-    crash, a SIGTERM with nothing to catch it, as in a script that calls the Python API)
-    the worker is re-parented and ``os.getppid()`` changes. A daemon thread checks that
-    every ``interval`` seconds, so that no orphan keeps computing (and holding memory and
-    the caller's output) for a result nobody will read."""
+    When the coordinator dies (``kill -9``, a crash, a SIGTERM with nothing to catch it, as
+    in a script that calls the Python API) its end of the pipe multiprocessing keeps to
+    each worker closes at once, zombie or not (``parent_process().sentinel``). A daemon
+    thread waits on it, so that no orphan keeps computing (and holding memory and the
+    caller's output: a caller that reaps its child only once the child's output closes
+    would wait for ever) for a result nobody will read. Where there is no sentinel the
+    thread checks every ``interval`` seconds whether the worker was re-parented."""
+    parent = multiprocessing.parent_process()
+    sentinel = getattr(parent, "sentinel", None)
+
     def watch() -> None:
-        while True:
-            if os.getppid() != coordinator_pid:
-                os._exit(1)
+        if sentinel is not None:
+            multiprocessing.connection.wait([sentinel])
+            os._exit(1)
+        while os.getppid() == coordinator_pid:
             time.sleep(interval)
+        os._exit(1)
 
     threading.Thread(target=watch, name="dispatchlab-coordinator-watch", daemon=True).start()
 
@@ -174,7 +205,7 @@ def stop_pool(pool: Executor) -> None:
 
 def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,
               workers: int | None = None, pool: Executor | None = None) -> list[R]:
-    """``[function(t) for t in tasks]``, on ``workers`` spawned processes when > 1.
+    """``[function(t) for t in tasks]``, on ``workers`` processes when > 1.
 
     With one worker (or one task) everything runs in this process, without a pool; a
     given ``pool`` (left open) is used as it is, e.g. across the rounds of a precision run.

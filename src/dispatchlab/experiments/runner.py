@@ -11,15 +11,16 @@ Executors: local processes (``core.pools.process_pool``, every core available, t
 cluster (``cluster="tcp://HOST:PORT"``, through ``distributed.Client.get_executor()``),
 or any executor passed in.
 
-Local workers start with ``spawn``, never forked from the coordinator (``fork`` is unsafe on
-macOS, inside Jupyter and in any process with threads; spawn behaves the same on every
-platform and sees the coordinator's current environment). Each worker imports dispatchlab
-afresh, so a policy must be registered by an importable module, or by the script that
-runs the sweep (workers re-import it as ``__mp_main__``; keep the sweep under
-``if __name__ == "__main__":``). Compiled code reaches the workers through numba's disk
-cache: before starting them the coordinator runs every distinct (system, policy, options)
-for a few slots (:func:`warm_compiled_code`), which compiles and caches what the points
-need, so each worker loads it (once, for all its points) instead of compiling it.
+Local workers are never forked from the coordinator (``fork`` is unsafe on macOS, inside
+Jupyter and in any process with threads): they are forked from a clean fork server that
+has imported dispatchlab's loop, or spawned where there is none (``core.pools``). A worker
+holds none of the coordinator's state, so a policy must be registered by an importable
+module, or by the script that runs the sweep (workers re-import it as ``__mp_main__``;
+keep the sweep under ``if __name__ == "__main__":``). Compiled code reaches the workers
+through numba's disk cache: before starting them the coordinator runs every distinct
+(system, policy, options) for a few slots (:func:`warm_compiled_code`), which compiles
+and caches what the points need, so each worker loads it (once, for all its points)
+instead of compiling it.
 """
 
 from __future__ import annotations

@@ -11,12 +11,13 @@ numbers do not depend on the worker count or the order. Policies are objects, so
 policy the JSON specs cannot express — an LED strategy or a Π decision you compiled
 yourself — sweeps like a built-in one.
 
-Execution: a process pool started with ``spawn`` (safe in notebooks, on macOS and with
-threads). A policy travels to a worker *by reference*: its class and, for a user
-strategy or decision, the compiled function are named by module and qualified name and
-imported in the worker. A policy defined in ``__main__`` (a notebook cell, a script)
-cannot be imported by a spawned worker, so its points run in this process; the frame's
-``executor`` column says which way each point ran.
+Execution: a process pool of fresh workers (``core.pools``: forked from a clean fork
+server, never from this process; safe in notebooks, on macOS and with threads). A policy
+travels to a worker *by reference*: its class and, for a user strategy or decision, the
+compiled function are named by module and qualified name and imported in the worker. A
+policy defined in ``__main__`` (a notebook cell, a script) cannot be imported by a worker,
+so its points run in this process; the frame's ``executor`` column says which way each
+point ran.
 
 ``store=PATH`` writes each finished point to the results store (one transaction each)
 and skips the points already there, so an interrupted sweep resumes; the grid is stored
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from dispatchlab.core.errors import refuse_unknown, require
-from dispatchlab.core.pools import BROKEN_POOL, process_pool, stop_pool
+from dispatchlab.core.pools import BROKEN_POOL, START_METHOD, process_pool, stop_pool
 from dispatchlab.core.progress_display import notebook_progress
 from dispatchlab.core.signals import api_stops, interrupt_saying
 from dispatchlab.engine.control import format_seconds
@@ -304,7 +305,7 @@ def _shown(finished: Iterator[tuple[Point, Result, str]], total: int,
 
 def _execute(todo: list[tuple[Point, Policy, dict[str, Any] | None]], options: dict[str, Any],
              workers: int | None):
-    """Yield (point, Result, how) as points finish: portable ones on a spawn pool, the
+    """Yield (point, Result, how) as points finish: portable ones on a process pool, the
     others (and everything when one worker is asked for) here. Leaving early (Ctrl-C, an
     error) stops the pool's workers instead of waiting for the points they run."""
     workers = workers or os.cpu_count() or 1
@@ -316,14 +317,14 @@ def _execute(todo: list[tuple[Point, Policy, dict[str, Any] | None]], options: d
     finished = False
     if remote:
         count = min(workers, len(remote))
-        pooled = f"process pool (spawn, {count} workers)"
+        pooled = f"process pool ({START_METHOD}, {count} workers)"
         pool = process_pool(count)
         futures = {pool.submit(run_task, _Task(point.to_dict(), recipe, options)): point
                    for point, _, recipe in remote}
     try:
         for point, policy, recipe in local:
             how = ("in-process" if recipe is not None else
-                   "in-process (not importable by a spawned worker: defined in __main__ "
+                   "in-process (not importable by a worker: defined in __main__ "
                    "or inside a function)")
             yield point, _run(point.build_system(), policy, point.to_dict(), options), how
         for future in as_completed(futures):

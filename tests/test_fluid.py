@@ -209,3 +209,40 @@ def test_the_committed_pull_table_is_what_the_solver_gives_and_what_the_docs_quo
         assert quoted in text
     for quoted in ("+0.0093", "+0.0011", "+0.26", "+0.088", "+0.058", "+0.39", "+0.0067"):
         assert quoted in docs
+
+
+def test_the_committed_supermarket_table_is_what_the_solver_gives() -> None:
+    """results/fluid/supermarket.md: its closed forms are the supermarket model's, its
+    μ ≥ 0.04 rows (the cheap ones) and every waiting probability are recomputed, and the
+    Richardson errors docs/fluid.md quotes are in it."""
+    import re
+    from pathlib import Path
+
+    def one_dispatcher(mu: str, load: float) -> dl.System:
+        return dl.System.build(f"100x{mu}", load=load, dispatch="per-job")
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "results" / "fluid" / "supermarket.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", text,
+                      re.M)
+    assert len(rows) == 24
+    for d, load, mu, value, gap in rows:
+        d_, load_ = int(d), float(load)
+        closed = sum(load_ ** ((d_**i - d_) // (d_ - 1)) for i in range(1, 60))
+        assert abs(closed - float(value) - float(gap)) <= 1.5e-6  # (both rounded)
+        if float(mu) >= 0.04:
+            fluid = dl.fluid(one_dispatcher(mu, load_), "pod", policy_params={"d": d_})
+            assert f"{fluid.mean_queue_per_server / load_:.6f}" == value, (d, load, mu)
+    waits = re.findall(r"^\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) "
+                       r"\| [\d.]+ \|$", text, re.M)
+    assert len(waits) == 8
+    for load, mu, jsq, jiq, pod in waits:
+        system = one_dispatcher(mu, float(load))
+        assert float(jsq) == float(jiq) == 0.0
+        assert dl.fluid(system, "jsq").wait_probability == 0.0
+        assert f"{dl.fluid(system, 'pod').wait_probability:.6f}" == pod
+    docs = (root / "docs" / "fluid.md").read_text(encoding="utf-8")
+    for quoted in ("-6.35e-05", "-1.16e-04", "0.803761"):
+        assert quoted in text
+    for quoted in ("−6.4·10⁻⁵", "−1.2·10⁻⁴", "0.8038"):
+        assert quoted in docs

@@ -84,3 +84,34 @@ def test_a_stop_while_a_worker_starts_lets_it_start_then_stops_it(stop: str,
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [raised, "workers", "0"], done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "leaked" not in done.stderr, done.stderr
+
+
+
+FOREIGN_SERVER = textwrap.dedent("""
+    import multiprocessing, signal
+    from concurrent.futures import ProcessPoolExecutor
+    from dispatchlab.core.pools import map_tasks
+
+    def sigint_blocked(_):
+        return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    if __name__ == "__main__":
+        # the caller's own pool starts the fork server, with SIGINT as it has it
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(1, mp_context=context) as own:
+            print(own.submit(sigint_blocked, 0).result())
+        print(map_tasks(sigint_blocked, [0, 1], workers=2))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a fork server")
+def test_workers_block_sigint_whoever_started_the_fork_server(tmp_path) -> None:
+    """A fork server started by the caller's own pool passes SIGINT on to what it forks
+    (a worker the pool forks from it would take a terminal's Ctrl-C): workers block it
+    themselves."""
+    script = tmp_path / "foreign.py"
+    script.write_text(FOREIGN_SERVER, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, check=False, preexec_fn=default_sigint)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["False", "[True, True]"], done.stdout

@@ -20,7 +20,8 @@ Ctrl-C belongs to the coordinator (this process). A terminal sends SIGINT to the
 foreground process group, workers included; a worker hit while it imports numba printed a
 traceback, and one that died that way broke the pool under the coordinator's clean-up. So
 workers start with SIGINT blocked (as multiprocessing starts its resource tracker: the
-fork server is started with the signal blocked, and its children keep its mask), and a
+fork server is started with the signal blocked, and its children keep its mask; each
+worker blocks it again as it starts, for a server the caller's own pools started), and a
 pool left by an exception or an interrupt (``with process_pool(…)``, :func:`map_tasks`)
 is stopped with :func:`stop_pool`: workers terminated and reaped, the pool's management
 thread joined, before anything else runs. A pool shut down without waiting left that thread
@@ -150,6 +151,9 @@ def process_pool(workers: int, initializer: Callable[..., Any] | None = None,
 
 def _start_worker(coordinator_pid: int, environment: dict[str, str],
                   initializer: Callable[..., Any] | None, initargs: tuple[Any, ...]) -> None:
+    # a fork server someone else started (the caller's own pools) passes SIGINT on
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     # a forked worker has its server's environment, from when the server started
     if environment != os.environ:
         os.environ.clear()

@@ -246,3 +246,35 @@ def test_the_committed_supermarket_table_is_what_the_solver_gives() -> None:
         assert quoted in text
     for quoted in ("−6.4·10⁻⁵", "−1.2·10⁻⁴", "0.8038"):
         assert quoted in docs
+
+
+def test_the_committed_slopes_are_what_their_table_gives() -> None:
+    """results/fluid/slopes.md: every fluid E[Q] is recomputed, each row's slope is the
+    weighted fit of its own cells (results/fluid/slopes.py's), and docs/fluid.md quotes
+    them and shows their figure."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("slopes", root / "results/fluid/slopes.py")
+    assert spec is not None and spec.loader is not None
+    slopes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(slopes)
+    text = (root / "results" / "fluid" / "slopes.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (pod|jsq) \| ([\d.]+) \| ([\d.]+) \| (.+) \| (-[\d.]+) ± ([\d.]+) \|",
+                      text, re.M)
+    assert len(rows) == 4
+    for policy, load, fluid, cells, slope, error in rows:
+        assert f"{dl.fluid(slopes.system(100, float(load)), policy).mean_queue_per_server:.5f}" \
+            == fluid
+        gaps, halves = zip(*((float(g), float(h)) for g, h in
+                             re.findall(r"\+([\d.]+) ± ([\d.]+)", cells)), strict=True)
+        s, se, _ = slopes.fit(list(slopes.SIZES), list(gaps), list(halves))
+        assert abs(s - float(slope)) < 2e-3 and abs(se - float(error)) < 2e-3, (policy, load)
+        assert abs(s + 1) < 3 * se + 0.03  # a 1/N correction
+    docs = (root / "docs" / "fluid.md").read_text(encoding="utf-8")
+    for quoted in ("−1.012 ± 0.055", "−1.017 ± 0.044", "−1.029 ± 0.019", "−1.057 ± 0.014",
+                   "(fluid-figures/slopes.png)"):
+        assert quoted in docs
+    assert (root / "docs" / "fluid-figures" / "slopes.png").stat().st_size > 10_000

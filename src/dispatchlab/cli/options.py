@@ -96,7 +96,7 @@ Delay = Annotated[str | None, typer.Option(
 
 PRECISION = "Precision"
 Workers = Annotated[int | None, typer.Option(
-    help="Processes for replications and policies (spawned) \\[default: every core].",
+    help="Processes for replications and policies \\[default: every core].",
     rich_help_panel=PRECISION, show_default=False)]
 Precision = Annotated[float | None, typer.Option(
     help="Target relative half-width of the 95% CI of ΣQ (0.01 = ±1%): replications run "

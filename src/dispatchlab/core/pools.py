@@ -60,12 +60,15 @@ START_METHOD = ("forkserver" if "forkserver" in multiprocessing.get_all_start_me
 #: what the fork server imports once, for every worker it forks: the replications' task
 #: (numpy, numba, the slot loop, the policies' registry) and the experiments' points
 _SERVER_IMPORTS = ["dispatchlab.simulation.plan", "dispatchlab.experiments.runner"]
-_BaseProcess: type[multiprocessing.process.BaseProcess] = type(
-    multiprocessing.get_context(START_METHOD).Process())
-_BaseContext = type(multiprocessing.get_context(START_METHOD))
+if START_METHOD == "forkserver":
+    _BaseProcess: type = multiprocessing.context.ForkServerProcess
+    _BaseContext: type = multiprocessing.context.ForkServerContext
+else:  # Windows
+    _BaseProcess, _BaseContext = (multiprocessing.context.SpawnProcess,
+                                  multiprocessing.context.SpawnContext)
 #: what a dead worker most often means, said when a pool breaks
 BROKEN_POOL = ("a worker process died; from a script, call dispatchlab under "
-               "`if __name__ == \"__main__\":` (spawned workers import the main module), or "
+               "`if __name__ == \"__main__\":` (workers import the main module), or "
                "pass workers=1")
 
 

@@ -153,10 +153,10 @@ def api_stops() -> Iterator[None]:
 
 
 def leave_if_importing_the_main_script() -> None:
-    """In a spawned worker that is importing its coordinator's main script, leave at once,
+    """In a pool worker that is importing its coordinator's main script, leave at once,
     quietly.
 
-    A spawned worker runs the top level of the script that started it. A script that calls
+    A pool worker runs the top level of the script that started it. A script that calls
     dispatchlab with workers there, without ``if __name__ == "__main__":``, made each worker
     run the call again: its work, then a pool of its own, which multiprocessing refuses
     while the worker starts, with a traceback from every worker (184 lines of stderr for a

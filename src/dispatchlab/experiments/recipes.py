@@ -1,9 +1,9 @@
-"""A policy sent to a spawned worker by reference: its recipe (class and constructor
+"""A policy sent to a worker by reference: its recipe (class and constructor
 arguments, compiled functions named by module and qualified name) and the policy rebuilt
 from it; and the JSON parameters that identify a policy in the results store.
 
 A policy whose class or functions live in ``__main__`` (a notebook cell, a script) has no
-recipe: a spawned worker cannot import it, so :func:`dispatchlab.sweep` runs its points in
+recipe: a worker cannot import it, so :func:`dispatchlab.sweep` runs its points in
 the calling process.
 """
 
@@ -46,7 +46,7 @@ def _resolve(ref: Mapping[str, str]) -> Any:
 
 
 def policy_recipe(policy: Policy) -> dict[str, Any] | None:
-    """How a spawned worker rebuilds ``policy``: its class and constructor arguments, with
+    """How a worker rebuilds ``policy``: its class and constructor arguments, with
     compiled functions named by reference; None when something lives in ``__main__`` (or is
     otherwise not importable), so the policy must run in this process."""
     from dispatchlab.policies.led.strategies import Strategy

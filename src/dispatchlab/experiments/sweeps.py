@@ -127,7 +127,7 @@ def _run(system: System, policy: Policy, point: Mapping[str, Any],
 
 
 def run_task(task: _Task) -> Result:
-    """Run one point in a worker (module level, so a spawned process can import it)."""
+    """Run one point in a worker (module level, so a worker process can import it)."""
     point = Point.from_dict(task.point)
     assert task.recipe is not None
     return _run(point.build_system(), policy_from_recipe(task.recipe), task.point, task.options)

@@ -119,7 +119,7 @@ def compare(system: System, a: Policy | str, b: Policy | str, *, workers: int | 
         a: a :class:`Policy` or a registered name (``policy_params`` is not taken:
             build the policy with :func:`~dispatchlab.policies.make_policy`).
         b: the policy compared with ``a``, likewise.
-        workers: processes for the 2·R replications (spawned; ``None``: every core).
+        workers: processes for the 2·R replications (``None``: every core).
         settings: :func:`~dispatchlab.simulate`'s run settings (``slots``, ``warmup``,
             ``seed``, ``replications``, ``warmup_method``, ``bound``, ``track_delay``,
             ``delay``, ``detail``, ``estimator``, ``start``), validated by it; a precision

@@ -26,7 +26,7 @@ def execute(plan: Plan, workers: int | None) -> Result:
 
 
 def _execute(plan: Plan, workers: int | None) -> Result:
-    # imported here: a pool's spawned worker imports this module (through the script's own
+    # imported here: a pool's worker imports this module (through the script's own
     # ``from dispatchlab import simulate``) but never summarises, and the summary's
     # statistics load scipy.special, 0.3 s of CPU at each worker's start
     from dispatchlab.simulation.precision import run_to_precision

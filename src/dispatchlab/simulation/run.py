@@ -59,7 +59,7 @@ def simulate(
         bound: ΣQ at which the run stops and is judged unstable.
         track_delay: measure the delay distribution (False: ``delay="off"``).
         detail: measure the queue-imbalance quantities every slot.
-        workers: processes that run replications side by side (spawned: safe in Jupyter
+        workers: processes that run replications side by side (fresh processes: safe in Jupyter
             and on macOS); ``None`` uses every core. Replication r has the same seed
             whatever the number of workers, so the result does not depend on it.
         precision: a target relative half-width of the 95 % CI of E[ΣQ] (0.01: ± 1 %):

@@ -2,13 +2,15 @@
 
 Workers are fresh interpreters, never forks of the caller: on Linux and macOS they are
 forked from a *fork server*, a clean process started once per coordinator that has
-imported numpy, numba and the slot loop (``forkserver``), elsewhere they are spawned
+imported numpy, numba and dispatchlab and loaded the compiled slot loop
+(``forkserver``; :mod:`dispatchlab.engine.server_preload`), elsewhere they are spawned
 (``spawn``). Either way a worker holds none of the caller's threads or state (``fork`` is
 unsafe on macOS and copies a Jupyter kernel's threads), imports the caller's main module
-as ``__mp_main__`` and loads the compiled loop and policies from numba's on-disk cache.
-The fork server makes a worker cost a fork instead of an interpreter start that imports
-numba (about 0.5 s of CPU per worker, every pool; the server pays it once). Tasks and the
-function must be picklable: a module-level function and plain arguments. A worker starts
+as ``__mp_main__`` and loads compiled code from numba's on-disk cache (the policies', and
+the loop's when the server could not). The fork server makes a worker cost a fork instead
+of an interpreter start that imports numba and loads the loop (about 0.8 s of CPU per
+worker, every pool; the server pays it once). Tasks and the function must be picklable:
+a module-level function and plain arguments. A worker starts
 with its coordinator's environment as it is when the pool starts; what the server
 imported once (numpy, numba, dispatchlab) it does not import again, so settings those
 read at import (``NUMBA_*``) are the ones of the server's start, as in the coordinator.
@@ -58,8 +60,9 @@ R = TypeVar("R")
 START_METHOD = ("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
                 else "spawn")
 #: what the fork server imports once, for every worker it forks: the replications' task
-#: (numpy, numba, the slot loop, the policies' registry) and the experiments' points
-_SERVER_IMPORTS = ["dispatchlab.simulation.plan", "dispatchlab.experiments.runner"]
+#: (numpy, numba, the policies' registry), the experiments' points and the compiled loop
+_SERVER_IMPORTS = ["dispatchlab.simulation.plan", "dispatchlab.experiments.runner",
+                   "dispatchlab.engine.server_preload"]
 if START_METHOD == "forkserver":
     _BaseProcess: type = multiprocessing.context.ForkServerProcess
     _BaseContext: type = multiprocessing.context.ForkServerContext

@@ -10,10 +10,10 @@ as ``__mp_main__`` and loads compiled code from numba's on-disk cache (the polic
 the loop's when the server could not). The fork server makes a worker cost a fork instead
 of an interpreter start that imports numba and loads the loop (about 0.8 s of CPU per
 worker, every pool; the server pays it once). Tasks and the function must be picklable:
-a module-level function and plain arguments. A worker starts
-with its coordinator's environment as it is when the pool starts; what the server
-imported once (numpy, numba, dispatchlab) it does not import again, so settings those
-read at import (``NUMBA_*``) are the ones of the server's start, as in the coordinator.
+a module-level function and plain arguments. A worker starts with its coordinator's
+environment as it is when the pool starts; what the server imported once (numpy, numba,
+dispatchlab) it does not import again, so settings those read at import (``NUMBA_*``) are
+the ones of the server's start, as in the coordinator.
 
 Results come back in task order and do not depend on the number of workers: every task
 carries its own seed, so a run on 2 workers is bit-identical to the sequential run.

@@ -363,3 +363,25 @@ def test_a_dead_worker_loses_only_the_points_in_flight(tmp_path, monkeypatch):
     assert (tmp_path / "died").exists()  # the worker did die
     assert outcome.complete and outcome.computed == len(spec.points())
     assert numbers(tmp_path / "s.sqlite", "dead-worker").keys() == {p.key for p in spec.points()}
+
+
+def test_a_pool_that_breaks_while_points_are_submitted_is_restarted(tmp_path, monkeypatch):
+    """A worker that dies at once (forked workers start fast) breaks the pool while the
+    coordinator still submits points: submit itself raises. The pool is restarted and the
+    points resubmitted, as when a queued future fails."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    spec = small_spec("broken-submit")
+    real = runner_module._Executor.submit
+    calls = []
+
+    def submit_breaking_once(self, function, *args):
+        calls.append(function)
+        if len(calls) == 2:
+            raise BrokenProcessPool("A child process terminated abruptly")
+        return real(self, function, *args)
+
+    monkeypatch.setattr(runner_module._Executor, "submit", submit_breaking_once)
+    outcome = run_experiment(spec, store=tmp_path / "s.sqlite", workers=2)
+    assert outcome.complete and outcome.computed == len(spec.points())
+    assert len(calls) > len(spec.points())  # (the pool was restarted and points resubmitted)

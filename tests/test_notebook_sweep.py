@@ -85,3 +85,37 @@ def test_plot_draws_ci_bands() -> None:
     bands = [c for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)]
     assert len(bands) == 4  # one band per (system, policy)
     assert all(math.isfinite(v) for v in df["mean_total_queue"])
+
+
+def test_a_pool_that_breaks_while_points_are_submitted_is_one_clear_error(monkeypatch):
+    """submit raises when a worker has already died (forked workers start fast): the
+    sweep says what a dead worker most often means and stops the pool's workers."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from dispatchlab.core.pools import BROKEN_POOL
+    from dispatchlab.experiments import sweeps
+
+    made = []
+    real = sweeps.process_pool
+
+    def breaking_pool(count):
+        pool = real(count)
+        submit = pool.submit
+        calls = []
+
+        def submit_then_break(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                raise BrokenProcessPool("A child process terminated abruptly")
+            return submit(*args, **kwargs)
+
+        pool.submit = submit_then_break
+        made.append(pool)
+        return pool
+
+    monkeypatch.setattr(sweeps, "process_pool", breaking_pool)
+    with pytest.raises(RuntimeError) as raised:
+        dl.sweep(dl.System.build("4x0.5", load=0.5), ["jsq", "rand"], load=[0.5, 0.7],
+                 slots=2000, workers=2)
+    assert str(raised.value) == BROKEN_POOL
+    assert made and not any(p.is_alive() for p in made[0]._mp_context.made)

@@ -289,8 +289,16 @@ def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snap
                 outcome: SweepOutcome, progress: Progress | None) -> None:
     started = time.perf_counter()
     deaths: dict[str, int] = {}
-    pending: dict[Future[dict[str, Any]], Point] = {
-        pool.submit(run_point, p.to_dict()): p for p in todo}
+
+    def submit(point: Point) -> Future[dict[str, Any]]:
+        try:
+            return pool.submit(run_point, point.to_dict())
+        except BrokenProcessPool as error:  # a worker died while points were submitted
+            failed: Future[dict[str, Any]] = Future()
+            failed.set_exception(error)  # (restarted and resubmitted below, as the others)
+            return failed
+
+    pending: dict[Future[dict[str, Any]], Point] = {submit(p): p for p in todo}
 
     def refresh() -> None:
         snapshot.running = min(pool.capacity, len(pending))
@@ -336,7 +344,7 @@ def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snap
                 if deaths[point.key] >= MAX_WORKER_DEATHS:
                     record_failure(point, "worker process died while running this point")
                 else:
-                    pending[pool.submit(run_point, point.to_dict())] = point
+                    pending[submit(point)] = point
         refresh()
     outcome.seconds += time.perf_counter() - started
 

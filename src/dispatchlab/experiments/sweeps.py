@@ -315,25 +315,24 @@ def _execute(todo: list[tuple[Point, Policy, dict[str, Any] | None]], options: d
     pooled = ""
     futures = {}
     finished = False
-    if remote:
-        count = min(workers, len(remote))
-        pooled = f"process pool ({START_METHOD}, {count} workers)"
-        pool = process_pool(count)
-        futures = {pool.submit(run_task, _Task(point.to_dict(), recipe, options)): point
-                   for point, _, recipe in remote}
     try:
+        if remote:
+            count = min(workers, len(remote))
+            pooled = f"process pool ({START_METHOD}, {count} workers)"
+            pool = process_pool(count)
+            # (a worker that dies at once breaks the pool while later points are submitted)
+            futures = {pool.submit(run_task, _Task(point.to_dict(), recipe, options)): point
+                       for point, _, recipe in remote}
         for point, policy, recipe in local:
             how = ("in-process" if recipe is not None else
                    "in-process (not importable by a worker: defined in __main__ "
                    "or inside a function)")
             yield point, _run(point.build_system(), policy, point.to_dict(), options), how
         for future in as_completed(futures):
-            try:
-                result = future.result()
-            except BrokenProcessPool:
-                raise RuntimeError(BROKEN_POOL) from None  # (its cause says no more)
-            yield futures[future], result, pooled
+            yield futures[future], future.result(), pooled
         finished = True
+    except BrokenProcessPool:
+        raise RuntimeError(BROKEN_POOL) from None  # (its cause says no more)
     finally:
         if pool is not None:
             if finished:

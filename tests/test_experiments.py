@@ -371,17 +371,19 @@ def test_a_pool_that_breaks_while_points_are_submitted_is_restarted(tmp_path, mo
     points resubmitted, as when a queued future fails."""
     from concurrent.futures.process import BrokenProcessPool
 
+    from dispatchlab.core.pools import Pool
+
     spec = small_spec("broken-submit")
-    real = runner_module._Executor.submit
+    real = Pool.submit
     calls = []
 
-    def submit_breaking_once(self, function, *args):
+    def submit_breaking_once(self, function, *args, **kwargs):
         calls.append(function)
         if len(calls) == 2:
             raise BrokenProcessPool("A child process terminated abruptly")
-        return real(self, function, *args)
+        return real(self, function, *args, **kwargs)
 
-    monkeypatch.setattr(runner_module._Executor, "submit", submit_breaking_once)
+    monkeypatch.setattr(Pool, "submit", submit_breaking_once)
     outcome = run_experiment(spec, store=tmp_path / "s.sqlite", workers=2)
     assert outcome.complete and outcome.computed == len(spec.points())
     assert len(calls) > len(spec.points())  # (the pool was restarted and points resubmitted)

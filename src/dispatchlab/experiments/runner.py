@@ -289,16 +289,8 @@ def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snap
                 outcome: SweepOutcome, progress: Progress | None) -> None:
     started = time.perf_counter()
     deaths: dict[str, int] = {}
-
-    def submit(point: Point) -> Future[dict[str, Any]]:
-        try:
-            return pool.submit(run_point, point.to_dict())
-        except BrokenProcessPool as error:  # a worker died while points were submitted
-            failed: Future[dict[str, Any]] = Future()
-            failed.set_exception(error)  # (restarted and resubmitted below, as the others)
-            return failed
-
-    pending: dict[Future[dict[str, Any]], Point] = {submit(p): p for p in todo}
+    pending: dict[Future[dict[str, Any]], Point] = {
+        pool.submit(run_point, p.to_dict()): p for p in todo}
 
     def refresh() -> None:
         snapshot.running = min(pool.capacity, len(pending))
@@ -344,7 +336,7 @@ def _coordinate(todo: list[Point], pool: _Executor, db: Store, run_id: str, snap
                 if deaths[point.key] >= MAX_WORKER_DEATHS:
                     record_failure(point, "worker process died while running this point")
                 else:
-                    pending[submit(point)] = point
+                    pending[pool.submit(run_point, point.to_dict())] = point
         refresh()
     outcome.seconds += time.perf_counter() - started
 
@@ -402,7 +394,14 @@ class _Executor:
                             initargs=(user_modules(), tuple(sys.path)))
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
-        future = self._executor.submit(function, *args)
+        """The task's future; a pool a worker broke while tasks were still being submitted
+        gives a future failed with that ``BrokenProcessPool``, like the tasks queued
+        before it (the coordinator restarts the pool and resubmits them all)."""
+        try:
+            future = self._executor.submit(function, *args)
+        except BrokenProcessPool as error:
+            future = Future()
+            future.set_exception(error)
         self._submitted.append(future)
         return future
 

@@ -22,6 +22,7 @@ from dispatchlab.solvers.multilevel import (
     rule_tables,
     solve_two_server,
 )
+from dispatchlab.solvers.two_server_law import dispatch_laws
 
 CASES = [("jbt", {"r": 1}), ("jbt", {"r": 3}), ("jiq", {}),
          ("jbt", {"threshold": "log", "K": 2.0, "weighted": False})]
@@ -44,6 +45,36 @@ def test_multilevel_agrees_with_the_plain_chain(name: str, params: dict, rates: 
     assert result.mean_queues == pytest.approx(chain.mean_queues, rel=1e-8)
     # the far tail carries the solver's absolute error (~‖πP − π‖₁), not a relative one
     assert result.loss_rate == pytest.approx(chain.loss_rate, rel=1e-3, abs=1e-14)
+    assert result.total_queue_distribution == pytest.approx(
+        chain.total_queue_distribution, rel=1e-6, abs=1e-11)
+
+
+#: (rates, rule, arrivals, dispatch): JIQ's uniform fallback needs equal servers here
+BATCH_CASES = [
+    ([0.2, 0.8], "jbt", {"r": 3}, "poisson", "batch"),
+    ([0.2, 0.8], "jbt", {"r": 3}, "poisson", "per-job"),
+    ([0.2, 0.8], "jbt", {"r": 1}, "binomial:3", "per-job"),
+    ([0.5, 0.5], "jiq", {}, "poisson", "batch"),
+    ([0.5, 0.5], "jiq", {}, "binomial:3", "per-job"),
+    pytest.param([0.5, 0.5], "jiq", {}, "poisson", "per-job", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("rates", "name", "params", "arrivals", "dispatch"), BATCH_CASES)
+def test_several_jobs_a_slot_agree_with_the_plain_chain(rates: list, name: str,
+                                                        params: dict, arrivals: str,
+                                                        dispatch: str) -> None:
+    """Poisson and binomial arrivals, in a batch or job by job: the interior kernel and the
+    boundary rows are the plain chain's law, state for state (equal K, equal law cut)."""
+    system = System.build(rates, epsilon=0.2, arrivals=arrivals, service="bernoulli",
+                          dispatch=dispatch)
+    policy = make_policy(name, **params)
+    chain = solve(system, policy)
+    result = solve_two_server(system, policy.exact_memory(system), name=name,
+                              truncation=chain.truncation)
+    assert result.residual <= 1e-13 and result.law_tail == chain.law_tail
+    assert result.mean_total_queue == pytest.approx(chain.mean_total_queue, rel=1e-9)
+    assert result.mean_queues == pytest.approx(chain.mean_queues, rel=1e-9)
     assert result.total_queue_distribution == pytest.approx(
         chain.total_queue_distribution, rel=1e-6, abs=1e-11)
 
@@ -103,9 +134,11 @@ def test_refusals_name_the_field() -> None:
     unstable = _system([0.3, 0.6], 0.01)
     with pytest.raises(ValidationError, match="^load: jiq is unstable on this system"):
         solve_two_server(unstable, jiq.exact_memory(unstable), name="jiq")
-    poisson = System.build([0.5, 0.5], epsilon=0.1, arrivals="poisson", service="bernoulli")
-    with pytest.raises(ValidationError, match="^arrivals: the multilevel solver needs"):
-        solve_two_server(poisson, policy.exact_memory(poisson))
+    geometric = System.build([0.5, 0.5], epsilon=0.1, arrivals="poisson", service="geometric")
+    with pytest.raises(ValidationError, match="^service: the multilevel solver needs"):
+        solve_two_server(geometric, policy.exact_memory(geometric))
+    with pytest.raises(ValidationError, match=r"^law_tail: must be in \(0, 1e-3\)"):
+        solve_two_server(system, rule, law_tail=0.5)
 
 
 @pytest.mark.slow
@@ -145,7 +178,9 @@ def test_axis_drifts_of_a_large_threshold_are_finite() -> None:
     rule = make_policy("jbt", r=10_000).exact_memory(system)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        drifts = axis_drifts(system, rule_tables(rule), 10_000)
+        d_p, d_t, d_a, _, _ = rule_tables(rule)
+        pa = np.array([1 - system.arrival_rate, system.arrival_rate])
+        drifts = axis_drifts(system, dispatch_laws(1, False, d_p, d_t, d_a), pa, 10_000)
     assert all(np.isfinite(interior) and not np.isnan(induced)
                for interior, induced in drifts)
 

@@ -465,7 +465,7 @@ def solve(system: System, policy: Any, *, truncation: int | None = None,
                 options = {"max_states": max_states} if given_max else {}
                 return _from_multilevel(multilevel.solve_two_server(
                     system, rule, name=str(getattr(policy, "name", "jbt")),
-                    tolerance=tolerance, **options), started)
+                    tolerance=tolerance, law_tail=law_tail, **options), started)
         if size > max_states:
             raise TooLarge("truncation" if fixed else "max_states",
                            f"the state space would hold {size:,} states (ΣQ ≤ K = {k} on "
@@ -537,7 +537,7 @@ def _from_multilevel(result: Any, started: float) -> ExactResult:
         total_queue_distribution=list(result.total_queue_distribution),
         truncation=result.truncation, edge_mass=result.edge_mass,
         truncation_error=result.truncation_error, loss_rate=result.loss_rate,
-        states=result.states, memory_values=1, law_tail=0.0,
+        states=result.states, memory_values=1, law_tail=result.law_tail,
         seconds=time.perf_counter() - started, method=result.method,
         notes=["the plain chain exceeds max_states: two-server multilevel aggregation"],
         extras={"residual": result.residual, "cycles": float(result.cycles),

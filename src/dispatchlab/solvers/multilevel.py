@@ -47,8 +47,14 @@ from numba import njit
 from dispatchlab.core.errors import TooLarge, ValidationError, require
 from dispatchlab.core.ram import require_memory
 from dispatchlab.core.signals import interruption, stops_caught
-from dispatchlab.solvers.laws import MIN_TOLERANCE
+from dispatchlab.solvers.laws import MIN_TOLERANCE, arrival_pmf
 from dispatchlab.solvers.progress import LONG_SOLVE_STATES, say, seconds_left
+from dispatchlab.solvers.two_server_law import (
+    axis_law,
+    build_boundary,
+    dispatch_laws,
+    interior_kernel,
+)
 
 if TYPE_CHECKING:
     from dispatchlab.model.system import System
@@ -61,6 +67,8 @@ MAX_STATES = 20_000_000
 BYTES_PER_STATE = 520
 #: the coarsest chain, solved directly
 COARSEST = 1_000
+#: the arrival laws the solver takes (a slot's jobs from an i.i.d. law)
+ARRIVAL_LAWS = ("bernoulli", "binomial", "poisson")
 #: memory codes of the two-server ID list: (), (0,), (1,), (0, 1), (1, 0)
 MEMORIES: tuple[tuple[int, ...], ...] = ((), (0,), (1,), (0, 1), (1, 0))
 
@@ -86,6 +94,7 @@ class MultilevelResult:
     cycles: int  # V-cycles
     states: int
     seconds: float
+    law_tail: float = 0.0  # the arrival law's tail mass lumped into its last value
     total_queue_distribution: list[float] = field(default_factory=list, repr=False)
     method: str = "truncated chain, multilevel aggregation (2x2 blocks, W-cycles, Anderson)"
 
@@ -137,190 +146,185 @@ def rule_tables(rule: Any) -> tuple[np.ndarray, ...]:
     return d_p, d_t, d_a, u_p, u_m
 
 
-# -- the chain, nine or ten slots a state --------------------------------------------------
+# -- the chain: explicit boundary rows, one kernel for the interior ------------------------
 
 
 @njit(cache=True)
-def _index(q1, q2, code, k, r, ordered):
-    base = q1 * (k + 1) - q1 * (q1 - 1) // 2 + q2
-    if ordered and code == 4:
-        total = (k + 1) * (k + 2) // 2
-        return total + q1 * r + q2
-    return base
-
-
-@njit(cache=True)
-def _build(k, r, ordered, lam, mu, d_p, d_t, d_a, u_p, u_m, slots):
-    """Targets and probabilities (states × slots), the coordinates, and per state the
-    expected loss, U_Σ, U_Σ² and ΣQ(t+1)·ΣU(t) of one slot."""
-    base = (k + 1) * (k + 2) // 2
-    extra = r * r if ordered else 0
-    n = base + extra
-    target = np.full((n, slots), -1, np.int32)
-    prob = np.zeros((n, slots))
-    c1 = np.zeros(n, np.int64)
-    c2 = np.zeros(n, np.int64)
-    moments = np.zeros((n, 5))  # loss L, U, U², ΣQ(t+1)ΣU, U·L
-    valid = np.zeros(n, np.bool_)
-    for q1 in range(k + 1):
-        for q2 in range(k + 1 - q1):
-            for copy in range(2):
-                below = (q1 < r) and (q2 < r)
-                if copy == 1 and not (ordered and below):
-                    continue
-                if q1 < r and q2 < r:
-                    code = 3 if copy == 0 else 4
-                elif q1 < r:
-                    code = 1
-                elif q2 < r:
-                    code = 2
-                else:
-                    code = 0
-                s = _index(q1, q2, code, k, r, ordered)
-                valid[s] = True
-                c1[s], c2[s] = q1, q2
-                for a in range(2):
-                    pa = lam if a == 1 else 1.0 - lam
-                    for b in range(2 if a == 1 else 1):
-                        pb = d_p[code, b] if a == 1 else 1.0
-                        if pb <= 0.0:
-                            continue
-                        after = d_a[code, b] if a == 1 else code
-                        t = d_t[code, b] if a == 1 else -1
-                        for s1 in range(2):
-                            p1 = mu[0] if s1 == 1 else 1.0 - mu[0]
-                            for s2 in range(2):
-                                p2 = mu[1] if s2 == 1 else 1.0 - mu[1]
-                                a1 = 1 if t == 0 else 0
-                                a2 = 1 if t == 1 else 0
-                                x1 = max(q1 + a1 - s1, 0)
-                                x2 = max(q2 + a2 - s2, 0)
-                                u = max(s1 - q1 - a1, 0) + max(s2 - q2 - a2, 0)
-                                over = x1 + x2 - k
-                                if over > 0:
-                                    if x1 >= x2:
-                                        x1 -= 1
-                                    else:
-                                        x2 -= 1
-                                pattern = (1 if x1 < r else 0) + (2 if x2 < r else 0)
-                                w = pa * pb * p1 * p2
-                                m = moments[s]
-                                m[0] += w * max(over, 0)
-                                m[1] += w * u
-                                m[2] += w * u * u
-                                m[3] += w * (x1 + x2) * u
-                                m[4] += w * u * max(over, 0)
-                                for e in range(2):
-                                    pu = u_p[after, pattern, e]
-                                    if pu <= 0.0:
-                                        continue
-                                    new = u_m[after, pattern, e]
-                                    dest = _index(x1, x2, new, k, r, ordered)
-                                    for j in range(slots):
-                                        if target[s, j] == dest or target[s, j] < 0:
-                                            target[s, j] = dest
-                                            prob[s, j] += w * pu
-                                            break
-    return target, prob, c1, c2, moments, valid
-
-
-# -- multilevel aggregation ---------------------------------------------------------------
-
-
-@njit(cache=True)
-def _apply(target, prob, x):
-    """y = xP (a row vector times the chain)."""
+def _apply(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, kernel, k, x):
+    """y = xP (a row vector times the chain): each boundary state along its row, each
+    interior state through the kernel (offsets ``kernel_rows``, ``kernel_cols`` ≥ −1)."""
     y = np.zeros(x.size)
     for s in range(x.size):
         v = x[s]
         if v == 0.0:
             continue
-        for j in range(target.shape[1]):
-            t = target[s, j]
-            if t < 0:
-                break
-            y[t] += v * prob[s, j]
+        if interior[s]:
+            for e in range(kernel.size):
+                x1 = c1[s] + kernel_rows[e]
+                y[x1 * (k + 1) - x1 * (x1 - 1) // 2 + c2[s] + kernel_cols[e]] += v * kernel[e]
+            continue
+        for e in range(indptr[s], indptr[s + 1]):
+            y[indices[e]] += v * data[e]
     return y
 
 
 @njit(cache=True)
-def _jacobi(target, prob, stay, x, omega, sweeps):
+def _jacobi(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, kernel, k,
+            stay, x, omega, sweeps):
     """Damped Jacobi sweeps on π(I − P) = 0: x_j ← (1−ω)x_j + ω(xP − x_j P_jj)_j/(1 − P_jj)."""
     for _ in range(sweeps):
-        y = _apply(target, prob, x)
+        y = _apply(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, kernel,
+                   k, x)
         for s in range(x.size):
             x[s] = (1.0 - omega) * x[s] + omega * (y[s] - x[s] * stay[s]) / (1.0 - stay[s])
     return x
 
 
 @njit(cache=True)
-def _coarsen(target, prob, x, agg, ca1, ca2, nc):
-    """The aggregated chain P_c(I, J) = Σ_{i∈I} x_i Σ_{j∈J} P_ij / Σ_{i∈I} x_i on a grid of
-    nine slots (coarse offsets −1, 0, 1 in each coordinate)."""
-    ct = np.full((nc, 9), -1, np.int32)
-    cp = np.zeros((nc, 9))
+def _coarsen(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, kernel, k,
+             x, agg, order, group_ptr, nc):
+    """The aggregated chain P_c(I, J) = Σ_{i∈I} x_i Σ_{j∈J} P_ij / Σ_{i∈I} x_i (CSR), row by
+    row over the aggregates (``order``: the states sorted by aggregate, ``group_ptr`` where
+    each aggregate's run starts), and the aggregates' masses."""
     mass = np.zeros(nc)
     count = np.zeros(nc)
     for s in range(x.size):
         mass[agg[s]] += x[s]
         count[agg[s]] += 1.0
-    for s in range(x.size):
-        big = agg[s]
-        # an aggregate without mass (states π leaves empty) is averaged uniformly
-        weight = x[s] / mass[big] if mass[big] > 0 else 1.0 / count[big]
-        for j in range(target.shape[1]):
-            t = target[s, j]
-            if t < 0:
-                break
-            other = agg[t]
-            slot = (ca1[other] - ca1[big] + 1) * 3 + (ca2[other] - ca2[big] + 1)
-            ct[big, slot] = other
-            cp[big, slot] += weight * prob[s, j]
-    # compact: the used slots first (the scatter stops at the first empty slot)
+    out_ptr = np.zeros(nc + 1, np.int64)
+    capacity = 9 * nc + 16
+    out_idx = np.empty(capacity, np.int64)
+    out_val = np.empty(capacity)
+    acc = np.zeros(nc)
+    touched = np.empty(nc, np.int64)
+    fill = 0
     for big in range(nc):
-        fill = 0
-        for j in range(9):
-            if ct[big, j] >= 0:
-                ct[big, fill], cp[big, fill] = ct[big, j], cp[big, j]
-                if fill != j:
-                    ct[big, j], cp[big, j] = -1, 0.0
-                fill += 1
-    return ct, cp, mass
+        used = 0
+        for g in range(group_ptr[big], group_ptr[big + 1]):
+            s = order[g]
+            # an aggregate without mass (states π leaves empty) is averaged uniformly
+            weight = x[s] / mass[big] if mass[big] > 0 else 1.0 / count[big]
+            if weight == 0.0:
+                continue
+            if interior[s]:
+                for e in range(kernel.size):
+                    x1 = c1[s] + kernel_rows[e]
+                    dest = x1 * (k + 1) - x1 * (x1 - 1) // 2 + c2[s] + kernel_cols[e]
+                    value = weight * kernel[e]
+                    other = agg[dest]
+                    if value != 0.0:
+                        if acc[other] == 0.0:
+                            touched[used] = other
+                            used += 1
+                        acc[other] += value
+                continue
+            for e in range(indptr[s], indptr[s + 1]):
+                value = weight * data[e]
+                other = agg[indices[e]]
+                if value != 0.0:
+                    if acc[other] == 0.0:
+                        touched[used] = other
+                        used += 1
+                    acc[other] += value
+        if fill + used > capacity:
+            capacity = max(2 * capacity, fill + used)
+            grown = np.empty(capacity, np.int64)
+            grown[:fill] = out_idx[:fill]
+            out_idx = grown
+            more = np.empty(capacity)
+            more[:fill] = out_val[:fill]
+            out_val = more
+        for j in range(used):
+            other = touched[j]
+            out_idx[fill] = other
+            out_val[fill] = acc[other]
+            acc[other] = 0.0
+            fill += 1
+        out_ptr[big + 1] = fill
+    return out_ptr, out_idx[:fill].copy(), out_val[:fill].copy(), mass
 
 
 @njit(cache=True)
-def _stay(target, prob):
-    out = np.zeros(target.shape[0])
-    for s in range(target.shape[0]):
-        for j in range(target.shape[1]):
-            if target[s, j] == s:
-                out[s] += prob[s, j]
+def _stay(indptr, indices, interior, data, kernel_stay):
+    out = np.zeros(interior.size)
+    for s in range(interior.size):
+        if interior[s]:
+            out[s] = kernel_stay
+            continue
+        for e in range(indptr[s], indptr[s + 1]):
+            if indices[e] == s:
+                out[s] += data[e]
     return np.minimum(out, 1.0 - 1e-12)
 
 
+_NO_OFFSETS = np.zeros(0, np.int64)
+
+
+class _Chain:
+    """A level's chain: CSR rows, and (the finest level) the interior states' kernel."""
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                 interior: np.ndarray | None = None, c1: np.ndarray = _NO_OFFSETS,
+                 c2: np.ndarray = _NO_OFFSETS, kernel: np.ndarray | None = None,
+                 k: int = 0) -> None:
+        size = indptr.size - 1
+        self.size = size
+        self.interior = np.zeros(size, np.bool_) if interior is None else interior
+        kernel = np.zeros((1, 1)) if kernel is None else kernel
+        rows, cols = np.nonzero(kernel)
+        self.kernel_stay = float(kernel[1, 1]) if kernel.shape[0] > 1 else 0.0
+        self.arrays = (indptr, indices, data, self.interior, c1, c2,
+                       (rows - 1).astype(np.int64), (cols - 1).astype(np.int64),
+                       kernel[rows, cols].copy(), int(k))
+        self._stay: np.ndarray | None = None
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        return _apply(*self.arrays, x)
+
+    def stay(self) -> np.ndarray:
+        if self._stay is None:
+            indptr, indices, data = self.arrays[:3]
+            self._stay = _stay(indptr, indices, self.interior, data, self.kernel_stay)
+        return self._stay
+
+    def smooth(self, x: np.ndarray, omega: float, sweeps: int) -> np.ndarray:
+        return _jacobi(*self.arrays, self.stay(), x, omega, sweeps)
+
+    def coarsen(self, x: np.ndarray, level: _Level) -> tuple[_Chain, np.ndarray]:
+        indptr, indices, data, mass = _coarsen(*self.arrays, x, level.agg, level.order,
+                                               level.group_ptr, level.nc)
+        return _Chain(indptr, indices, data), mass
+
+    def dense(self) -> np.ndarray:
+        indptr, indices, data = self.arrays[:3]
+        matrix = np.zeros((self.size, self.size))
+        rows = np.repeat(np.arange(self.size), np.diff(indptr))
+        np.add.at(matrix, (rows, indices), data)
+        return matrix
+
+
 class _Level:
-    def __init__(self, c1: np.ndarray, c2: np.ndarray) -> None:
-        self.c1, self.c2 = c1, c2
-        key1, key2 = c1 // 2, c2 // 2
+    """``block`` × ``block`` aggregates of the (Q₁, Q₂) grid."""
+
+    def __init__(self, c1: np.ndarray, c2: np.ndarray, block: int) -> None:
+        key1, key2 = c1 // block, c2 // block
         keys = key1 * (int(key2.max()) + 1) + key2
-        unique, self.agg = np.unique(keys, return_inverse=True)
-        self.agg = self.agg.astype(np.int64)
+        unique, agg = np.unique(keys, return_inverse=True)
+        self.agg = agg.astype(np.int64)
         self.nc = unique.size
+        self.order = np.argsort(self.agg, kind="stable")
+        self.group_ptr = np.zeros(self.nc + 1, np.int64)
+        np.cumsum(np.bincount(self.agg, minlength=self.nc), out=self.group_ptr[1:])
         self.ca1 = np.zeros(self.nc, np.int64)
         self.ca2 = np.zeros(self.nc, np.int64)
         self.ca1[self.agg], self.ca2[self.agg] = key1, key2
 
 
-def _direct(target: np.ndarray, prob: np.ndarray) -> np.ndarray:
+def _direct(chain: _Chain) -> np.ndarray:
     """The stationary law of a small chain (dense LU, π(0) fixed, then normalised)."""
-    n = target.shape[0]
-    dense = np.zeros((n, n))
-    rows = np.repeat(np.arange(n), target.shape[1])
-    keep = target.ravel() >= 0
-    np.add.at(dense, (rows[keep], target.ravel()[keep]), prob.ravel()[keep])
-    a = dense.T - np.eye(n)
+    a = chain.dense().T - np.eye(chain.size)
     a[0, :] = 1.0
-    rhs = np.zeros(n)
+    rhs = np.zeros(chain.size)
     rhs[0] = 1.0
     try:
         x = np.linalg.solve(a, rhs)
@@ -331,48 +335,51 @@ def _direct(target: np.ndarray, prob: np.ndarray) -> np.ndarray:
 
 
 class _Hierarchy:
-    """The levels of 2 × 2 aggregation down to :data:`COARSEST` states."""
+    """The levels of aggregation down to :data:`COARSEST` states: ``first_block`` ×
+    ``first_block`` aggregates first (4 × 4 when a slot can bring several jobs, so that the
+    first coarse chain's rows stay short), then 2 × 2."""
 
-    def __init__(self, c1: np.ndarray, c2: np.ndarray) -> None:
+    def __init__(self, c1: np.ndarray, c2: np.ndarray, first_block: int = 2) -> None:
         self.levels: list[_Level] = []
+        block = first_block
         while c1.size > COARSEST:
-            level = _Level(c1, c2)
+            level = _Level(c1, c2, block)
             self.levels.append(level)
             c1, c2 = level.ca1, level.ca2
+            block = 2
 
-    def cycle(self, depth: int, target: np.ndarray, prob: np.ndarray, x: np.ndarray,
-              sweeps: int = 2, omega: float = 0.8, gamma: int = 3) -> np.ndarray:
+    def cycle(self, depth: int, chain: _Chain, x: np.ndarray, sweeps: int = 2,
+              omega: float = 0.8, gamma: int = 3) -> np.ndarray:
         if depth == len(self.levels):
-            return _direct(target, prob) * x.sum()
-        stay = _stay(target, prob)
-        x = _jacobi(target, prob, stay, x, omega, sweeps)
+            return _direct(chain) * x.sum()
+        x = chain.smooth(x, omega, sweeps)
         level = self.levels[depth]
-        ct, cp, mass = _coarsen(target, prob, x, level.agg, level.ca1, level.ca2, level.nc)
+        coarse, mass = chain.coarsen(x, level)
         y = mass.copy()
         for _ in range(gamma if depth + 1 < len(self.levels) else 1):
-            y = self.cycle(depth + 1, ct, cp, y, sweeps, omega, gamma)
+            y = self.cycle(depth + 1, coarse, y, sweeps, omega, gamma)
         ratio = np.where(mass > 0, y / np.where(mass > 0, mass, 1.0), 1.0)
         x = x * ratio[level.agg]
-        return _jacobi(target, prob, stay, x, omega, sweeps)
+        return chain.smooth(x, omega, sweeps)
 
 
 #: iterates kept by the Anderson acceleration of the cycles
 WINDOW = 6
 
 
-def _accelerated_step(hierarchy: _Hierarchy, target: np.ndarray, prob: np.ndarray,
-                      x: np.ndarray, history: list[tuple[np.ndarray, np.ndarray]]
+def _accelerated_step(hierarchy: _Hierarchy, chain: _Chain, x: np.ndarray,
+                      history: list[tuple[np.ndarray, np.ndarray]]
                       ) -> tuple[np.ndarray, float]:
     """One cycle G(x) with Anderson acceleration (D. G. Anderson, "Iterative procedures for
     nonlinear integral equations", J. ACM 12, 1965; H. F. Walker and P. Ni, SIAM J. Numer.
     Anal. 49, 2011): x ← G(x) − ΔG·γ, γ minimising ‖f − ΔF·γ‖₂ over the last
     :data:`WINDOW` steps (f = G(x) − x); a step that does not lower ‖πP − π‖₁ falls back
     to G(x) and clears the history. Returns (x, ‖xP − x‖₁)."""
-    g = hierarchy.cycle(0, target, prob, x.copy())
+    g = hierarchy.cycle(0, chain, x.copy())
     g = np.maximum(g, 0.0)
     g /= g.sum()
     f = g - x
-    plain_error = float(np.abs(_apply(target, prob, g) - g).sum())
+    plain_error = float(np.abs(chain.apply(g) - g).sum())
     history.append((g, f))
     if len(history) > WINDOW + 1:
         history.pop(0)
@@ -384,7 +391,7 @@ def _accelerated_step(hierarchy: _Hierarchy, target: np.ndarray, prob: np.ndarra
         gamma = np.linalg.lstsq(d_f, f, rcond=1e-12)[0]
         y = np.maximum(g - d_g @ gamma, 0.0)
         y /= y.sum()
-        error = float(np.abs(_apply(target, prob, y) - y).sum())
+        error = float(np.abs(chain.apply(y) - y).sum())
     except np.linalg.LinAlgError:
         error = math.inf
     if not error < plain_error:
@@ -407,45 +414,47 @@ def _states(k: int, r: int, ordered: bool) -> int:
     return (k + 1) * (k + 2) // 2 + (r * r if ordered else 0)
 
 
+def _zeta(system: System) -> float:
+    """ζ = σ_a² + Σ_n μ_n(1 − μ_n): twice the pooled queue's ε·E[q] in heavy traffic."""
+    mu = np.asarray(system.rates, dtype=float)
+    return system.arrivals.variance + float(np.sum(mu * (1 - mu)))
+
+
 def guess_truncation(system: System, tolerance: float) -> int:
     """K with P(ΣQ = K) ≈ ``tolerance`` for an exponential ΣQ of mean 1.15·ζ/(2ε) (between
     the pooled queue and random routing): K = E·log(1/(E·tol))."""
-    mu = np.asarray(system.rates, dtype=float)
-    zeta = system.arrivals.variance + float(np.sum(mu * (1 - mu)))
-    mean = max(1.15 * zeta / (2 * system.epsilon), 2.0)
+    mean = max(1.15 * _zeta(system) / (2 * system.epsilon), 2.0)
     return int(math.ceil(mean * max(math.log(1.0 / (mean * tolerance)), 3.0))) + 8
 
 
-def axis_drifts(system: System, tables: tuple[np.ndarray, ...], r: int
+def axis_drifts(system: System, laws: np.ndarray, pa: np.ndarray, r: int
                 ) -> list[tuple[float, float]]:
-    """For each server n: (its interior drift λ·p_n − μ_n, both queues ≥ r; its drift with
-    Q_n → ∞, the other queue Q_m then a birth–death chain under the rule's law). A 2-D
-    nearest-neighbour walk whose interior drift pushes Q_n up is ergodic only if the drift
-    induced along that axis is negative (G. Fayolle, V. A. Malyshev and M. V. Menshikov,
-    "Topics in the Constructive Theory of Countable Markov Chains", 1995, §3.3)."""
-    d_p, d_t = tables[0], tables[1]
-    lam, mu = float(system.arrival_rate), np.asarray(system.rates, dtype=float)
+    """For each server n: (its interior drift E[jobs to n] − μ_n, both queues ≥ r; its
+    drift with Q_n → ∞, the other queue Q_m then a chain of its own under the rule's law).
+    A 2-D walk whose interior drift pushes Q_n up is ergodic only if the drift induced
+    along that axis is negative (G. Fayolle, V. A. Malyshev and M. V. Menshikov, "Topics
+    in the Constructive Theory of Countable Markov Chains", 1995, §3.3)."""
+    mu = np.asarray(system.rates, dtype=float)
+    jobs = np.arange(pa.size)
+    # mean jobs to server 0 and to server 1 in the interior (the list empty)
+    to_first = float(sum(pa[a] * laws[0, a, : a + 1, 0] @ jobs[: a + 1]
+                         for a in range(pa.size)))
+    interior_to = (to_first, float(pa @ jobs) - to_first)
     out = []
     for n in range(2):
         m = 1 - n
-        to_m = [float(d_p[c, d_t[c] == m].sum()) for c in range(3)]
-        interior = lam * (1.0 - to_m[0]) - mu[n]
+        interior = interior_to[n] - mu[n]
+        if interior_to[m] >= mu[m]:  # Q_m itself is not positive recurrent: no induced drift
+            out.append((interior, math.inf))
+            continue
         size = max(4 * r, 64)
         while True:
-            p_m = np.where(np.arange(size + 1) < r, to_m[1 + m], to_m[0])
-            up = lam * p_m * (1 - mu[m])
-            down = (1 - lam * p_m) * mu[m]
-            ratios = up[:-1] / down[1:]
-            if ratios[-1] >= 1.0:  # Q_m itself is not positive recurrent: no induced drift
+            law, to_other = axis_law(size, r, m, pa, float(mu[m]), laws)
+            if not np.all(np.isfinite(law)):
                 out.append((interior, math.inf))
                 break
-            # in logs: a product of r ratios above 1 overflows (r = 10⁴ had given inf/inf)
-            with np.errstate(divide="ignore"):
-                log_law = np.concatenate([[0.0], np.cumsum(np.log(ratios))])
-            law = np.exp(log_law - log_law.max())
-            if law[-1] / law.sum() < 1e-15 or size > 10**6:
-                law /= law.sum()
-                out.append((interior, lam * float(law @ (1 - p_m)) - mu[n]))
+            if law[-1] < 1e-15 or size > 10**6:
+                out.append((interior, float(law @ to_other) - mu[n]))
                 break
             size *= 4
     return out
@@ -454,10 +463,12 @@ def axis_drifts(system: System, tables: tuple[np.ndarray, ...], r: int
 def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
                      truncation: int | None = None, tolerance: float = 1e-9,
                      residual: float = 1e-13, max_states: int = MAX_STATES,
-                     max_cycles: int = 400) -> MultilevelResult:
-    """The stationary law of a two-server system with Bernoulli arrivals and Bernoulli
-    service under a one-dispatcher ID-memory rule (``rule``: the policy's
-    ``exact_memory(system)``, a :class:`~dispatchlab.solvers.rules.MemoryRule` with ``r``).
+                     max_cycles: int = 400, law_tail: float = 1e-13) -> MultilevelResult:
+    """The stationary law of a two-server system with Bernoulli service under a
+    one-dispatcher ID-memory rule (``rule``: the policy's ``exact_memory(system)``, a
+    :class:`~dispatchlab.solvers.rules.MemoryRule` with ``r``), with Bernoulli, binomial
+    or Poisson arrivals (the Poisson law cut where its tail falls below ``law_tail``, the
+    tail lumped into the last value) dispatched in a batch or job by job.
 
     K grows from :func:`guess_truncation` until P(ΣQ = K) ≤ ``tolerance`` unless
     ``truncation`` fixes it. Refused (ValidationError) when the chain would exceed
@@ -466,8 +477,8 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
     started = time.perf_counter()
     require(system.n_servers == 2, "servers", f"the multilevel solver is for N = 2 servers "
             f"(got N = {system.n_servers})")
-    require(system.arrivals.law == "bernoulli", "arrivals",
-            "the multilevel solver needs Bernoulli arrivals (at most one job a slot)")
+    require(system.arrivals.law in ARRIVAL_LAWS, "arrivals", "the multilevel solver "
+            f"takes {', '.join(ARRIVAL_LAWS)} arrivals (got {system.arrivals.law})")
     require(system.service.kind == "bernoulli", "service",
             "the multilevel solver needs Bernoulli service (at most one job a slot)")
     require(system.dispatchers == 1, "dispatchers", "the multilevel solver is for M = 1")
@@ -476,9 +487,10 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
             f"1): a smaller edge mass is below what double precision resolves (got "
             f"{tolerance:g})")
     require(0 < residual < 1e-3, "residual", f"must be in (0, 1e-3) (got {residual:g})")
+    require(0 < law_tail < 1e-3, "law_tail", f"must be in (0, 1e-3) (got {law_tail:g})")
     require(hasattr(rule, "r") and hasattr(rule, "dispatch"), "policy",
             "the multilevel solver needs an ID-memory rule (JIQ, JBT-r) with M = 1")
-    tables = rule_tables(rule)
+    d_p, d_t, d_a, u_p, u_m = rule_tables(rule)
     r, ordered = int(rule.r), bool(getattr(rule, "ordered", False))
     # K ≥ r: the smallest chain, refused before anything is computed (r = 10⁴ took 43 s to
     # be refused, r = 10⁸ held 1.8 GB)
@@ -487,13 +499,21 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
             f"the threshold r = {r:,} needs ΣQ ≤ K with K ≥ r: "
             f"at least {smallest:,} states, above max_states = {max_states:,}: no exact "
             "solution this large; simulate")
-    for n, (interior, induced) in enumerate(axis_drifts(system, tables, r)):
+    pa, cut_tail = arrival_pmf(system.arrivals, law_tail)
+    laws = dispatch_laws(pa.size - 1, system.dispatch == "per_job", d_p, d_t, d_a)
+    for n, (interior, induced) in enumerate(axis_drifts(system, laws, pa, r)):
         require(not (interior >= 0 and induced >= 0), "load",
                 f"{name} is unstable on this system: server {n} is overloaded away from "
-                f"the axes (drift λp_{n} − μ_{n} = {interior:.4g}) and still with the other "
-                f"queue's idle periods (induced drift {induced:.4g}): no stationary law")
+                f"the axes (drift E[jobs to {n}] − μ_{n} = {interior:.4g}) and still with "
+                f"the other queue's idle periods (induced drift {induced:.4g}): no "
+                "stationary law")
     mu = np.asarray(system.rates, dtype=float)
-    lam = float(system.arrival_rate)
+    kernel = interior_kernel(pa, mu, laws)
+    # away from the axes the list stays empty: the interior's one kernel
+    require(bool(np.isclose(u_p[0, 0][u_m[0, 0] == 0].sum(), 1.0)), "policy",
+            "the multilevel solver needs a rule whose empty list stays empty while every "
+            "queue is at or above r")
+    scale = max(1.15 * _zeta(system) / (2 * system.epsilon), 2.0)
     fixed = truncation is not None
     k = int(truncation) if fixed else guess_truncation(system, tolerance)
     x_previous: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -510,26 +530,26 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
         if size >= LONG_SOLVE_STATES:
             say(f"K = {k:,}: {size:,} states (~{size * BYTES_PER_STATE / 1e6:,.0f} MB), "
                 "building the chain …")
-        target, prob, c1, c2, moments, valid = _build(k, r, ordered, lam, mu, *tables,
-                                                      10 if ordered else 9)
-        require(bool(valid.all()), "truncation", "internal: unused state indices")
+        indptr, indices, data, c1, c2, interior, moments = build_boundary(
+            k, r, ordered, pa, mu, laws, u_p, u_m)
+        chain = _Chain(indptr, indices, data, interior, c1, c2, kernel, k)
         totals = c1 + c2
         if x_previous is None:
-            x = np.exp(-totals * (2 * system.epsilon / 0.6))
+            x = np.exp(-totals / scale)
         else:  # the previous law, carried over by coordinates (new states start small)
             pc1, pc2, px = x_previous
             grid = np.full((k + 1, k + 1), px.min() * 1e-3)
             np.maximum.at(grid, (pc1, pc2), px)
             x = grid[c1, c2].copy()
         x /= x.sum()
-        hierarchy = _Hierarchy(c1, c2)
+        hierarchy = _Hierarchy(c1, c2, first_block=2 if pa.size <= 2 else 4)
         error, cycles = math.inf, 0
         history: list[tuple[np.ndarray, np.ndarray]] = []
         errors: list[float] = []
         cycles_started = time.perf_counter()
         with stops_caught() as stopped:  # Ctrl-C between two cycles, not inside one
             while cycles < max_cycles:
-                x, error = _accelerated_step(hierarchy, target, prob, x, history)
+                x, error = _accelerated_step(hierarchy, chain, x, history)
                 cycles += 1
                 errors.append(error)
                 left = seconds_left(errors, residual,
@@ -561,15 +581,15 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
         mean_unused=float(m[1]), mean_unused_square=float(m[2]), cross_term=float(m[3]),
         unused_loss=float(m[4]),
         truncation=k, edge_mass=edge, truncation_error=float(beyond), loss_rate=float(m[0]),
-        residual=error, cycles=cycles, states=int(x.size),
+        residual=error, cycles=cycles, states=int(x.size), law_tail=cut_tail,
         seconds=time.perf_counter() - started,
         total_queue_distribution=[float(v) for v in distribution])
 
 
 def applies(system: System, policy: Any) -> bool:
     """Whether :func:`solve_two_server` takes this system and policy (two servers,
-    Bernoulli laws, M = 1, an ID-memory rule)."""
-    if not (system.n_servers == 2 and system.arrivals.law == "bernoulli"
+    Bernoulli service, M = 1, an ID-memory rule)."""
+    if not (system.n_servers == 2 and system.arrivals.law in ARRIVAL_LAWS
             and system.service.kind == "bernoulli" and system.dispatchers == 1
             and system.epsilon > 0):
         return False

@@ -150,18 +150,22 @@ def rule_tables(rule: Any) -> tuple[np.ndarray, ...]:
 
 
 @njit(cache=True)
-def _apply(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, kernel, k, x):
+def _apply(indptr, indices, data, interior, c1, kernel, widths, k, x):
     """y = xP (a row vector times the chain): each boundary state along its row, each
-    interior state through the kernel (offsets ``kernel_rows``, ``kernel_cols`` ≥ −1)."""
+    interior state through the kernel (row i: ΔQ₁ = i − 1; entry j: ΔQ₂ = j − 1, up to
+    ``widths[i]``; on the triangle a kernel row is a run of consecutive states)."""
     y = np.zeros(x.size)
     for s in range(x.size):
         v = x[s]
         if v == 0.0:
             continue
         if interior[s]:
-            for e in range(kernel.size):
-                x1 = c1[s] + kernel_rows[e]
-                y[x1 * (k + 1) - x1 * (x1 - 1) // 2 + c2[s] + kernel_cols[e]] += v * kernel[e]
+            q1 = c1[s]
+            for i in range(kernel.shape[0]):
+                d1 = i - 1
+                start = s + d1 * (k + 1) - q1 * d1 - d1 * (d1 - 1) // 2 - 1
+                for j in range(widths[i]):
+                    y[start + j] += v * kernel[i, j]
             continue
         for e in range(indptr[s], indptr[s + 1]):
             y[indices[e]] += v * data[e]
@@ -169,23 +173,34 @@ def _apply(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, ke
 
 
 @njit(cache=True)
-def _jacobi(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, kernel, k,
-            stay, x, omega, sweeps):
+def _jacobi(indptr, indices, data, interior, c1, kernel, widths, k, stay, x, omega, sweeps):
     """Damped Jacobi sweeps on π(I − P) = 0: x_j ← (1−ω)x_j + ω(xP − x_j P_jj)_j/(1 − P_jj)."""
     for _ in range(sweeps):
-        y = _apply(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, kernel,
-                   k, x)
+        y = _apply(indptr, indices, data, interior, c1, kernel, widths, k, x)
         for s in range(x.size):
             x[s] = (1.0 - omega) * x[s] + omega * (y[s] - x[s] * stay[s]) / (1.0 - stay[s])
     return x
 
 
 @njit(cache=True)
-def _coarsen(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, kernel, k,
-             x, agg, order, group_ptr, nc):
+def _add(acc, touched, used, other, value):
+    if value != 0.0:
+        if acc[other] == 0.0:
+            touched[used] = other
+            used += 1
+        acc[other] += value
+    return used
+
+
+@njit(cache=True)
+def _coarsen(indptr, indices, data, interior, c1, c2, coarse_kernels, coarse_widths, block,
+             row_start, x, agg, order, group_ptr, nc):
     """The aggregated chain P_c(I, J) = Σ_{i∈I} x_i Σ_{j∈J} P_ij / Σ_{i∈I} x_i (CSR), row by
     row over the aggregates (``order``: the states sorted by aggregate, ``group_ptr`` where
-    each aggregate's run starts), and the aggregates' masses."""
+    each aggregate's run starts), and the aggregates' masses. An interior state's row is
+    its kernel summed per aggregate (``coarse_kernels[Q₁ mod b, Q₂ mod b]``, offsets from
+    −1 in aggregate coordinates; the aggregates of a grid row are consecutive from
+    ``row_start``)."""
     mass = np.zeros(nc)
     count = np.zeros(nc)
     for s in range(x.size):
@@ -207,25 +222,16 @@ def _coarsen(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, 
             if weight == 0.0:
                 continue
             if interior[s]:
-                for e in range(kernel.size):
-                    x1 = c1[s] + kernel_rows[e]
-                    dest = x1 * (k + 1) - x1 * (x1 - 1) // 2 + c2[s] + kernel_cols[e]
-                    value = weight * kernel[e]
-                    other = agg[dest]
-                    if value != 0.0:
-                        if acc[other] == 0.0:
-                            touched[used] = other
-                            used += 1
-                        acc[other] += value
+                p1, p2 = c1[s] % block, c2[s] % block
+                a1, a2 = c1[s] // block, c2[s] // block
+                ck, cw = coarse_kernels[p1, p2], coarse_widths[p1, p2]
+                for i in range(ck.shape[0]):
+                    start = row_start[a1 + i - 1] + a2 - 1
+                    for j in range(cw[i]):
+                        used = _add(acc, touched, used, start + j, weight * ck[i, j])
                 continue
             for e in range(indptr[s], indptr[s + 1]):
-                value = weight * data[e]
-                other = agg[indices[e]]
-                if value != 0.0:
-                    if acc[other] == 0.0:
-                        touched[used] = other
-                        used += 1
-                    acc[other] += value
+                used = _add(acc, touched, used, agg[indices[e]], weight * data[e])
         if fill + used > capacity:
             capacity = max(2 * capacity, fill + used)
             grown = np.empty(capacity, np.int64)
@@ -245,7 +251,7 @@ def _coarsen(indptr, indices, data, interior, c1, c2, kernel_rows, kernel_cols, 
 
 
 @njit(cache=True)
-def _stay(indptr, indices, interior, data, kernel_stay):
+def _stay(indptr, indices, data, interior, kernel_stay):
     out = np.zeros(interior.size)
     for s in range(interior.size):
         if interior[s]:
@@ -257,46 +263,68 @@ def _stay(indptr, indices, interior, data, kernel_stay):
     return np.minimum(out, 1.0 - 1e-12)
 
 
-_NO_OFFSETS = np.zeros(0, np.int64)
+def _widths(kernel: np.ndarray) -> np.ndarray:
+    """Per kernel row, one past its last non-zero entry."""
+    nonzero = kernel != 0
+    return np.where(nonzero.any(axis=1),
+                    kernel.shape[1] - np.argmax(nonzero[:, ::-1], axis=1), 0).astype(np.int64)
+
+
+def _coarse_kernels(kernel: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each position (Q₁ mod b, Q₂ mod b) in its aggregate, the kernel summed per
+    destination aggregate: [p₁, p₂, δ₁ + 1, δ₂ + 1], and each row's width."""
+    size = (kernel.shape[0] - 2) // block + 3
+    out = np.zeros((block, block, size, size))
+    offsets = np.arange(kernel.shape[0]) - 1
+    for p1 in range(block):
+        rows = (p1 + offsets) // block + 1
+        for p2 in range(block):
+            cols = (p2 + offsets) // block + 1
+            np.add.at(out[p1, p2], (rows[:, None], cols[None, :]), kernel)
+    widths = np.array([[_widths(out[p1, p2]) for p2 in range(block)] for p1 in range(block)])
+    return out, widths
+
+
+_NONE = np.zeros(0, np.int64)
 
 
 class _Chain:
     """A level's chain: CSR rows, and (the finest level) the interior states' kernel."""
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
-                 interior: np.ndarray | None = None, c1: np.ndarray = _NO_OFFSETS,
-                 c2: np.ndarray = _NO_OFFSETS, kernel: np.ndarray | None = None,
+                 interior: np.ndarray | None = None, c1: np.ndarray = _NONE,
+                 c2: np.ndarray = _NONE, kernel: np.ndarray | None = None,
                  k: int = 0) -> None:
-        size = indptr.size - 1
-        self.size = size
-        self.interior = np.zeros(size, np.bool_) if interior is None else interior
-        kernel = np.zeros((1, 1)) if kernel is None else kernel
-        rows, cols = np.nonzero(kernel)
-        self.kernel_stay = float(kernel[1, 1]) if kernel.shape[0] > 1 else 0.0
-        self.arrays = (indptr, indices, data, self.interior, c1, c2,
-                       (rows - 1).astype(np.int64), (cols - 1).astype(np.int64),
-                       kernel[rows, cols].copy(), int(k))
+        self.size = indptr.size - 1
+        self.rows = (indptr, indices, data)
+        self.interior = np.zeros(self.size, np.bool_) if interior is None else interior
+        self.c1, self.c2, self.k = c1, c2, int(k)
+        self.kernel = np.zeros((1, 1)) if kernel is None else kernel
+        self.widths = _widths(self.kernel)
         self._stay: np.ndarray | None = None
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        return _apply(*self.arrays, x)
+        return _apply(*self.rows, self.interior, self.c1, self.kernel, self.widths, self.k, x)
 
     def stay(self) -> np.ndarray:
         if self._stay is None:
-            indptr, indices, data = self.arrays[:3]
-            self._stay = _stay(indptr, indices, self.interior, data, self.kernel_stay)
+            inside = float(self.kernel[1, 1]) if self.kernel.shape[0] > 1 else 0.0
+            self._stay = _stay(*self.rows, self.interior, inside)
         return self._stay
 
     def smooth(self, x: np.ndarray, omega: float, sweeps: int) -> np.ndarray:
-        return _jacobi(*self.arrays, self.stay(), x, omega, sweeps)
+        return _jacobi(*self.rows, self.interior, self.c1, self.kernel, self.widths, self.k,
+                       self.stay(), x, omega, sweeps)
 
     def coarsen(self, x: np.ndarray, level: _Level) -> tuple[_Chain, np.ndarray]:
-        indptr, indices, data, mass = _coarsen(*self.arrays, x, level.agg, level.order,
-                                               level.group_ptr, level.nc)
+        kernels, widths = level.coarse_kernels(self.kernel)
+        indptr, indices, data, mass = _coarsen(
+            *self.rows, self.interior, self.c1, self.c2, kernels, widths, level.block,
+            level.row_start, x, level.agg, level.order, level.group_ptr, level.nc)
         return _Chain(indptr, indices, data), mass
 
     def dense(self) -> np.ndarray:
-        indptr, indices, data = self.arrays[:3]
+        indptr, indices, data = self.rows
         matrix = np.zeros((self.size, self.size))
         rows = np.repeat(np.arange(self.size), np.diff(indptr))
         np.add.at(matrix, (rows, indices), data)
@@ -307,6 +335,7 @@ class _Level:
     """``block`` × ``block`` aggregates of the (Q₁, Q₂) grid."""
 
     def __init__(self, c1: np.ndarray, c2: np.ndarray, block: int) -> None:
+        self.block = block
         key1, key2 = c1 // block, c2 // block
         keys = key1 * (int(key2.max()) + 1) + key2
         unique, agg = np.unique(keys, return_inverse=True)
@@ -318,6 +347,14 @@ class _Level:
         self.ca1 = np.zeros(self.nc, np.int64)
         self.ca2 = np.zeros(self.nc, np.int64)
         self.ca1[self.agg], self.ca2[self.agg] = key1, key2
+        # the first aggregate of each grid row (they are numbered row by row)
+        self.row_start = np.searchsorted(self.ca1, np.arange(int(self.ca1.max()) + 2))
+        self._kernels: tuple[np.ndarray, np.ndarray] | None = None
+
+    def coarse_kernels(self, kernel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self._kernels is None:
+            self._kernels = _coarse_kernels(kernel, self.block)
+        return self._kernels
 
 
 def _direct(chain: _Chain) -> np.ndarray:

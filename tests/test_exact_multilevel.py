@@ -82,7 +82,7 @@ def test_several_jobs_a_slot_agree_with_the_plain_chain(rates: list, name: str,
 @pytest.mark.parametrize(("name", "params"), CASES)
 def test_conservation_and_the_drift_identity(name: str, params: dict) -> None:
     # E[U_Σ] = μ_Σ − λ_Σ + E[L]; ε·E[ΣQ] = (σ_a² + σ_s² + ε² − E[U_Σ²])/2
-    #   + E[ΣQ(t+1)ΣU(t)] + E[U_Σ L] − (K + ½)E[L]  (L: the jobs lost at the edge)
+    #   + E[ΣQ(t+1)ΣU(t)] + E[U_Σ L] − K·E[L] − E[L²]/2  (L: the jobs lost at the edge)
     epsilon = 0.1
     system = _system([0.3, 0.6], epsilon)
     policy = make_policy(name, **params)
@@ -91,9 +91,30 @@ def test_conservation_and_the_drift_identity(name: str, params: dict) -> None:
     lam, mu = system.arrival_rate, np.asarray(system.rates)
     variance = lam * (1 - lam) + float(np.sum(mu * (1 - mu)))
     identity = ((variance + epsilon**2 - result.mean_unused_square) / 2 + result.cross_term
-                + result.unused_loss - (result.truncation + 0.5) * result.loss_rate)
+                + result.unused_loss - result.truncation * result.loss_rate
+                - result.loss_square / 2)
     assert epsilon * result.mean_total_queue == pytest.approx(identity, abs=1e-10)
     assert result.edge_mass <= 1e-9
+
+
+@pytest.mark.parametrize("dispatch", ["per-job", "batch"])
+def test_the_drift_identity_with_several_jobs_lost_a_slot(dispatch: str) -> None:
+    """With Poisson arrivals a slot can lose several jobs at the edge: the identity's edge
+    terms are E[U_Σ L] − K·E[L] − E[L²]/2 ((K + ½)E[L] only while L ≤ 1). A small K makes
+    them large (P(ΣQ = K) of a few per cent), and the identity holds all the same."""
+    epsilon = 0.1
+    system = System.build([0.3, 0.6], epsilon=epsilon, arrivals="poisson",
+                          service="bernoulli", dispatch=dispatch)
+    result = solve_two_server(system, make_policy("jbt", r=2).exact_memory(system),
+                              truncation=12)
+    assert result.edge_mass > 0.01 and result.loss_square > 1.2 * result.loss_rate
+    mu = np.asarray(system.rates)
+    variance = system.arrivals.variance + float(np.sum(mu * (1 - mu)))
+    identity = ((variance + epsilon**2 - result.mean_unused_square) / 2 + result.cross_term
+                + result.unused_loss - result.truncation * result.loss_rate
+                - result.loss_square / 2)
+    assert epsilon * result.mean_total_queue == pytest.approx(identity, abs=1e-10)
+    assert result.mean_unused == pytest.approx(epsilon + result.loss_rate, rel=1e-10)
 
 
 def test_the_facade_hands_a_large_chain_to_the_multilevel_solver() -> None:

@@ -1,12 +1,15 @@
-"""Exact two-server answers for JIQ and JBT-r (one dispatcher, Bernoulli arrivals and
-service) down to small ε, by the multilevel aggregation solver
+"""Exact two-server answers for JIQ and JBT-r (one dispatcher, Bernoulli service; Bernoulli
+arrivals, or with --arrivals Poisson or binomial ones dispatched job by job) down to small
+ε, by the multilevel aggregation solver
 (dispatchlab.solvers.multilevel): ε·E[ΣQ] − ζ/2, ε·E[X] (X = ΣQ − q, q the pooled queue),
 the Eq. (7) term E[ΣQ(t+1)·ΣU(t)], E[U_Σ²], the drift identity and the solver's error.
 
-    PYTHONPATH=src python results/exact/jbt_two_server.py [--quick] [--small-tolerance T]
+    PYTHONPATH=src python results/exact/jbt_two_server.py [--arrivals LAW]
+        [--small-tolerance T] [--append]
 
-writes results/exact/jbt_two_server.json and .md next to this script (rows are appended
-to the JSON as they finish, so an interrupted run keeps what it solved).
+writes results/exact/jbt_two_server.json and .md next to this script (with --arrivals
+poisson: jbt_two_server_poisson.json and .md); rows are appended to the JSON as they
+finish, so an interrupted run keeps what it solved.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 
 from dispatchlab.model import System
 from dispatchlab.policies import make_policy
+from dispatchlab.solvers.laws import arrival_pmf
 from dispatchlab.solvers.multilevel import solve_two_server
 from dispatchlab.theory.heavy_traffic import pooled_limit
 from dispatchlab.theory.pooled_queue import pooled_queue_mean
@@ -41,32 +45,33 @@ def rules(epsilon: float) -> list[tuple[str, str, dict]]:
 
 def pooled_unused_square(system: System, law: np.ndarray) -> float:
     """E[ū²] of the pooled queue q' = max(q + A − S_Σ, 0): ū = max(S_Σ − q − A, 0)."""
-    lam = system.arrival_rate
+    a_pmf, _ = arrival_pmf(system.arrivals, 1e-16)
     s_pmf = np.array([1.0])
     for mu in system.rates:
         s_pmf = np.convolve(s_pmf, [1 - mu, mu])
     total = 0.0
     for q in range(min(law.size, s_pmf.size)):
-        for a, pa in ((0, 1 - lam), (1, lam)):
+        for a, pa in enumerate(a_pmf):
             for s, ps in enumerate(s_pmf):
                 total += law[q] * pa * ps * max(s - q - a, 0) ** 2
     return total
 
 
 def row(label: str, name: str, params: dict, rates: tuple[float, float], epsilon: float,
-        tolerance: float) -> dict:
-    system = System.build(list(rates), epsilon=epsilon, arrivals="bernoulli",
-                          service="bernoulli")
+        tolerance: float, arrivals: str = "bernoulli") -> dict:
+    system = System.build(list(rates), epsilon=epsilon, arrivals=arrivals,
+                          service="bernoulli", dispatch="per-job")
     policy = make_policy(name, **params)
     policy.check_system(system)
     result = solve_two_server(system, policy.exact_memory(system), name=name,
                               tolerance=tolerance)
     pooled = pooled_queue_mean(system)
-    lam, mu = system.arrival_rate, np.asarray(system.rates)
-    variance = lam * (1 - lam) + float(np.sum(mu * (1 - mu)))
+    mu = np.asarray(system.rates)
+    variance = system.arrivals.variance + float(np.sum(mu * (1 - mu)))
     u_bar2 = pooled_unused_square(system, pooled.law)
     identity = (variance + epsilon**2 - result.mean_unused_square) / 2 + result.cross_term
-    edge_terms = result.unused_loss - (result.truncation + 0.5) * result.loss_rate
+    edge_terms = (result.unused_loss - result.truncation * result.loss_rate
+                  - result.loss_square / 2)
     mean = result.mean_total_queue
     return {
         "rule": label, "policy": name, "params": params, "r": result.threshold,
@@ -82,17 +87,22 @@ def row(label: str, name: str, params: dict, rates: tuple[float, float], epsilon
         "residual": result.residual, "edge_mass": result.edge_mass,
         "truncation_error": result.truncation_error, "loss_rate": result.loss_rate,
         "truncation": result.truncation, "tolerance": tolerance, "states": result.states,
-        "cycles": result.cycles, "seconds": result.seconds,
+        "cycles": result.cycles, "seconds": result.seconds, "arrivals": arrivals,
+        "law_tail": result.law_tail,
     }
 
 
-def markdown(rows: list[dict], command: str) -> str:
+def markdown(rows: list[dict], command: str, arrivals: str) -> str:
+    cut = max((x.get("law_tail", 0.0) for x in rows), default=0.0)
+    law = ("Bernoulli arrivals" if arrivals == "bernoulli" else
+           f"{arrivals} arrivals dispatched job by job"
+           + (f", their law cut at tail mass {cut:.1g}" if cut else ""))
     lines = [f"Made by `{command}`", "",
-             "Exact two-server JIQ / JBT-r (M = 1, Bernoulli arrivals and service), "
+             f"Exact two-server JIQ / JBT-r (M = 1, {law}, Bernoulli service), "
              "multilevel aggregation (docs/exact.md). ζ/2 = pooled_limit; X = ΣQ − q (q the "
              "pooled queue); Eq. (7) term = E[ΣQ(t+1)·ΣU(t)]; gap = ε·E[ΣQ] − ((σ² + ε² − "
              "E[U_Σ²])/2 + Eq.(7)) (the drift identity, 0 up to the truncation loss; in "
-             "brackets with the loss terms E[U_Σ L] − (K + ½)E[L]: 0 to solver precision); "
+             "brackets with the loss terms E[U_Σ L] − K·E[L] − E[L²]/2: 0 to solver precision); "
              "residual = ‖πP − π‖₁; tail = the E[ΣQ] beyond K (extrapolated, ε·tail is the "
              "truncation's effect on ε·E[ΣQ]).", "",
              "ε·E[X] (identity) = Eq.(7) − (E[U_Σ²] − E[ū²])/2 reads the law near the axes "
@@ -153,11 +163,15 @@ def main() -> None:
     parser.add_argument("--rules", default="", help="comma-separated labels (default all)")
     parser.add_argument("--small-tolerance", type=float, default=1e-6,
                         help="edge tolerance at ε ≤ 0.001 (1e-9 above)")
+    parser.add_argument("--arrivals", default="bernoulli",
+                        help="the arrival law (bernoulli, poisson, binomial:K)")
     parser.add_argument("--append", action="store_true")
     args = parser.parse_args()
     command = "PYTHONPATH=src python results/exact/jbt_two_server.py " + " ".join(
         f"'{a}'" if " " in a or ";" in a else a for a in sys.argv[1:])
-    out = HERE / "jbt_two_server.json"
+    stem = "jbt_two_server" + ("" if args.arrivals == "bernoulli"
+                               else "_" + args.arrivals.replace(":", "_"))
+    out = HERE / f"{stem}.json"
     old = json.loads(out.read_text()) if args.append and out.exists() else {}
     rows: list[dict] = old.get("rows", [])
     refusals: list[dict] = old.get("refusals", [])
@@ -175,33 +189,35 @@ def main() -> None:
                     continue  # solved (or refused) by an earlier run
                 tolerance = 1e-9 if epsilon > 0.001 + 1e-12 else args.small_tolerance
                 try:
-                    rows.append(row(label, name, params, rates, epsilon, tolerance))
+                    rows.append(row(label, name, params, rates, epsilon, tolerance,
+                                    args.arrivals))
                 except Exception as error:  # noqa: BLE001 - a refusal is a row too
                     print(f"{rates} {label} ε={epsilon}: {error}", flush=True)
                     refusals.append({"rule": label, "system": list(rates),
                                      "epsilon": epsilon, "refused": str(error)})
-                    save(out, commands, rows, refusals)
+                    save(out, commands, rows, refusals, args.arrivals)
                     continue
                 x = rows[-1]
                 print(f"{rates} {label:28s} ε={epsilon:<6g} "
                       f"εE−ζ/2={x['eps_EQ_minus_zeta_half']:.6f}"
                       f" εE[X]={x['eps_EX']:.6f} gap={x['drift_identity_gap']:.1e} "
                       f"states={x['states']:,} {x['seconds']:.1f}s", flush=True)
-                save(out, commands, rows, refusals)
-    save(out, commands, rows, refusals)
+                save(out, commands, rows, refusals, args.arrivals)
+    save(out, commands, rows, refusals, args.arrivals)
 
 
-def save(out: Path, commands: list[str], rows: list[dict], refusals: list[dict]) -> None:
+def save(out: Path, commands: list[str], rows: list[dict], refusals: list[dict],
+         arrivals: str) -> None:
     """The JSON and the markdown table (rows by system, rule and falling ε)."""
     rows.sort(key=lambda x: (x["system"], x["rule"], -x["epsilon"]))
     out.write_text(json.dumps({"commands": commands, "rows": rows, "refusals": refusals},
                               indent=1))
-    text = markdown(rows, " ; ".join(commands)) + trends(rows)
+    text = markdown(rows, " ; ".join(commands), arrivals) + trends(rows)
     if refusals:
         text += "\nRefused (no stationary law, or beyond the solver's limits):\n\n" + "".join(
             f"- ({x['system'][0]}, {x['system'][1]}) {x['rule']} ε = {x['epsilon']:g}: "
             f"{x['refused']}\n" for x in refusals)
-    (HERE / "jbt_two_server.md").write_text(text)
+    out.with_suffix(".md").write_text(text)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,12 @@ listed server receives no job unless its ID is taken, and it reports again at th
 while Q_n < r); only the *order* of the list is extra information, for a rule that takes
 the oldest ID, and only while both servers are below r. So the chain lives on the
 triangle {(Q₁, Q₂) : Q₁ + Q₂ ≤ K} (plus a second copy of the states with both queues below
-r for the ordered list). With Bernoulli arrivals and Bernoulli service each queue moves by
-at most one per slot: every state has at most nine neighbours (ten with the ordered
-copies), and the chain is a 2-D nearest-neighbour walk whose law away from the axes
-(both Q_n ≥ r) is the same everywhere (proportional random routing).
+r for the ordered list). Away from the axes and the edge (both Q_n > r, ΣQ + A_Σ ≤ K) the
+law of a slot is the same everywhere (the rule's fallback split): those states share one
+kernel and are not stored; the others have explicit rows (:mod:`.two_server_law`, which
+also takes Poisson and binomial arrivals, in a batch or job by job). With Bernoulli
+arrivals every state has at most nine neighbours (ten with the ordered copies); with
+Poisson arrivals cut at a tail of 10⁻¹³, about 150.
 
 The truncation is that of :mod:`dispatchlab.solvers.chain` (a job that would take ΣQ above K
 is lost from the longest queue), so the two agree exactly at equal K. The chain, ~10⁷
@@ -20,8 +22,9 @@ calculations of stationary distributions of Markov chains" (1975); G. Horton and
 Leutenegger, "A multi-level solution algorithm for steady-state Markov chains", ACM
 SIGMETRICS 1994; H. De Sterck, T. A. Manteuffel, S. F. McCormick, Q. Nguyen and J. Ruge,
 "Multilevel adaptive aggregation for Markov chains, with application to web ranking",
-SIAM J. Sci. Comput. 30 (2008). The aggregates are 2 × 2 blocks of the (Q₁, Q₂) grid, so
-every coarse chain is again a nine-point walk; the smoother is damped Jacobi, the
+SIAM J. Sci. Comput. 30 (2008). The aggregates are 2 × 2 blocks of the (Q₁, Q₂) grid (4 × 4
+at the first level when a slot brings several jobs, so that the first coarse chain's rows
+stay short); the smoother is damped Jacobi, the
 coarsest chain (a few thousand states) is solved directly. Each cycle costs O(states);
 the iteration stops when ‖πP − π‖₁ falls below ``residual`` (10⁻¹³ by default).
 
@@ -30,8 +33,9 @@ From π and the one-slot law the solver also gives the moments of the drift iden
 Eq. (7) term E[ΣQ(t+1)·ΣU(t)] of the JBT paper (X. Zhou, N. Shroff and A. Wierman,
 "Asymptotically optimal load balancing in large-scale heterogeneous systems with multiple
 dispatchers", 2021). With L the jobs lost at the edge, stationarity of (ΣQ)² reads
-ε·E[ΣQ] = (σ_a² + σ_s² + ε² − E[U_Σ²])/2 + E[ΣQ(t+1)ΣU(t)] + E[U_Σ L] − (K + ½)E[L]
-(the last two terms vanish with the truncation), and E[U_Σ] = ε + E[L].
+ε·E[ΣQ] = (σ_a² + σ_s² + ε² − E[U_Σ²])/2 + E[ΣQ(t+1)ΣU(t)] + E[U_Σ L] − K·E[L] − E[L²]/2
+(the last three terms vanish with the truncation; with at most one job a slot, L ≤ 1 and
+they read E[U_Σ L] − (K + ½)E[L]), and E[U_Σ] = ε + E[L].
 """
 
 from __future__ import annotations
@@ -95,8 +99,9 @@ class MultilevelResult:
     states: int
     seconds: float
     law_tail: float = 0.0  # the arrival law's tail mass lumped into its last value
+    loss_square: float = 0.0  # E[L²] (L ≤ 1 with Bernoulli arrivals: E[L])
     total_queue_distribution: list[float] = field(default_factory=list, repr=False)
-    method: str = "truncated chain, multilevel aggregation (2x2 blocks, W-cycles, Anderson)"
+    method: str = "truncated chain, multilevel aggregation (block aggregates, W-cycles, Anderson)"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -619,6 +624,7 @@ def solve_two_server(system: System, rule: Any, *, name: str = "jbt",
         unused_loss=float(m[4]),
         truncation=k, edge_mass=edge, truncation_error=float(beyond), loss_rate=float(m[0]),
         residual=error, cycles=cycles, states=int(x.size), law_tail=cut_tail,
+        loss_square=float(m[5]),
         seconds=time.perf_counter() - started,
         total_queue_distribution=[float(v) for v in distribution])
 

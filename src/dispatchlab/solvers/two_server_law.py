@@ -100,14 +100,14 @@ def _code_of(q1, q2, copy, r):
 def build_boundary(k, r, ordered, pa, mu, laws, u_p, u_m):
     """The chain's boundary rows (CSR: indptr, indices, data over every state; interior
     rows empty), the coordinates, the interior mask and per state the expected loss L,
-    U_Σ, U_Σ², ΣQ(t+1)·ΣU(t) and U_Σ·L of one slot."""
+    U_Σ, U_Σ², ΣQ(t+1)·ΣU(t), U_Σ·L and L² of one slot."""
     a_max = pa.size - 1
     base = (k + 1) * (k + 2) // 2
     n = base + (r * r if ordered else 0)
     c1 = np.zeros(n, np.int64)
     c2 = np.zeros(n, np.int64)
     interior = np.zeros(n, np.bool_)
-    moments = np.zeros((n, 5))
+    moments = np.zeros((n, 6))
     indptr = np.zeros(n + 1, np.int64)
     capacity = 1024
     indices = np.empty(capacity, np.int64)
@@ -154,6 +154,7 @@ def build_boundary(k, r, ordered, pa, mu, laws, u_p, u_m):
                                     m[2] += w * u * u
                                     m[3] += w * (x1 + x2) * u
                                     m[4] += w * u * lost
+                                    m[5] += w * lost * lost
                                     pattern = (1 if x1 < r else 0) + (2 if x2 < r else 0)
                                     for e in range(u_p.shape[2]):
                                         pu = u_p[after, pattern, e]

@@ -45,7 +45,7 @@ def rules(epsilon: float) -> list[tuple[str, str, dict]]:
 
 def pooled_unused_square(system: System, law: np.ndarray) -> float:
     """E[ū²] of the pooled queue q' = max(q + A − S_Σ, 0): ū = max(S_Σ − q − A, 0)."""
-    a_pmf, _ = arrival_pmf(system.arrivals, 1e-16)
+    a_pmf, _ = arrival_pmf(system.arrivals, 1e-14)
     s_pmf = np.array([1.0])
     for mu in system.rates:
         s_pmf = np.convolve(s_pmf, [1 - mu, mu])
@@ -95,7 +95,7 @@ def row(label: str, name: str, params: dict, rates: tuple[float, float], epsilon
 def markdown(rows: list[dict], command: str, arrivals: str) -> str:
     cut = max((x.get("law_tail", 0.0) for x in rows), default=0.0)
     law = ("Bernoulli arrivals" if arrivals == "bernoulli" else
-           f"{arrivals} arrivals dispatched job by job"
+           f"{arrivals.capitalize()} arrivals dispatched job by job"
            + (f", their law cut at tail mass {cut:.1g}" if cut else ""))
     lines = [f"Made by `{command}`", "",
              f"Exact two-server JIQ / JBT-r (M = 1, {law}, Bernoulli service), "

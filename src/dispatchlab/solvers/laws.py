@@ -31,7 +31,7 @@ def _cut(pmf: list[float], field: str, what: str) -> tuple[np.ndarray, float]:
     return values, tail
 
 
-def _poisson(lam: float, tail: float, field: str) -> tuple[np.ndarray, float]:
+def poisson_law(lam: float, tail: float, field: str) -> tuple[np.ndarray, float]:
     require(lam < 500, field, f"a Poisson mean of {lam:g} per slot is too large for the exact "
             "solver (its support is cut at P(X > k) < tail)")
     pmf = [math.exp(-lam)]
@@ -77,7 +77,7 @@ def arrival_pmf(arrivals: ArrivalProcess, tail: float) -> tuple[np.ndarray, floa
         pmf[k] = 1.0
         return pmf, 0.0
     if arrivals.law == "poisson":
-        return _poisson(lam, tail, "arrivals")
+        return poisson_law(lam, tail, "arrivals")
     raise ValidationError("arrivals", f"no exact solution for {arrivals.describe()} arrivals "
                           "(a trace is not an i.i.d. law): simulate")
 
@@ -93,7 +93,7 @@ def service_pmf(law: ServiceLaw, mu: float, tail: float) -> tuple[np.ndarray, fl
         pmf[int(mu)] = 1.0
         return pmf, 0.0
     if law.kind == "poisson":
-        return _poisson(mu, tail, "service")
+        return poisson_law(mu, tail, "service")
     return _geometric(mu, tail, "service")
 
 

@@ -97,10 +97,11 @@ def _code_of(q1, q2, copy, r):
 
 
 @njit(cache=True)
-def build_boundary(k, r, ordered, pa, mu, laws, u_p, u_m):
+def build_boundary(k, r, ordered, pa, mu, laws, u_p, u_m, reach):
     """The chain's boundary rows (CSR: indptr, indices, data over every state; interior
     rows empty), the coordinates, the interior mask and per state the expected loss L,
-    U_Σ, U_Σ², ΣQ(t+1)·ΣU(t), U_Σ·L and L² of one slot."""
+    U_Σ, U_Σ², ΣQ(t+1)·ΣU(t), U_Σ·L and L² of one slot. ``reach``: the most ΣQ can grow
+    in one slot from an interior state (so that no interior state reaches the edge)."""
     a_max = pa.size - 1
     base = (k + 1) * (k + 2) // 2
     n = base + (r * r if ordered else 0)
@@ -122,7 +123,7 @@ def build_boundary(k, r, ordered, pa, mu, laws, u_p, u_m):
                 code = _code_of(q1, q2, copy, r)
                 s = state_index(q1, q2, code, k, r, ordered)
                 c1[s], c2[s] = q1, q2
-                if code == 0 and q1 > r and q2 > r and q1 + q2 + a_max <= k:
+                if code == 0 and q1 > r and q2 > r and q1 + q2 + reach <= k:
                     interior[s] = True
                     continue
                 count = 0
@@ -224,3 +225,42 @@ def axis_law(size, r, m, pa, mu_m, laws):
         if law[j + 1] > 1e250:
             law[: j + 2] *= 1e-250
     return law / law.sum(), to_other
+
+
+def interior_factors(per_job: bool, poisson: bool, lam: float, fallback: np.ndarray,
+                     mu: np.ndarray, pa: np.ndarray, law_tail: float
+                     ) -> tuple[list[tuple[np.ndarray, np.ndarray]], float] | None:
+    """The interior kernel as a sum of products of the laws of ΔQ₁ and ΔQ₂ (arrays from
+    −1), and the arrival tail mass they cut; None where it is not one (then the dense
+    kernel is used). Batch dispatch sends the slot's jobs to one server drawn from the
+    fallback split: two products. Per-job dispatch of Poisson arrivals splits them into
+    independent Poisson streams of means λ·f_n: one product (each stream cut at half the
+    tail mass). Bernoulli arrivals keep their nine-entry kernel."""
+    if pa.size <= 2 or (per_job and not poisson):
+        return None
+
+    def with_service(jobs: np.ndarray, n: int) -> np.ndarray:
+        return np.convolve(jobs, [mu[n], 1.0 - mu[n]])  # P(jobs − S_n = d), d from −1
+
+    if per_job:
+        from dispatchlab.solvers.laws import poisson_law
+
+        streams = [poisson_law(lam * f, law_tail / 2, "arrivals") if f > 0
+                   else (np.ones(1), 0.0) for f in fallback]
+        return ([(with_service(streams[0][0], 0), with_service(streams[1][0], 1))],
+                max(streams[0][1], streams[1][1]))
+    width = pa.size + 1
+    none = np.ones(1)
+    terms = []
+    for n in range(2):
+        if fallback[n] > 0:
+            first = with_service(pa if n == 0 else none, 0) * (fallback[n] if n == 0 else 1)
+            second = with_service(pa if n == 1 else none, 1) * (fallback[n] if n == 1 else 1)
+            terms.append((np.pad(first, (0, width - first.size)),
+                          np.pad(second, (0, width - second.size))))
+    return terms, 0.0
+
+
+def kernel_of(factors: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The dense kernel Σ first ⊗ second."""
+    return sum(np.outer(first, second) for first, second in factors)

@@ -162,7 +162,9 @@ def main() -> None:
     parser.add_argument("--epsilons", default=",".join(str(e) for e in EPSILONS))
     parser.add_argument("--rules", default="", help="comma-separated labels (default all)")
     parser.add_argument("--small-tolerance", type=float, default=1e-6,
-                        help="edge tolerance at ε ≤ 0.001 (1e-9 above)")
+                        help="edge tolerance at ε ≤ --small-below (1e-9 above)")
+    parser.add_argument("--small-below", type=float, default=0.001,
+                        help="the largest ε solved at --small-tolerance")
     parser.add_argument("--arrivals", default="bernoulli",
                         help="the arrival law (bernoulli, poisson, binomial:K)")
     parser.add_argument("--append", action="store_true")
@@ -187,7 +189,8 @@ def main() -> None:
                 if any(x["rule"] == label and x["system"] == list(rates)
                        and x["epsilon"] == epsilon for x in rows + refusals):
                     continue  # solved (or refused) by an earlier run
-                tolerance = 1e-9 if epsilon > 0.001 + 1e-12 else args.small_tolerance
+                tolerance = (1e-9 if epsilon > args.small_below * (1 + 1e-9)
+                             else args.small_tolerance)
                 try:
                     rows.append(row(label, name, params, rates, epsilon, tolerance,
                                     args.arrivals))

@@ -152,7 +152,7 @@ def test_policies_refuse_what_is_not_their_type(make: Any, field: str) -> None:
 
 
 def test_the_command_line_still_parses_its_text(capsys: pytest.CaptureFixture[str]) -> None:
-    from test_fuzz_cases import run_clean
+    from cli_contract import run_clean
 
     code, out, _ = run_clean(capsys, ["run", "--policy", "led", "--set", "p=0.5", "--set",
                                       "increment=true", "--set", "d=1", "--slots", "300",

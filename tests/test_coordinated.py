@@ -9,10 +9,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from compiled_paths import MU, SLOTS, assert_follows_naive, compiled_path
 from dispatchlab import System, ValidationError, simulate
 from dispatchlab.policies.base import make_policy
 from naive import JFSQ, Coordinated, naive_run
-from test_naive_reference import MU, SLOTS, assert_follows_naive, compiled_path
 
 # -- references --------------------------------------------------------------------------------
 

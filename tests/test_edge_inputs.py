@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import dispatchlab as dl
+from cli_contract import run_clean
 from dispatchlab.cli.output import MISSING
 from dispatchlab.theory.stability import DispatchFractions, induced_threshold, rank_fractions_pod
-from test_fuzz_cases import run_clean
 
 
 @pytest.mark.parametrize("load,verdict", [(5, "transient"), (1, "unstable"), (1.5, "transient")])

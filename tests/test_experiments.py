@@ -6,10 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import textwrap
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -25,38 +22,15 @@ from dispatchlab.experiments import (
     PolicySpec,
     ReferenceLine,
     SlotsRule,
-    SystemSpec,
     build_experiment,
     experiment_names,
 )
 from dispatchlab.experiments import runner as runner_module
 from dispatchlab.experiments.runner import run_experiment
 from dispatchlab.experiments.store import Store
+from sweeps import numbers, small_spec, start_sweep, wait_for_points
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMING_FIELDS = ("seconds", "slots_per_second")
-
-
-def small_spec(name: str = "small", slots: int = 4_000, **changes) -> ExperimentSpec:
-    spec = ExperimentSpec(
-        name=name,
-        systems=(SystemSpec("3x0.2,3x0.6", dispatchers=2),),
-        policies=(PolicySpec("jsq", label="JSQ"), PolicySpec("pod", {"d": 2}, label="Po2")),
-        loads=(0.5, 0.8), replications=2, slots=slots, seed=11,
-        figures=(FigureSpec("queue", y="mean_total_queue",
-                            references=(ReferenceLine("ζ/2", field="heavy_traffic_limit"),)),),
-    )
-    return replace(spec, **changes)
-
-
-def numbers(store_path: Path, experiment: str) -> dict[str, dict]:
-    """point key -> its Result dict without the timing fields (which differ between runs)."""
-    with Store(store_path) as store:
-        rows = store.points(experiment)
-    return {row["point_key"]: {k: v for k, v in row["result"].items() if k not in TIMING_FIELDS}
-            for row in rows}
-
-
 # -- specs ---------------------------------------------------------------------------------------
 
 
@@ -209,47 +183,12 @@ def test_local_workers_follow_the_cpu_affinity(monkeypatch):
         few.shutdown(cancel=False)
 
 
-_SWEEP_SCRIPT = """
-import sys
-from dispatchlab.experiments.runner import run_experiment
-from dispatchlab.specs.experiment import ExperimentSpec
-spec = ExperimentSpec.from_json(open(sys.argv[1]).read())
-run_experiment(spec, store=sys.argv[2], workers=int(sys.argv[3]))
-"""
-
-
-def _start_sweep(tmp_path: Path, spec: ExperimentSpec, store: Path,
-                 workers: int) -> subprocess.Popen:
-    spec_file = tmp_path / f"{spec.name}.json"
-    spec_file.write_text(spec.to_json())
-    return subprocess.Popen([sys.executable, "-c", _SWEEP_SCRIPT, str(spec_file), str(store),
-                             str(workers)], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def _wait_for_points(store: Path, experiment: str, at_least: int, process,
-                     timeout: float = 120.0) -> int:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        assert process.poll() is None, process.stderr.read().decode()
-        if store.exists():
-            try:
-                with Store(store) as db:
-                    count = db.count(experiment)
-            except ValidationError:
-                count = 0  # the file is being created
-            if count >= at_least:
-                return count
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {at_least} points after {timeout} s")
-
-
 def test_sweep_killed_with_sigkill_resumes_without_recomputing(tmp_path):
     spec = small_spec("killed", slots=30_000, loads=(0.4, 0.6, 0.8, 0.9))  # 16 points
     total = len(spec.points())
     store = tmp_path / "store.sqlite"
-    process = _start_sweep(tmp_path, spec, store, workers=1)
-    _wait_for_points(store, "killed", 3, process)
+    process = start_sweep(tmp_path, spec, store, workers=1)
+    wait_for_points(store, "killed", 3, process)
     os.killpg(process.pid, signal.SIGKILL)  # the coordinator and its workers, mid-sweep
     process.wait()
     with Store(store) as db:
@@ -283,8 +222,8 @@ def test_two_concurrent_sweeps_lose_and_duplicate_nothing(tmp_path):
     spec = small_spec("concurrent", slots=100_000, loads=(0.3, 0.5, 0.7, 0.8))
     store = tmp_path / "store.sqlite"
     Store(store).close()  # both sweeps open an existing store
-    first = _start_sweep(tmp_path, spec, store, workers=1)
-    second = _start_sweep(tmp_path, spec, store, workers=1)
+    first = start_sweep(tmp_path, spec, store, workers=1)
+    second = start_sweep(tmp_path, spec, store, workers=1)
     for process in (first, second):
         assert process.wait(timeout=300) == 0, process.stderr.read().decode()
     with Store(store) as db:

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cli_contract import run_clean
 from dispatchlab import System, ValidationError, simulate
 from dispatchlab.cli.experiment import sweep_work
 from dispatchlab.simulation.work_guard import WORK_LIMIT
 from dispatchlab.specs.experiment import ExperimentSpec
-from test_fuzz_cases import run_clean
 
 #: DISPATCHLAB_FUZZ_EXAMPLES=N: a longer, randomised hunt (the default suite is derandomised)
 EXAMPLES = int(os.environ.get("DISPATCHLAB_FUZZ_EXAMPLES", "0"))

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cli_contract import run_clean
 from dispatchlab import System, ValidationError, make_policy, simulate
-from dispatchlab.cli import main
 from dispatchlab.experiments.store import Store
 
 CASES = Path(__file__).with_name("fuzz_cases.txt")
@@ -52,24 +52,6 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
         'name = "reps"\nloads = [0.5]\nslots = 1000\nreplications = 100_000_000\n'
         '[[systems]]\nservers = "2x0.5"\n[[policies]]\nname = "jsq"\n', encoding="utf-8")
     return tmp
-
-
-def run_clean(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
-    """``main(argv)`` in-process; asserts the contract every call must keep."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        code = main(argv)
-    out, err = capsys.readouterr()
-    ours = [w for w in caught if not issubclass(w.category, DeprecationWarning | FutureWarning
-                                                | PendingDeprecationWarning)]
-    assert not ours, f"warnings: {[str(w.message) for w in ours]}"
-    assert code in (0, 2), f"exit {code}: {err}"
-    assert "Traceback" not in err and "Traceback" not in out
-    if code == 2:
-        assert out == "", "output on error"
-        lines = err.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return code, out, err
 
 
 @pytest.mark.parametrize("exit_code,text,argv", read_cases())

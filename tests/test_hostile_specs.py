@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_fuzz_cases import run_clean
+from cli_contract import run_clean
 
 GRID = """name = "hostile"
 loads = [0.5]

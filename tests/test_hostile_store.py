@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import dispatchlab as dl
-from test_fuzz_cases import run_clean
+from cli_contract import run_clean
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from cli_contract import run_clean
 from dispatchlab import System, ValidationError, make_policy, policies, simulate
 from dispatchlab.core.ram import LIMIT_VARIABLE, memory_limit, parse_size
 from dispatchlab.policies.pull import MAX_THRESHOLD, threshold_for
-from test_fuzz_cases import run_clean
 
 TINY = ["run", "--slots", "200", "--servers", "3x0.3", "--dispatchers", "2"]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import dispatchlab as dl
+from cli_contract import run_clean
 from dispatchlab.experiments.store import Store
-from test_fuzz_cases import run_clean
 
 SCRIPT = """
 import sys

@@ -19,7 +19,7 @@ import pytest
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.experiments.runner import run_experiment
 from dispatchlab.experiments.store import LEASE_SECONDS, Store
-from test_experiments import _start_sweep, _wait_for_points, numbers, small_spec
+from sweeps import numbers, small_spec, start_sweep, wait_for_points
 
 
 def _stored_store(path: Path) -> None:
@@ -79,8 +79,8 @@ def _children(pid: int) -> list[psutil.Process]:
 def test_workers_exit_when_the_coordinator_is_killed_and_its_run_is_marked(tmp_path):
     spec = small_spec("orphans", slots=200_000, loads=(0.4, 0.6, 0.8, 0.9))
     store = tmp_path / "store.sqlite"
-    process = _start_sweep(tmp_path, spec, store, workers=2)
-    _wait_for_points(store, "orphans", 1, process)
+    process = start_sweep(tmp_path, spec, store, workers=2)
+    wait_for_points(store, "orphans", 1, process)
     workers = _children(process.pid)
     assert workers, "the sweep has no worker processes"
     os.kill(process.pid, signal.SIGKILL)  # the coordinator only: its workers must follow

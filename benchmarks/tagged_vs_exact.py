@@ -8,7 +8,7 @@ exact quantile lies in its tagged 95 % interval.
         [--out results/bench/tagged_vs_exact.json]
 
 Writes the JSON (one object per workload, with the processor and the command) and prints
-the Markdown table of benchmarks/README.md; tests/test_bench_evidence.py checks that
+the Markdown table of benchmarks/README.md; tests/bench/test_bench_evidence.py checks that
 table against the JSON.
 """
 

@@ -22,13 +22,14 @@ except ImportError:  # (Windows: each pytest-xdist worker builds its own, see bu
 
 # one BLAS thread per process: the suite runs a worker per core (pytest-xdist), and
 # OpenBLAS's own threads on top of them (one per core each, spinning while they wait) made
-# the exact solvers' tests four times slower (tests/test_exact*.py: 111 s -> 27 s on 2 cores).
+# the exact solvers' tests four times slower (solvers/test_exact*.py: 111 s -> 27 s on 2
+# cores).
 # Set before numpy loads (here, in the controller: the workers and every child inherit it)
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 # no compile helper beside a run (engine.compile_helper): the suite's workers already keep
-# every core busy; tests/test_compile_helper.py turns it on where it tests it
+# every core busy; tests/engine/test_compile_helper.py turns it on where it tests it
 os.environ["DISPATCHLAB_COMPILE_HELPER"] = "0"
 
 # A closed form must lie inside the reported 95 % CI widened by this factor. With ≥ 10

@@ -8,14 +8,14 @@ Two parts, neither importing any compiled code:
   splittable pseudorandom number generators"), NumPy's ``SeedSequence`` (O'Neill's
   ``seed_seq_fe``, as NumPy implements it), and the samplers as
   ``dispatchlab.compiled.rng`` defines them on the 64-bit outputs; pinned to the authors'
-  published outputs and to the compiled generators by ``tests/test_rng_vectors.py``;
+  published outputs and to the compiled generators by ``tests/compiled/test_rng_vectors.py``;
 * :func:`naive_run`, the slot of the model (``docs/model.md``) for a handful of servers:
   arrivals split among the dispatchers, dispatch on the slot-start queues, service,
   Q(t+1) = max(Q(t) + A(t) − S(t), 0) and the pooled queue q(t+1) = max(q(t) + A_Σ(t) −
   Σ S_n(t), 0), for a few policies, one statement at a time. It draws from the same
   streams, seeded the same way, in the same order as the compiled loop
   (``engine/loop.py``), so that the two give the same path draw for draw
-  (``tests/test_naive_reference.py``). Nothing here is fast: N ≤ 4, a few hundred slots.
+  (``tests/engine/test_naive_reference.py``). Nothing here is fast: N ≤ 4, a few hundred slots.
 
 The draw order of a slot, as the compiled loop has it: the arrivals (split Poisson: one
 draw per dispatcher, m = 0 … M − 1; otherwise the total, then the dispatcher for a batch

@@ -3,7 +3,7 @@
 The keys are the headings of ``docs/bibliography.md`` (``### [LED] {#led}``). After a page
 is rendered — its own Markdown and the docstrings mkdocstrings put on it — each key in
 running text becomes a link to ``bibliography.html#anchor``. Code, math, headings and existing
-links are left alone. ``tests/test_docs.py`` checks that every key used in the docs and
+links are left alone. ``tests/project/test_docs.py`` checks that every key used in the docs and
 the docstrings has an entry, and that the built pages link it.
 """
 

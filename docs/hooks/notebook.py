@@ -2,7 +2,7 @@
 
 ``docs/tutorial.ipynb`` is committed **executed**: its outputs (tables, text, the sweep's
 figure) are those of the code as it is. ``make tutorial`` (``python
-docs/hooks/notebook.py``) executes it again in place; ``tests/test_docs.py`` executes it
+docs/hooks/notebook.py``) executes it again in place; ``tests/project/test_docs.py`` executes it
 and fails when the committed outputs differ from fresh ones, so they cannot go stale.
 When the site is built, :func:`render` turns the executed notebook into Markdown — code
 cells as code blocks, text outputs as text blocks, HTML outputs (DataFrames) as HTML,

@@ -24,7 +24,7 @@ The M > 1 extension of JBT-r is kept as it is and is *not* proportional random r
 inside the threshold region: each dispatcher chooses μ-weighted within its own list, a
 random subset, so slow servers get more than their share; with r = 10⁹ on
 3 × 0.2 + 3 × 0.8 and M = 2 it is unstable at ρ = 0.9, where weighted random routing is
-stable (docs/model.md#jbt-many-dispatchers, tests/test_jbt_many_dispatchers.py).
+stable (docs/model.md#jbt-many-dispatchers, tests/policies/test_jbt_many_dispatchers.py).
 
 Memory layout (``ist``, width W ≥ max(capacity, M, d)):
 row 0 ``reg[n]`` (dispatcher holding n, −1 if none); row 1 list heads; row 2 list

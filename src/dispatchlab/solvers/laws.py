@@ -32,6 +32,8 @@ def _cut(pmf: list[float], field: str, what: str) -> tuple[np.ndarray, float]:
 
 
 def poisson_law(lam: float, tail: float, field: str) -> tuple[np.ndarray, float]:
+    """(P(X = k), k = 0..k_max) of a Poisson(``lam``) cut at the smallest k_max with
+    P(X > k_max) < ``tail`` (that tail lumped into k_max), and the tail."""
     require(lam < 500, field, f"a Poisson mean of {lam:g} per slot is too large for the exact "
             "solver (its support is cut at P(X > k) < tail)")
     pmf = [math.exp(-lam)]

@@ -5,7 +5,7 @@ Poisson and binomial pmfs and their convolutions. scipy.stats and scipy.signal t
 a second of CPU each to import (more than the rest of a warm run's start-up), so these
 functions call the same scipy.special kernels that ``scipy.stats.<law>.pmf`` calls and the
 same scipy.fft transforms as ``scipy.signal.fftconvolve``: the numbers are bit-identical
-(tests/test_pmf.py compares them), only the imports are lighter (scipy.special is loaded
+(tests/theory/test_pmf.py compares them), only the imports are lighter (scipy.special is loaded
 by a run anyway; scipy.fft, about 0.2 s of CPU, only for laws too long to convolve
 directly).
 """

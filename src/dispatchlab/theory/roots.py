@@ -5,7 +5,7 @@ Every run finds the pooled queue's tail exponent θ* with it
 loads scipy.spatial and more) cost about a tenth of a warm run's CPU. The iteration is
 scipy's C routine (``scipy/optimize/Zeros/brentq.c``, after Brent, *Algorithms for
 Minimization without Derivatives*, ch. 4) with the same floating-point operations in the
-same order, so the roots are bit-identical (tests/test_pmf.py compares them).
+same order, so the roots are bit-identical (tests/theory/test_pmf.py compares them).
 """
 
 from __future__ import annotations

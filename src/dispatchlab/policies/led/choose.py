@@ -7,7 +7,7 @@ is built, so :func:`choose_for` picks, in Python, the compiled function that doe
 that: a run compiles one strategy on one index, not every combination behind run-time
 branches (one body with all of them took 93 s and 2.5 GB to compile cold). Each consumes
 the random numbers of the plug-in rule (``l_jsq``, ``l_jba``, ``l_pod``) it stands for:
-identical runs (tests/test_led_index.py).
+identical runs (tests/policies/test_led_index.py).
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dispatchlab.solvers.laws import poisson_law
+
 #: memory codes of the two-server ID list: (), (0,), (1,), (0, 1), (1, 0)
 CODES = 5
 
@@ -233,31 +235,30 @@ def interior_factors(per_job: bool, poisson: bool, lam: float, fallback: np.ndar
     """The interior kernel as a sum of products of the laws of ΔQ₁ and ΔQ₂ (arrays from
     −1), and the arrival tail mass they cut; None where it is not one (then the dense
     kernel is used). Batch dispatch sends the slot's jobs to one server drawn from the
-    fallback split: two products. Per-job dispatch of Poisson arrivals splits them into
-    independent Poisson streams of means λ·f_n: one product (each stream cut at half the
-    tail mass). Bernoulli arrivals keep their nine-entry kernel."""
+    fallback split f: two products. Per-job dispatch of Poisson arrivals splits them into
+    independent Poisson streams of means λ·f_n: one product, each stream cut at half the
+    tail mass (so it differs from the boundary rows' law, cut on A_Σ, by less than the
+    tail). Bernoulli arrivals keep their nine-entry kernel."""
     if pa.size <= 2 or (per_job and not poisson):
         return None
 
-    def with_service(jobs: np.ndarray, n: int) -> np.ndarray:
-        return np.convolve(jobs, [mu[n], 1.0 - mu[n]])  # P(jobs − S_n = d), d from −1
+    def with_service(jobs: np.ndarray, n: int, width: int) -> np.ndarray:
+        law = np.convolve(jobs, [mu[n], 1.0 - mu[n]])  # P(jobs − S_n = d), d from −1
+        return np.pad(law, (0, width - law.size))
 
     if per_job:
-        from dispatchlab.solvers.laws import poisson_law
-
-        streams = [poisson_law(lam * f, law_tail / 2, "arrivals") if f > 0
-                   else (np.ones(1), 0.0) for f in fallback]
-        return ([(with_service(streams[0][0], 0), with_service(streams[1][0], 1))],
-                max(streams[0][1], streams[1][1]))
-    width = pa.size + 1
-    none = np.ones(1)
+        streams = [poisson_law(lam * share, law_tail / 2, "arrivals") if share > 0
+                   else (np.ones(1), 0.0) for share in fallback]
+        first, second = (with_service(law, n, law.size + 1)
+                         for n, (law, _) in enumerate(streams))
+        return [(first, second)], max(tail for _, tail in streams)
+    none, width = np.ones(1), pa.size + 1
     terms = []
-    for n in range(2):
-        if fallback[n] > 0:
-            first = with_service(pa if n == 0 else none, 0) * (fallback[n] if n == 0 else 1)
-            second = with_service(pa if n == 1 else none, 1) * (fallback[n] if n == 1 else 1)
-            terms.append((np.pad(first, (0, width - first.size)),
-                          np.pad(second, (0, width - second.size))))
+    for n, share in enumerate(fallback):  # all the slot's jobs to server n
+        if share > 0:
+            jobs = (pa, none) if n == 0 else (none, pa)
+            terms.append((share * with_service(jobs[0], 0, width),
+                          with_service(jobs[1], 1, width)))
     return terms, 0.0
 
 

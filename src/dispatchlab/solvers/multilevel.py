@@ -54,9 +54,11 @@ from dispatchlab.core.signals import interruption, stops_caught
 from dispatchlab.solvers.laws import MIN_TOLERANCE, arrival_pmf
 from dispatchlab.solvers.progress import LONG_SOLVE_STATES, say, seconds_left
 from dispatchlab.solvers.two_server_law import (
+    accumulate,
     axis_law,
     build_boundary,
     dispatch_laws,
+    flush_row,
     interior_factors,
     interior_kernel,
     kernel_of,
@@ -213,16 +215,6 @@ def _jacobi(indptr, indices, data, interior, c1, kernel, widths, first, second, 
 
 
 @njit(cache=True)
-def _add(acc, touched, used, other, value):
-    if value != 0.0:
-        if acc[other] == 0.0:
-            touched[used] = other
-            used += 1
-        acc[other] += value
-    return used
-
-
-@njit(cache=True)
 def _coarsen(indptr, indices, data, interior, c1, c2, coarse_kernels, coarse_widths, block,
              row_start, x, agg, order, group_ptr, nc):
     """The aggregated chain P_c(I, J) = Σ_{i∈I} x_i Σ_{j∈J} P_ij / Σ_{i∈I} x_i (CSR), row by
@@ -237,9 +229,8 @@ def _coarsen(indptr, indices, data, interior, c1, c2, coarse_kernels, coarse_wid
         mass[agg[s]] += x[s]
         count[agg[s]] += 1.0
     out_ptr = np.zeros(nc + 1, np.int64)
-    capacity = 9 * nc + 16
-    out_idx = np.empty(capacity, np.int64)
-    out_val = np.empty(capacity)
+    out_idx = np.empty(9 * nc + 16, np.int64)
+    out_val = np.empty(9 * nc + 16)
     acc = np.zeros(nc)
     touched = np.empty(nc, np.int64)
     fill = 0
@@ -258,24 +249,11 @@ def _coarsen(indptr, indices, data, interior, c1, c2, coarse_kernels, coarse_wid
                 for i in range(ck.shape[0]):
                     start = row_start[a1 + i - 1] + a2 - 1
                     for j in range(cw[i]):
-                        used = _add(acc, touched, used, start + j, weight * ck[i, j])
+                        used = accumulate(acc, touched, used, start + j, weight * ck[i, j])
                 continue
             for e in range(indptr[s], indptr[s + 1]):
-                used = _add(acc, touched, used, agg[indices[e]], weight * data[e])
-        if fill + used > capacity:
-            capacity = max(2 * capacity, fill + used)
-            grown = np.empty(capacity, np.int64)
-            grown[:fill] = out_idx[:fill]
-            out_idx = grown
-            more = np.empty(capacity)
-            more[:fill] = out_val[:fill]
-            out_val = more
-        for j in range(used):
-            other = touched[j]
-            out_idx[fill] = other
-            out_val[fill] = acc[other]
-            acc[other] = 0.0
-            fill += 1
+                used = accumulate(acc, touched, used, agg[indices[e]], weight * data[e])
+        out_idx, out_val, fill = flush_row(out_idx, out_val, fill, acc, touched, used)
         out_ptr[big + 1] = fill
     return out_ptr, out_idx[:fill].copy(), out_val[:fill].copy(), mass
 

@@ -30,6 +30,38 @@ CODES = 5
 
 
 @njit(cache=True)
+def accumulate(acc, touched, used, index, value):
+    """acc[index] += value, listing ``index`` in ``touched`` the first time (a row being
+    built in a dense scratch array); returns the entries listed."""
+    if value != 0.0:
+        if acc[index] == 0.0:
+            touched[used] = index
+            used += 1
+        acc[index] += value
+    return used
+
+
+@njit(cache=True)
+def flush_row(indices, data, fill, acc, touched, used):
+    """Append the ``used`` entries listed in ``touched`` to the CSR arrays (grown by
+    doubling when full) and clear them from ``acc``; returns (indices, data, fill)."""
+    if fill + used > indices.size:
+        capacity = max(2 * indices.size, fill + used)
+        grown = np.empty(capacity, np.int64)
+        grown[:fill] = indices[:fill]
+        more = np.empty(capacity)
+        more[:fill] = data[:fill]
+        indices, data = grown, more
+    for j in range(used):
+        index = touched[j]
+        indices[fill] = index
+        data[fill] = acc[index]
+        acc[index] = 0.0
+        fill += 1
+    return indices, data, fill
+
+
+@njit(cache=True)
 def state_index(q1, q2, code, k, r, ordered):
     """The index of (Q₁, Q₂) (row-major on the triangle), or of its second copy when the
     ordered list is (1, 0) (code 4)."""
@@ -112,9 +144,8 @@ def build_boundary(k, r, ordered, pa, mu, laws, u_p, u_m, reach):
     interior = np.zeros(n, np.bool_)
     moments = np.zeros((n, 6))
     indptr = np.zeros(n + 1, np.int64)
-    capacity = 1024
-    indices = np.empty(capacity, np.int64)
-    data = np.empty(capacity)
+    indices = np.empty(1024, np.int64)
+    data = np.empty(1024)
     acc = np.zeros(n)
     touched = np.empty(n, np.int64)
     fill = 0
@@ -165,24 +196,8 @@ def build_boundary(k, r, ordered, pa, mu, laws, u_p, u_m, reach):
                                             continue
                                         dest = state_index(x1, x2, u_m[after, pattern, e],
                                                            k, r, ordered)
-                                        if acc[dest] == 0.0:
-                                            touched[count] = dest
-                                            count += 1
-                                        acc[dest] += w * pu
-                if fill + count > capacity:
-                    capacity = max(2 * capacity, fill + count)
-                    grown = np.empty(capacity, np.int64)
-                    grown[:fill] = indices[:fill]
-                    indices = grown
-                    more = np.empty(capacity)
-                    more[:fill] = data[:fill]
-                    data = more
-                for j in range(count):
-                    dest = touched[j]
-                    indices[fill] = dest
-                    data[fill] = acc[dest]
-                    acc[dest] = 0.0
-                    fill += 1
+                                        count = accumulate(acc, touched, count, dest, w * pu)
+                indices, data, fill = flush_row(indices, data, fill, acc, touched, count)
                 indptr[s + 1] = count
     for s in range(n):
         indptr[s + 1] += indptr[s]

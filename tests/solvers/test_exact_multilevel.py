@@ -97,6 +97,21 @@ def test_conservation_and_the_drift_identity(name: str, params: dict) -> None:
     assert result.edge_mass <= 1e-9
 
 
+def test_several_jobs_a_slot_go_to_the_multilevel_solver_early() -> None:
+    """With Poisson arrivals the plain chain's per-job splits are slow (JBT-3, ε = 0.03:
+    98,340 states, 119 s): past SEVERAL_JOBS_HANDOVER states the facade hands over even
+    within max_states, and says why; Bernoulli arrivals stay on the plain chain."""
+    from dispatchlab.solvers import chain
+
+    poisson = System.build([0.5, 0.5], epsilon=0.03, arrivals="poisson",
+                           service="bernoulli", dispatch="per-job")
+    result = dispatchlab.exact(poisson, "jbt", policy_params={"r": 3})
+    assert "multilevel" in result.method and result.states > chain.SEVERAL_JOBS_HANDOVER
+    assert any("several jobs a slot" in note for note in result.notes)
+    bernoulli = _system([0.5, 0.5], 0.05)
+    assert "multilevel" not in dispatchlab.exact(bernoulli, "jbt", policy_params={"r": 2}).method
+
+
 @pytest.mark.parametrize("dispatch", ["per-job", "batch"])
 def test_the_drift_identity_with_several_jobs_lost_a_slot(dispatch: str) -> None:
     """With Poisson arrivals a slot can lose several jobs at the edge: the identity's edge

@@ -4,6 +4,7 @@ identity of (ΣQ)², the hand-over from ``dispatchlab.exact``, refusals."""
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -79,21 +80,26 @@ def test_several_jobs_a_slot_agree_with_the_plain_chain(rates: list, name: str,
         chain.total_queue_distribution, rel=1e-6, abs=1e-11)
 
 
+def _drift_identity(system: System, result) -> float:
+    """ε·E[ΣQ] by the drift identity of (ΣQ)²: (σ_a² + σ_s² + ε² − E[U_Σ²])/2
+    + E[ΣQ(t+1)ΣU(t)] + E[U_Σ L] − K·E[L] − E[L²]/2 (L: the jobs lost at the edge)."""
+    mu = np.asarray(system.rates)
+    variance = system.arrivals.variance + float(np.sum(mu * (1 - mu)))
+    return ((variance + system.epsilon**2 - result.mean_unused_square) / 2 + result.cross_term
+            + result.unused_loss - result.truncation * result.loss_rate
+            - result.loss_square / 2)
+
+
 @pytest.mark.parametrize(("name", "params"), CASES)
 def test_conservation_and_the_drift_identity(name: str, params: dict) -> None:
-    # E[U_Σ] = μ_Σ − λ_Σ + E[L]; ε·E[ΣQ] = (σ_a² + σ_s² + ε² − E[U_Σ²])/2
-    #   + E[ΣQ(t+1)ΣU(t)] + E[U_Σ L] − K·E[L] − E[L²]/2  (L: the jobs lost at the edge)
+    # E[U_Σ] = μ_Σ − λ_Σ + E[L], and the drift identity (_drift_identity)
     epsilon = 0.1
     system = _system([0.3, 0.6], epsilon)
     policy = make_policy(name, **params)
     result = solve_two_server(system, policy.exact_memory(system), name=name)
     assert result.mean_unused == pytest.approx(epsilon + result.loss_rate, rel=1e-10)
-    lam, mu = system.arrival_rate, np.asarray(system.rates)
-    variance = lam * (1 - lam) + float(np.sum(mu * (1 - mu)))
-    identity = ((variance + epsilon**2 - result.mean_unused_square) / 2 + result.cross_term
-                + result.unused_loss - result.truncation * result.loss_rate
-                - result.loss_square / 2)
-    assert epsilon * result.mean_total_queue == pytest.approx(identity, abs=1e-10)
+    assert epsilon * result.mean_total_queue == pytest.approx(_drift_identity(system, result),
+                                                              abs=1e-10)
     assert result.edge_mass <= 1e-9
 
 
@@ -123,13 +129,30 @@ def test_the_drift_identity_with_several_jobs_lost_a_slot(dispatch: str) -> None
     result = solve_two_server(system, make_policy("jbt", r=2).exact_memory(system),
                               truncation=12)
     assert result.edge_mass > 0.01 and result.loss_square > 1.2 * result.loss_rate
-    mu = np.asarray(system.rates)
-    variance = system.arrivals.variance + float(np.sum(mu * (1 - mu)))
-    identity = ((variance + epsilon**2 - result.mean_unused_square) / 2 + result.cross_term
-                + result.unused_loss - result.truncation * result.loss_rate
-                - result.loss_square / 2)
-    assert epsilon * result.mean_total_queue == pytest.approx(identity, abs=1e-10)
+    assert epsilon * result.mean_total_queue == pytest.approx(_drift_identity(system, result),
+                                                              abs=1e-10)
     assert result.mean_unused == pytest.approx(epsilon + result.loss_rate, rel=1e-10)
+
+
+@pytest.mark.parametrize("epsilon", [1e-4, pytest.param(1e-9, marks=pytest.mark.slow)])
+def test_poisson_far_below_what_fits_is_one_line_at_once(epsilon: float, capsys) -> None:
+    """ε far below what the chain resolves (ΣQ's scale 1/ε): refused before anything is
+    built, in Python and on the command line, with the field and the size it would need."""
+    from dispatchlab.cli import main
+
+    system = System.build([0.5, 0.5], epsilon=epsilon, arrivals="poisson",
+                          service="bernoulli", dispatch="per-job")
+    started = time.perf_counter()
+    with pytest.raises(ValidationError, match=r"^max_states: the chain would hold [\d,]+ "
+                       r"states"):
+        dispatchlab.exact(system, "jbt", policy_params={"r": 3})
+    status = main(["check", "exact", "--servers", "0.5,0.5", "--dispatchers", "1",
+                   "--arrivals", "poisson", "--dispatch", "per-job", "--epsilon",
+                   str(epsilon), "--policy", "jbt", "--set", "r=3"])
+    assert time.perf_counter() - started < 10
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: max_states: the chain would hold")
 
 
 def test_the_facade_hands_a_large_chain_to_the_multilevel_solver() -> None:
@@ -173,8 +196,9 @@ def test_refusals_name_the_field() -> None:
     geometric = System.build([0.5, 0.5], epsilon=0.1, arrivals="poisson", service="geometric")
     with pytest.raises(ValidationError, match="^service: the multilevel solver needs"):
         solve_two_server(geometric, policy.exact_memory(geometric))
-    with pytest.raises(ValidationError, match=r"^law_tail: must be in \(0, 1e-3\)"):
-        solve_two_server(system, rule, law_tail=0.5)
+    for tail in (0.5, math.nan, 0.0):
+        with pytest.raises(ValidationError, match=r"^law_tail: must be in \(0, 1e-3\)"):
+            solve_two_server(system, rule, law_tail=tail)
 
 
 @pytest.mark.slow

@@ -54,6 +54,7 @@ from dispatchlab.core.signals import interruption, stops_caught
 from dispatchlab.solvers.laws import MIN_TOLERANCE, arrival_pmf
 from dispatchlab.solvers.progress import LONG_SOLVE_STATES, say, seconds_left
 from dispatchlab.solvers.two_server_law import (
+    MEMORIES,
     accumulate,
     axis_law,
     build_boundary,
@@ -79,8 +80,6 @@ BYTES_PER_STATE = 520
 COARSEST = 300
 #: the arrival laws the solver takes (a slot's jobs from an i.i.d. law)
 ARRIVAL_LAWS = ("bernoulli", "binomial", "poisson")
-#: memory codes of the two-server ID list: (), (0,), (1,), (0, 1), (1, 0)
-MEMORIES: tuple[tuple[int, ...], ...] = ((), (0,), (1,), (0, 1), (1, 0))
 
 
 @dataclass

@@ -26,7 +26,8 @@ from numba import njit
 from dispatchlab.solvers.laws import poisson_law
 
 #: memory codes of the two-server ID list: (), (0,), (1,), (0, 1), (1, 0)
-CODES = 5
+MEMORIES: tuple[tuple[int, ...], ...] = ((), (0,), (1,), (0, 1), (1, 0))
+CODES = len(MEMORIES)
 
 
 @njit(cache=True)
@@ -100,22 +101,19 @@ def dispatch_laws(a_max, per_job, d_p, d_t, d_a):
     return law
 
 
-@njit(cache=True)
-def interior_kernel(pa, mu, laws):
+def interior_kernel(pa: np.ndarray, mu: np.ndarray, laws: np.ndarray) -> np.ndarray:
     """kernel[ΔQ₁ + 1, ΔQ₂ + 1] of an interior state: the fallback split (list empty,
     code 0) of the slot's jobs, then one Bernoulli service per server."""
     a_max = pa.size - 1
+    a1, a2 = np.indices((a_max + 1, a_max + 1))
+    total = a1 + a2
+    inside = total <= a_max
+    jobs = np.zeros((a_max + 1, a_max + 1))  # P(a₁ jobs to server 1, a₂ to server 2)
+    jobs[inside] = pa[total[inside]] * laws[0, total[inside], a1[inside], 0]
     kernel = np.zeros((a_max + 2, a_max + 2))
-    for a in range(a_max + 1):
-        for a1 in range(a + 1):
-            w0 = pa[a] * laws[0, a, a1, 0]
-            if w0 == 0.0:
-                continue
-            for s1 in range(2):
-                p1 = mu[0] if s1 == 1 else 1.0 - mu[0]
-                for s2 in range(2):
-                    p2 = mu[1] if s2 == 1 else 1.0 - mu[1]
-                    kernel[a1 - s1 + 1, a - a1 - s2 + 1] += w0 * p1 * p2
+    for s1, p1 in ((1, mu[0]), (0, 1.0 - mu[0])):
+        for s2, p2 in ((1, mu[1]), (0, 1.0 - mu[1])):
+            kernel[1 - s1:a_max + 2 - s1, 1 - s2:a_max + 2 - s2] += p1 * p2 * jobs
     return kernel
 
 

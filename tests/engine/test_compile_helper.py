@@ -26,13 +26,16 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 COLD_RUN = """
 import json, os, sys
 from dispatchlab.cli import main
-from dispatchlab.engine import compile_helper
+from dispatchlab.engine import compile_helper, loop
 status = main(["run", "--policy", "jsq", "--servers", "10x0.5", "--load", "0.9",
                "--slots", "1000", "--seed", "3", "--json"])
 children = [p for p in os.listdir('/proc') if p.isdigit()
             and open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == str(os.getpid())]
+# the types the loop called its callees with: those the helper compiled them for
+called = {name: [list(map(str, sig)) for sig in getattr(loop, name).signatures]
+          for name in loop.CALLEES}
 print(json.dumps({"status": status, "helper": compile_helper.last_helper,
-                  "children": children}))
+                  "children": children, "called": called}))
 """
 
 
@@ -58,6 +61,8 @@ def test_a_cold_run_compiles_beside_a_helper_says_so_and_leaves_none_behind(
     assert cold_report["children"] == []  # the helper was stopped with the compiling
     assert "compiling" not in warm.stderr and warm_report["helper"] == {}
     assert cold_run["mean_total_queue"] == warm_run["mean_total_queue"]
+    assert cold_report["called"] == {name: [list(map(str, types))]
+                                     for name, types in loop.CALLEES.items()}
 
 
 def _helper_of(parent: int, within: float) -> int | None:

@@ -129,17 +129,32 @@ def describe(pieces: Sequence[Piece]) -> str:
 def compile_alongside(pieces: Sequence[Piece]) -> Iterator[None]:
     """While the body compiles a run's ``pieces`` (:func:`pieces_to_compile`) in this
     order, a helper process compiles them from the other end, when there are two or more
-    and a helper is allowed; it is stopped when the body ends."""
-    if len(pieces) < 2 or _running or not _helper_allowed():
+    and a helper is allowed; it is stopped when the body ends. When the slot loop is among
+    them, the helper first compiles the functions the loop calls (``loop.CALLEES``), which
+    the loop would otherwise compile itself, one by one, as its type inference meets them."""
+    ahead = _loop_callees(pieces)
+    if len(pieces) + len(ahead) < 2 or _running or not _helper_allowed():
         yield
         return
-    helper = _start(pieces[::-1])
+    helper = _start([*ahead, *pieces[::-1]])
     _running.append(helper)
     try:
         yield
     finally:
         _running.clear()
         _stop(helper)
+
+
+_LOOP = Piece("dispatchlab.engine.loop", "run_slots")
+
+
+def _loop_callees(pieces: Sequence[Piece]) -> list[Piece]:
+    """The loop's callees, as pieces, when the loop is to compile (else none)."""
+    if _LOOP not in pieces:
+        return []
+    from dispatchlab.engine.loop import CALLEES
+
+    return [Piece(_LOOP.module, name) for name in CALLEES]
 
 
 def _start(pieces: Sequence[Piece]) -> subprocess.Popen[str]:
@@ -186,9 +201,12 @@ def _peak_kb() -> int:
 def _compile(piece: Piece) -> None:
     if not piece.module.startswith(_PACKAGE):
         return
-    function = getattr(importlib.import_module(piece.module), piece.name)
+    module = importlib.import_module(piece.module)
+    function = getattr(module, piece.name)
     if is_policy_function(function):
         policy_adapter(function)
+    elif piece.name in getattr(module, "CALLEES", {}):  # a function the loop calls
+        function.compile(module.CALLEES[piece.name])
     else:
         compiled(function)
 

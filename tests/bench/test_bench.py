@@ -365,7 +365,8 @@ def _draws_from_tables(offsets, table, dispatchers, slots, rng):
     out = np.zeros((slots, dispatchers), np.int64)
     for t in range(slots):
         _draw_split_poisson(offsets, table, A_m, rng, ptrs_draw)
-        out[t] = A_m
+        for m in range(dispatchers):  # (not out[t] = A_m: that compiles a shape check, ~5 s)
+            out[t, m] = A_m[m]
     return out
 
 

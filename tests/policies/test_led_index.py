@@ -295,10 +295,11 @@ def _pod_pairs_peeked_and_drawn(rng, n, choices):
     values = np.zeros(n, np.int64)
     for c in range(choices):
         first, second, s0, s1, s2, s3 = pod_pair(s0, s1, s2, s3, np.uint64(n))
-        peeked[c] = first, second
+        # (entry by entry: a row assignment compiles numba's shape-mismatch error, ~6 s)
+        peeked[c, 0], peeked[c, 1] = first, second
         sample_distinct_row(rng, n, 2, table, 0)
         randint(rng, 2)
-        drawn[c] = table[0]
+        drawn[c, 0], drawn[c, 1] = table[0, 0], table[0, 1]
         shorter_of_two(values, compared)
     return peeked, drawn, np.array([s0, s1, s2, s3]), compared
 

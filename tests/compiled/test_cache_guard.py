@@ -94,8 +94,10 @@ def test_a_damaged_cache_is_rebuilt_with_one_line(warm_cache: Path, tmp_path: Pa
 
 def test_the_python_api_heals_as_well(warm_cache: Path, tmp_path: Path) -> None:
     cache = copy_of(warm_cache, tmp_path)
+    # the command's run (ρ = 0.9, M = 10): the copied cache holds all it needs
     code = ("from dispatchlab import System, simulate\n"
-            "r = simulate(System.build('2x0.5', load=0.5), 'jsq', slots=1000, seed=3)\n"
+            "r = simulate(System.build('2x0.5', load=0.9, dispatchers=10), 'jsq', slots=1000,\n"
+            "             seed=3)\n"
             "print(repr(r.mean_total_queue))")
     first = run(cache, code)
     assert first.returncode == 0 and NOTE not in first.stderr, first.stderr

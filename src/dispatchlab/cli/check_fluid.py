@@ -35,6 +35,9 @@ def fluid_command(
     max_iterations: Annotated[int | None, typer.Option(
         help="Give up after this many slots of the map \\[default: 200,000].",
         show_default=False)] = None,
+    refined: Annotated[bool, typer.Option(
+        "--refined", help="Also the 1/N term c of the refined mean field (rand, wrand and "
+        "pod, Poisson arrivals): E[ΣQ] ≈ N·E[Q] + c at the system's N.")] = False,
     json_: options.Json = False,
 ) -> None:
     """E[Q] per server and per class, E[ΣQ] = N·E[Q], the mean delay, the probability of
@@ -49,7 +52,7 @@ def fluid_command(
         service=service, dispatch=dispatch)
     system = spec.build_system()
     data = fluid(system, spec.make_policy(), tolerance=tolerance,
-                 max_iterations=max_iterations).to_dict()
+                 max_iterations=max_iterations, refined=refined).to_dict()
     if json_:
         print_json({"system": system.describe(), **data})
         return
@@ -64,6 +67,11 @@ def fluid_command(
                       "servers)", f"{mean:.8g}")
     table.add_row(f"E[ΣQ] at N = {system.n_servers:,} (N·E[Q])",
                   f"{data['mean_total_queue']:.8g}")
+    if refined:
+        table.add_row("1/N term c (E[Q] per server ≈ E[Q] + c/N)",
+                      f"{data['refined_correction']:.6g}")
+        table.add_row(f"E[ΣQ] at N = {system.n_servers:,}, refined (N·E[Q] + c)",
+                      f"{data['refined_mean_total_queue']:.8g}")
     table.add_row("mean delay (slots, Little)", f"{data['mean_delay']:.8g}")
     table.add_row("P(a job joins a busy server)", number(data["wait_probability"]))
     tails = data["tail_by_class"][0][:6]

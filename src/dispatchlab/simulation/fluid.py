@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 @api_stops()
 def fluid(system: System, policy: Policy | str, *, policy_params: dict[str, Any] | None = None,
           tolerance: float | None = None, max_iterations: int | None = None,
-          **unknown: Any) -> FluidResult:
+          refined: bool = False, **unknown: Any) -> FluidResult:
     """The fixed point of the fluid map of ``system``'s family as N → ∞ (same server
     classes, fractions and load; per-job dispatch), docs/fluid.md.
 
@@ -33,6 +33,9 @@ def fluid(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
         tolerance: stop when ‖p(t+1) − p(t)‖₁ ≤ this (default 1e-12; at least 1e-15).
         max_iterations: give up after this many slots of the map (default 200,000; the
             result then says so in ``notes``).
+        refined: also the 1/N term c of E[Q] per server (docs/fluid.md#refined: rand, wrand
+            and pod with Poisson arrivals), E[ΣQ] ≈ N·fluid + c in
+            ``refined_mean_total_queue``.
 
     Returns a :class:`~dispatchlab.solvers.fluid.FluidResult`: E[Q] per server and per class,
     ``mean_total_queue`` (N times the per-server mean: the limit's prediction of E[ΣQ]),
@@ -64,5 +67,6 @@ def fluid(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
     verdict, why = theory_stability(system, policy)
     require(verdict != "unstable", "load", f"{policy.name} is unstable on this system ({why}; "
             f"arrival rate λ_Σ = {system.arrival_rate:.6g}): no fixed point to solve for")
+    require(isinstance(refined, bool), "refined", f"expected True or False (got {refined!r})")
     return fixed_point(system, rule, policy=policy.name, tolerance=tolerance,
-                       max_iterations=iterations)
+                       max_iterations=iterations, refined=refined)

@@ -88,6 +88,9 @@ class FluidResult:
     simulator's); ``wait_probability`` is the chance that a job's server holds a job at
     the start of its slot; ``tail_by_class[j][k]`` is P(Q_j ≥ k). ``residual`` is the last
     ‖p(t+1) − p(t)‖₁, ``truncation`` K the largest queue kept, ``edge_mass`` the mass at K.
+    With ``refined``: ``refined_correction`` c, the 1/N term (E[Q] per server ≈ fluid +
+    c/N: :mod:`dispatchlab.solvers.refined`), and ``refined_mean_total_queue`` = N·fluid +
+    c, the refined prediction of the system's E[ΣQ]; otherwise both None.
     """
 
     policy: str
@@ -105,6 +108,8 @@ class FluidResult:
     iterations: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    refined_correction: float | None = None
+    refined_mean_total_queue: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -335,13 +340,14 @@ def _empty(classes: int) -> np.ndarray:
 
 
 def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
-                tolerance: float = TOLERANCE,
-                max_iterations: int = MAX_ITERATIONS) -> FluidResult:
+                tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS,
+                refined: bool = False) -> FluidResult:
     """The fixed point of the fluid map of ``system`` under ``rule``: solved directly for a
     state-free rule, else the map iterated from empty queues (``tolerance`` on
-    ‖p(t+1) − p(t)‖₁), the truncation grown until the edge mass is below EDGE_MASS.
-    Refused for batch dispatch (a dispatcher's batch of order N/M jobs to one server has no
-    fluid limit), trace arrivals and a load the rule cannot carry."""
+    ‖p(t+1) − p(t)‖₁), the truncation grown until the edge mass is below EDGE_MASS; with
+    ``refined``, the 1/N term around it too. Refused for batch dispatch (a dispatcher's
+    batch of order N/M jobs to one server has no fluid limit), trace arrivals and a load
+    the rule cannot carry."""
     started = time.perf_counter()
     require(system.dispatch == "per_job", "dispatch",
             "the fluid limit is of per-job dispatch (a batch of a dispatcher's jobs, of order "
@@ -349,6 +355,10 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
     require(system.arrivals.law != "trace", "arrivals", "a trace has no fluid limit")
     require(system.arrival_rate < system.mu_sum, "load",
             "an unstable system (λ_Σ ≥ μ_Σ) has no fixed point")
+    if refined:
+        from dispatchlab.solvers.refined import check_refinable
+
+        check_refinable(system, rule.kind)
     mu, alpha = server_classes(system)
     per_server = system.arrival_rate / system.n_servers
     if rule.kind == "random":
@@ -389,6 +399,11 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
     tails = np.cumsum(p[:, ::-1], axis=1)[:, ::-1]
     shown = int(np.max(np.nonzero((tails * alpha[:, None]).sum(axis=0) > 1e-9)[0], initial=0)) + 1
     total = per_server_mean * system.n_servers
+    correction = None
+    if refined:
+        from dispatchlab.solvers.refined import refine
+
+        correction = refine(system, rule.kind, rule.d, p, alpha, mu, services)
     return FluidResult(
         policy=policy or rule.kind, rule=asdict(rule),
         classes=[{"mu": float(m), "fraction": float(a)} for m, a in zip(mu, alpha, strict=True)],
@@ -396,4 +411,6 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
         mean_total_queue=total, mean_delay=total / system.arrival_rate,
         wait_probability=busy, tail_by_class=[[float(v) for v in row[:shown]] for row in tails],
         truncation=int(p.shape[1] - 1), edge_mass=float(p[:, -1] @ alpha), residual=residual,
-        iterations=iterations, seconds=time.perf_counter() - started, notes=notes)
+        iterations=iterations, seconds=time.perf_counter() - started, notes=notes,
+        refined_correction=correction,
+        refined_mean_total_queue=None if correction is None else total + correction)

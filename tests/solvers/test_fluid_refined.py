@@ -14,7 +14,9 @@ import pytest
 import dispatchlab as dl
 from dispatchlab.cli import main
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.solvers.refined import _TailMap
+from dispatchlab.solvers.fluid import ARRIVAL_TAIL, FluidRule, fixed_point, server_classes
+from dispatchlab.solvers.laws import service_pmf
+from dispatchlab.solvers.refined import _TailMap, expansion_term
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,14 +25,26 @@ def per_job(servers: str, load: float, **options: object) -> dl.System:
     return dl.System.build(servers, load=load, dispatch="per-job", dispatchers=10, **options)
 
 
-@pytest.mark.parametrize(("servers", "policy", "params"), [
-    ("30x0.3,70x0.6", "wrand", {}), ("100x0.5", "rand", {}), ("100x0.5", "pod", {"d": 1})])
-def test_routing_that_ignores_the_queues_has_no_1_over_n_term(servers, policy, params) -> None:
+@pytest.mark.parametrize(("servers", "kind", "d"), [
+    ("30x0.3,70x0.6", "weighted", 1), ("100x0.5", "random", 1), ("100x0.5", "pod", 1)])
+def test_routing_that_ignores_the_queues_has_no_1_over_n_term(servers, kind, d) -> None:
     """Random routing with Poisson arrivals makes every server a Poisson-fed queue at every
-    N (thinning): the fluid value is exact and c = 0 (to the finite differences' error)."""
-    result = dl.fluid(per_job(servers, 0.9), policy, policy_params=params, refined=True)
-    assert abs(result.refined_correction) < 1e-4
-    assert result.refined_mean_total_queue == pytest.approx(result.mean_total_queue, abs=1e-4)
+    N (thinning): the fluid value is exact, c = 0. The expansion (Jacobian, Lyapunov
+    equation, second derivatives) finds it to its finite differences' error; Po-1 is random
+    routing reached through Po-d's rates and sampling term."""
+    system = per_job(servers, 0.7)  # (short tails: a small expansion)
+    rule = FluidRule(kind, d=d)
+    mu, alpha = server_classes(system)
+    services = [service_pmf(system.service, float(rate), ARRIVAL_TAIL)[0] for rate in mu]
+    limit = fixed_point(system, rule)
+    tails = np.array([np.pad(row, (0, limit.truncation + 1 - len(row)))
+                      for row in limit.tail_by_class])
+    occupancy = tails - np.hstack([tails[:, 1:], np.zeros((tails.shape[0], 1))])
+    assert abs(expansion_term(system, kind, d, occupancy, alpha, mu, services)) < 1e-4
+    public = dl.fluid(system, {"random": "rand", "weighted": "wrand"}.get(kind, "pod"),
+                      policy_params={"d": d} if kind == "pod" else None, refined=True)
+    assert abs(public.refined_correction) < 1e-4
+    assert public.refined_mean_total_queue == pytest.approx(public.mean_total_queue, abs=1e-4)
 
 
 @pytest.mark.parametrize("d", [2, 3, 5])

@@ -107,15 +107,18 @@ def _slot(p: np.ndarray, rates: np.ndarray, services: list[np.ndarray]) -> np.nd
     width = int(np.ceil(top * 3 + 40))
     out = np.zeros_like(p)
     index = np.arange(levels)
+    ratios = np.arange(1, width)[:, None]
     for j in range(classes):
-        term = np.exp(-rates[j])
-        after = np.zeros(levels)
-        for a in range(width):
-            np.add.at(after, np.minimum(index + a, levels - 1), term * p[j])
-            term = term * rates[j] / (a + 1)
+        r = rates[j][None, :]
+        # e^(−r)·r^a/a! for a = 0 … width − 1 and every level's rate (a × levels)
+        pmf = np.exp(-r) * np.vstack([np.ones_like(r), np.cumprod(r / ratios, axis=0)])
+        after = np.bincount(np.minimum(index[None, :] + np.arange(width)[:, None],
+                                       levels - 1).ravel(),
+                            weights=(pmf * p[j][None, :]).ravel(), minlength=levels)
         for served, ps in enumerate(services[j]):
             if ps > 0:
-                np.add.at(out[j], np.maximum(index - served, 0), ps * after)
+                out[j] += ps * np.bincount(np.maximum(index - served, 0), weights=after,
+                                           minlength=levels)
     return out
 
 
@@ -141,10 +144,20 @@ def refine(system: System, kind: str, d: int, occupancy: np.ndarray, alpha: np.n
     """c, the 1/N term of E[Q] per server (≈ fluid + c/N), at the fluid fixed point
     ``occupancy`` (classes × levels, p_j(k)) of ``system`` under the fluid rule ``kind``
     (Po-d's ``d``), its server classes (fractions ``alpha``, rates ``mu``) and their service
-    laws (module docstring)."""
+    laws (module docstring). Random and weighted-random routing give 0 at once: each server
+    is a Poisson-fed queue at every N, so the fluid value is exact (:func:`expansion_term`
+    finds the same, slowly: their tails are long)."""
+    check_refinable(system, kind)
+    if kind in ("random", "weighted"):
+        return 0.0
+    return expansion_term(system, kind, d, occupancy, alpha, mu, services)
+
+
+def expansion_term(system: System, kind: str, d: int, occupancy: np.ndarray,
+                   alpha: np.ndarray, mu: np.ndarray, services: list[np.ndarray]) -> float:
+    """c by the expansion of the module docstring, for any refinable ``kind``."""
     from scipy.linalg import solve_discrete_lyapunov
 
-    check_refinable(system, kind)
     tails = np.cumsum(occupancy[:, ::-1], axis=1)[:, ::-1]
     kept = int(np.max(np.nonzero((tails > TAIL_CUT).any(axis=0))[0], initial=0)) + 2
     p = np.zeros((mu.size, kept))

@@ -284,3 +284,27 @@ def test_the_committed_slopes_are_what_their_table_gives() -> None:
                    "(fluid-figures/slopes.png)"):
         assert quoted in docs
     assert (root / "docs" / "fluid-figures" / "slopes.png").stat().st_size > 10_000
+
+
+def test_the_committed_n_of_100_000_table_is_what_the_solver_gives() -> None:
+    """results/fluid/large.md: every fluid E[Q] and c/N recomputed; Po-2 and JSQ within
+    three half-widths of the fluid value at N = 10⁵ (plus c/N where it is derived); the
+    figures docs/fluid.md quotes are in it."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "results" / "fluid" / "large.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (wrand|pod|jsq) \| ([\d.]+) \| ([\d.]+) \| ([+-][\d.]+) ± ([\d.]+) "
+                      r"\| ([\d.]+|—) \|", text, re.M)
+    assert len(rows) == 6
+    for policy, load, fluid, gap, half, term in rows:
+        result = dl.fluid(per_job("100000x0.5", float(load)), policy,
+                          refined=policy != "jsq")
+        assert f"{result.mean_queue_per_server:.5f}" == fluid
+        if policy != "jsq":
+            assert f"{result.refined_correction / 100_000:.6f}" == term
+        if policy != "wrand":  # (wrand at ρ = 0.95: 20,000 slots do not forget the start)
+            assert abs(float(gap)) <= 3 * float(half) + (0 if term == "—" else float(term))
+    docs = (root / "docs" / "fluid.md").read_text(encoding="utf-8")
+    assert "results/fluid/large.md" in docs

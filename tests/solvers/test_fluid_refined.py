@@ -80,29 +80,31 @@ def test_po2_s_term_is_the_measured_constant_of_its_1_over_n_approach() -> None:
 
 
 def test_the_committed_refined_table_is_what_the_solver_gives_and_what_the_docs_quote() -> None:
-    """results/fluid/refined.md: every c recomputed; each row's remainder (simulation −
-    fluid − c/N) below 0.4 of its gap and falling like 1/N² (at N ≥ 20 within twice the
-    N = 10 remainder·(10/N)², plus 3 half-widths); the figures docs/fluid.md quotes."""
+    """results/fluid/refined.md: every c recomputed (one of them negative); each row's
+    remainder (simulation − fluid − c/N) below half its gap at N = 10 and a quarter from
+    N = 20, and falling like 1/N² (within twice the N = 10 remainder·(10/N)², plus 3
+    half-widths); the figures docs/fluid.md quotes."""
     text = (ROOT / "results" / "fluid" / "refined.md").read_text(encoding="utf-8")
     sections = re.findall(r"^## Po-(\d), (.+?), ρ = ([\d.]+): fluid E\[Q\] = ([\d.]+), "
-                          r"c = ([\d.]+)\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-    assert len(sections) == 4
-    servers = {"homogeneous μ = 0.5": "100x0.5", "half μ = 0.3, half μ = 0.6": "50x0.3,50x0.6"}
+                          r"c = ([+-][\d.]+)\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert len(sections) == 5
+    servers = {"homogeneous μ = 0.5": "100x0.5", "half μ = 0.3, half μ = 0.6": "50x0.3,50x0.6",
+               "ten classes μ = 0.1, 0.2, …, 1.0": ",".join(f"10x{r / 10:g}" for r in range(1, 11))}
     for d, title, load, fluid, c, rows in sections:
         result = dl.fluid(per_job(servers[title], float(load)), "pod",
                           policy_params={"d": int(d)}, refined=True)
-        assert (f"{result.mean_queue_per_server:.5f}", f"{result.refined_correction:.4f}") == (
+        assert (f"{result.mean_queue_per_server:.5f}", f"{result.refined_correction:+.4f}") == (
             fluid, c)
         remainders = []
         for n, gap, rest, half in re.findall(
-                r"^\| (\d+) \| \+([\d.]+) ± [\d.]+ \| .*? \| ([+-][\d.]+) ± ([\d.]+) \|",
+                r"^\| (\d+) \| ([+-][\d.]+) ± [\d.]+ \| .*? \| ([+-][\d.]+) ± ([\d.]+) \|",
                 rows, re.M):
-            assert abs(float(rest)) < 0.4 * float(gap)
+            assert abs(float(rest)) < (0.5 if int(n) == 10 else 0.25) * abs(float(gap))
             if remainders:  # (the N = 10 row comes first)
-                assert abs(float(rest)) <= 2 * remainders[0] * (10 / int(n)) ** 2 + 3 * float(
-                    half)
+                assert abs(float(rest)) <= (2 * abs(remainders[0]) * (10 / int(n)) ** 2
+                                            + 3 * float(half))
             remainders.append(float(rest))
-        assert len(remainders) == 4 and remainders[0] > remainders[1] > abs(remainders[3])
+        assert len(remainders) == 4 and abs(remainders[0]) > abs(remainders[3])
     docs = (ROOT / "docs" / "fluid.md").read_text(encoding="utf-8")
     for quoted in ("2.0544", "5.2960", "+0.70058", "+0.17098"):
         assert quoted in text

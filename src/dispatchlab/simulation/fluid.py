@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from dispatchlab.core.errors import ValidationError, refuse_unknown, require
 from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
-from dispatchlab.model.values import as_int, as_number
+from dispatchlab.model.values import as_flag, as_int, as_number
 
 if TYPE_CHECKING:
     from dispatchlab.policies.base import Policy
@@ -58,6 +58,7 @@ def fluid(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
             f"must be in [1e-15, 1): below it sums of doubles do not resolve (got {tolerance:g})")
     iterations = (MAX_ITERATIONS if max_iterations is None
                   else as_int(max_iterations, "max_iterations", low=1, high=10**9))
+    refined = as_flag(refined, "refined")
     rule = policy.fluid_rule(system)
     require(rule is not None, "policy",
             f"{policy.name} has no fluid rule derived (docs/fluid.md); it applies to rand, "
@@ -67,6 +68,5 @@ def fluid(system: System, policy: Policy | str, *, policy_params: dict[str, Any]
     verdict, why = theory_stability(system, policy)
     require(verdict != "unstable", "load", f"{policy.name} is unstable on this system ({why}; "
             f"arrival rate λ_Σ = {system.arrival_rate:.6g}): no fixed point to solve for")
-    require(isinstance(refined, bool), "refined", f"expected True or False (got {refined!r})")
     return fixed_point(system, rule, policy=policy.name, tolerance=tolerance,
                        max_iterations=iterations, refined=refined)

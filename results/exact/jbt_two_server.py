@@ -94,8 +94,10 @@ def row(label: str, name: str, params: dict, rates: tuple[float, float], epsilon
 
 def markdown(rows: list[dict], command: str, arrivals: str) -> str:
     cut = max((x.get("law_tail", 0.0) for x in rows), default=0.0)
+    name = ("Poisson" if arrivals == "poisson"
+            else f"Binomial (at most {arrivals.split(':')[1]} jobs a slot)")
     law = ("Bernoulli arrivals" if arrivals == "bernoulli" else
-           f"{arrivals.capitalize()} arrivals dispatched job by job"
+           f"{name} arrivals dispatched job by job"
            + (f", their law cut at tail mass {cut:.1g}" if cut else ""))
     lines = [f"Made by `{command}`", "",
              f"Exact two-server JIQ / JBT-r (M = 1, {law}, Bernoulli service), "

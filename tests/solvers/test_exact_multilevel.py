@@ -274,25 +274,30 @@ def test_check_exact_hands_over_without_max_states(monkeypatch, capsys) -> None:
     assert capsys.readouterr().err.startswith("error: max_states: the chain would hold")
 
 
-def test_the_committed_poisson_table_is_what_the_solver_gives() -> None:
-    """results/exact/jbt_two_server_poisson.json: every row satisfies the drift identity
-    with its edge terms and the residual target, the markdown table shows every row, and
-    the ε = 0.1 rows (the cheap ones) are recomputed."""
+@pytest.mark.parametrize(("arrivals", "stem", "law"), [
+    ("poisson", "poisson", "Poisson arrivals dispatched job by job"),
+    ("binomial:2", "binomial_2", "Binomial (at most 2 jobs a slot) arrivals dispatched job by job"),
+])
+def test_the_committed_batch_tables_are_what_the_solver_gives(arrivals: str, stem: str,
+                                                              law: str) -> None:
+    """results/exact/jbt_two_server_{poisson,binomial_2}.json: every row satisfies the drift
+    identity with its edge terms and the residual target, the markdown table shows every
+    row, and the ε = 0.1 rows (the cheap ones) are recomputed."""
     import json
     from pathlib import Path
 
     folder = Path(__file__).resolve().parents[2] / "results" / "exact"
-    table = json.loads((folder / "jbt_two_server_poisson.json").read_text(encoding="utf-8"))
-    text = (folder / "jbt_two_server_poisson.md").read_text(encoding="utf-8")
-    assert "Poisson arrivals dispatched job by job" in text
+    table = json.loads((folder / f"jbt_two_server_{stem}.json").read_text(encoding="utf-8"))
+    text = (folder / f"jbt_two_server_{stem}.md").read_text(encoding="utf-8")
+    assert law in text
     rows = table["rows"]
-    assert {x["epsilon"] for x in rows} >= {0.1, 0.03, 0.01}
+    assert {x["epsilon"] for x in rows} >= {0.1, 0.03, 0.01, 0.003, 0.001}
     for x in rows:
-        assert x["arrivals"] == "poisson" and x["residual"] <= 1e-13
+        assert x["arrivals"] == arrivals and x["residual"] <= 1e-13
         assert abs(x["drift_identity_gap_with_loss"]) <= 1e-9
         assert f"| {x['eps_EQ_minus_zeta_half']:.6f} | {x['eps_EX']:.6f} |" in text
         if x["epsilon"] == 0.1:
-            system = System.build(x["system"], epsilon=0.1, arrivals="poisson",
+            system = System.build(x["system"], epsilon=0.1, arrivals=arrivals,
                                   service="bernoulli", dispatch="per-job")
             policy = make_policy(x["policy"], **x["params"])
             again = solve_two_server(system, policy.exact_memory(system),

@@ -188,8 +188,8 @@ def expansion_term(system: System, kind: str, d: int, occupancy: np.ndarray,
     if kind == "pod":
         h = JACOBIAN_STEP
         sampling = (fluid_map(x_star, h) - fluid_map(x_star, -h)) / (2 * h)
-    shift = np.linalg.solve(np.eye(size) - jacobian, curvature / 2 + sampling)  # V
-    return float(np.repeat(alpha, size // mu.size) @ shift)
+    per_level = np.linalg.solve(np.eye(size) - jacobian, curvature / 2 + sampling)  # V_{j,m}
+    return float(np.repeat(alpha, size // mu.size) @ per_level)
 
 
 def _one_slot_covariance(fluid_map: _TailMap, x_star: np.ndarray, p: np.ndarray,

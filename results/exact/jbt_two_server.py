@@ -92,6 +92,10 @@ def row(label: str, name: str, params: dict, rates: tuple[float, float], epsilon
     }
 
 
+def _key(x: dict) -> tuple:
+    return x["rule"], x["system"], x["epsilon"]
+
+
 def markdown(rows: list[dict], command: str, arrivals: str) -> str:
     cut = max((x.get("law_tail", 0.0) for x in rows), default=0.0)
     name = ("Poisson" if arrivals == "poisson"
@@ -170,6 +174,9 @@ def main() -> None:
     parser.add_argument("--arrivals", default="bernoulli",
                         help="the arrival law (bernoulli, poisson, binomial:K)")
     parser.add_argument("--append", action="store_true")
+    parser.add_argument("--replace", action="store_true",
+                        help="with --append: solve the rows asked for again (e.g. at a finer "
+                        "--small-tolerance), replacing the stored ones")
     args = parser.parse_args()
     command = "PYTHONPATH=src python results/exact/jbt_two_server.py " + " ".join(
         f"'{a}'" if " " in a or ";" in a else a for a in sys.argv[1:])
@@ -188,8 +195,11 @@ def main() -> None:
             for label, name, params in rules(epsilon):
                 if wanted and label not in wanted:
                     continue
-                if any(x["rule"] == label and x["system"] == list(rates)
-                       and x["epsilon"] == epsilon for x in rows + refusals):
+                key = (label, list(rates), epsilon)
+                if args.replace:
+                    rows[:] = [x for x in rows if _key(x) != key]
+                    refusals[:] = [x for x in refusals if _key(x) != key]
+                if any(_key(x) == key for x in rows + refusals):
                     continue  # solved (or refused) by an earlier run
                 tolerance = (1e-9 if epsilon > args.small_below * (1 + 1e-9)
                              else args.small_tolerance)

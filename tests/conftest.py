@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,21 @@ def check_in_ci(mean: float, low: float, high: float, expected: float, *,
 def in_ci() -> Callable[..., None]:
     """The :func:`check_in_ci` assertion, as a fixture."""
     return check_in_ci
+
+
+@pytest.fixture
+def burst_system(tmp_path: Path) -> Callable[..., Any]:
+    """Two unit-rate deterministic servers fed 3 jobs every 4th slot (trace 3,0,0,0), in
+    ``dispatch`` mode (batch by default): every report and message is countable by hand."""
+    from dispatchlab import System
+
+    def build(dispatch: str = "batch") -> System:
+        trace = tmp_path / "burst.csv"
+        trace.write_text("3\n0\n0\n0\n")
+        return System.build([1, 1], arrivals=f"trace:{trace}", service="deterministic",
+                            dispatch=dispatch)
+
+    return build
 
 
 def built_once(factory: pytest.TempPathFactory, name: str,

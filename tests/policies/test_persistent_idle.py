@@ -38,39 +38,27 @@ def test_stable_on_heterogeneous_servers_at_high_load(name, dispatch, dispatcher
     assert result_long.mean_total_queue == pytest.approx(result.mean_total_queue, rel=0.25)
 
 
-@pytest.fixture
-def burst(tmp_path):
-    """Two unit-rate deterministic servers fed 3 jobs every 4th slot (trace 3,0,0,0)."""
-
-    def build(dispatch: str = "batch") -> System:
-        trace = tmp_path / "burst.csv"
-        trace.write_text("3\n0\n0\n0\n")
-        return System.build([1, 1], arrivals=f"trace:{trace}", service="deterministic",
-                            dispatch=dispatch)
-
-    return build
-
-
 SLOTS = 400
 CYCLES = SLOTS // 4
 
 
-def test_one_message_per_idle_transition_batch(burst):
+def test_one_message_per_idle_transition_batch(burst_system):
     # the burst goes to the most recent idle server: 3 → 2 → 1 → 0, one idle transition
     # (one report) per cycle; the other server starts idle (no message) and stays in I
-    result = simulate(burst(), "persistent-idle", slots=SLOTS, warmup=0, seed=1)
+    result = simulate(burst_system(), "persistent-idle", slots=SLOTS, warmup=0, seed=1)
     assert result.messages_by_kind["report"] * result.jobs_arrived == pytest.approx(CYCLES)
     assert result.mean_total_queue == pytest.approx(0.75)
 
 
-def test_one_message_per_idle_transition_per_job(burst):
+def test_one_message_per_idle_transition_per_job(burst_system):
     # PI per job: job 1 to the most recent member, job 2 to the other, job 3 to the target
     # (the last taken): loads 1 and 2, so two idle transitions per cycle (slots 0 and 1)
-    pi = simulate(burst("per_job"), "persistent-idle", slots=SLOTS, warmup=0, seed=1)
+    pi = simulate(burst_system("per_job"), "persistent-idle", slots=SLOTS, warmup=0, seed=1)
     assert pi.messages_by_kind["report"] * pi.jobs_arrived == pytest.approx(2 * CYCLES)
     assert pi.mean_total_queue == pytest.approx((1 + 0 + 0 + 0) / 4)
     # PI-Split: 3 jobs over both idle servers as evenly as possible (2 and 1)
-    split = simulate(burst("per_job"), "persistent-idle-split", slots=SLOTS, warmup=0, seed=1)
+    split = simulate(burst_system("per_job"), "persistent-idle-split", slots=SLOTS, warmup=0,
+                     seed=1)
     assert split.messages_by_kind["report"] * split.jobs_arrived == pytest.approx(2 * CYCLES)
     assert split.mean_total_queue == pytest.approx(0.25)
     assert split.diagnostics["busy_target_fraction"] == 0

@@ -4,7 +4,6 @@ docs/model.md#baselines)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -134,19 +133,6 @@ def test_threshold_rules():
 
 
 # -- messages on hand-checkable trajectories ---------------------------------------------------
-
-
-@pytest.fixture
-def burst_system(tmp_path: Path):
-    """Two unit-rate deterministic servers fed 3 jobs every 4th slot (trace 3,0,0,0)."""
-
-    def build(dispatch: str = "batch") -> System:
-        trace = tmp_path / "burst.csv"
-        trace.write_text("3\n0\n0\n0\n")
-        return System.build([1, 1], arrivals=f"trace:{trace}", service="deterministic",
-                            dispatch=dispatch)
-
-    return build
 
 
 SLOTS = 400  # 100 cycles of the trace

@@ -146,8 +146,8 @@ def refine(system: System, kind: str, d: int, occupancy: np.ndarray, alpha: np.n
     (Po-d's ``d``), its server classes (fractions ``alpha``, rates ``mu``) and their service
     laws (module docstring). Random and weighted-random routing give 0 at once: each server
     is a Poisson-fed queue at every N, so the fluid value is exact (:func:`expansion_term`
-    finds the same, slowly: their tails are long)."""
-    check_refinable(system, kind)
+    finds the same, slowly: their tails are long). The caller has checked the case
+    (:func:`check_refinable`) before solving for the fixed point."""
     if kind in ("random", "weighted"):
         return 0.0
     return expansion_term(system, kind, d, occupancy, alpha, mu, services)

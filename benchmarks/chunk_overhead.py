@@ -35,7 +35,7 @@ def main() -> None:
 
         def once(chunk: int | None, slots: int = args.slots, kernel=kernel, system=system):
             return run_once(system, kernel, slots=slots, warmup=slots // 10, seed=1,
-                            bound=default_bound(system), track_delay=False, detail=False,
+                            bound=default_bound(system), time_every_job=False, imbalance=False,
                             chunk=chunk)
 
         once(None)  # compile

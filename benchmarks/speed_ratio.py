@@ -31,6 +31,10 @@ except ModuleNotFoundError:
     bench = importlib.import_module("dispatchlab.bench")
 from dispatchlab import simulate
 from dispatchlab.policies import make_policy
+import inspect  # the measurement keywords were renamed (track_delay, detail before)
+measures = ({"delay": "tagged" if full else "off", "imbalance": full}
+            if "imbalance" in inspect.signature(simulate).parameters
+            else {"track_delay": full, "detail": full})
 workloads = {w.name: w for w in bench.WORKLOADS}
 ready = {}
 for line in sys.stdin:
@@ -39,9 +43,9 @@ for line in sys.stdin:
         w = workloads[name]
         policy = make_policy(w.policy, **w.params, **({} if full else w.lean_params))
         ready[name] = (w.system(), policy)
-        simulate(*ready[name], slots=2_000, seed=1, track_delay=full, detail=full)
+        simulate(*ready[name], slots=2_000, seed=1, **measures)
     start = time.process_time()
-    simulate(*ready[name], slots=slots, seed=int(seed), track_delay=full, detail=full)
+    simulate(*ready[name], slots=slots, seed=int(seed), **measures)
     print(slots / (time.process_time() - start), flush=True)
 """
 

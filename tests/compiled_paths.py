@@ -23,7 +23,7 @@ def compiled_path(system: System, policy, seed: int) -> tuple[np.ndarray, np.nda
     queues = [np.zeros(system.n_servers, np.int64)]
     for t in range(1, SLOTS + 1):
         raw = run_once(system, kernel, slots=t, warmup=0, seed=seed, bound=bound,
-                       track_delay=False, detail=False)
+                       time_every_job=False, imbalance=False)
         assert raw.slots_run == t and not raw.hit_bound
         queues.append(raw.final_queues.copy())
     assert raw.block_length == 1

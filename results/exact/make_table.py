@@ -60,7 +60,7 @@ def main() -> None:
         exact = dispatchlab.exact(system, policy, policy_params=params)
         sim = dispatchlab.simulate(system, policy, policy_params=params, slots=SLOTS,
                                    replications=REPLICATIONS, seed=1, workers=1, estimator="plain",
-                                   track_delay=False)
+                                   delay="off")
         low, high = sim.mean_total_queue - sim.half_width, sim.mean_total_queue + sim.half_width
         covered = "yes" if low <= exact.mean_total_queue <= high else "**no**"
         lines.append(

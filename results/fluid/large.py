@@ -38,7 +38,7 @@ def main() -> None:
             fluid = dl.fluid(system, policy, refined=policy != "jsq")
             before = time.process_time()
             result = dl.simulate(system, policy, slots=SLOTS, replications=REPLICATIONS,
-                                 seed=SEED, track_delay=False, workers=1)
+                                 seed=SEED, delay="off", workers=1)
             gap = result.mean_total_queue / N - fluid.mean_queue_per_server
             half = (result.ci_high - result.ci_low) / 2 / N
             term = ("—" if fluid.refined_correction is None

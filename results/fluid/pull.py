@@ -37,7 +37,7 @@ def main() -> None:
                                          dispatchers=dispatchers)
                 fluid = dl.fluid(system, policy, policy_params=params).mean_queue_per_server
                 result = dl.simulate(system, policy, policy_params=params, slots=20_000,
-                                     replications=2, seed=1, track_delay=False)
+                                     replications=2, seed=1, delay="off")
                 half = (result.ci_high - result.ci_low) / 2 / n
                 cells.append(f"{result.mean_total_queue / n - fluid:+.4f} ± {half:.4f}")
             lines.append(f"| {label} | {dispatchers} | {fluid:.4f} | " + " | ".join(cells) + " |")

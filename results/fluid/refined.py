@@ -55,7 +55,7 @@ def main() -> None:
         for n in SIZES:
             result = dl.simulate(system(servers(n), load), "pod", policy_params={"d": d},
                                  slots=SLOTS, replications=REPLICATIONS, seed=SEED,
-                                 track_delay=False)
+                                 delay="off")
             gap = result.mean_total_queue / n - per_server
             half = (result.ci_high - result.ci_low) / 2 / n
             lines.append(f"| {n} | {gap:+.5f} ± {half:.5f} | {n * gap:.3f} ± {n * half:.3f} "

@@ -60,7 +60,7 @@ def main() -> None:
             gaps, halves = [], []
             for n in SIZES:
                 result = dl.simulate(system(n, load), policy, slots=SLOTS,
-                                     replications=REPLICATIONS, seed=SEED, track_delay=False)
+                                     replications=REPLICATIONS, seed=SEED, delay="off")
                 gaps.append(result.mean_total_queue / n - fluid)
                 halves.append((result.ci_high - result.ci_low) / 2 / n)
             cells = [f"{g:+.5f} ± {h:.5f}" for g, h in zip(gaps, halves, strict=True)]

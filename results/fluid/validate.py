@@ -60,7 +60,7 @@ def main() -> None:
                 for n in SIZES:
                     result = dl.simulate(system(servers(n), load), policy, slots=SLOTS,
                                          replications=REPLICATIONS, seed=SEED,
-                                         track_delay=False)
+                                         delay="off")
                     mean = result.mean_total_queue / n
                     half = (result.ci_high - result.ci_low) / 2 / n
                     gaps.append(mean - fluid.mean_queue_per_server)

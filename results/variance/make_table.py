@@ -38,7 +38,7 @@ def measure(policy: str, servers: str, dispatchers: int, params: dict, epsilon: 
     plain, coupled, seconds = [], [], 0.0
     for seed in range(RUNS):
         result = simulate(system, policy, policy_params=params, slots=SLOTS, seed=seed,
-                          track_delay=False, detail=False, start="stationary")
+                          delay="off", imbalance=False, start="stationary")
         plain.append(result.plain_mean_total_queue)
         coupled.append(result.coupled_mean_total_queue)
         seconds += result.seconds

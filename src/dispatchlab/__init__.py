@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.simulation.compare import PairedComparison, compare
     from dispatchlab.simulation.exact import exact
     from dispatchlab.simulation.fluid import fluid
+    from dispatchlab.simulation.measures import PerServer, Precision, Trajectory
     from dispatchlab.simulation.result import Result
     from dispatchlab.simulation.run import simulate
 
@@ -39,6 +40,9 @@ _HOMES = {
     "Result": "dispatchlab.simulation.result",
     "System": "dispatchlab.model",
     "PairedComparison": "dispatchlab.simulation.compare",
+    "PerServer": "dispatchlab.simulation.measures",
+    "Precision": "dispatchlab.simulation.measures",
+    "Trajectory": "dispatchlab.simulation.measures",
     "ValidationError": "dispatchlab.core.errors",
     "compare": "dispatchlab.simulation.compare",
     "exact": "dispatchlab.simulation.exact",  # scipy, on first call
@@ -54,9 +58,12 @@ _HOMES = {
 
 __all__ = [
     "PairedComparison",
+    "PerServer",
     "Policy",
+    "Precision",
     "Result",
     "System",
+    "Trajectory",
     "ValidationError",
     "__version__",
     "compare",

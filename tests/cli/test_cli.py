@@ -62,7 +62,7 @@ def test_run_options(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "run", "--policy", "jsq", *SMALL[:4], "--epsilon", "0.5",
                     "--slots", "3000", "--warmup", "100", "--warmup-method", "mser5",
                     "--replications", "2", "--split", "batch", "--dispatch", "per-job",
-                    "--arrivals", "binomial:4", "--service", "bernoulli", "--no-delay")
+                    "--arrivals", "binomial:4", "--service", "bernoulli", "--delay", "off")
     assert data["epsilon"] == pytest.approx(0.5)
     assert data["replications"] == 2 and "replications" in data["ci_method"]
     assert (data["system"]["split"], data["system"]["dispatch"]) == ("batch", "per_job")

@@ -88,7 +88,7 @@ def test_ctrl_c_on_pooled_replications_says_how_far_it_got() -> None:
     "interrupted")."""
     command = [str(Path(sys.executable).with_name("dispatchlab")), "run", "--policy", "jsq",
                "--servers", "10x0.5", "--slots", str(10**11), "--replications", "2",
-               "--workers", "2", "--no-delay", "--yes"]
+               "--workers", "2", "--delay", "off", "--yes"]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, start_new_session=True, preexec_fn=default_sigint)
     try:

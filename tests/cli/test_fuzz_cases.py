@@ -122,7 +122,8 @@ SIMULATE_CASES = [
     (("pod",), {"policy_params": {"d": [1]}}, "pod.d"),
     (("jsq",), {"slots": 2.5}, "slots"),
     (("jsq",), {"slots": True}, "slots"),
-    (("jsq",), {"track_delay": "no"}, "track_delay"),
+    (("jsq",), {"imbalance": "no"}, "imbalance"),
+    (("jsq",), {"track_delay": False}, "track_delay"),
     (("jsq",), {"no_such_keyword": 1}, "no_such_keyword"),
     ((3,), {}, "policy"),
 ]

@@ -82,14 +82,14 @@ def test_a_validation_error_crosses_a_real_process_pool() -> None:
 
 
 # each case starts a pool of two workers (≈ 2.5 s): the other refusals in the slow suite
-@pytest.mark.parametrize("option", [
-    ["--replications", "0"],
-    *(pytest.param(["--precision", value], marks=pytest.mark.slow)
+@pytest.mark.parametrize(("option", "field"), [
+    (["--replications", "0"], "replications"),
+    *(pytest.param(["--precision-rel", value], "precision.rel", marks=pytest.mark.slow)
       for value in ("0", "nan", "-1"))])
-def test_check_coverage_refuses_with_workers(option: list[str],
+def test_check_coverage_refuses_with_workers(option: list[str], field: str,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["check", "coverage", "--fast", "--runs", "2", "--workers", "2", *option])
     out, err = capsys.readouterr()
     assert code == 2, err
     assert out == "" and len(err.strip().splitlines()) == 1
-    assert err.startswith(f"error: {option[0].removeprefix('--')}: ")
+    assert err.startswith(f"error: {field}: ")

@@ -124,15 +124,15 @@ CHUNKED_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "params", "service", "dispatch", "track_delay"), CHUNKED_CASES)
-def test_chunked_run_is_bit_identical(name, params, service, dispatch, track_delay) -> None:
+@pytest.mark.parametrize(("name", "params", "service", "dispatch", "time_every_job"), CHUNKED_CASES)
+def test_chunked_run_is_bit_identical(name, params, service, dispatch, time_every_job) -> None:
     """Chunks of 1, 37 and 1000 slots (the warm-up, slot 450, falls inside a chunk; the
     FIFOs grow at high load) give exactly the accumulators of one chunk."""
     system = System.build([0.9, 0.5, 0.3, 0.3], load=0.97, dispatchers=3, service=service,
                           dispatch=dispatch)
     kernel = make_policy(name, **params).kernel(system)
     runs = [run_once(system, kernel, slots=4500, warmup=450, seed=11,
-                     bound=default_bound(system), track_delay=track_delay, chunk=chunk)
+                     bound=default_bound(system), time_every_job=time_every_job, chunk=chunk)
             for chunk in (4500, 1, 37, 1000)]
     reference = dataclasses.asdict(runs[0])
     assert runs[0].measured_slots == 4050
@@ -170,7 +170,7 @@ def test_progress_reports_slot_and_eta(monkeypatch: pytest.MonkeyPatch) -> None:
     lines: list[str] = []
     monkeypatch.setattr("dispatchlab.engine.control.PROGRESS_AFTER_SECONDS", 0.0)
     with progress_to(Progress(lines.append, runs=2, interval=0.0)):
-        simulate(SYSTEM, "jsq", slots=20_000, seed=1, replications=2)
+        simulate(SYSTEM, "jsq", slots=20_000, seed=1, replications=2, workers=1)
     assert lines, "no progress reported"
     assert lines[0].startswith("run 1/2: slot ") and "ETA" in lines[0]
     assert lines[-1].startswith("run 2/2: slot ")
@@ -214,7 +214,7 @@ def test_ctrl_c_stops_a_huge_run_within_a_second(json_: bool) -> None:
     ETA on stderr after 2 s; SIGINT then stops it within a second, exit status 130, with
     "interrupted at slot t of T" and no traceback."""
     leader, follower = pty.openpty()
-    child = _start_run("--policy", "jsq", "--slots", str(10**12), "--no-delay",
+    child = _start_run("--policy", "jsq", "--slots", str(10**12), "--delay", "off",
                        *(["--json"] if json_ else []), stderr=follower)
     os.close(follower)
     try:
@@ -253,7 +253,7 @@ def test_api_interrupt_is_a_keyboard_interrupt_at_a_slot_boundary() -> None:
         "simulate(s, 'jsq', slots=2000, seed=1)\n"
         "threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
         "try:\n"
-        "    simulate(s, 'jsq', slots=10**12, seed=1, track_delay=False)\n"
+        "    simulate(s, 'jsq', slots=10**12, seed=1, delay='off')\n"
         "except RunInterrupted as e:\n"
         "    assert isinstance(e, KeyboardInterrupt) and 0 < e.slot < e.slots\n"
         "    print('stopped', e)\n"
@@ -335,12 +335,12 @@ def test_short_led_run_reads_undetermined_and_a_really_unstable_one_unstable() -
 def test_mean_far_below_the_lower_bound_is_said(capsys: pytest.CaptureFixture[str]) -> None:
     # the plain estimate: the coupled one computes E[q] and cannot fall below the bound
     status = main(["run", "--policy", "jsq", "--load", "0.99999999", "--slots", "2000",
-                   "--no-delay", "--estimator", "plain"])
+                   "--delay", "off", "--estimator", "plain"])
     out = " ".join(capsys.readouterr().out.split())
     assert status == 0
     assert "warning" in out and "lies below the lower bound 7.833e+07" in out
     result = simulate(System.build("50x0.1,50x0.5", load=0.99999999, dispatchers=10), "jsq",
-                      slots=2000, seed=0, track_delay=False, estimator="plain")
+                      slots=2000, seed=0, delay="off", estimator="plain")
     assert result.stability != "stable" and "below the lower bound" in result.stability_evidence
 
 

@@ -1,5 +1,6 @@
-"""Per-server statistics and the decimated trajectory (simulate(per_server=True,
-trajectory=k); docs/statistics.md#per-server): invariants, the Geo/Geo/1 closed form,
+"""Per-server statistics and the decimated trajectory (simulate(per_server=PerServer(…),
+trajectory=Trajectory(every=k, …));
+docs/statistics.md#per-server): invariants, the Geo/Geo/1 closed form,
 option off = nothing changes, hostile inputs, the frames, the plots and the CLI."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from scipy import stats
 import dispatchlab as dl
 from dispatchlab.cli import main
 from dispatchlab.core.errors import ValidationError
-from dispatchlab.simulation.plan import MAX_OBSERVED_ENTRIES
+from dispatchlab.simulation.measures import MAX_OBSERVED_ENTRIES, PerServer, Trajectory
 from dispatchlab.simulation.result import Result
 from dispatchlab.specs.run import RunSpec
 from dispatchlab.theory.closed_forms import geo_geo_1_distribution, geo_geo_1_ratio
@@ -29,8 +30,8 @@ TIMING = {"seconds", "slots_per_second"}
 
 
 def observed(system: dl.System = HET, policy: str = "jsq", **settings) -> Result:
-    options = {"slots": 40_000, "seed": 5, "per_server": True, "trajectory": 400,
-               "trajectory_servers": list(range(system.n_servers)), **settings}
+    options = {"slots": 40_000, "seed": 5, "per_server": True,
+               "trajectory": Trajectory(400, range(system.n_servers)), **settings}
     return dl.simulate(system, policy, **options)
 
 
@@ -108,8 +109,8 @@ def test_observation_invariants_hold_on_any_small_system(rates, load, policy, se
     system = dl.System.build(rates, load=load, service=service)
     n = system.n_servers
     result = dl.simulate(system, policy, slots=k * blocks, warmup=k * (blocks // 2),
-                         seed=seed, per_server=True, per_server_bins=bins, trajectory=k,
-                         trajectory_servers=list(range(n)), track_delay=False)
+                         seed=seed, per_server=PerServer(bins),
+                         trajectory=Trajectory(k, list(range(n))), delay="off")
     measured = k * blocks - k * (blocks // 2)
     total = np.array(result.trajectory_total_queue)
     assert result.trajectory_slots == list(range(0, k * blocks + 1, k))
@@ -149,12 +150,12 @@ def test_trajectory_invariants() -> None:
 
 def test_trajectory_starts_from_a_stationary_start_and_keeps_the_bound() -> None:
     busy = dl.System.build("3x0.3,2x0.7", load=0.98, dispatchers=2)
-    start = observed(busy, start="stationary", trajectory=1000, trajectory_servers=[4, 0])
+    start = observed(busy, start="stationary", trajectory=Trajectory(1000, [4, 0]))
     assert start.trajectory_servers == [4, 0]
     assert start.trajectory_total_queue[0] == start.trajectory_pooled_queue[0] > 0
     over = dl.System.build("2x0.5", load=1.5, allow_unstable=True)
-    unstable = dl.simulate(over, "jsq", slots=100_000, warmup=100, bound=2_000, trajectory=100,
-                           per_server=True)
+    unstable = dl.simulate(over, "jsq", slots=100_000, warmup=100, bound=2_000,
+                           trajectory=Trajectory(every=100), per_server=True)
     assert unstable.stability == "unstable" and unstable.slots_run < 100_000
     # points up to where the run stopped, ΣQ climbing to the bound
     assert unstable.trajectory_slots[-1] == unstable.slots_run // 100 * 100
@@ -185,8 +186,8 @@ def test_geo_geo_1_queue_length_distribution_utilisation_and_idle_fraction() -> 
     independent runs."""
     lam, mu = 0.3, 0.5
     system = dl.System.build("1x0.5", load=lam / mu, arrivals="bernoulli")
-    runs = [dl.simulate(system, "rand", slots=60_000, seed=seed, per_server=True,
-                        per_server_bins=12, track_delay=False) for seed in range(8)]
+    runs = [dl.simulate(system, "rand", slots=60_000, seed=seed, per_server=PerServer(bins=12),
+                        delay="off") for seed in range(8)]
     pmf = np.array([r.server_queue_distributions[0] for r in runs])
     exact = geo_geo_1_distribution(lam, mu, 12)
     half = stats.t.ppf(0.9995, len(runs) - 1) * pmf.std(axis=0, ddof=1) / math.sqrt(len(runs))
@@ -204,7 +205,7 @@ def test_geo_geo_1_queue_length_distribution_utilisation_and_idle_fraction() -> 
 
 
 def test_frames_and_json() -> None:
-    result = observed(per_server_bins=8)
+    result = observed(per_server=PerServer(bins=8))
     frame = result.per_server_frame()
     assert list(frame.columns) == ["server", "mu", "mean_queue", "throughput", "utilisation",
                                    "idle_fraction"]
@@ -219,7 +220,7 @@ def test_frames_and_json() -> None:
     row = result.to_row()
     assert not any(key.startswith(("server_", "trajectory_")) for key in row)
     plain = dl.simulate(HET, "jsq", slots=2_000)
-    with pytest.raises(ValidationError, match="trajectory=k"):
+    with pytest.raises(ValidationError, match="Trajectory"):
         plain.trajectory_frame()
     with pytest.raises(ValidationError, match="per_server=True"):
         plain.per_server_frame()
@@ -231,31 +232,31 @@ def test_frames_and_json() -> None:
 
 
 @pytest.mark.parametrize(("settings", "field", "words"), [
-    ({"per_server": 1}, "per_server", "True or False"),
-    ({"per_server": "yes"}, "per_server", "True or False"),
-    ({"per_server": None}, "per_server", "True or False"),
-    ({"per_server_bins": 8}, "per_server_bins", "per_server=True"),
-    ({"per_server": True, "per_server_bins": 1}, "per_server_bins", "≥ 2"),
-    ({"per_server": True, "per_server_bins": True}, "per_server_bins", "integer"),
-    ({"per_server": True, "per_server_bins": 8.0}, "per_server_bins", "integer"),
-    ({"per_server": True, "per_server_bins": MAX_OBSERVED_ENTRIES}, "per_server_bins",
-     "at most"),
-    ({"trajectory": 0}, "trajectory", "in \\[1, slots = 1000\\]"),
-    ({"trajectory": -5}, "trajectory", "integer k in"),
-    ({"trajectory": 1001}, "trajectory", "integer k in"),
-    ({"trajectory": 2**70}, "trajectory", "integer k in"),
-    ({"trajectory": True}, "trajectory", "integer"),
-    ({"trajectory": math.nan}, "trajectory", "integer"),
-    ({"trajectory": "10"}, "trajectory", "integer"),
-    ({"trajectory": 1, "slots": 10**8}, "trajectory", "take k ≥ 30"),
-    ({"trajectory_servers": [0]}, "trajectory_servers", "trajectory=k"),
-    ({"trajectory": 10, "trajectory_servers": "0"}, "trajectory_servers", "list"),
-    ({"trajectory": 10, "trajectory_servers": 3}, "trajectory_servers", "list"),
-    ({"trajectory": 10, "trajectory_servers": [5]}, "trajectory_servers[0]", "0 … N − 1 = 4"),
-    ({"trajectory": 10, "trajectory_servers": [0, -1]}, "trajectory_servers[1]", "server"),
-    ({"trajectory": 10, "trajectory_servers": [True]}, "trajectory_servers[0]", "server"),
-    ({"trajectory": 10, "trajectory_servers": [1.0]}, "trajectory_servers[0]", "server"),
-    ({"trajectory": 10, "trajectory_servers": [2, 2]}, "trajectory_servers", "twice"),
+    ({"per_server": 1}, "per_server", "True, False or PerServer"),
+    ({"per_server": "yes"}, "per_server", "True, False or PerServer"),
+    ({"per_server": 8}, "per_server", "PerServer\\(bins=…\\)"),
+    ({"per_server": PerServer(1)}, "per_server.bins", "≥ 2"),
+    ({"per_server": PerServer(True)}, "per_server.bins", "integer"),
+    ({"per_server": PerServer(8.0)}, "per_server.bins", "integer"),
+    ({"per_server": PerServer(MAX_OBSERVED_ENTRIES)}, "per_server.bins", "at most"),
+    ({"per_server_bins": 8}, "per_server_bins", "renamed: now per_server=PerServer"),
+    ({"trajectory": 10}, "trajectory", "Trajectory\\(every=k"),
+    ({"trajectory": Trajectory(0)}, "trajectory.every", "in \\[1, slots = 1000\\]"),
+    ({"trajectory": Trajectory(-5)}, "trajectory.every", "integer k in"),
+    ({"trajectory": Trajectory(1001)}, "trajectory.every", "integer k in"),
+    ({"trajectory": Trajectory(2**70)}, "trajectory.every", "integer k in"),
+    ({"trajectory": Trajectory(True)}, "trajectory.every", "integer"),
+    ({"trajectory": Trajectory(math.nan)}, "trajectory.every", "integer"),
+    ({"trajectory": Trajectory("10")}, "trajectory.every", "integer"),
+    ({"trajectory": Trajectory(1), "slots": 10**8}, "trajectory.every", "take k ≥ 30"),
+    ({"trajectory_servers": [0]}, "trajectory_servers", "renamed: now trajectory=Trajectory"),
+    ({"trajectory": Trajectory(10, "0")}, "trajectory.servers", "list"),
+    ({"trajectory": Trajectory(10, 3)}, "trajectory.servers", "list"),
+    ({"trajectory": Trajectory(10, [5])}, "trajectory.servers[0]", "0 … N − 1 = 4"),
+    ({"trajectory": Trajectory(10, [0, -1])}, "trajectory.servers[1]", "server"),
+    ({"trajectory": Trajectory(10, [True])}, "trajectory.servers[0]", "server"),
+    ({"trajectory": Trajectory(10, [1.0])}, "trajectory.servers[0]", "server"),
+    ({"trajectory": Trajectory(10, [2, 2])}, "trajectory.servers", "twice"),
 ])
 def test_bad_observation_settings_are_refused_before_running(settings, field, words) -> None:
     options = {"slots": 1_000, **settings}
@@ -265,18 +266,23 @@ def test_bad_observation_settings_are_refused_before_running(settings, field, wo
 
 
 def test_numpy_indices_are_accepted() -> None:
-    result = dl.simulate(HET, "jsq", slots=2_000, trajectory=np.int64(500),
-                         trajectory_servers=np.array([3, 1]))
+    result = dl.simulate(HET, "jsq", slots=2_000,
+                         trajectory=Trajectory(np.int64(500), np.array([3, 1])))
     assert result.trajectory_servers == [3, 1] and len(result.trajectory_slots) == 5
 
 
 @pytest.mark.parametrize(("run", "field"), [
     ({"per_server": 1}, "run.per_server"),
-    ({"per_server_bins": 1}, "run.per_server_bins"),
+    ({"per_server": {"bins": 1}}, "run.per_server.bins"),
+    ({"per_server": {"bin": 4}}, "run.per_server.bin"),
+    ({"per_server_bins": 4}, "run.per_server_bins"),
     ({"trajectory": True}, "run.trajectory"),
-    ({"trajectory": 0}, "run.trajectory"),
-    ({"trajectory_servers": [0, "1"]}, "run.trajectory_servers[1]"),
-    ({"trajectory_servers": 0}, "run.trajectory_servers"),
+    ({"trajectory": 100}, "run.trajectory"),
+    ({"trajectory": {"every": 0}}, "run.trajectory.every"),
+    ({"trajectory": {"servers": [0]}}, "run.trajectory.every"),
+    ({"trajectory": {"every": 10, "servers": [0, "1"]}}, "run.trajectory.servers[1]"),
+    ({"trajectory": {"every": 10, "servers": 0}}, "run.trajectory.servers"),
+    ({"precision": {"rel": "1%"}}, "run.precision.rel"),
 ])
 def test_a_run_spec_checks_the_observation_settings(run: dict, field: str) -> None:
     with pytest.raises(ValidationError) as error:
@@ -288,7 +294,7 @@ def test_a_run_spec_checks_the_observation_settings(run: dict, field: str) -> No
 
 
 def test_plot_trajectory_and_distribution() -> None:
-    result = observed(trajectory_servers=[0, 3])
+    result = observed(trajectory=Trajectory(400, [0, 3]))
     fig = dl.plot_trajectory(result)
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
     assert labels == ["ΣQ(t)", "q(t), pooled queue", "Q_0(t)", "Q_3(t)"]
@@ -318,12 +324,12 @@ def test_plot_trajectory_and_distribution() -> None:
     (lambda r: dl.plot_distribution(r, servers=[0, 0]), "servers", "twice"),
     (lambda r: dl.plot_distribution(r, bars=1), "bars", "True or False"),
     (lambda r: dl.plot_trajectory(dl.simulate(HET, "jsq", slots=1_000)), "result",
-     "trajectory=k"),
+     "Trajectory"),
     (lambda r: dl.plot_distribution(dl.simulate(HET, "jsq", slots=1_000)), "result",
      "per_server=True"),
 ])
 def test_plot_arguments_are_checked(call, field, words) -> None:
-    result = observed(slots=4_000, trajectory_servers=[0])
+    result = observed(slots=4_000, trajectory=Trajectory(400, [0]))
     with pytest.raises(ValidationError, match=words) as error:
         call(result)
     assert error.value.field == field
@@ -335,15 +341,16 @@ def test_plot_arguments_are_checked(call, field, words) -> None:
 def test_cli_run_records_and_reports(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["run", "--policy", "jsq", "--servers", "3x0.3,2x0.7", "--dispatchers", "2",
             "--load", "0.85", "--slots", "20000", "--seed", "5", "--per-server",
-            "--per-server-bins", "16", "--trajectory", "1000", "--trajectory-servers", "4,0"]
+            "--per-server-bins", "16", "--trajectory-every", "1000", "--trajectory-servers",
+            "4,0"]
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["trajectory_slots"] == list(range(0, 20_001, 1000))
     assert data["trajectory_servers"] == [4, 0] and len(data["trajectory_queues"]) == 2
     assert [len(pmf) for pmf in data["server_queue_distributions"]] == [16] * 5
     api = dl.simulate(dl.System.build("3x0.3,2x0.7", load=0.85, dispatchers=2), "jsq",
-                      slots=20_000, seed=5, per_server=True, per_server_bins=16,
-                      trajectory=1000, trajectory_servers=[4, 0])
+                      slots=20_000, seed=5, per_server=PerServer(bins=16),
+                      trajectory=Trajectory(every=1000, servers=[4, 0]))
     assert data["server_utilisation"] == api.server_utilisation
     assert data["trajectory_total_queue"] == api.trajectory_total_queue
     assert main(args) == 0
@@ -352,12 +359,12 @@ def test_cli_run_records_and_reports(capsys: pytest.CaptureFixture[str]) -> None
 
 
 @pytest.mark.parametrize(("extra", "field"), [
-    (["--trajectory", "0"], "trajectory"),
-    (["--trajectory", "10", "--trajectory-servers", "a,b"], "trajectory_servers"),
-    (["--trajectory", "10", "--trajectory-servers", "7"], "trajectory_servers[0]"),
-    (["--trajectory-servers", "0"], "trajectory_servers"),
-    (["--per-server-bins", "8"], "per_server_bins"),
-    (["--per-server", "--per-server-bins", "1"], "per_server_bins"),
+    (["--trajectory-every", "0"], "trajectory.every"),
+    (["--trajectory-every", "10", "--trajectory-servers", "a,b"], "trajectory_servers"),
+    (["--trajectory-every", "10", "--trajectory-servers", "7"], "trajectory.servers[0]"),
+    (["--trajectory-servers", "0"], "trajectory.every"),
+    (["--per-server", "--per-server-bins", "1"], "per_server.bins"),
+    (["--trajectory", "10"], "trajectory"),  # the option of earlier versions
 ])
 def test_cli_refuses_bad_observation_options(capsys: pytest.CaptureFixture[str], extra,
                                              field) -> None:
@@ -371,8 +378,8 @@ def test_cli_refuses_bad_observation_options(capsys: pytest.CaptureFixture[str],
 def test_run_spec_file_reads_the_observation_settings(tmp_path) -> None:
     spec = tmp_path / "run.toml"
     spec.write_text('[system]\nservers = "2x0.5"\n[policy]\nname = "jsq"\n[run]\n'
-                    'slots = 5000\nper_server = true\nper_server_bins = 4\n'
-                    'trajectory = 2500\ntrajectory_servers = [1]\n')
+                    'slots = 5000\n[run.per_server]\nbins = 4\n'
+                    '[run.trajectory]\nevery = 2500\nservers = [1]\n')
     result = RunSpec.from_toml(spec).simulate()
     assert [len(pmf) for pmf in result.server_queue_distributions] == [4, 4]
     assert result.trajectory_slots == [0, 2500, 5000] and result.trajectory_servers == [1]

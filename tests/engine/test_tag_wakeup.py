@@ -24,9 +24,9 @@ def test_every_job_tagged_gives_the_fifo_histogram_exactly(service, servers, dis
                           dispatch=dispatch)
     kernel = make_policy("pod", d=2).kernel(system)
     common = dict(slots=20_000, warmup=2_000, seed=np.random.SeedSequence(11),
-                  bound=default_bound(system), detail=False)
-    exact = run_once(system, kernel, track_delay=True, **common)
-    tagged = run_once(system, kernel, track_delay=False, tag_probability=1.0, **common)
+                  bound=default_bound(system), imbalance=False)
+    exact = run_once(system, kernel, time_every_job=True, **common)
+    tagged = run_once(system, kernel, time_every_job=False, tag_probability=1.0, **common)
     assert exact.delay_hist.sum() > 10_000
     assert np.flatnonzero(exact.delay_hist).size > 5  # delays of several slots, not all 0
     np.testing.assert_array_equal(tagged.delay_hist, exact.delay_hist)
@@ -51,9 +51,9 @@ def test_a_tag_table_that_grows_many_times_keeps_every_tag(monkeypatch):
     system = System.build("4x0.3,4x0.9", load=0.98, dispatchers=3)
     kernel = make_policy("rand").kernel(system)
     common = dict(slots=30_000, warmup=1_000, seed=np.random.SeedSequence(5),
-                  bound=default_bound(system), detail=False)
-    exact = run_once(system, kernel, track_delay=True, **common)
-    tagged = run_once(system, kernel, track_delay=False, tag_probability=1.0, **common)
+                  bound=default_bound(system), imbalance=False)
+    exact = run_once(system, kernel, time_every_job=True, **common)
+    tagged = run_once(system, kernel, time_every_job=False, tag_probability=1.0, **common)
     assert sizes[:3] == [64, 128, 256]  # the table doubled, with tags in use
     np.testing.assert_array_equal(tagged.delay_hist, exact.delay_hist)
     np.testing.assert_array_equal(tagged.moments, exact.moments)

@@ -88,9 +88,9 @@ def test_tagging_every_job_gives_the_fifo_histogram_exactly() -> None:
     system = workload.system()
     kernel = make_policy(workload.policy, **workload.params).kernel(system)
     common = dict(slots=30_000, warmup=3_000, seed=np.random.SeedSequence(9),
-                  bound=default_bound(system), detail=False)
-    exact = run_once(system, kernel, track_delay=True, **common)
-    tagged = run_once(system, kernel, track_delay=False, tag_probability=1.0, **common)
+                  bound=default_bound(system), imbalance=False)
+    exact = run_once(system, kernel, time_every_job=True, **common)
+    tagged = run_once(system, kernel, time_every_job=False, tag_probability=1.0, **common)
     assert tagged.delay == "tagged" and exact.delay == "all"
     assert exact.delay_hist.sum() > 500_000
     np.testing.assert_array_equal(tagged.delay_hist, exact.delay_hist)
@@ -126,8 +126,8 @@ def test_the_delay_mode_is_validated_on_one_path() -> None:
         assert caught.value.field == "delay"
     with pytest.raises(ValidationError) as caught:
         simulate(system, "jsq", slots=1000, delay="all", track_delay=False)
-    assert caught.value.field == "delay"
-    assert simulate(system, "jsq", slots=1000, track_delay=False).delay_method == "off"
+    assert caught.value.field == "track_delay"
+    assert simulate(system, "jsq", slots=1000, delay="off").delay_method == "off"
     assert simulate(system, "jsq", slots=1000).delay_method == "tagged"
     assert RunSpec.from_mapping({"run": {"delay": "all"}}).delay == "all"
     with pytest.raises(ValidationError) as caught:

@@ -205,6 +205,6 @@ def test_engine_arrival_rate(arrivals, rate, dispatchers, split):
     system = System.build(servers, rate=rate, arrivals=arrivals, dispatchers=dispatchers,
                           split=split)
     slots = 50_000
-    result = simulate(system, "jsq", slots=slots, seed=2, warmup=0, track_delay=False)
+    result = simulate(system, "jsq", slots=slots, seed=2, warmup=0, delay="off")
     se = math.sqrt(system.arrivals.variance / slots)
     assert abs(result.arrival_rate_measured - rate) <= 5 * se + 1e-12

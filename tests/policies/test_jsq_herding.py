@@ -47,10 +47,10 @@ def test_shared_ties_herd_in_the_loop():
     # every slot with ≥ 2 active dispatchers herds when all pick one server
     system = System.build("10x0.5", load=0.9, dispatchers=10)
     shared = simulate(system, "jsq", policy_params={"ties": "shared"}, slots=SLOTS, seed=2,
-                      track_delay=False)
+                      delay="off")
     lowest = simulate(system, "jsq", policy_params={"ties": "lowest"}, slots=SLOTS, seed=2,
-                      track_delay=False)
-    uniform = simulate(system, "jsq", slots=SLOTS, seed=2, track_delay=False)
+                      delay="off")
+    uniform = simulate(system, "jsq", slots=SLOTS, seed=2, delay="off")
     rate = 0.9 * 5.0 / 10  # Poisson arrivals per dispatcher and slot
     active = 1 - np.exp(-rate)
     two_or_more = 1 - (1 - active) ** 10 - 10 * active * (1 - active) ** 9
@@ -85,7 +85,7 @@ def queue_trajectory(policy_params: dict, slots: int) -> list[tuple[int, int]]:
     sums = [np.zeros(2)]
     for horizon in range(1, slots + 1):
         result = simulate(system, "jsq", policy_params=policy_params, slots=horizon, warmup=0,
-                          seed=1, track_delay=False)
+                          seed=1, delay="off")
         sums.append(np.asarray(result.mean_queues) * horizon)
     return [tuple(int(round(x)) for x in sums[t] - sums[t - 1]) for t in range(1, slots + 1)]
 
@@ -125,9 +125,9 @@ def test_fill_counts_one_read_per_dispatch_event():
 
 def test_jsed_options_run_and_lag_hurts():
     system = System.build("6x0.2,6x0.6", load=0.9, dispatchers=4)
-    fresh = simulate(system, "jsed", slots=SLOTS, seed=3, track_delay=False)
+    fresh = simulate(system, "jsed", slots=SLOTS, seed=3, delay="off")
     stale = simulate(system, "jsed", policy_params={"lag": 2}, slots=SLOTS, seed=3,
-                     track_delay=False)
+                     delay="off")
     assert stale.mean_total_queue > fresh.mean_total_queue
 
 

@@ -34,7 +34,7 @@ SLOTS = 40_000
 
 def run(system, policy, seed=3, slots=SLOTS, **params):
     return simulate(system, policy, policy_params=params, slots=slots, seed=seed,
-                    track_delay=False)
+                    delay="off")
 
 
 @pytest.mark.parametrize("update", ["push", "pull"])
@@ -70,23 +70,23 @@ def test_exact_push_reduces_to_jsq_and_pod_trajectory_for_trajectory(dispatchers
 def test_reductions_agree_statistically_on_other_seeds():
     system = System.build("10x0.5", load=0.9, dispatchers=3)
     a = simulate(system, "l-jsq-push", policy_params={"p": 1.0, "d": 10}, slots=SLOTS,
-                 seed=11, replications=4, track_delay=False)
-    b = simulate(system, "jsq", slots=SLOTS, seed=12, replications=4, track_delay=False)
+                 seed=11, replications=4, delay="off")
+    b = simulate(system, "jsq", slots=SLOTS, seed=12, replications=4, delay="off")
     assert a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
 
 
 def test_user_strategy_runs_like_the_builtin():
     system = System.build("8x0.4", load=0.8, dispatchers=3)
     builtin = simulate(system, LEDPolicy(strategy="jsq", update="pull", p=0.3), slots=SLOTS,
-                       seed=5, track_delay=False)
+                       seed=5, delay="off")
     plugged = simulate(system, LEDPolicy(strategy=l_jsq, update="pull", p=0.3), slots=SLOTS,
-                       seed=5, track_delay=False)
+                       seed=5, delay="off")
     assert plugged.params["strategy"] == "custom:l_jsq"
     assert plugged.mean_total_queue == builtin.mean_total_queue
     pod = simulate(system, LEDPolicy(strategy=l_pod, strategy_params=(3,), p=0.3),
-                   slots=SLOTS, seed=5, track_delay=False)
+                   slots=SLOTS, seed=5, delay="off")
     same = simulate(system, "l-pod-push", policy_params={"pod_d": 3, "p": 0.3}, slots=SLOTS,
-                    seed=5, track_delay=False)
+                    seed=5, delay="off")
     assert pod.mean_total_queue == same.mean_total_queue
 
 

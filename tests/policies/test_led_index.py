@@ -81,7 +81,7 @@ def test_min_tree_draws_like_the_scan(policy, params, dispatch, servers):
 def assert_same_runs(system, policy, other, *, slots, seed):
     """``policy`` and ``other`` run on ``system`` to the same trajectory: the same counts,
     ΣQ, herding, messages and diagnostics (NaN equal to NaN)."""
-    runs = [simulate(system, each, slots=slots, seed=seed, track_delay=False)
+    runs = [simulate(system, each, slots=slots, seed=seed, delay="off")
             for each in (policy, other)]
     for field in ("jobs_departed", "jobs_in_system", "idle_while_busy", "mean_total_queue",
                   "herding_fraction"):
@@ -275,10 +275,10 @@ def test_jba_plain_and_weighted_runs_agree_with_the_scan_statistically(dispatche
     (scan), whose runs agree in mean ΣQ within their confidence intervals."""
     system = System.build("10x0.2,10x0.6", load=0.9, dispatchers=dispatchers)
     fast = simulate(system, LEDPolicy(strategy="jba", update="pull", p=0.2), slots=20_000,
-                    seed=2, replications=4, track_delay=False)
+                    seed=2, replications=4, delay="off")
     scan = simulate(system, LEDPolicy(strategy=l_jba, strategy_params=(0.0,), update="pull",
                                       p=0.2), slots=20_000, seed=3, replications=4,
-                    track_delay=False)
+                    delay="off")
     assert fast.ci_low <= scan.ci_high and scan.ci_low <= fast.ci_high
 
 

@@ -66,9 +66,9 @@ def test_learn_on_send_helps_with_rare_updates():
     system = System.build("10x0.5", load=0.9, dispatchers=5)
     common = {"update": "pull", "p": 0.02, "measure_error": False}
     learn = simulate(system, "lsq", policy_params={"learn_on_send": True, **common},
-                     slots=SLOTS, seed=3, track_delay=False)
+                     slots=SLOTS, seed=3, delay="off")
     plain = simulate(system, "lsq", policy_params=common, slots=SLOTS, seed=3,
-                     track_delay=False)
+                     delay="off")
     assert learn.mean_total_queue < plain.mean_total_queue
 
 
@@ -80,8 +80,8 @@ def test_budget_per_arrival_calibrates_to_four_messages_per_job(load):
         params = {"budget": "po2", "budget_unit": "arrival", "d": 5, "measure_error": False}
         policy = make_policy(name, **params)
         assert policy.effective_p(system) < 1.0
-        result = simulate(system, policy, slots=SLOTS, seed=4, track_delay=False,
-                          detail=False)
+        result = simulate(system, policy, slots=SLOTS, seed=4, delay="off",
+                          imbalance=False)
         assert result.messages_per_arrival == pytest.approx(4.0, rel=0.02), name
 
 
@@ -89,12 +89,12 @@ def test_budget_per_arrival_calibrates_to_four_messages_per_job(load):
 def test_budget_per_dispatch_calibrates_to_po2_measured_overhead(load):
     system = System.build(FIG1, load=load, dispatchers=10)
     po2 = simulate(system, "pod", policy_params={"d": 2}, slots=SLOTS, seed=4,
-                   track_delay=False, detail=False)
+                   delay="off", imbalance=False)
     assert po2.messages_per_arrival < 2.5  # 4 per dispatch event: ≈ 1.3-2.1 per job, not 4
     for name in ("l-jsq-push", "l-jsq-pull", "l-jba-push", "l-jba-pull"):
         result = simulate(system, name, policy_params={"budget": "po2", "d": 2,
                                                        "measure_error": False},
-                          slots=SLOTS, seed=5, track_delay=False, detail=False)
+                          slots=SLOTS, seed=5, delay="off", imbalance=False)
         assert result.messages_per_arrival == pytest.approx(po2.messages_per_arrival,
                                                             rel=0.02), name
 

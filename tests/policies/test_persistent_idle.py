@@ -30,11 +30,11 @@ def test_stable_on_heterogeneous_servers_at_high_load(name, dispatch, dispatcher
     # the first reading (one stored ID) grew without bound here: a slow server's report
     # superseded a fast idle one, which was never fed again
     system = System.build(HETEROGENEOUS, load=0.95, dispatchers=dispatchers, dispatch=dispatch)
-    result = simulate(system, name, slots=100_000, seed=7, track_delay=False)
+    result = simulate(system, name, slots=100_000, seed=7, delay="off")
     assert result.stability == "stable", result.stability_evidence
     assert result.mean_total_queue < 100  # 54.6 (M = 1), 60.0 (M = 3) in batch mode
     # no quarter of the run drifts away from the others
-    result_long = simulate(system, name, slots=100_000, seed=8, track_delay=False)
+    result_long = simulate(system, name, slots=100_000, seed=8, delay="off")
     assert result_long.mean_total_queue == pytest.approx(result.mean_total_queue, rel=0.25)
 
 

@@ -34,7 +34,7 @@ def test_jbt_memory_equals_below_threshold_set(rates, load, r, dispatchers, disp
                                                seed):
     system = System.build(rates, load=load, dispatchers=dispatchers, dispatch=dispatch)
     policy = make_policy("jbt", r=r, weighted=weighted, audit=True)
-    result = simulate(system, policy, slots=3000, warmup=0, seed=seed, track_delay=False)
+    result = simulate(system, policy, slots=3000, warmup=0, seed=seed, delay="off")
     # M = 1: memory = {n : Q_n < r} at every slot start; M > 1: {n : Q_n < r} ⊆ memory
     assert result.diagnostics["memory_violation_slots"] == 0
     assert 0 <= result.diagnostics["mean_memory_size"] <= len(rates)
@@ -47,7 +47,7 @@ def test_stale_ids_only_with_several_dispatchers(dispatchers):
     above r: the memory is then larger than P(Q = 0)."""
     system = System.build([0.5], load=0.6, dispatchers=dispatchers)
     result = simulate(system, make_policy("jbt", r=1, audit=True), slots=20_000, warmup=0,
-                      seed=2, track_delay=False)
+                      seed=2, delay="off")
     assert result.diagnostics["memory_violation_slots"] == 0
     idle = result.total_queue_distribution[0]
     if dispatchers == 1:
@@ -69,7 +69,7 @@ def test_jiq_memory_is_the_idle_set(n, dispatchers, removal, destination, load, 
     system = System.build([0.5] * n, load=load, dispatchers=dispatchers, dispatch="per_job")
     d = min(2, dispatchers)
     policy = make_policy("jiq", removal=removal, destination=destination, d=d, audit=True)
-    result = simulate(system, policy, slots=3000, warmup=0, seed=seed, track_delay=False)
+    result = simulate(system, policy, slots=3000, warmup=0, seed=seed, delay="off")
     assert result.diagnostics["memory_violation_slots"] == 0
 
 
@@ -78,7 +78,7 @@ def test_audit_detects_a_corrupted_memory():
     system = System.build("4x0.5", load=0.8)
     kernel = make_policy("jbt", r=2, audit=True).kernel(system)
     kernel.int_state[ROW_REGISTERED, 1] = 0  # flagged, never listed: it can never report
-    raw = run_once(system, kernel, slots=500, warmup=0, seed=1, bound=10**6, track_delay=False)
+    raw = run_once(system, kernel, slots=500, warmup=0, seed=1, bound=10**6, time_every_job=False)
     assert raw.diag[-1] > 0
 
 
@@ -94,8 +94,8 @@ def _overlap(a, b) -> bool:
 def test_jbt_with_threshold_one_is_jiq():
     system = System.build("10x0.5", load=0.9)
     jbt = simulate(system, "jbt", policy_params={"r": 1}, slots=40_000, replications=10, seed=3,
-                   track_delay=False)
-    jiq = simulate(system, "jiq", slots=40_000, replications=10, seed=4, track_delay=False)
+                   delay="off")
+    jiq = simulate(system, "jiq", slots=40_000, replications=10, seed=4, delay="off")
     assert _overlap(jbt, jiq), (jbt.mean_total_queue, jiq.mean_total_queue)
     assert jbt.messages_per_arrival == pytest.approx(jiq.messages_per_arrival, rel=0.05)
     assert jbt.diagnostics["empty_memory_fraction"] == pytest.approx(
@@ -107,7 +107,7 @@ def test_jbt_with_threshold_one_is_jiq():
 def test_huge_threshold_is_weighted_random_routing(in_ci):
     system = System.build("5x0.2,5x0.8", load=0.7)
     result = simulate(system, "jbt", policy_params={"r": 10**6}, slots=40_000, replications=10,
-                      seed=3, track_delay=False)
+                      seed=3, delay="off")
     in_ci(result.mean_total_queue, result.ci_low, result.ci_high,
           random_routing_total_mean(system, True), max_relative_half_width=0.1,
           label="jbt r=1e6 vs weighted RAND")
@@ -192,12 +192,12 @@ def test_sparse_feedback_messages(burst_system):
 def test_sujsq_with_period_one_is_jsq():
     system = System.build("5x0.2,5x0.8", load=0.9)
     su = simulate(system, "sujsq", policy_params={"T_u": 1}, slots=50_000, seed=9,
-                  track_delay=False)
-    jsq = simulate(system, "jsq", slots=50_000, seed=9, track_delay=False)
+                  delay="off")
+    jsq = simulate(system, "jsq", slots=50_000, seed=9, delay="off")
     assert su.mean_total_queue == jsq.mean_total_queue
     assert su.messages_per_dispatch < jsq.messages_per_dispatch
     stale = simulate(system, "sujsq", policy_params={"T_u": 20}, slots=50_000, seed=9,
-                     track_delay=False)
+                     delay="off")
     assert stale.mean_total_queue > jsq.mean_total_queue
     assert stale.diagnostics["estimation_error"] > 0
 
@@ -208,7 +208,7 @@ HETEROGENEOUS = "5x0.1,5x0.9"  # μ_Σ = 5, uniform RAND stable only below ρ = 
 
 
 def _run(system, name, **params):
-    return simulate(system, name, policy_params=params, slots=200_000, seed=3, track_delay=False)
+    return simulate(system, name, policy_params=params, slots=200_000, seed=3, delay="off")
 
 
 def test_jiq_uniform_fallback_is_unstable_at_high_load_on_heterogeneous_servers():

@@ -127,9 +127,9 @@ def test_shared_reports_run_like_explicit_estimates(policy, servers, dispatchers
     system = System.build(f"{servers // 2}x0.2,{servers - servers // 2}x0.6", load=0.85,
                           dispatchers=dispatchers, dispatch=dispatch)
     fast = simulate(system, policy, policy_params={"T_u": period}, slots=1_500, seed=5,
-                    warmup=0, track_delay=False)
+                    warmup=0, delay="off")
     reference = simulate(system, _explicit(int(policy == "sujsq"))(T_u=period), slots=1_500,
-                         seed=5, warmup=0, track_delay=False)
+                         seed=5, warmup=0, delay="off")
     for field in ("jobs_departed", "jobs_in_system", "idle_while_busy",
                   "messages_per_arrival"):
         assert getattr(fast, field) == getattr(reference, field)

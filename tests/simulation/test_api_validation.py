@@ -50,7 +50,8 @@ SWEEP_CASES: list[tuple[dict[str, Any], str]] = [
     ({"experiment": "a/b"}, "experiment"), ({"experiment": ""}, "experiment"),
     ({"experiment": 3}, "experiment"),
     ({"allow_unstable": 1}, "allow_unstable"), ({"allow_unstable": "yes"}, "allow_unstable"),
-    ({"track_delay": 0}, "track_delay"), ({"warmup_method": "x"}, "warmup_method"),
+    ({"imbalance": 0}, "imbalance"), ({"track_delay": False}, "track_delay"),
+    ({"delay": "some"}, "delay"), ({"warmup_method": "x"}, "warmup_method"),
     ({"estimator": "x"}, "estimator"), ({"start": 1}, "start"),
     ({"load": [1.2]}, "load"),  # unstable without allow_unstable
 ]
@@ -169,7 +170,7 @@ ANY = st.one_of(st.none(), st.booleans(), st.integers(-3, 2**64), st.floats(allo
                 st.sampled_from([np.int64(3), np.float64(0.5), np.bool_(True),
                                  np.array([0.5]), np.array([[0.5]])]))
 SWEEP_KEYS = ["load", "epsilon", "replications", "slots", "warmup", "seed", "workers", "store",
-              "experiment", "dispatchers", "allow_unstable", "warmup_method", "track_delay",
+              "experiment", "dispatchers", "allow_unstable", "warmup_method", "delay", "imbalance",
               "estimator", "start", "bogus"]
 
 

@@ -1,6 +1,6 @@
 """What was not measured is missing, never 0; a stopped run says how far it ran (issue 38).
 
-Found by a hostile user: ``simulate(…, detail=False)`` stored and returned the queue
+Found by a hostile user: ``simulate(…, imbalance=False)`` stored and returned the queue
 imbalance as 0.0 (a balanced system, to anyone reading it), and an unstable run stopped
 at its bound after 1,001 slots reported "10,000,000 slots" and "fixed run length".
 """
@@ -30,9 +30,9 @@ def system() -> dl.System:
 
 
 @pytest.mark.parametrize("replications", [1, 2])
-def test_detail_false_reports_the_imbalance_as_not_measured(system: dl.System,
+def test_imbalance_false_reports_the_imbalance_as_not_measured(system: dl.System,
                                                             replications: int) -> None:
-    off = dl.simulate(system, "jsq", slots=4_000, detail=False, replications=replications)
+    off = dl.simulate(system, "jsq", slots=4_000, imbalance=False, replications=replications)
     on = dl.simulate(system, "jsq", slots=4_000, replications=replications)
     for name in IMBALANCE:
         assert math.isnan(getattr(off, name)), name
@@ -48,7 +48,7 @@ def test_a_stored_sweep_keeps_not_measured_missing(tmp_path: Path,
     store = tmp_path / "s.sqlite"
     spec = ExperimentSpec("nodetail", systems=(SystemSpec("2x0.5"),),
                           policies=(PolicySpec("jsq"),), loads=(0.5,), replications=1,
-                          slots=2_000, options={"detail": False})
+                          slots=2_000, options={"imbalance": False})
     with Store(store) as db:  # what a sweep's worker and coordinator do, in this process
         db.save_experiment(spec.name, spec.to_json())
         run = db.start_run(spec.name, "test", 1)

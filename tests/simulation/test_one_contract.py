@@ -42,8 +42,8 @@ def test_the_first_of_several_unknown_keywords_is_named(small: dl.System) -> Non
                        match="^alpha: .*allowed: system, policy, method, policy_params, "
                              "truncation"):
         dl.exact(small, "jsq", zulu=1, alpha=2)
-    with pytest.raises(ValidationError, match="^detail: unknown keyword of sweep"):
-        dl.sweep("2x0.5", ["jsq"], load=[0.5], detail=False)
+    with pytest.raises(ValidationError, match="^beta: unknown keyword of sweep"):
+        dl.sweep("2x0.5", ["jsq"], load=[0.5], zeta=False, beta=1)
 
 
 
@@ -72,12 +72,12 @@ def test_exact_refuses_integers_above_2_62(small: dl.System, field: str) -> None
         dl.exact(small, "jsq", **{field: HUGE})
 
 
-@pytest.mark.parametrize(("keyword", "value"), [("seed", HUGE), ("seed", 2**63),
-                                                ("max_slots", HUGE)])
-def test_simulate_refuses_integers_above_2_62(small: dl.System, keyword: str,
-                                              value: int) -> None:
-    settings = {keyword: value} | ({"precision": 0.1} if keyword == "max_slots" else {})
-    with pytest.raises(ValidationError, match=rf"^{keyword}: must be an integer in .*2\^6"):
+@pytest.mark.parametrize(("field", "settings"), [
+    ("seed", {"seed": HUGE}), ("seed", {"seed": 2**63}),
+    ("precision.max_slots", {"precision": dl.Precision(rel=0.1, max_slots=HUGE)})])
+def test_simulate_refuses_integers_above_2_62(small: dl.System, field: str,
+                                              settings: dict) -> None:
+    with pytest.raises(ValidationError, match=rf"^{field}: must be an integer in .*2\^6"):
         dl.simulate(small, "jsq", slots=1_000, **settings)
 
 
@@ -89,12 +89,12 @@ def test_a_sweep_refuses_a_seed_above_2_62() -> None:
 @pytest.mark.parametrize("precision", [1e-300, 1e-17, 5e-324])
 def test_a_precision_below_a_doubles_resolution_is_refused(small: dl.System,
                                                            precision: float) -> None:
-    with pytest.raises(ValidationError, match=r"^precision: must be ≥ 2.22e-16"):
-        dl.simulate(small, "jsq", slots=1_000, precision=precision)
+    with pytest.raises(ValidationError, match=r"^precision.rel: must be ≥ 2.22e-16"):
+        dl.simulate(small, "jsq", slots=1_000, precision=dl.Precision(rel=precision))
 
 
 @pytest.mark.parametrize("argv", [
-    ["--precision", "1e-300"], ["--precision", "1e-20"], ["--seed", str(HUGE)],
+    ["--precision-rel", "1e-300"], ["--precision-rel", "1e-20"], ["--seed", str(HUGE)],
 ])
 def test_the_cli_refuses_them_with_one_line(argv: list[str],
                                             capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,7 +107,7 @@ def test_the_cli_refuses_them_with_one_line(argv: list[str],
 def test_an_unreachable_absolute_precision_spends_the_budget_without_overflow(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--policy", "jsq", "--servers", "4x0.5", "--load", "0.5",
-                 "--slots", "2000", "--precision-abs", "1e-300", "--max-slots", "8000",
+                 "--slots", "2000", "--precision-abs", "1e-300", "--precision-max-slots", "8000",
                  "--json", "--workers", "1"]) == 0
     assert '"stop_reason": "slot budget spent' in capsys.readouterr().out
 

@@ -30,7 +30,7 @@ POLICIES = [("jsq", {}), ("pod", {"d": 2}), ("rand", {}), ("led", {"strategy": "
 
 def exogenous_path(system: System, name: str, params: dict, seed: int):
     raw = run_once(system, make_policy(name, **params).kernel(system), slots=SLOTS, warmup=0,
-                   seed=seed, bound=10**9, track_delay=False, detail=False)
+                   seed=seed, bound=10**9, time_every_job=False, imbalance=False)
     assert raw.block_length == 1 and raw.slots_run == SLOTS
     offered = int(raw.counters[layout.DEPARTURES]) + int(raw.moments[layout.SUM_UNUSED])
     return raw.block_pooled[:SLOTS].copy(), int(raw.counters[layout.ARRIVALS]), offered, raw

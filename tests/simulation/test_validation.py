@@ -193,8 +193,8 @@ def test_pooled_queue_mean(in_ci, servers, load, policy):
     low, high = cf.pooled_queue_bounds(system)
     assert low <= exact <= high
     slots = 60_000 if system.n_servers < 10 else 20_000
-    values = [simulate(system, policy, slots=slots, seed=s, track_delay=False,
-                       detail=False).mean_pooled_queue for s in range(REPLICATIONS)]
+    values = [simulate(system, policy, slots=slots, seed=s, delay="off",
+                       imbalance=False).mean_pooled_queue for s in range(REPLICATIONS)]
     in_ci(*t_interval(values), exact, max_relative_half_width=0.12, label=f"pooled {servers}")
 
 

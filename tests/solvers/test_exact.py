@@ -206,7 +206,7 @@ def check_covered(system: System, policy: str, params: dict, slots: int, seed: i
     for attempt, length in enumerate((slots, 4 * slots)):
         result = dispatchlab.simulate(system, policy, policy_params=params, slots=length,
                                       seed=seed + 7919 * attempt, replications=4, workers=1,
-                                      track_delay=False, estimator="plain")
+                                      delay="off", estimator="plain")
         assert exact.truncation_error <= 0.01 * result.half_width
         if abs(result.mean_total_queue - exact.mean_total_queue) <= result.half_width:
             return

@@ -207,7 +207,7 @@ def test_multilevel_agrees_with_a_long_simulation() -> None:
     exact = solve_two_server(system, make_policy("jbt", r=2).exact_memory(system))
     sim = dispatchlab.simulate(system, "jbt", policy_params={"r": 2}, slots=3_000_000,
                                replications=8, seed=3, workers=1, estimator="plain",
-                               track_delay=False)
+                               delay="off")
     assert abs(sim.mean_total_queue - exact.mean_total_queue) <= 1.5 * sim.half_width
 
 

@@ -64,7 +64,7 @@ def test_simulations_approach_the_fluid_value_as_n_grows(policy: str) -> None:
     for n in (40, 2000):
         system = per_job(f"{n // 2}x0.3,{n // 2}x0.6", 0.9)
         result = dl.simulate(system, policy, slots=20_000, replications=2, seed=1,
-                             track_delay=False)
+                             delay="off")
         gaps.append(abs(result.mean_total_queue / n - fluid))
     assert gaps[1] < 0.01 and gaps[1] < gaps[0] / 5
 
@@ -179,7 +179,7 @@ def test_one_dispatcher_s_jbt_approaches_its_fluid_value() -> None:
     system = dl.System.build("1000x0.5", load=0.9, dispatch="per-job", dispatchers=1)
     fluid = dl.fluid(system, "jbt", policy_params=params).mean_queue_per_server
     result = dl.simulate(system, "jbt", policy_params=params, slots=20_000, replications=2,
-                         seed=1, track_delay=False)
+                         seed=1, delay="off")
     assert abs(result.mean_total_queue / 1000 - fluid) < 0.01
 
 

@@ -52,12 +52,14 @@ COMMANDS: dict[tuple[str, ...], dict[str, list[str]]] = {
     ("run",): {**SYSTEM_OPTIONS, "--policy": POLICIES, "--set": SETS, "--slots": SLOTS,
                "--warmup": SLOTS, "--replications": SMALL, "--seed": SMALL,
                "--warmup-method": ["fraction", "mser5", "x"], "--workers": WORKERS,
-               "--precision": PRECISION, "--precision-abs": PRECISION,
-               "--max-slots": MAX_SLOTS, "--dispatcher-weights": WEIGHTS, "--yes": [],
-               "--no-delay": [], "--allow-unstable": []},
+               "--precision-rel": PRECISION, "--precision-abs": PRECISION,
+               "--precision-max-slots": MAX_SLOTS, "--dispatcher-weights": WEIGHTS,
+               "--yes": [], "--delay": ["off", "all", "x"], "--no-imbalance": [],
+               "--allow-unstable": []},
     ("compare",): {**SYSTEM_OPTIONS, "-p": POLICIES + ["pod:d=2", "pod:d=2,d=3", "pod:x"],
                    "--slots": SLOTS, "--replications": SMALL, "--workers": WORKERS,
-                   "--precision": PRECISION, "--max-slots": MAX_SLOTS, "--yes": []},
+                   "--precision-rel": PRECISION, "--precision-max-slots": MAX_SLOTS,
+                   "--yes": []},
     ("bench",): {"--slots": ["0", "-1", "x", "300", "1e9", "10000000000000000000000"],
                  "--seed": SMALL, "--workload": ["jsq", "pod2", "x", ""],
                  "--repeat": ["0", "-1", "1", "x", "nan"], "--refsim": ["/nonexistent", "{tmp}"],
@@ -138,7 +140,8 @@ SPEC_KEYS = {
     "system": ["servers", "dispatchers", "load", "epsilon", "arrivals", "service", "dispatch",
                "split", "dispatcher_weights", "allow_unstable", "bogus"],
     "policy": ["name", "params", "bogus"],
-    "run": ["slots", "warmup", "warmup_method", "seed", "replications", "track_delay", "bogus"],
+    "run": ["slots", "warmup", "warmup_method", "seed", "replications", "delay", "imbalance",
+            "bogus"],
 }
 
 

@@ -31,7 +31,8 @@ CASES = [
     ("", "[options]\nreplications = 0", "replications"),
     ("", "[options]\nreplications = true", "replications"),
     ("", "[options]\nbound = 9223372036854775807", "bound"),
-    ("", "[options]\ntrack_delay = 1", "track_delay"),
+    ("", "[options]\nimbalance = 1", "imbalance"),
+    ("", "[options]\ntrack_delay = false", "options.track_delay"),
     ("", "[options]\nestimator = \"best\"", "estimator"),
 ]
 

@@ -35,7 +35,8 @@ warmup = 500
 warmup_method = "mser5"
 seed = 11
 replications = 2
-track_delay = false
+delay = "off"
+imbalance = false
 """
 
 
@@ -53,7 +54,7 @@ def test_full_spec_reads_every_field(tmp_path: Path) -> None:
     assert (spec.epsilon, spec.load) == (0.4, None)
     assert spec.policy == PolicySpec("pod", {"d": 3})
     assert (spec.slots, spec.warmup, spec.warmup_method) == (5000, 500, "mser5")
-    assert (spec.seed, spec.replications, spec.track_delay) == (11, 2, False)
+    assert (spec.seed, spec.replications, spec.delay, spec.imbalance) == (11, 2, "off", False)
     system = spec.build_system()
     assert system.n_servers == 6 and system.dispatchers == 3
     assert system.epsilon == pytest.approx(0.4)
@@ -85,7 +86,8 @@ def test_servers_as_an_array(tmp_path: Path) -> None:
         ("[run]\nslots = 1.5", "run.slots", "expected an integer"),
         ("[run]\nslots = 0", "run.slots", "must be ≥ 1"),
         ("[run]\nseed = true", "run.seed", "expected an integer"),
-        ("[run]\ntrack_delay = 1", "run.track_delay", "expected true or false"),
+        ("[run]\nimbalance = 1", "run.imbalance", "expected true or false"),
+        ("[run]\ntrack_delay = false", "run.track_delay", "renamed: now delay=\"off\""),
         ("[run]\nwarmup_method = \"guess\"", "run.warmup_method", "allowed: fraction, mser5"),
         ("[system]\nload = \"high\"", "system.load", "expected a number"),
         ("[system]\nload = 0.5\nepsilon = 1", "system.load", "only one of load and epsilon"),

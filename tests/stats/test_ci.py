@@ -59,9 +59,9 @@ def test_pooled_replications_do_not_pinch() -> None:
 
 def test_r2_interval_is_not_pinched_in_simulate() -> None:
     system = System.build("2x0.2,2x0.6", load=0.9, dispatchers=2)
-    single = [simulate(system, "wrand", slots=200_000, seed=s, track_delay=False)
+    single = [simulate(system, "wrand", slots=200_000, seed=s, delay="off")
               for s in (1, 2)]
-    both = simulate(system, "wrand", slots=200_000, replications=2, seed=7, track_delay=False)
+    both = simulate(system, "wrand", slots=200_000, replications=2, seed=7, delay="off")
     assert both.ci_dof > 10
     assert both.half_width > 0.4 * min(r.half_width for r in single)
 
@@ -71,14 +71,14 @@ def test_theory_cross_check() -> None:
     assert theory_stability(over, _policy("rand"))[0] == "unstable"
     assert theory_stability(over, _policy("wrand"))[0] == "stable"
     assert theory_stability(over, _policy("led"))[0] == "unknown"
-    result = simulate(over, "rand", slots=50_000, track_delay=False)
+    result = simulate(over, "rand", slots=50_000, delay="off")
     assert result.theory_stability == "unstable"
     assert result.stability != "stable"
 
 
 def test_short_run_is_undetermined() -> None:
     system = System.build("50x0.1,50x0.5", load=0.95, dispatchers=10)
-    result = simulate(system, "wrand", slots=20_000, track_delay=False, detail=False)
+    result = simulate(system, "wrand", slots=20_000, delay="off", imbalance=False)
     assert result.stability == "undetermined"
     assert "the slowest server's relaxation time" in result.stability_evidence
 

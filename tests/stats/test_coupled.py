@@ -14,7 +14,7 @@ from dispatchlab.theory.closed_forms import poisson_bernoulli_mean
 
 def test_both_estimators_are_reported_and_the_headline_is_the_coupled_one() -> None:
     system = System.build("10x0.5", epsilon=0.05)
-    result = simulate(system, "jsq", slots=300_000, seed=3, track_delay=False)
+    result = simulate(system, "jsq", slots=300_000, seed=3, delay="off")
     assert result.estimator == "coupled" and result.estimator_note == ""
     assert result.pooled_queue_method == "exact"
     assert result.mean_total_queue == result.coupled_mean_total_queue
@@ -24,7 +24,7 @@ def test_both_estimators_are_reported_and_the_headline_is_the_coupled_one() -> N
     assert result.epsilon_excess == pytest.approx(system.epsilon * result.mean_excess)
     assert result.mean_excess >= 0 and result.excess_ci_low <= result.mean_excess
     assert result.ci_method.startswith("coupled: E[q] exact + X by batch means")
-    plain = simulate(system, "jsq", slots=300_000, seed=3, track_delay=False,
+    plain = simulate(system, "jsq", slots=300_000, seed=3, delay="off",
                      estimator="plain")
     assert plain.estimator == "plain" and plain.mean_total_queue == result.plain_mean_total_queue
     assert (plain.ci_low, plain.ci_high) == (result.plain_ci_low, result.plain_ci_high)
@@ -35,7 +35,7 @@ def test_both_estimators_are_reported_and_the_headline_is_the_coupled_one() -> N
 
 def test_one_server_has_no_excess_and_the_exact_mean() -> None:
     system = System.build("0.5", load=0.9)
-    result = simulate(system, "rand", slots=50_000, seed=1, track_delay=False)
+    result = simulate(system, "rand", slots=50_000, seed=1, delay="off")
     assert result.mean_excess == 0 and result.excess_ci_high == 0
     exact = poisson_bernoulli_mean(system.arrival_rate, 0.5)
     assert result.mean_total_queue == pytest.approx(exact, rel=1e-9)
@@ -46,7 +46,7 @@ def test_a_trace_falls_back_to_the_plain_estimator(tmp_path) -> None:
     trace = tmp_path / "arrivals.csv"
     trace.write_text("\n".join(["1", "0", "2", "0"] * 50))
     result = simulate(System.build("0.5,0.5", arrivals=f"trace:{trace}"), "jsq",
-                      slots=20_000, seed=1, track_delay=False)
+                      slots=20_000, seed=1, delay="off")
     assert result.estimator == "plain" and "trace" in result.estimator_note
     assert result.mean_total_queue == result.plain_mean_total_queue
     assert math.isnan(result.coupled_mean_total_queue) and result.mean_excess >= 0
@@ -57,7 +57,7 @@ def test_a_run_far_shorter_than_x_relaxes_has_no_interval() -> None:
     over ~1/ε² slots; 20 000 slots cannot say."""
     system = System.build("10x0.5", epsilon=0.001)
     result = simulate(system, "jbt", policy_params={"r": 1000}, slots=20_000, seed=2,
-                      track_delay=False)
+                      delay="off")
     assert result.estimator == "coupled"
     assert math.isnan(result.ci_low) and "too short to say" in result.ci_method
     assert result.stability != "stable"
@@ -65,7 +65,7 @@ def test_a_run_far_shorter_than_x_relaxes_has_no_interval() -> None:
 
 def test_replications_pool_the_excess() -> None:
     system = System.build("5x0.2,5x0.8", epsilon=0.1)
-    result = simulate(system, "jsq", slots=100_000, replications=3, seed=5, track_delay=False)
+    result = simulate(system, "jsq", slots=100_000, replications=3, seed=5, delay="off")
     assert result.estimator == "coupled" and "pooled" in result.ci_method
     assert result.ci_low < result.mean_total_queue < result.ci_high
 
@@ -101,8 +101,8 @@ def test_a_stationary_start_makes_the_pooled_queue_stationary_from_slot_zero() -
     system = System.build("10x0.5", epsilon=0.01)
     means = {}
     for start in ("stationary", "empty"):
-        runs = [simulate(system, "jsq", slots=3_000, warmup=0, seed=seed, track_delay=False,
-                         detail=False, start=start) for seed in range(20)]
+        runs = [simulate(system, "jsq", slots=3_000, warmup=0, seed=seed, delay="off",
+                         imbalance=False, start=start) for seed in range(20)]
         assert all(run.jobs_arrived + run.jobs_at_start == run.jobs_departed
                    + run.jobs_in_system for run in runs)
         means[start] = sum(run.mean_pooled_queue for run in runs) / len(runs)

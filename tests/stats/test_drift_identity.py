@@ -76,7 +76,7 @@ def test_the_o_epsilon_terms_lie_between_eps_squared_and_s_max_eps(stored) -> No
 def test_a_fresh_run_obeys_the_identity(servers, policy, arrivals) -> None:
     system = dl.System.build(servers, epsilon=0.05, arrivals=arrivals)
     result = dl.simulate(system, policy, slots=400_000, seed=11, start="stationary",
-                         track_delay=False)
+                         delay="off")
     row = pd.Series(result.to_dict())
     assert math.isfinite(row["idle_while_busy_ci_low"])
     assert abs(_deviation(row)) <= 2
@@ -87,7 +87,7 @@ def test_a_fresh_run_obeys_the_identity(servers, policy, arrivals) -> None:
 def test_one_server_has_no_idle_while_busy_term_exactly() -> None:
     system = dl.System.build([0.7], epsilon=0.05, arrivals="bernoulli")
     result = dl.simulate(system, "jsq", slots=100_000, seed=2, start="stationary",
-                         track_delay=False)
+                         delay="off")
     assert result.idle_while_busy == 0.0
     assert (result.idle_while_busy_ci_low, result.idle_while_busy_ci_high) == (0.0, 0.0)
     assert result.mean_unused_square == result.mean_pooled_unused_square

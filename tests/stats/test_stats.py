@@ -119,7 +119,7 @@ def test_default_ci_of_a_saturated_weighted_rand_run_is_floored():
     heavy-traffic model SE from its own mean queues demands (a floor of the plain
     estimator's SE: it models the variance of ΣQ's time average)."""
     system = System.build("2x0.1,2x0.5", load=0.95)
-    result = simulate(system, "wrand", slots=200_000, seed=3, track_delay=False,
+    result = simulate(system, "wrand", slots=200_000, seed=3, delay="off",
                       estimator="plain")
     rates = server_arrival_rates(system, make_policy("wrand"))
     floor = heavy_traffic_standard_error(np.array(result.mean_queues), system.mu, rates,

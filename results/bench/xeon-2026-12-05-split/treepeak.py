@@ -1,5 +1,10 @@
 """Run a command; sample the summed RSS of its process tree every 0.1 s; print wall and peak."""
-import os, subprocess, sys, time
+import os
+import subprocess
+import sys
+import time
+
+
 def tree_rss(root):
     children = {}
     for pid in filter(str.isdigit, os.listdir('/proc')):

@@ -143,8 +143,8 @@ def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
         try:
             start = time.process_time()
             result = simulate(system, family.policy, policy_params=dict(family.params),
-                              slots=length, warmup=0, seed=SEED, track_delay=False,
-                              detail=False)
+                              slots=length, warmup=0, seed=SEED, delay="off",
+                              imbalance=False)
             return time.process_time() - start, result.jobs_arrived, result.slots_run
         finally:
             gc.enable()
@@ -171,8 +171,8 @@ def time_cell(family: Family, servers: int, dispatchers: int, jobs: int,
 def warm_family(family: Family) -> None:
     """Compile (or load from the cache) what a family runs, on a tiny system."""
     simulate(scaling_system(10, 2, family.dispatch), family.policy,
-             policy_params=dict(family.params), slots=50, seed=1, track_delay=False,
-             detail=False)
+             policy_params=dict(family.params), slots=50, seed=1, delay="off",
+             imbalance=False)
 
 
 def run_scaling(families: Sequence[str] | None = None, *, quick: bool = False,

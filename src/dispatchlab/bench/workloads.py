@@ -19,7 +19,7 @@ What is measured
 The yardstick ``refsim.c`` accumulates only the time-average of ΣQ and the message
 count. The apples-to-apples speed (``slots_per_second``, ``speed_ratio``) is therefore
 ours with per-job delay tracking and the per-slot imbalance pass off
-(``simulate(..., track_delay=False, detail=False)``) and a policy's own extra measurement
+(``simulate(..., delay="off", imbalance=False)``) and a policy's own extra measurement
 off (LED's estimation error, O(MN) per sampled slot: ``lean_params``); everything else the
 engine always measures (ΣQ blocks and histogram, per-server means, pooled queue, herding, …)
 stays on.
@@ -255,7 +255,7 @@ def _simulate(workload: Workload, system: System, slots: int, seed: int, *, full
     params = dict(workload.params) if full else {**workload.params, **workload.lean_params}
     # the plain estimator: the reference program reports plain time averages of ΣQ
     return simulate(system, workload.policy, policy_params=params, slots=slots, seed=seed,
-                    track_delay=full, detail=full, estimator="plain")
+                    delay="tagged" if full else "off", imbalance=full, estimator="plain")
 
 
 def warm_up(workload: Workload) -> None:

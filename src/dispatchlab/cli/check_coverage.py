@@ -34,7 +34,7 @@ def coverage_command(
         help="Slots per run \\[default: each case's, 10^6].", show_default=False)] = None,
     replications: Annotated[int | None, typer.Option(
         help="Replications per run \\[default: simulate's, 1].", show_default=False)] = None,
-    precision: Annotated[float | None, typer.Option(
+    precision_rel: Annotated[float | None, typer.Option(
         help="Run each to this relative half-width instead of a fixed length.",
         show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Run k of a case uses seed + k.")] = 0,
@@ -52,8 +52,13 @@ def coverage_command(
     require(estimator in (*ESTIMATORS, "both"), "estimator",
             f"allowed: {', '.join(ESTIMATORS)}, both (got {estimator!r})")
     wanted = ESTIMATORS if estimator == "both" else (estimator,)
-    settings = {key: value for key, value in (("replications", replications),
-                                              ("precision", precision)) if value is not None}
+    given = {key: value for key, value in (("replications", replications),
+                                           ("precision_rel", precision_rel)) if value is not None}
+    settings = {key: value for key, value in given.items() if key != "precision_rel"}
+    if precision_rel is not None:
+        from dispatchlab.simulation.measures import Precision  # numpy: not for --help
+
+        settings["precision"] = Precision(rel=precision_rel)
     chosen = select_cases(case, fast=fast)
     rows: list[CoverageRow] = []
     for index, item in enumerate(chosen, start=1):
@@ -63,7 +68,7 @@ def coverage_command(
                                               **case_settings)
         rows.extend(by_estimator[name] for name in wanted)
     if json_:
-        print_json({"runs": runs, "seed": seed, "settings": settings,
+        print_json({"runs": runs, "seed": seed, "settings": given,
                     "cases": [row.to_dict() for row in rows]})
         return
     stdout_console().print(coverage_table(rows))

@@ -138,12 +138,14 @@ def compare_command(
         help="Independent replications per policy.", rich_help_panel=RUN)] = 1,
     seed: Annotated[int, typer.Option(
         help="Root seed (the same for every policy).", rich_help_panel=RUN)] = 0,
-    no_delay: options.NoDelay = False,
     delay: options.Delay = None,
     workers: options.Workers = None,
-    precision: options.Precision = None,
+    precision_rel: options.PrecisionRel = None,
     precision_abs: options.PrecisionAbs = None,
-    max_slots: options.MaxSlots = None,
+    precision_max_slots: options.PrecisionMaxSlots = None,
+    no_delay: options.OldNoDelay = False,
+    precision: options.OldPrecision = None,
+    max_slots: options.OldMaxSlots = None,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object {system, results: [...]}.")] = False,
     paired: Annotated[bool, typer.Option(
@@ -168,7 +170,8 @@ def compare_command(
         servers=servers, dispatchers=dispatchers, load=load, epsilon=epsilon,
         arrivals=arrivals, service=service, dispatch=dispatch, split=split,
         allow_unstable=True if allow_unstable else None, warmup=warmup,
-        track_delay=False if no_delay else None, delay=delay,
+        delay=delay, precision={"rel": precision_rel, "abs": precision_abs,
+                                "max_slots": precision_max_slots},
     )
     system = spec.build_system()
     chosen, notes = select_policies(policy, system)
@@ -179,9 +182,9 @@ def compare_command(
     require(replications >= 1, "replications", f"must be ≥ 1 (got {replications})")
     require(not paired or len(chosen) >= 2, "paired", "give two policies or more (-p A -p B): "
             "each after the first is paired with the first")
-    require(not paired or (precision is None and precision_abs is None and max_slots is None),
-            "paired", "a paired comparison runs a fixed number of replications on every "
-            "policy; leave out --precision, --precision-abs and --max-slots")
+    require(not paired or spec.precision is None, "paired", "a paired comparison runs a fixed "
+            "number of replications on every policy; leave out --precision-rel, "
+            "--precision-abs and --precision-max-slots")
     check_work(len(chosen) * system_work(system, slots, replications), confirmed=yes,
                what=f"comparing {len(chosen)} policies")
     errors = stderr_console()
@@ -195,13 +198,12 @@ def compare_command(
             pairs.extend(compare_with_first(
                 system, [item.policy for item in chosen], workers=workers, slots=spec.slots,
                 warmup=spec.warmup, seed=spec.seed, replications=spec.replications,
-                track_delay=spec.track_delay, delay=spec.delay))
+                delay=spec.delay))
             return [pairs[0].result_b, *(pair.result_a for pair in pairs)]
         return simulate_each(system, [item.policy for item in chosen], workers=workers,
                              slots=spec.slots, warmup=spec.warmup, seed=spec.seed,
-                             replications=spec.replications, track_delay=spec.track_delay,
-                             delay=spec.delay, precision=precision, precision_abs=precision_abs,
-                             max_slots=max_slots)
+                             replications=spec.replications, delay=spec.delay,
+                             precision=spec.precision)
 
     workers_used = resolve_workers(workers, len(chosen))
     if resolve_workers(workers, len(chosen) * spec.replications) > 1:

@@ -86,25 +86,57 @@ Yes = Annotated[bool, typer.Option(
     "--yes", help="Run even when the estimated work is above the guard's limit "
     "(see dispatchlab.simulation.work_guard).")]
 
-NoDelay = Annotated[bool, typer.Option(
-    "--no-delay", help="Measure no delays (faster; no delay quantiles): --delay off.",
-    rich_help_panel="Run")]
 Delay = Annotated[str | None, typer.Option(
     help="Delay quantiles from tagged (a sample of tagged jobs, each quantile with a "
     "95 % CI), all (every job timed) or off \\[default: tagged].", rich_help_panel="Run",
     show_default=False)]
+NoImbalance = Annotated[bool, typer.Option(
+    "--no-imbalance", help="Measure no queue imbalance DQI₁, DQI₂ (faster).",
+    rich_help_panel="Run")]
+PerServerOn = Annotated[bool, typer.Option(
+    "--per-server", help="Also measure each server's utilisation, idle fraction and "
+    "queue-length distribution (in --json).", rich_help_panel="Run")]
+PerServerBins = Annotated[int | None, typer.Option(
+    help="Bins of each server's queue-length histogram, the last for Q_n ≥ bins − 1 "
+    "(implies --per-server) \\[default: 64].", rich_help_panel="Run", show_default=False)]
+TrajectoryEvery = Annotated[int | None, typer.Option(
+    help="Record ΣQ(t) and the pooled q(t) every K slots of the first replication "
+    "(in --json).", metavar="K", rich_help_panel="Run", show_default=False)]
+TrajectoryServers = Annotated[str | None, typer.Option(
+    help="Comma-separated server indices whose Q_n(t) the trajectory records too, "
+    "e.g. 0,5.", rich_help_panel="Run", show_default=False)]
+
+
+def _renamed(flag: str, now: str, metavar: str | None = None) -> typer.models.OptionInfo:
+    """A hidden option of an earlier version: given, it stops with one line naming ``now``."""
+    from dispatchlab.core.errors import ValidationError
+
+    def refuse(value: object) -> object:
+        if value not in (None, False):
+            raise ValidationError(flag.lstrip("-"), f"renamed: now {now}")
+        return value
+
+    return typer.Option(flag, hidden=True, callback=refuse, metavar=metavar,
+                        show_default=False)
+
+
+#: options of earlier versions, refused with one line naming the new one
+OldNoDelay = Annotated[bool, _renamed("--no-delay", "--delay off")]
+OldTrajectory = Annotated[str | None, _renamed("--trajectory", "--trajectory-every K")]
+OldPrecision = Annotated[str | None, _renamed("--precision", "--precision-rel")]
+OldMaxSlots = Annotated[str | None, _renamed("--max-slots", "--precision-max-slots")]
 
 PRECISION = "Precision"
 Workers = Annotated[int | None, typer.Option(
     help="Processes for replications and policies \\[default: every core].",
     rich_help_panel=PRECISION, show_default=False)]
-Precision = Annotated[float | None, typer.Option(
+PrecisionRel = Annotated[float | None, typer.Option(
     help="Target relative half-width of the 95% CI of ΣQ (0.01 = ±1%): replications run "
-    "until it is reached or --max-slots is spent.", rich_help_panel=PRECISION,
+    "until it is reached or --precision-max-slots is spent.", rich_help_panel=PRECISION,
     show_default=False)]
 PrecisionAbs = Annotated[float | None, typer.Option(
     "--precision-abs", help="Target absolute half-width of the 95% CI of ΣQ.",
     rich_help_panel=PRECISION, show_default=False)]
-MaxSlots = Annotated[int | None, typer.Option(
+PrecisionMaxSlots = Annotated[int | None, typer.Option(
     help="Slot budget of a precision run, warm-ups included \\[default: 64 × slots].",
     rich_help_panel=PRECISION, show_default=False)]

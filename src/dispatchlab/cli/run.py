@@ -72,24 +72,20 @@ def run_command(
         rich_help_panel=RUN, show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         help="Root seed \\[default: 0].", rich_help_panel=RUN, show_default=False)] = None,
-    no_delay: options.NoDelay = False,
     delay: options.Delay = None,
-    per_server: Annotated[bool, typer.Option(
-        "--per-server", help="Also measure each server's utilisation, idle fraction and "
-        "queue-length distribution (in --json).", rich_help_panel=RUN)] = False,
-    per_server_bins: Annotated[int | None, typer.Option(
-        help="Bins of each server's queue-length histogram, the last for Q_n ≥ bins − 1 "
-        "\\[default: 64].", rich_help_panel=RUN, show_default=False)] = None,
-    trajectory: Annotated[int | None, typer.Option(
-        help="Record ΣQ(t) and the pooled q(t) every K slots of the first replication "
-        "(in --json).", metavar="K", rich_help_panel=RUN, show_default=False)] = None,
-    trajectory_servers: Annotated[str | None, typer.Option(
-        help="Comma-separated server indices whose Q_n(t) the trajectory records too, "
-        "e.g. 0,5.", rich_help_panel=RUN, show_default=False)] = None,
+    no_imbalance: options.NoImbalance = False,
+    per_server: options.PerServerOn = False,
+    per_server_bins: options.PerServerBins = None,
+    trajectory_every: options.TrajectoryEvery = None,
+    trajectory_servers: options.TrajectoryServers = None,
     workers: options.Workers = None,
-    precision: options.Precision = None,
+    precision_rel: options.PrecisionRel = None,
     precision_abs: options.PrecisionAbs = None,
-    max_slots: options.MaxSlots = None,
+    precision_max_slots: options.PrecisionMaxSlots = None,
+    no_delay: options.OldNoDelay = False,
+    trajectory: options.OldTrajectory = None,
+    precision: options.OldPrecision = None,
+    max_slots: options.OldMaxSlots = None,
     json_: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object instead of the table.")] = False,
     import_: options.Import = None,
@@ -110,23 +106,25 @@ def run_command(
         allow_unstable=True if allow_unstable else None, slots=slots, warmup=warmup,
         warmup_method=warmup_method, estimator=estimator, start=start,
         replications=replications, seed=seed,
-        track_delay=False if no_delay else None,
-        delay=delay, per_server=True if per_server else None,
-        per_server_bins=per_server_bins, trajectory=trajectory,
-        trajectory_servers=options.parse_indices(trajectory_servers, "trajectory_servers"),
+        delay=delay, imbalance=False if no_imbalance else None,
+        per_server={"bins": per_server_bins} if per_server_bins is not None
+        else True if per_server else None,
+        trajectory={"every": trajectory_every, "servers": options.parse_indices(
+            trajectory_servers, "trajectory_servers")},
+        precision={"rel": precision_rel, "abs": precision_abs,
+                   "max_slots": precision_max_slots},
     )
     system = run_spec.build_system()
     check_work(system_work(system, run_spec.slots, run_spec.replications), confirmed=yes)
     label = run_spec.policy.name
 
     def run() -> Result:
-        return run_spec.simulate(workers=workers, precision=precision,
-                                 precision_abs=precision_abs, max_slots=max_slots)
+        return run_spec.simulate(workers=workers)
 
-    if pooled(workers, run_spec.replications, precision or precision_abs):
+    if pooled(workers, run_spec.replications, run_spec.precision is not None):
         # once here, not once per worker
         precompile(system, [run_spec.make_policy()], delay=run_spec.delay,
-                   observe=run_spec.per_server or run_spec.trajectory is not None)
+                   observe=run_spec.per_server is not None or run_spec.trajectory is not None)
     with run_status(f"simulating {escape(label)} …", run_spec.replications):
         result = run()
     if json_:
@@ -171,12 +169,12 @@ def estimator_text(result: Result) -> str:
     return f"{first}; the other: {other}{note}"
 
 
-def pooled(workers: int | None, replications: int, precision: float | None) -> bool:
+def pooled(workers: int | None, replications: int, precision: bool) -> bool:
     """Whether a run's replications go to a pool of several worker processes."""
     from dispatchlab.core.pools import resolve_workers
 
     # a precision run adds replications up to its budget: the pool is sized for many
-    return resolve_workers(workers, replications if precision is None else 1 << 20) > 1
+    return resolve_workers(workers, 1 << 20 if precision else replications) > 1
 
 
 @contextmanager

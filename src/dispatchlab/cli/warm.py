@@ -40,7 +40,7 @@ def warm_system(dispatch: str = "batch") -> System:
 
 
 def precompile(system: System, policies: Sequence[Policy | str], *,
-               delay: str | None = None, observe: bool = False) -> None:
+               delay: str = "tagged", observe: bool = False) -> None:
     """Before a pool of worker processes starts: compile (or load from the disk cache) the
     slot loop and the functions of ``policies`` here, once, with a short run of each on
     ``system`` itself (LED's ``choose`` is compiled for the system's size: a scan, a min

@@ -171,7 +171,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     ip, fp = _borrowed(policy.ip), _borrowed(policy.fp)
     ist, fst = _borrowed(policy.ist), _borrowed(policy.fst)
     slots, warmup, block_length = control.slots, control.warmup, control.block_length
-    bound, track_delay, detail = control.bound, control.track_delay, control.detail
+    bound, time_every_job, imbalance = control.bound, control.time_every_job, control.imbalance
     queue_sum, block_sum = _borrowed(acc.queue_sum), _borrowed(acc.block_sum)
     block_pooled = _borrowed(acc.block_pooled)
     block_queue_unused = _borrowed(acc.block_queue_unused)
@@ -293,13 +293,13 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 counters[HERDING_SLOTS] += 1
 
         # service, unused service and FIFO departures
-        if service_code == SERVICE_BERNOULLI and not track_delay:
+        if service_code == SERVICE_BERNOULLI and not time_every_job:
             total_queue, total_service, departures = _serve_bernoulli(
                 Q, A, Q_prev, thresholds, service_stream, record, queue_sum, S)
         else:  # another law, or Bernoulli timing every job (loop_steps in engine.raw)
             total_queue, total_service, departures = serve_other(
                 Q, A, Q_prev, mu, service_code, service_trials, exogenous, record, queue_sum,
-                track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments,
+                time_every_job, t, warmup, pool, tails, pool_free, delay_hist, moments,
                 thresholds, service_stream, S)
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
@@ -334,7 +334,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             moments[SUM_UNUSED] += total_unused
             moments[SUM_UNUSED_SQ] += float(total_unused) * float(total_unused)
             moments[SUM_POOLED_UNUSED_SQ] += float(pooled_unused) * float(pooled_unused)
-            if detail:
+            if imbalance:
                 absolute, square = _imbalance(Q, total_queue)
                 moments[SUM_DQI1] += absolute
                 moments[SUM_DQI2] += math.sqrt(square)
@@ -345,7 +345,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             carry[CARRY_POOLED] = pooled
             carry[CARRY_STATUS] = STATUS_HIT_BOUND
             return t + 1
-        if track_delay and pool_free[FREE_COUNT] < N:  # the next slot may need N nodes
+        if time_every_job and pool_free[FREE_COUNT] < N:  # the next slot may need N nodes
             carry[CARRY_POOLED] = pooled
             carry[CARRY_FIFO_FULL] = 1
             return t + 1

@@ -63,8 +63,8 @@ class RawRun:
     # measured job tagged with probability ``tag_probability``), or nothing (``off``)
     delay: str = "all"
     tag_probability: float = 0.0
-    detail: bool = True  # whether the queue imbalance was measured (else its sums are 0)
-    # on request (run_once's per_server and trajectory_every): each server's jobs served
+    imbalance: bool = True  # whether the queue imbalance was measured (else its sums are 0)
+    # on request (run_once's server_bins and trajectory_every): each server's jobs served
     # and histogram of Q_n(t+1) over the measured slots, and the trajectory rows (t, ΣQ(t),
     # q(t), Q_n(t) of trajectory_servers) at t = 0, k, 2k, …; empty when not asked for
     served: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -175,15 +175,15 @@ def tag_rows(system: System, tag_probability: float) -> int:
     return int(max(TAG_ROWS, 16 * (per_slot + 64 + 8 * math.sqrt(per_slot))))
 
 
-def loop_steps(system: System, track_delay: bool = False) -> tuple[Any, Any]:
+def loop_steps(system: System, time_every_job: bool = False) -> tuple[Any, Any]:
     """The slot loop's service and arrival steps for ``system`` (not yet compiled): the
-    other laws' service step, the Bernoulli one timing every job (``track_delay``:
+    other laws' service step, the Bernoulli one timing every job (``time_every_job``:
     ``delay="all"``) or the Bernoulli stub, the other arrivals' step or the stub of
     split-Poisson runs (see arrivals.needs_other_arrivals)."""
     if system.service.code != SERVICE_BERNOULLI:
         serve = service.serve_other_law
     else:
-        serve = service.bernoulli_fifo if track_delay else service.bernoulli_only
+        serve = service.bernoulli_fifo if time_every_job else service.bernoulli_only
     split_poisson = not arrivals.needs_other_arrivals(system.arrivals.code, system.dispatchers,
                                                       system.split == "batch")
     return serve, arrivals.split_poisson_only if split_poisson else arrivals.other_arrivals
@@ -222,12 +222,13 @@ def loop_laws(system: System, trace: np.ndarray) -> records.LoopLaws:
                             system.split == "batch", system.dispatch == "per_job")
 
 
-def observation(queues: np.ndarray, slots: int, per_server: bool, bins: int, every: int,
+def observation(queues: np.ndarray, slots: int, bins: int, every: int,
                 servers: Sequence[int]) -> records.LoopObservation:
     """The loop's :class:`~dispatchlab.engine.records.LoopObservation` of a run from
-    ``queues`` = Q(0): per-server counts with a ``bins``-bin histogram when ``per_server``;
+    ``queues`` = Q(0): per-server counts with a ``bins``-bin histogram (0: none);
     a trajectory point every ``every`` slots (0: none), Q_n(t) of ``servers`` in it, its
     first row (t = 0, q(0) = ΣQ(0)) written here."""
+    per_server = bins > 0
     if not per_server and every == 0:
         return records.no_observation()
     n = queues.size
@@ -255,10 +256,10 @@ def _raised(error: Exception, first: int, stop: int) -> str:
 
 
 def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
-             seed: int | np.random.SeedSequence, bound: int, track_delay: bool = True,
-             detail: bool = True, initial_queues: np.ndarray | None = None,
+             seed: int | np.random.SeedSequence, bound: int, time_every_job: bool = True,
+             imbalance: bool = True, initial_queues: np.ndarray | None = None,
              policy: str = "policy", chunk: int | None = None,
-             tag_probability: float = 0.0, per_server: bool = False, server_bins: int = 64,
+             tag_probability: float = 0.0, server_bins: int = 0,
              trajectory_every: int = 0, trajectory_servers: Sequence[int] = ()) -> RawRun:
     """Run the slot loop once, in chunks (see :mod:`dispatchlab.engine.control`), and
     return its raw accumulators.
@@ -269,14 +270,15 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     :class:`~dispatchlab.engine.control.RunInterrupted` on Ctrl-C (between two chunks).
     ``policy`` names the policy in these messages. ``chunk`` fixes the slots per chunk
     (default: sized to about CHUNK_SECONDS each); the results never depend on it.
-    ``tag_probability`` p > 0 (with ``track_delay`` off): the delay histogram holds the
+    ``tag_probability`` p > 0 (with ``time_every_job`` off): the delay histogram holds the
     delays of tagged jobs, each measured job tagged with probability p from a stream of
     its own (docs/statistics.md#tagged-delays), and no other draw changes.
-    ``per_server`` (with a ``server_bins``-bin histogram of each Q_n) and
+    ``server_bins`` > 0 (per-server statistics with a histogram of that many bins of each
+    Q_n) and
     ``trajectory_every`` k > 0 (with Q_n(t) of ``trajectory_servers``) observe the run
     (:func:`observation`; docs/statistics.md#per-server) and change no draw either."""
     tagged = tag_probability > 0.0
-    if tagged and track_delay:
+    if tagged and time_every_job:
         raise ValueError("tagged jobs replace the FIFO tracking of every job: not both")
     n = system.n_servers
     block_length = max(1, -(-slots // BLOCKS))
@@ -297,13 +299,13 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
         diag=np.zeros(max(1, kernel.n_diagnostics)), counters=np.zeros(layout.N_COUNTERS, np.int64),
         moments=np.zeros(layout.N_MOMENTS), final_queues=queues, seconds=0.0,
         initial_jobs=initial_total,
-        delay="tagged" if tagged else "all" if track_delay else "off",
-        tag_probability=float(tag_probability), detail=bool(detail),
+        delay="tagged" if tagged else "all" if time_every_job else "off",
+        tag_probability=float(tag_probability), imbalance=bool(imbalance),
     )
     rng = make_rng_state(seed)
     service_stream = make_service_stream(seed)
-    serve_step, arrival_step = loop_steps(system, track_delay)
-    state = records.init_loop_state(queues, rng, service_stream, system.mu, track_delay,
+    serve_step, arrival_step = loop_steps(system, time_every_job)
+    state = records.init_loop_state(queues, rng, service_stream, system.mu, time_every_job,
                                  float(system.arrival_rate), system.weights,
                                  arrival_step is arrivals.split_poisson_only,
                                  make_exogenous_stream(seed), make_tag_stream(seed),
@@ -314,14 +316,13 @@ def run_once(system: System, kernel: Kernel, *, slots: int, warmup: int,
     laws = loop_laws(system, trace)
     memory = records.LoopPolicy(kernel.begin_slot is not no_hook, kernel.end_slot is not no_hook,
                              *kernel.memory())
-    control = records.LoopControl(slots, warmup, block_length, bound, track_delay, detail,
+    control = records.LoopControl(slots, warmup, block_length, bound, time_every_job, imbalance,
                                float(tag_probability))
     accumulators = records.LoopAccumulators(
         out.queue_sum, out.block_sum, out.block_pooled, out.block_queue_unused, out.delay_hist,
         out.queue_hist, out.messages, np.zeros_like(out.messages), out.diag, out.counters,
         out.moments)
-    observed = observation(queues, slots, per_server, server_bins, trajectory_every,
-                           trajectory_servers)
+    observed = observation(queues, slots, server_bins, trajectory_every, trajectory_servers)
     per_job = system.dispatch == "per_job"
     sizer = ChunkSizer()
     progress = current_progress()

@@ -78,8 +78,8 @@ LoopControl, LOOP_CONTROL_TYPE = _record(
         ("warmup", I64),  # statistics from this slot on
         ("block_length", I64),  # slots per block of the block sums (batch means, the trend)
         ("bound", I64),  # ΣQ above which the run stops, unstable
-        ("track_delay", BOOL),  # time every job through its FIFO
-        ("detail", BOOL),  # measure the queue imbalance every slot
+        ("time_every_job", BOOL),  # time every job through its FIFO
+        ("imbalance", BOOL),  # measure the queue imbalance every slot
         ("tag_probability", F64),  # p, each measured job's chance to be tagged (0: none)
     ])
 
@@ -162,7 +162,7 @@ def no_observation() -> LoopObservation:
 
 
 def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
-                    mu: np.ndarray, track_delay: bool, arrival_rate: float,
+                    mu: np.ndarray, time_every_job: bool, arrival_rate: float,
                     dispatcher_p: np.ndarray, split_poisson: bool,
                     exogenous: np.ndarray | None = None, tag_stream: np.ndarray | None = None,
                     tag_rows: int = 1) -> LoopState:
@@ -178,7 +178,7 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
     work[2] = -1
     carry = np.zeros(N_CARRY, np.int64)
     carry[CARRY_POOLED] = Q.sum()  # the pooled queue q(0) = ΣQ(0)
-    if track_delay:
+    if time_every_job:
         # room for one slot's arrivals and more; the initial jobs wait in their servers'
         # head nodes as one batch "arrived" in slot −1 each
         pool, tails, pool_free = new_pool(N, 3 * N + 16)

@@ -46,7 +46,7 @@ def _draw_service(code, mu, trials, rng):
 
 
 #: serve(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
-#: track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments, thresholds,
+#: time_every_job, t, warmup, pool, tails, pool_free, delay_hist, moments, thresholds,
 #: service_stream, S) -> (ΣQ(t+1), Σ S_n, departures): the service step for laws other than
 #: Bernoulli and for Bernoulli with every job's delay (``delay="all"``), which the loop
 #: receives as a first-class function (:data:`serve_other_law`, :data:`bernoulli_fifo`, or
@@ -191,7 +191,7 @@ def _serve_bernoulli_fifo(Q, A, Q_prev, thresholds, stream, record, queue_sum, S
     return total_queue, total_service, departures
 
 def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record, queue_sum,
-                     track_delay, t, warmup, pool, tails, pool_free, delay_hist, moments,
+                     time_every_job, t, warmup, pool, tails, pool_free, delay_hist, moments,
                      thresholds, service_stream, S):
     """The service step for the laws other than Bernoulli (the Bernoulli twins are
     :func:`_serve_bernoulli` and :func:`_serve_bernoulli_fifo`). Returns (ΣQ(t+1), Σ S_n,
@@ -212,14 +212,14 @@ def _serve_other_law(Q, A, Q_prev, mu, service_code, service_trials, rng, record
         total_queue += left
         if record:
             queue_sum[n] += left
-        if track_delay and (arrived > 0 or served > 0):
+        if time_every_job and (arrived > 0 or served > 0):
             _fifo_update(n, arrived, served, t, warmup, pool, tails, pool_free, delay_hist,
                          moments)
     return total_queue, total_service, departures
 
 
 def _bernoulli_with_fifo(Q, A, Q_prev, mu, service_code, service_trials, rng, record,
-                        queue_sum, track_delay, t, warmup, pool, tails, pool_free, delay_hist,
+                        queue_sum, time_every_job, t, warmup, pool, tails, pool_free, delay_hist,
                         moments, thresholds, service_stream, S):
     """Bernoulli service timing every job (:func:`_serve_bernoulli_fifo`), as the loop's
     ``serve_other``."""

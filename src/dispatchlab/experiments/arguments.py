@@ -19,13 +19,13 @@ from typing import Any
 from dispatchlab.core.convert import as_float, as_int
 from dispatchlab.core.errors import require
 from dispatchlab.core.pools import resolve_workers
-from dispatchlab.simulation.plan import delay_mode
 from dispatchlab.specs.experiment import MIN_SLOTS, check_name
 from dispatchlab.specs.run import RUN_CONVERTERS, SYSTEM_CONVERTERS
 
-#: estimator and start at these values stay out of a point's options (and so of its key), as
-#: does a delay mode that track_delay implies (tagged, or off without track_delay)
-OPTION_DEFAULTS = {"estimator": "coupled", "start": "empty"}
+#: options at these values (simulate's defaults) stay out of a point's options, and so of
+#: its key
+OPTION_DEFAULTS = {"estimator": "coupled", "start": "empty", "delay": "tagged",
+                   "imbalance": True}
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def store_path(value: Any) -> Path | None:
 
 def sweep_arguments(*, load: Any, epsilon: Any, replications: Any, slots: Any, warmup: Any,
                     seed: Any, workers: Any, store: Any, experiment: Any, dispatchers: Any,
-                    allow_unstable: Any, warmup_method: Any, track_delay: Any, delay: Any,
+                    allow_unstable: Any, warmup_method: Any, delay: Any, imbalance: Any,
                     estimator: Any, start: Any) -> SweepArguments:
     """Check every scalar keyword of :func:`dispatchlab.sweep` (see the module docstring)."""
     require((load is None) != (epsilon is None), "load",
@@ -90,16 +90,12 @@ def sweep_arguments(*, load: Any, epsilon: Any, replications: Any, slots: Any, w
             f"must be in [0, slots) (got {warmup} with {slots} slots)")
     resolve_workers(workers, 1)
     options = {"replications": RUN_CONVERTERS["replications"](replications, "replications"),
-               "warmup_method": RUN_CONVERTERS["warmup_method"](warmup_method, "warmup_method"),
-               "track_delay": RUN_CONVERTERS["track_delay"](track_delay, "track_delay")}
-    for key, value in (("estimator", estimator), ("start", start)):
+               "warmup_method": RUN_CONVERTERS["warmup_method"](warmup_method, "warmup_method")}
+    for key, value in (("estimator", estimator), ("start", start), ("delay", delay),
+                       ("imbalance", imbalance)):
         value = RUN_CONVERTERS[key](value, key)
         if value != OPTION_DEFAULTS[key]:
             options[key] = value
-    if delay is not None:
-        delay = delay_mode(RUN_CONVERTERS["delay"](delay, "delay"), options["track_delay"])
-        if delay != delay_mode(None, options["track_delay"]):
-            options["delay"] = delay
     return SweepArguments(
         axis=axis, values=values, replications=options["replications"], slots=slots,
         warmup=warmup, seed=RUN_CONVERTERS["seed"](seed, "seed"), workers=workers,

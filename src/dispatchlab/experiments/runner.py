@@ -66,7 +66,8 @@ def run_point(point_data: dict[str, Any]) -> dict[str, Any]:
     try:
         result = simulate(point.build_system(), point.policy.name,
                           policy_params=dict(point.policy.params), slots=point.slots,
-                          warmup=point.warmup, seed=point.seed, **dict(point.options))
+                          warmup=point.warmup, seed=point.seed, workers=1,
+                          **dict(point.options))  # the sweep's pool is the parallelism
     except ValidationError as error:  # its constructor does not survive pickling
         raise PointError(str(error)) from None
     return {"result": result.to_dict(), "worker": f"{socket.gethostname()}:{os.getpid()}",
@@ -87,7 +88,8 @@ def warm_compiled_code(points: list[Point]) -> None:
         seen.add(tag)
         options = {k: v for k, v in point.options.items() if k != "warmup_method"}
         simulate(point.build_system(), point.policy.name,
-                 policy_params=dict(point.policy.params), slots=WARM_SLOTS, seed=0, **options)
+                 policy_params=dict(point.policy.params), slots=WARM_SLOTS, seed=0, workers=1,
+                 **options)
 
 
 class _Heartbeat:

@@ -47,6 +47,8 @@ from dispatchlab.experiments.arguments import SweepArguments, as_list, sweep_arg
 from dispatchlab.experiments.recipes import identity_params, policy_from_recipe, policy_recipe
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
+from dispatchlab.simulation.measures import refuse_renamed
+from dispatchlab.simulation.plan import DEFAULT_SLOTS
 from dispatchlab.simulation.result import Result
 from dispatchlab.specs.experiment import ExperimentSpec, Point, PolicySpec, SystemSpec
 
@@ -123,7 +125,7 @@ def _run(system: System, policy: Policy, point: Mapping[str, Any],
     from dispatchlab.simulation.run import simulate
 
     return simulate(system, policy, slots=int(point["slots"]), warmup=point["warmup"],
-                    seed=int(point["seed"]), **options)
+                    seed=int(point["seed"]), workers=1, **options)  # the sweep's pool
 
 
 def run_task(task: _Task) -> Result:
@@ -144,7 +146,7 @@ def sweep(
     load: Sequence[float] | None = None,
     epsilon: Sequence[float] | None = None,
     replications: int = 1,
-    slots: int = 200_000,
+    slots: int = DEFAULT_SLOTS,
     warmup: int | None = None,
     seed: int = 0,
     workers: int | None = None,
@@ -153,10 +155,10 @@ def sweep(
     dispatchers: int | None = None,
     allow_unstable: bool = False,
     warmup_method: str = "fraction",
-    track_delay: bool = True,
-    delay: str | None = None,
     estimator: str = "coupled",
     start: str = "empty",
+    delay: str = "tagged",
+    imbalance: bool = True,
     **unknown: Any,
 ):  # -> pandas.DataFrame
     """Simulate every (system, policy, load|ε) and return one DataFrame row per point.
@@ -182,11 +184,11 @@ def sweep(
         allow_unstable: accept loads ρ ≥ 1 (ε ≤ 0) for systems given as server lists
             or SystemSpecs.
         warmup_method: ``fraction`` or ``mser5`` (see ``simulate``).
-        track_delay: measure delays (``False``: no delay quantiles, as ``delay="off"``).
-        delay: how delay quantiles are measured, as in ``simulate``: ``tagged`` (the
-            default), ``all`` or ``off``.
         estimator: as in ``simulate``.
         start: as in ``simulate``.
+        delay: how delay quantiles are measured, as in ``simulate``: ``tagged`` (the
+            default), ``all`` or ``off``.
+        imbalance: measure the queue imbalance, as in ``simulate``.
 
     Every argument is checked as the same key of a spec file is
     (:mod:`dispatchlab.experiments.arguments`): a wrong type or value raises
@@ -200,12 +202,13 @@ def sweep(
     """
     import pandas as pd
 
+    refuse_renamed(unknown)
     refuse_unknown(sweep, unknown)
     args = sweep_arguments(
         load=load, epsilon=epsilon, replications=replications, slots=slots, warmup=warmup,
         seed=seed, workers=workers, store=store, experiment=experiment,
         dispatchers=dispatchers, allow_unstable=allow_unstable, warmup_method=warmup_method,
-        track_delay=track_delay, delay=delay, estimator=estimator, start=start)
+        delay=delay, imbalance=imbalance, estimator=estimator, start=start)
     specs = [system_spec(s, args.dispatchers, args.allow_unstable)
              for s in as_list(systems, "systems", (System, SystemSpec, str),
                               "a System, a SystemSpec or a server list")]

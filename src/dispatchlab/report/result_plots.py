@@ -1,6 +1,7 @@
 """``dispatchlab.plot_trajectory`` and ``dispatchlab.plot_distribution``: the figures of one
 :class:`~dispatchlab.simulation.result.Result` that recorded a trajectory or per-server
-statistics (``simulate(…, trajectory=k, per_server=True)``; docs/statistics.md#per-server).
+statistics (``simulate(…, trajectory=Trajectory(every=k), per_server=True)``;
+docs/statistics.md#per-server).
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ def _title(result: Result, title: str) -> str:
 def plot_trajectory(result: Result, *, servers: Sequence[int] | None = None,
                     log_y: bool = False, title: str = "") -> Any:
     """ΣQ(t) and the pooled queue q(t) against the slot t, and Q_n(t) of ``servers``, from
-    a result of ``simulate(…, trajectory=k)`` (its first replication, every k slots, the
-    warm-up shaded). Returns the matplotlib Figure.
+    a result of ``simulate(…, trajectory=Trajectory(every=k))`` (its first replication,
+    every k slots, the warm-up shaded). Returns the matplotlib Figure.
 
     Args:
         result: a Result with a trajectory.
@@ -65,11 +66,11 @@ def plot_trajectory(result: Result, *, servers: Sequence[int] | None = None,
     """
     _check_common(result, log_y, title)
     require(bool(result.trajectory_slots), "result",
-            "no trajectory recorded: run simulate(..., trajectory=k)")
+            "no trajectory recorded: run simulate(..., trajectory=Trajectory(every=k))")
     recorded = list(result.trajectory_servers)
     chosen = recorded if servers is None else _servers(
         servers, recorded, f"the recorded servers {recorded}" if recorded
-        else "the recorded servers (none: give simulate trajectory_servers=[…])")
+        else "the recorded servers (none: give Trajectory(every=k, servers=[…]))")
     slots = np.asarray(result.trajectory_slots)
     fig, ax = plt.subplots(figsize=(8.0, 4.2))
     if result.warmup > 0:

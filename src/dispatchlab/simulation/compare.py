@@ -26,20 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import require
 from dispatchlab.core.pools import map_tasks
 from dispatchlab.core.signals import api_stops
 from dispatchlab.engine.raw import RawRun
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
-from dispatchlab.simulation.plan import Plan, plan_run, run_indexed
+from dispatchlab.simulation.plan import Plan, check_settings, plan_run, run_indexed
 from dispatchlab.simulation.result import Result
 from dispatchlab.simulation.summary import summarize_plan
 from dispatchlab.stats.estimators import Estimate, batch_means, replication_estimate, t_quantile
-
-#: the run settings compare passes to simulate's validation (plan_run)
-SETTINGS = ("slots", "warmup", "seed", "replications", "warmup_method", "bound",
-            "track_delay", "delay", "detail", "estimator", "start")
 
 
 @dataclass(frozen=True)
@@ -109,7 +105,7 @@ class PairedComparison:
 
 
 @api_stops()
-def compare(system: System, a: Policy | str, b: Policy | str, *, workers: int | None = 1,
+def compare(system: System, a: Policy | str, b: Policy | str, *, workers: int | None = None,
             **settings: Any) -> PairedComparison:
     """Run policies ``a`` and ``b`` on ``system`` with one seed (common random numbers) and
     estimate D = E[ΣQ_a] − E[ΣQ_b] with a paired CI (docs/statistics.md#paired).
@@ -121,8 +117,8 @@ def compare(system: System, a: Policy | str, b: Policy | str, *, workers: int | 
         b: the policy compared with ``a``, likewise.
         workers: processes for the 2·R replications (``None``: every core).
         settings: :func:`~dispatchlab.simulate`'s run settings (``slots``, ``warmup``,
-            ``seed``, ``replications``, ``warmup_method``, ``bound``, ``track_delay``,
-            ``delay``, ``detail``, ``estimator``, ``start``), validated by it; a precision
+            ``seed``, ``replications``, ``warmup_method``, ``estimator``, ``start``,
+            ``bound``, ``delay``, ``imbalance``, …), validated by it; a precision
             target is refused (the pairs need the same replications on both sides).
 
     Returns a :class:`PairedComparison` with both :class:`Result` objects.
@@ -133,7 +129,7 @@ def compare(system: System, a: Policy | str, b: Policy | str, *, workers: int | 
 
 
 def compare_with_first(system: System, policies: list[Policy | str], *,
-                       workers: int | None = 1, **settings: Any) -> list[PairedComparison]:
+                       workers: int | None = None, **settings: Any) -> list[PairedComparison]:
     """Every policy after the first against the first (the baseline): for k ≥ 1 the
     comparison of policy k (``a``) with policy 0 (``b``), D = E[ΣQ_k] − E[ΣQ_0], all
     policies' replications on one pool and each policy run once. The settings are
@@ -147,14 +143,9 @@ def compare_with_first(system: System, policies: list[Policy | str], *,
 def _run_paired(system: System, policies: list[Policy | str], workers: int | None,
                 settings: dict[str, Any]) -> tuple[list[Plan], list[list[RawRun]], list[str]]:
     """Plan (validate) and run every policy with the same settings and seed."""
-    unknown = sorted(set(settings) - set(SETTINGS) - {"precision", "precision_abs",
-                                                      "max_slots", "policy_params"})
-    if unknown:
-        raise ValidationError(unknown[0], "unknown keyword of compare; allowed: workers, "
-                              + ", ".join(SETTINGS))
-    for name in ("precision", "precision_abs", "max_slots"):
-        require(settings.get(name) is None, name, "a paired comparison runs a fixed number "
-                "of replications on both policies; give slots and replications")
+    check_settings(settings, "compare")
+    require(settings.get("precision") is None, "precision", "a paired comparison runs a "
+            "fixed number of replications on both policies; give slots and replications")
     require("policy_params" not in settings, "policy_params",
             "give parameters to make_policy and compare the Policy objects")
     require(isinstance(policies, list | tuple) and len(policies) >= 2, "policies",

@@ -51,8 +51,8 @@ def _rounds(plan: Plan, per_round: int, pool: Executor | None) -> Result:
         else:
             reason = ""
         if reason:
-            return replace(result, stop_reason=reason, precision_target=target.relative,
-                           precision_abs_target=target.absolute, slot_budget=budget)
+            return replace(result, stop_reason=reason, precision_target=target.rel,
+                           precision_abs_target=target.abs, slot_budget=budget)
         aim = target.half_width(result.mean_total_queue)
         if math.isfinite(half) and half > 0 and aim > 0 and half / aim < math.sqrt(affordable):
             wanted = math.ceil(count * (half / aim) ** 2 * PRECISION_OVERSHOOT)

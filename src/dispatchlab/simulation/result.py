@@ -64,7 +64,7 @@ class Result:
     # theorem quantities
     epsilon_total_queue: float  # ε·E[ΣQ]
     idle_while_busy: float  # E[‖Q(t+1)‖₁·‖U(t)‖₁], [JBT] Eq. (7)'s term
-    queue_imbalance_l1: float  # DQI_1 = E[Σ_n |Q_n − ΣQ/N|]; nan: not measured (detail=False)
+    queue_imbalance_l1: float  # DQI_1 = E[Σ_n |Q_n − ΣQ/N|]; nan: not measured (imbalance=False)
     queue_imbalance_l2: float  # DQI_2 = E[‖Q_⊥‖₂]; nan (null in JSON) when not measured
     herding_fraction: float  # slots where ≥ 2 dispatchers chose one server
     arrival_rate_measured: float
@@ -146,8 +146,8 @@ class Result:
     server_idle_fraction: list[float] = field(default_factory=list)  # slots ending Q_n = 0
     # P(Q_n = k) for k = 0 … bins − 2, the last entry P(Q_n ≥ bins − 1); [] when unstable
     server_queue_distributions: list[list[float]] = field(default_factory=list)
-    # the decimated trajectory (simulate(trajectory=k)) of the first replication, warm-up
-    # included: ΣQ(t), q(t) and Q_n(t) of trajectory_servers at t = 0, k, 2k, …
+    # the decimated trajectory (simulate(trajectory=Trajectory(every=k))) of the first
+    # replication, warm-up included: ΣQ(t), q(t) and Q_n(t) of trajectory_servers at t = 0, k, 2k, …
     trajectory_slots: list[int] = field(default_factory=list)
     trajectory_total_queue: list[int] = field(default_factory=list)
     trajectory_pooled_queue: list[int] = field(default_factory=list)
@@ -215,14 +215,15 @@ class Result:
         return pd.DataFrame.from_records(self.to_records())
 
     def trajectory_frame(self):  # -> pandas.DataFrame
-        """The trajectory (``simulate(…, trajectory=k)``) as a DataFrame, one row per point:
+        """The trajectory (``simulate(…, trajectory=Trajectory(every=k))``) as a DataFrame,
+        one row per point:
         ``slot`` (t = 0, k, 2k, …), ``total_queue`` (ΣQ(t)), ``pooled_queue`` (q(t), the
         resource-pooled queue on the same draws) and ``queue_<n>`` (Q_n(t)) for each
         recorded server n. Raises ValidationError when no trajectory was recorded."""
         import pandas as pd
 
         require(bool(self.trajectory_slots), "trajectory",
-                "no trajectory recorded: run simulate(..., trajectory=k)")
+                "no trajectory recorded: run simulate(..., trajectory=Trajectory(every=k))")
         columns = {"slot": self.trajectory_slots, "total_queue": self.trajectory_total_queue,
                    "pooled_queue": self.trajectory_pooled_queue}
         columns.update({f"queue_{n}": values for n, values in

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from dispatchlab.core.errors import refuse_unknown
@@ -11,7 +10,8 @@ from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
 from dispatchlab.simulation.execute import execute
-from dispatchlab.simulation.plan import plan_run, run_indexed
+from dispatchlab.simulation.measures import PerServer, Precision, Trajectory, refuse_renamed
+from dispatchlab.simulation.plan import DEFAULT_SLOTS, check_settings, plan_run, run_indexed
 from dispatchlab.simulation.result import Result
 
 
@@ -20,26 +20,21 @@ def simulate(
     system: System,
     policy: Policy | str,
     *,
-    slots: int = 1_000_000,
+    slots: int = DEFAULT_SLOTS,
     warmup: int | None = None,
     seed: int = 0,
     replications: int = 1,
     warmup_method: str = "fraction",
-    bound: int | None = None,
-    track_delay: bool = True,
-    detail: bool = True,
-    policy_params: dict[str, Any] | None = None,
-    workers: int | None = 1,
-    precision: float | None = None,
-    precision_abs: float | None = None,
-    max_slots: int | None = None,
     estimator: str = "coupled",
     start: str = "empty",
-    delay: str | None = None,
-    per_server: bool = False,
-    per_server_bins: int | None = None,
-    trajectory: int | None = None,
-    trajectory_servers: Sequence[int] = (),
+    bound: int | None = None,
+    delay: str = "tagged",
+    imbalance: bool = True,
+    per_server: PerServer | bool | None = None,
+    trajectory: Trajectory | None = None,
+    precision: Precision | None = None,
+    policy_params: dict[str, Any] | None = None,
+    workers: int | None = None,
     **unknown: Any,
 ) -> Result:
     """Simulate ``policy`` on ``system`` for ``slots`` slots.
@@ -56,20 +51,6 @@ def simulate(
             (:func:`~dispatchlab.stats.estimators.pooled_estimate`; docs/statistics.md).
         warmup_method: ``fraction`` (fixed warm-up) or ``mser5`` (MSER-5 truncation of
             the ΣQ series after the fixed warm-up, applied to the mean and CI of ΣQ).
-        bound: ΣQ at which the run stops and is judged unstable.
-        track_delay: measure the delay distribution (False: ``delay="off"``).
-        detail: measure the queue-imbalance quantities every slot.
-        workers: processes that run replications side by side (fresh processes: safe in Jupyter
-            and on macOS); ``None`` uses every core. Replication r has the same seed
-            whatever the number of workers, so the result does not depend on it.
-        precision: a target relative half-width of the 95 % CI of E[ΣQ] (0.01: ± 1 %):
-            replications of ``slots`` slots run in rounds (``workers`` at a time) until the
-            CI is that narrow or the slot budget ``max_slots`` is spent. The result says
-            the precision reached and why it stopped (``stop_reason``).
-        precision_abs: the same target as an absolute half-width (with ``precision``:
-            both must hold).
-        max_slots: the slot budget of a precision run, warm-ups included (default
-            PRECISION_BUDGET_FACTOR × ``slots``).
         estimator: the headline E[ΣQ] and its CI (docs/statistics.md#coupled):
             ``coupled`` (default), E[q] of the resource-pooled queue on the same draws,
             computed, plus the time average of X = ΣQ − q; where E[q] cannot be computed
@@ -80,30 +61,42 @@ def simulate(
             μ_n, so that q(t) is stationary from slot 0 and only X = ΣQ − q has a
             transient (heavy traffic: the pooled queue's relaxation time ζ/ε² no longer
             bounds the run; docs/statistics.md#coupled).
+        bound: ΣQ at which the run stops and is judged unstable.
         delay: how the delay quantiles are measured (docs/statistics.md#tagged-delays):
             ``tagged`` (default), a sample of tagged jobs followed through their FIFOs at
             O(tags) a slot, each quantile with a 95 % CI (``delay_quantile_ci``);
             ``all``, every job timed through a FIFO; ``off``, none. The mean delay by
             Little's law (``mean_delay``) is exact in every mode.
-        per_server: also measure each server's utilisation, idle fraction and queue-length
-            distribution over the measured window of every replication
-            (docs/statistics.md#per-server; ``Result.per_server_frame()``,
-            ``Result.server_distribution_frame()``). Off by default; no draw changes.
-        per_server_bins: bins of each server's queue-length histogram (default 64): Q_n =
-            0 … bins − 2, and the last bin for Q_n ≥ bins − 1.
-        trajectory: k: record ΣQ(t) and the pooled q(t) every k slots, t = 0, k, 2k, …,
-            over the whole first replication (warm-up included;
-            ``Result.trajectory_frame()``). ``slots // 1000`` gives about 1000 points.
-        trajectory_servers: server indices n whose Q_n(t) the trajectory records too.
+        imbalance: measure the queue imbalance DQI₁, DQI₂ every slot (default on).
+        per_server: :class:`PerServer` (or ``True`` for its default bins): each server's
+            utilisation, idle fraction and queue-length distribution over the measured
+            window of every replication (docs/statistics.md#per-server;
+            ``Result.per_server_frame()``, ``Result.server_distribution_frame()``). No
+            draw changes.
+        trajectory: :class:`Trajectory` ``(every=k, servers=…)``: ΣQ(t), the pooled q(t)
+            and Q_n(t) of the given servers every k slots of the first replication, warm-up
+            included (``Result.trajectory_frame()``).
+        precision: :class:`Precision` ``(rel=…, abs=…, max_slots=…)``, a target
+            half-width of the 95 % CI of E[ΣQ]: replications of ``slots`` slots run in
+            rounds (``workers`` at a time) until the CI is that narrow or the slot budget is
+            spent. The result says the precision reached and why it stopped
+            (``stop_reason``).
+        policy_params: the parameters of a policy given by name.
+        workers: processes that run replications side by side (fresh processes: safe in
+            Jupyter and on macOS); ``None`` (default) uses every core. Replication r has the
+            same seed whatever the number of workers, so the result does not depend on it.
+
+    The keywords of earlier versions (``track_delay``, ``detail``, ``per_server_bins``,
+    ``trajectory_servers``, ``precision_abs``, ``max_slots``) are refused with one line
+    naming their replacement (:data:`~dispatchlab.simulation.measures.RENAMED`).
     """
+    refuse_renamed(unknown)
     refuse_unknown(simulate, unknown)
     return execute(plan_run(
         system, policy, slots=slots, warmup=warmup, seed=seed, replications=replications,
-        warmup_method=warmup_method, bound=bound, track_delay=track_delay, detail=detail,
-        policy_params=policy_params, precision=precision, precision_abs=precision_abs,
-        max_slots=max_slots, estimator=estimator, start=start, delay=delay,
-        per_server=per_server, per_server_bins=per_server_bins, trajectory=trajectory,
-        trajectory_servers=trajectory_servers), workers)
+        warmup_method=warmup_method, estimator=estimator, start=start, bound=bound,
+        delay=delay, imbalance=imbalance, per_server=per_server, trajectory=trajectory,
+        precision=precision, policy_params=policy_params), workers)
 
 
 def simulate_each(system: System, policies: list[Policy | str], *, workers: int | None = None,
@@ -112,8 +105,9 @@ def simulate_each(system: System, policies: list[Policy | str], *, workers: int 
     every policy on one pool of ``workers`` processes (default: every core).
 
     Each result is identical to its own sequential :func:`simulate` call. Precision
-    targets (``precision``, ``precision_abs``) run policy after policy, each on the pool.
+    targets (``precision``) run policy after policy, each on the pool.
     """
+    check_settings(settings, "simulate_each")
     plans = [plan_run(system, policy, **settings) for policy in policies]
     if any(plan.target is not None for plan in plans):
         return [execute(plan, workers) for plan in plans]

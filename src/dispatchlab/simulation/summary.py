@@ -328,8 +328,8 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
     def stable_only(value: float) -> float:
         return nan if unstable else float(value)
 
-    def imbalance(total: float) -> float:  # not measured (detail=False) is missing, not 0
-        return total / measured if all(run.detail for run in runs) else nan
+    def imbalance(total: float) -> float:  # not measured (imbalance=False): missing, not 0
+        return total / measured if all(run.imbalance for run in runs) else nan
 
     mean_total = stable_only(estimate.mean)
     diag = sum(run.diag for run in runs)

@@ -35,14 +35,40 @@ from dispatchlab.core.convert import as_float, as_table, check_keys
 from dispatchlab.core.documents import loads_json, read_toml
 from dispatchlab.core.errors import INTEGER_LIMIT, require
 from dispatchlab.model.system import System
-from dispatchlab.simulation.plan import plan_run
+from dispatchlab.simulation.measures import refuse_renamed
+from dispatchlab.simulation.plan import DEFAULT_SLOTS, plan_run
 from dispatchlab.specs.figure import FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 SLOTS_RULE_PER = ("epsilon", "load")
-SIMULATE_OPTIONS = ("warmup_method", "estimator", "start", "track_delay", "delay", "detail",
-                    "bound", "replications")
+SIMULATE_OPTIONS = ("warmup_method", "estimator", "start", "delay", "imbalance", "bound",
+                    "replications")
 MIN_SLOTS = 100
+
+
+def stored_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored point's or grid's options in today's names: before the measurement
+    vocabulary (:mod:`dispatchlab.simulation.measures`) ``detail`` meant ``imbalance`` and
+    ``track_delay = false`` meant ``delay = "off"`` (``true``: the default)."""
+    current = dict(options)
+    if "detail" in current:
+        current["imbalance"] = current.pop("detail")
+    if "track_delay" in current and not current.pop("track_delay"):
+        current["delay"] = "off"
+    return current
+
+
+def identity_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options as a point's key and seed spell them: in the names they had when the
+    committed stores were made (see :func:`stored_options`), so that every stored point
+    keeps its key and its numbers."""
+    spelled = dict(options)
+    if "imbalance" in spelled:
+        spelled["detail"] = spelled.pop("imbalance")
+    if spelled.get("delay") == "off":
+        del spelled["delay"]
+        spelled["track_delay"] = False
+    return dict(sorted(spelled.items()))
 
 
 def _integer(value: Any) -> bool:
@@ -144,7 +170,7 @@ class Point:
             "system": self.system.identity(), "policy": self.policy.identity(),
             "axis": self.axis, "value": float(self.value), "replication": self.replication,
             "slots": self.slots, "warmup": self.warmup,
-            "options": dict(sorted(self.options.items())),
+            "options": identity_options(self.options),
         }
 
     @property
@@ -178,7 +204,7 @@ class Point:
         return cls(data["experiment"], SystemSpec.from_dict(data["system"]),
                    PolicySpec.from_dict(data["policy"]), data["axis"], float(data["value"]),
                    int(data["replication"]), int(data["slots"]), data["warmup"],
-                   int(data["root_seed"]), dict(data.get("options") or {}))
+                   int(data["root_seed"]), stored_options(data.get("options") or {}))
 
 
 # -- the experiment ----------------------------------------------------------------------------
@@ -198,7 +224,7 @@ class ExperimentSpec:
         warmup: see :data:`WarmupLike`.
         seed: the root seed.
         options: extra keyword arguments of ``simulate`` (warmup_method, estimator,
-            start, track_delay, delay, detail, bound).
+            start, delay, imbalance, bound).
         figures: what ``dispatchlab report`` draws.
         title / description / paper: shown in the report.
         quick_scale: factor applied to the slots by ``--quick``.
@@ -210,7 +236,7 @@ class ExperimentSpec:
     loads: tuple[float, ...] = ()
     epsilons: tuple[float, ...] = ()
     replications: int = 1
-    slots: SlotsLike = 200_000
+    slots: SlotsLike = DEFAULT_SLOTS
     warmup: WarmupLike = None
     seed: int = 0
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -291,6 +317,7 @@ class ExperimentSpec:
                     and self.slots >= MIN_SLOTS, "slots",
                     f"must be an integer ≥ {MIN_SLOTS} or a slots rule (got {self.slots!r})")
         self._validate_warmup()
+        refuse_renamed(self.options, "options.")
         unknown = sorted(set(self.options) - set(SIMULATE_OPTIONS))
         require(not unknown, "options",
                 f"unknown {unknown}; allowed: {', '.join(SIMULATE_OPTIONS)}")
@@ -409,7 +436,7 @@ class ExperimentSpec:
             name=data["name"], systems=tuple(systems), policies=tuple(policies),
             loads=tuple(listed("loads")), epsilons=tuple(listed("epsilons")),
             replications=data.get("replications", 1),
-            slots=budget("slots") if "slots" in data else 200_000,
+            slots=budget("slots") if "slots" in data else DEFAULT_SLOTS,
             warmup=budget("warmup"), seed=data.get("seed", 0),
             options=dict(data.get("options") or {}),
             figures=tuple(FigureSpec.from_dict(f, f"figures[{i}]")
@@ -420,8 +447,10 @@ class ExperimentSpec:
 
     @classmethod
     def from_json(cls, text: str, where: str = "the spec's JSON") -> ExperimentSpec:
-        """Build (without validating) from ``to_json()``'s text, e.g. a store's copy."""
-        return cls.from_dict(loads_json(text, "spec", where))
+        """Build (without validating) from ``to_json()``'s text, e.g. a store's copy (whose
+        options may have the names of an earlier version: :func:`stored_options`)."""
+        spec = cls.from_dict(loads_json(text, "spec", where))
+        return replace(spec, options=stored_options(spec.options))
 
     @classmethod
     def from_toml(cls, path: str | Path) -> ExperimentSpec:

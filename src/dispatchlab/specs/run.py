@@ -34,12 +34,20 @@ A run spec file has three tables, every key optional::
     start = "empty"                # empty | stationary (q(0) from the pooled queue's law)
     seed = 7
     replications = 1
-    track_delay = true
     delay = "tagged"               # tagged (a sample of tagged jobs) | all | off
+    imbalance = true               # the queue imbalance DQI₁, DQI₂ every slot
     per_server = false             # utilisation, idle fraction, Q_n distribution per server
-    per_server_bins = 64           # bins of each Q_n histogram (the last: Q_n ≥ bins − 1)
-    trajectory = 1000              # ΣQ(t), q(t) every 1000 slots (default: none)
-    trajectory_servers = [0, 1]    # and Q_n(t) of these servers
+    [run.per_server]               # … or with the bins of each Q_n histogram (the last:
+    bins = 64                      #     Q_n ≥ bins − 1)
+    [run.trajectory]               # ΣQ(t), q(t) every 1000 slots (default: none)
+    every = 1000
+    servers = [0, 1]               # and Q_n(t) of these servers
+    [run.precision]                # replications until the 95 % CI of E[ΣQ] is ± 1 %
+    rel = 0.01                     # (and/or abs = …) or max_slots are spent
+    max_slots = 64_000_000
+
+The ``[run]`` keys are :func:`dispatchlab.simulate`'s keywords, the tables its records
+(:mod:`dispatchlab.simulation.measures`).
 
 ``per-job`` (the old spelling) is read as ``per_job``. A sweep's ``[[systems]]`` and
 ``[[policies]]`` tables take the same keys (without load/epsilon, which the grid sweeps)
@@ -62,7 +70,6 @@ from dispatchlab.core.convert import (
     as_float,
     as_floats,
     as_int,
-    as_ints,
     as_str,
     as_table,
     check_keys,
@@ -73,7 +80,15 @@ from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.policies import Policy, make_policy
 from dispatchlab.policies.base import display_name
-from dispatchlab.simulation.plan import DELAY_MODES, ESTIMATORS, STARTS, WARMUP_METHODS
+from dispatchlab.simulation.measures import (
+    DELAY_MODES,
+    PerServer,
+    Precision,
+    Trajectory,
+    merged,
+    refuse_renamed,
+)
+from dispatchlab.simulation.plan import DEFAULT_SLOTS, ESTIMATORS, STARTS, WARMUP_METHODS
 from dispatchlab.simulation.result import Result
 from dispatchlab.simulation.run import simulate
 
@@ -264,8 +279,7 @@ class RunSpec:
         epsilon: ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces ``load``).
         slots: as in :func:`dispatchlab.simulate`, and likewise ``warmup``,
             ``warmup_method``, ``estimator``, ``start``, ``seed``, ``replications``,
-            ``track_delay``, ``delay``, ``per_server``, ``per_server_bins``,
-            ``trajectory`` and ``trajectory_servers``.
+            ``delay``, ``imbalance``, ``per_server``, ``trajectory`` and ``precision``.
     """
 
     system: SystemSpec = field(
@@ -273,19 +287,18 @@ class RunSpec:
     policy: PolicySpec = field(default_factory=lambda: PolicySpec(""))
     load: float | None = None
     epsilon: float | None = None
-    slots: int = 1_000_000
+    slots: int = DEFAULT_SLOTS
     warmup: int | None = None
     warmup_method: str = "fraction"
     estimator: str = "coupled"
     start: str = "empty"
     seed: int = 0
     replications: int = 1
-    track_delay: bool = True
-    delay: str | None = None  # tagged | all | off (None: tagged, off without track_delay)
-    per_server: bool = False
-    per_server_bins: int | None = None  # None: simulate's default
-    trajectory: int | None = None  # k: a point every k slots (None: no trajectory)
-    trajectory_servers: tuple[int, ...] = ()
+    delay: str = "tagged"
+    imbalance: bool = True
+    per_server: PerServer | None = None
+    trajectory: Trajectory | None = None
+    precision: Precision | None = None
 
     # -- construction -------------------------------------------------------------------------
 
@@ -312,6 +325,7 @@ class RunSpec:
             system_spec = replace(system_spec,
                                   arrivals=_resolve_trace(system_spec.arrivals, base_dir))
         run = tables["run"]
+        refuse_renamed(run, "run.")
         check_keys(run, "run", tuple(RUN_CONVERTERS))
         settings = {key: RUN_CONVERTERS[key](value, f"run.{key}") for key, value in run.items()}
         policy = PolicySpec.from_mapping(tables["policy"], "policy", need_name=False)
@@ -322,7 +336,9 @@ class RunSpec:
 
         Keys: the system fields (``servers``, ``dispatchers``, …), ``policy`` (the name),
         ``params`` (merged into the spec's; an override wins), ``load``/``epsilon``
-        (giving one clears the other) and the run settings.
+        (giving one clears the other), the run settings, and for ``per_server``,
+        ``trajectory`` and ``precision`` a mapping of the record's fields, merged into the
+        spec's record (``per_server=True``: on, with the spec's bins or the default).
         """
         given = {k: v for k, v in overrides.items() if v is not None}
         allowed = {*SYSTEM_KEYS, "policy", "params", *(f.name for f in fields(self))}
@@ -341,6 +357,11 @@ class RunSpec:
             policy = replace(policy, name=given.pop("policy"))
         if "params" in given:
             policy = replace(policy, params={**policy.params, **given.pop("params")})
+        if given.get("per_server") is True:
+            given["per_server"] = self.per_server or PerServer()
+        for name, kind in RECORDS.items():
+            if isinstance(given.get(name), Mapping):
+                given[name] = merged(getattr(self, name), kind, name, given[name])
         return replace(self, system=replace(self.system, **system), policy=policy, **given)
 
     # -- use ----------------------------------------------------------------------------------
@@ -361,18 +382,15 @@ class RunSpec:
                 "no policy given; use --policy NAME or [policy] name = ... in the spec")
         return self.policy.make()
 
-    def simulate(self, **execution: Any) -> Result:
-        """Validate everything, then run the simulation; ``execution`` passes how it runs
-        (``workers``, ``precision``, ``precision_abs``, ``max_slots``) to :func:`simulate`."""
+    def settings(self) -> dict[str, Any]:
+        """The run settings as :func:`simulate` takes them."""
+        return {name: getattr(self, name) for name in RUN_CONVERTERS}
+
+    def simulate(self, *, workers: int | None = None) -> Result:
+        """Validate everything, then run the simulation on ``workers`` processes."""
         system = self.build_system()
         policy = self.make_policy()
-        return simulate(system, policy, slots=self.slots, warmup=self.warmup, seed=self.seed,
-                        replications=self.replications, warmup_method=self.warmup_method,
-                        estimator=self.estimator, start=self.start,
-                        track_delay=self.track_delay, delay=self.delay,
-                        per_server=self.per_server, per_server_bins=self.per_server_bins,
-                        trajectory=self.trajectory,
-                        trajectory_servers=self.trajectory_servers, **execution)
+        return simulate(system, policy, workers=workers, **self.settings())
 
 
 #: the converter of every run setting (TOML, JSON, and the Python API's keywords)
@@ -384,13 +402,15 @@ RUN_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "start": as_choice(STARTS),
     "seed": as_int,
     "replications": lambda v, n: as_int(v, n, low=1),
-    "track_delay": as_bool,
     "delay": as_choice(DELAY_MODES),
-    "per_server": as_bool,
-    "per_server_bins": lambda v, n: as_int(v, n, low=2),
-    "trajectory": lambda v, n: as_int(v, n, low=1),
-    "trajectory_servers": as_ints,
+    "imbalance": as_bool,
+    "per_server": PerServer.from_table,
+    "trajectory": Trajectory.from_table,
+    "precision": Precision.from_table,
 }
+#: the run settings that are records, and their types
+RECORDS: dict[str, type] = {"per_server": PerServer, "trajectory": Trajectory,
+                            "precision": Precision}
 
 
 def _resolve_trace(arrivals: str, base_dir: Path) -> str:

@@ -153,8 +153,8 @@ def _one_run(item: tuple[CoverageCase, int, dict[str, Any]]) -> dict[str, tuple[
     from dispatchlab.simulation.run import simulate  # numba: not for `check coverage --help`
 
     case, seed, settings = item
-    result = simulate(case.system(), case.policy, seed=seed, track_delay=False, detail=False,
-                      **{"slots": case.slots, **settings})
+    result = simulate(case.system(), case.policy, seed=seed, delay="off", imbalance=False,
+                      workers=1, **{"slots": case.slots, **settings})  # runs are the pool's
     coupled_method = (result.ci_method if result.estimator == "coupled"
                       else f"coupled, E[q] {result.pooled_queue_method}")
     plain_method = result.ci_method if result.estimator == "plain" else "plain time average"

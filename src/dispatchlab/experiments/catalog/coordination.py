@@ -75,7 +75,7 @@ def scd_loads(quick: bool = False) -> ExperimentSpec:
         name="scd-loads", title="Stochastic coordination: SCD against the herd",
         description=scd_loads.__doc__ or "", paper="[SCD] Goren, Vargaftik, Moses, PODC 2021",
         systems=(SYSTEM,), policies=_policies(push_d((SYSTEM,), max(loads))), loads=loads,
-        replications=2, slots=SLOTS, warmup=0.3, seed=2105, options={"detail": False},
+        replications=2, slots=SLOTS, warmup=0.3, seed=2105, options={"imbalance": False},
         quick_scale=0.1, figures=_figures("load"))
 
 
@@ -91,5 +91,5 @@ def scd_dispatchers(quick: bool = False) -> ExperimentSpec:
         description=scd_dispatchers.__doc__ or "",
         paper="[SCD] Goren, Vargaftik, Moses, PODC 2021", systems=systems,
         policies=_policies(push_d(systems, 0.9)), loads=(0.9,), replications=2,
-        slots=SLOTS, warmup=0.3, seed=2106, options={"detail": False}, quick_scale=0.1,
+        slots=SLOTS, warmup=0.3, seed=2106, options={"imbalance": False}, quick_scale=0.1,
         figures=_figures("load"))

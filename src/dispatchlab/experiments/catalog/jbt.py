@@ -88,7 +88,7 @@ def _spec(name: str, epsilons: tuple[float, ...], description: str,
         slots=SlotsRule(coefficient=SLOTS_COEFFICIENT, power=2, per="epsilon",
                         minimum=100_000, maximum=max_slots),
         seed=1808,
-        options={"track_delay": False},
+        options={"delay": "off"},
         quick_scale=0.05,
         figures=(
             FigureSpec("eps-queue", x="epsilon", y="epsilon_total_queue", log_x=True, log_y=True,

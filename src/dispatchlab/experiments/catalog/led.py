@@ -61,7 +61,7 @@ def led_fig2(quick: bool = False) -> ExperimentSpec:
         replications=2,
         slots=200_000,
         seed=2003,
-        options={"detail": False},
+        options={"imbalance": False},
         figures=_queue_figures("E[ΣQ] with p̂ = 0.01"),
     )
 
@@ -119,7 +119,7 @@ def led_heavy_traffic(quick: bool = False) -> ExperimentSpec:
         replications=2,
         slots=SlotsRule(coefficient=2e4, power=2, per="epsilon", minimum=200_000),
         seed=2004,
-        options={"detail": False},
+        options={"imbalance": False},
         figures=(
             FigureSpec("eps-queue", x="epsilon", y="epsilon_total_queue", log_x=True,
                        log_y=True, title="ε·E[ΣQ]", ylabel="ε·E[ΣQ]",

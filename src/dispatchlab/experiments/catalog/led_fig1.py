@@ -87,12 +87,12 @@ def calibrate(spec: SystemSpec, loads: tuple[float, ...], variants: tuple[tuple[
     for load in loads:
         system = spec.build(load=load)
         po2 = simulate(system, "pod", policy_params={"d": 2}, slots=slots, seed=seed,
-                       track_delay=False, detail=False).messages_per_arrival
+                       delay="off", imbalance=False).messages_per_arrival
         parts = [f"ρ={load:g}: Po-2 {po2:.3f}"]
         for name, params in variants:
             policy = make_policy(name, **params)
-            pilot = simulate(system, policy, slots=slots, seed=seed, track_delay=False,
-                             detail=False)
+            pilot = simulate(system, policy, slots=slots, seed=seed, delay="off",
+                             imbalance=False)
             measured = pilot.messages_per_arrival
             label = f"{name}[{params['budget_unit']}]"
             target = 4.0 if params["budget_unit"] == "arrival" else po2
@@ -273,7 +273,7 @@ def led_fig1(quick: bool = False, pilots: bool = True) -> ExperimentSpec:
         "messages per job): " + "; ".join(lines),
         paper="[LED] Zhou, Shroff, Wierman 2020, Fig. 1",
         systems=(BATCH,), policies=policies, loads=loads, replications=2, slots=100_000,
-        warmup=0.2, seed=2002, options={"detail": False},
+        warmup=0.2, seed=2002, options={"imbalance": False},
         figures=_figures("Batch model: E[ΣQ] at Po-2's message overhead"),
     )
 
@@ -294,7 +294,7 @@ def _slotted(name: str, system: SystemSpec, quick: bool, slots: int,
         paper="[LED] Fig. 1 in the model of the group's public simulator",
         systems=(system,), policies=_led_policies("arrival", d) + jsq + _common_policies(),
         loads=loads, replications=2, slots=slots, warmup=0.3, seed=2005,
-        options={"detail": False},
+        options={"imbalance": False},
         figures=_figures(f"Slotted model ({system.label}): E[ΣQ]"),
     )
 

@@ -113,7 +113,7 @@ def pi_stability(quick: bool = False) -> ExperimentSpec:
         replications=1,
         slots=1_000_000,  # near ρ̄ a stable run still climbs for a few 10⁵ slots
         seed=314,
-        options={"bound": STABILITY_BOUND, "track_delay": False},
+        options={"bound": STABILITY_BOUND, "delay": "off"},
         quick_scale=0.5,
         figures=(
             FigureSpec("queue", x="load", y="mean_total_queue", log_y=True,
@@ -164,7 +164,7 @@ def _collapse_spec(name: str, epsilons: tuple[float, ...], max_slots: int,
         slots=SlotsRule(coefficient=1e4, power=2, per="epsilon", minimum=200_000,
                         maximum=max_slots),
         seed=2718,
-        options={"track_delay": False},
+        options={"delay": "off"},
         quick_scale=0.25,
         figures=(
             FigureSpec("perp", y="perp_sq", log_y=True, ylabel="E‖P⊥‖²",

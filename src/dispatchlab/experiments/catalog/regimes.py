@@ -34,8 +34,8 @@ DEEP_SLOTS = 2 * 10**9
 #: blocks of 2·10⁶ slots needs ≥ 2.6·10⁹ measured slots), run again at this length
 #: (``*-regimes-deeper``, 10–20 CPU-minutes a point); the longer run supersedes the shorter
 DEEPER_SLOTS = 4 * 10**9
-OPTIONS = {"estimator": "coupled", "start": "stationary", "track_delay": False,
-           "detail": False}
+OPTIONS = {"estimator": "coupled", "start": "stationary", "delay": "off",
+           "imbalance": False}
 
 JBT_SYSTEMS = (SystemSpec("10x0.5", label="homogeneous 10×0.5"),
                SystemSpec("5x0.2,5x0.8", label="heterogeneous 5×0.2 + 5×0.8"))

@@ -17,7 +17,7 @@ from dispatchlab.theory.stability import induced_threshold
 
 
 @decision_function
-def two_shortest(eta, mu, ip, fp, rng, dest, scratch):
+def two_shortest(eta, mu, int_params, float_params, rng, dest, scratch):
     """Slot i of the cycle goes to the shortest (i even) or second shortest (i odd) queue."""
     n = eta.size
     for i in range(dest.size):

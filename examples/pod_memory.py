@@ -38,7 +38,7 @@ from dispatchlab.engine.interface import PROBE, REPLY, choose_function, hook_fun
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Kernel, Param, Policy, register, register_preset
 
-# the memory: ist row m < M holds dispatcher m's remembered servers (k of them, −1 while
+# the memory: int_state row m < M holds dispatcher m's remembered servers (k of them, −1 while
 # none); row M holds the candidates of the current call (d + k) and row M + 1 counters
 DIAGNOSTICS = ("memory_choices",)  # dispatches that went to a remembered server
 D_MEMORY = 0
@@ -48,31 +48,31 @@ COUNT_MEMORY = 0  # counters row: dispatches to a remembered server since the la
 @njit(inline="always", cache=True)
 def samples(memory):
     """ip[0]: d, the fresh samples a dispatch."""
-    return memory.ip[0]
+    return memory.int_params[0]
 
 
 @njit(inline="always", cache=True)
 def remembered_count(memory):
     """ip[1]: k, the servers a dispatcher remembers."""
-    return memory.ip[1]
+    return memory.int_params[1]
 
 
 @njit(inline="always", cache=True)
 def remembered(memory, m):
     """Dispatcher m's remembered servers (a writable row of k entries, −1: none yet)."""
-    return memory.ist[m]
+    return memory.int_state[m]
 
 
 @njit(inline="always", cache=True)
 def candidates(memory):
     """The scratch row of the current call: its d + k candidate servers."""
-    return memory.ist[memory.ist.shape[0] - 2]
+    return memory.int_state[memory.int_state.shape[0] - 2]
 
 
 @njit(inline="always", cache=True)
 def counters(memory):
     """The counters row (COUNT_MEMORY …)."""
-    return memory.ist[memory.ist.shape[0] - 1]
+    return memory.int_state[memory.int_state.shape[0] - 1]
 
 
 @njit(inline="always", cache=True)

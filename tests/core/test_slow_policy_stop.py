@@ -28,7 +28,7 @@ from dispatchlab.policies.base import Kernel, Policy, register
 @choose_function
 def _slow_choose(m, jobs, slot, memory, ctx):
     total = 0.0
-    for i in range(memory.ip[0]):  # about a millisecond of work a choice
+    for i in range(memory.int_params[0]):  # about a millisecond of work a choice
         total += np.sqrt(i + 1.0)
     return np.int64(0) if total < 0 else np.int64(slot.t % slot.Q.size)
 

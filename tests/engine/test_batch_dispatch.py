@@ -23,7 +23,7 @@ LOG = 160  # (m, jobs, ΣQ seen) entries a slot, far above what a slot of these 
 def _log_call(m, jobs, slot, memory, ctx):
     """Logs (m, jobs, ΣQ seen) into ist[0] (its entry 0 counts the calls of the slot) and
     chooses server (m + t + k) mod N for its k-th call of the slot."""
-    row = memory.ist[0]
+    row = memory.int_state[0]
     k = row[0]
     if k < LOG:
         row[1 + 3 * k], row[2 + 3 * k], row[3 + 3 * k] = m, jobs, slot.Q.sum()
@@ -36,8 +36,8 @@ def _check_log(slot, step, memory, ctx):
     """diag: [slots whose calls differ from the dispatchers with arrivals in order, with
     A^m(t) jobs each (one job a call per job), on ΣQ(t), or whose A(t) differs from the
     servers chosen; calls]."""
-    row = memory.ist[0]
-    per_job = memory.ip[0] == 1
+    row = memory.int_state[0]
+    per_job = memory.int_params[0] == 1
     wrong = row[0] > LOG
     placed = np.zeros(slot.Q.size, np.int64)
     k = 0
@@ -148,14 +148,14 @@ def test_a_bad_server_from_a_later_dispatcher_names_it_and_its_slot(dispatch: st
 
 @hook_function
 def _restart_count(slot, step, memory, ctx):
-    memory.ist[0, 0] = 0
+    memory.int_state[0, 0] = 0
 
 
 @choose_function
 def _bad_at_job_41(m, jobs, slot, memory, ctx):
     """Server N for the 41st job dispatcher 1 places in a slot (per job, one dispatcher)."""
-    count = memory.ist[0, 0] + 1
-    memory.ist[0, 0] = count
+    count = memory.int_state[0, 0] + 1
+    memory.int_state[0, 0] = count
     return slot.Q.size if (m == 1 and count == 41) else 0
 
 

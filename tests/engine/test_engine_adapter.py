@@ -156,12 +156,12 @@ def test_hook_adapters_update_memory_and_draw_like_the_hooks() -> None:
 @choose_function
 def _record_calls(m, jobs, slot, memory, ctx):
     """Appends (m, jobs, ΣQ seen) to the row ist[0] (its first entry counts the calls) and
-    returns memory.ip[m], a server chosen ahead by the test (out of range on purpose)."""
-    row = memory.ist[0]
+    returns memory.int_params[m], a server chosen ahead by the test (out of range on purpose)."""
+    row = memory.int_state[0]
     k = row[0]
     row[1 + 3 * k], row[2 + 3 * k], row[3 + 3 * k] = m, jobs, slot.Q.sum()
     row[0] = k + 1
-    return memory.ip[m]
+    return memory.int_params[m]
 
 
 def test_one_batch_call_chooses_for_every_dispatcher_as_separate_calls_did() -> None:

@@ -33,9 +33,9 @@ def test_kernel_memory_is_fresh_and_aligned_every_time():
     kernel = Kernel(no_hook, int_params=np.arange(3), float_params=np.ones(2),
                     int_state=np.arange(12).reshape(3, 4), float_state=np.zeros((1, 5)))
     first, second = kernel.memory(), kernel.memory()
-    first.ist[...] = -7
+    first.int_state[...] = -7
     for array, original in zip(second, (kernel.int_params, kernel.float_params,
                                         kernel.int_state, kernel.float_state), strict=True):
         assert array.ctypes.data % CACHE_LINE == 0
         assert (array == np.atleast_2d(original) if array.ndim == 2 else array == original).all()
-    assert second.ist.dtype == np.int64 and second.fst.dtype == np.float64
+    assert second.int_state.dtype == np.int64 and second.float_state.dtype == np.float64

@@ -67,7 +67,7 @@ def test_led_updates_write_q_of_the_next_slot(name: str) -> None:
 
 @choose_function
 def _cycle_choose(m, jobs, slot, memory, ctx):
-    return memory.ip[randint(ctx.rng, memory.ip.size)]
+    return memory.int_params[randint(ctx.rng, memory.int_params.size)]
 
 
 class _UnseededPolicy(Policy):

@@ -25,7 +25,7 @@ def led_kernel(**params):
 
 def test_learn_on_send_writes_the_true_queue_plus_the_jobs_sent():
     system, kernel, memory, ctx = led_kernel(learn_on_send=True)
-    ist = memory.ist
+    ist = memory.int_state
     Q = np.array([4, 7, 2, 9, 5], np.int64)
     ist[0, :] = [3, 3, 3, 3, 0]  # stale: server 4 looks empty
     target = kernel.choose(0, 3, Slot(0, Q, system.mu), memory, ctx)
@@ -48,9 +48,9 @@ def test_learn_on_send_writes_the_true_queue_plus_the_jobs_sent():
 def test_increment_only_lsq_adds_the_jobs_to_the_stale_estimate():
     system, kernel, memory, ctx = led_kernel()
     Q = np.array([4, 7, 2, 9, 5], np.int64)
-    memory.ist[0, :5] = [3, 3, 3, 3, 0]
+    memory.int_state[0, :5] = [3, 3, 3, 3, 0]
     assert kernel.choose(0, 3, Slot(0, Q, system.mu), memory, ctx) == 4
-    assert memory.ist[0, 4] == 3 and ctx.msg[ANSWER] == 0
+    assert memory.int_state[0, 4] == 3 and ctx.msg[ANSWER] == 0
 
 
 def test_learn_on_send_costs_one_answer_per_dispatch_event_in_batch_mode():

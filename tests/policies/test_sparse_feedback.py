@@ -30,7 +30,7 @@ from dispatchlab.policies.sparse_feedback import (
 
 @choose_function
 def _explicit_choose(m, jobs, slot, memory, ctx):
-    own = memory.ist[m]
+    own = memory.int_state[m]
     target = argmin_random_ties(own[:slot.Q.size], ctx.rng)
     own[target] += jobs
     return target
@@ -39,12 +39,12 @@ def _explicit_choose(m, jobs, slot, memory, ctx):
 @hook_function
 def _explicit_begin(slot, step, memory, ctx):
     M = step.A_m.size
-    state = memory.ist[M]
+    state = memory.int_state[M]
     if state[1] == 0:
         for m in range(M):
             for n in range(slot.Q.size):
-                memory.ist[m, n] = slot.Q[n]
-        state[0] = memory.ip[0]
+                memory.int_state[m, n] = slot.Q[n]
+        state[0] = memory.int_params[0]
         state[1] = 1
     return None
 
@@ -54,26 +54,26 @@ def _explicit_end(slot, step, memory, ctx):
     Q = slot.Q
     M = step.A_m.size
     N = Q.size
-    if memory.ip[1] == 1:
-        state = memory.ist[M]
+    if memory.int_params[1] == 1:
+        state = memory.int_state[M]
         state[0] -= 1
         if state[0] == 0:
             for m in range(M):
                 for n in range(N):
-                    memory.ist[m, n] = Q[n]
+                    memory.int_state[m, n] = Q[n]
             ctx.msg[REPORT] += N * M
-            state[0] = memory.ip[0]
+            state[0] = memory.int_params[0]
     else:
         for n in range(N):
-            if uniform(ctx.rng) < memory.fp[0]:
+            if uniform(ctx.rng) < memory.float_params[0]:
                 for m in range(M):
-                    memory.ist[m, n] = Q[n]
+                    memory.int_state[m, n] = Q[n]
                 ctx.msg[REPORT] += M
     if step.record:
         error = 0
         for m in range(M):
             for n in range(N):
-                error += abs(memory.ist[m, n] - Q[n])
+                error += abs(memory.int_state[m, n] - Q[n])
         step.diag[0] += error / (M * N)
     return None
 

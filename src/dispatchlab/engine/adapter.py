@@ -59,17 +59,18 @@ from dispatchlab.engine.interface import (
 )
 
 _i64 = types.int64
-#: the arrays of Slot, Memory and Context, in the order (Q, μ, ip, fp, ist, fst, rng, msg)
+#: the arrays of Slot, Memory and Context, in the order (Q, μ, int_params, float_params,
+#: int_state, float_state, rng, msg)
 _POLICY_ARRAYS = (
     types.int64[::1], types.float64[::1], types.int64[::1], types.float64[::1],
     types.int64[:, ::1], types.float64[:, ::1], types.uint64[::1], types.int64[::1],
 )
 #: the arrays ``choose``'s adapter reads: those of Slot, Memory and Context, then A^m(t)
-#: and the targets it writes, one per dispatcher: (Q, μ, ip, fp, ist, fst, rng, msg, A_m,
-#: targets)
+#: and the targets it writes, one per dispatcher: (Q, μ, int_params, float_params,
+#: int_state, float_state, rng, msg, A_m, targets)
 PACKED_TYPE = types.Tuple((*_POLICY_ARRAYS, types.int64[::1], types.int64[::1]))
-#: the arrays of a hook's Slot, Step, Memory and Context: (Q, μ, ip, fp, ist, fst, rng,
-#: msg, Q_prev, A, A_m, diag)
+#: the arrays of a hook's Slot, Step, Memory and Context: (Q, μ, int_params, float_params,
+#: int_state, float_state, rng, msg, Q_prev, A, A_m, diag)
 HOOK_PACKED_TYPE = types.Tuple((
     *_POLICY_ARRAYS, types.int64[::1], types.int64[::1], types.int64[::1],
     types.float64[::1],
@@ -210,7 +211,9 @@ def _choosing_adapter(body: Any) -> Any:
     The draws are the same."""
 
     def adapter(m, jobs, t, packed):
-        Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets = _unpack_arrays(packed)
+        (Q, mu, int_params, float_params, int_state, float_state, rng, msg, A_m,
+         targets) = _unpack_arrays(packed)
+        memory = Memory(int_params, float_params, int_state, float_state)
         state = _stack_words(rng)
         _copy_words(rng, state)
         every = m == EVERY_DISPATCHER
@@ -219,8 +222,7 @@ def _choosing_adapter(body: Any) -> Any:
             placed = A_m[i] if every else 1
             if placed == 0:
                 continue
-            target = body(i if every else m, placed, Slot(t, Q, mu), Memory(ip, fp, ist, fst),
-                          Context(state, msg))
+            target = body(i if every else m, placed, Slot(t, Q, mu), memory, Context(state, msg))
             targets[i] = target
             if target < 0 or target >= Q.size:  # the loop stops at it: no later choose
                 break
@@ -242,18 +244,20 @@ def _inlining_hook_adapter(hook: Any) -> Any:
     body = njit(inline="always")(hook.py_func)
 
     def hook_adapter(t, record, packed):
-        Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag = _unpack_hook_arrays(packed)
-        body(Slot(t, Q, mu), Step(Q_prev, A, A_m, diag, record), Memory(ip, fp, ist, fst),
-             Context(rng, msg))
+        (Q, mu, int_params, float_params, int_state, float_state, rng, msg, Q_prev, A, A_m,
+         diag) = _unpack_hook_arrays(packed)
+        body(Slot(t, Q, mu), Step(Q_prev, A, A_m, diag, record),
+             Memory(int_params, float_params, int_state, float_state), Context(rng, msg))
 
     return hook_adapter
 
 
 def _calling_hook_adapter(hook: Any) -> Any:
     def hook_adapter(t, record, packed):
-        Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag = _unpack_hook_arrays(packed)
-        hook(Slot(t, Q, mu), Step(Q_prev, A, A_m, diag, record), Memory(ip, fp, ist, fst),
-             Context(rng, msg))
+        (Q, mu, int_params, float_params, int_state, float_state, rng, msg, Q_prev, A, A_m,
+         diag) = _unpack_hook_arrays(packed)
+        hook(Slot(t, Q, mu), Step(Q_prev, A, A_m, diag, record),
+             Memory(int_params, float_params, int_state, float_state), Context(rng, msg))
 
     return hook_adapter
 

@@ -28,8 +28,8 @@ A^m(t) in batch mode, 1 in per-job mode. The other arguments are named tuples
     ``record``  True when slot t is measured (t ≥ warm-up)
 
 :class:`Memory` — the policy's own arrays (built by its :class:`Kernel`, copied per run):
-    ``ip, fp``   integer and float parameters (1-D)
-    ``ist, fst`` integer and float memory (2-D)
+    ``int_params``, ``float_params``  integer and float parameters (1-D)
+    ``int_state``, ``float_state``    integer and float memory (2-D)
 Their layout is the policy's: each policy module names its entries with small inline
 accessors (e.g. ``estimates(memory, m)`` in :mod:`dispatchlab.policies.led.layout`),
 so its rules never index these arrays with bare constants.
@@ -99,12 +99,13 @@ class Step(NamedTuple):
 
 
 class Memory(NamedTuple):
-    """A policy's parameters (``ip``, ``fp``) and memory (``ist``, ``fst``)."""
+    """A policy's parameters (``int_params``, ``float_params``) and memory (``int_state``,
+    ``float_state``)."""
 
-    ip: np.ndarray
-    fp: np.ndarray
-    ist: np.ndarray
-    fst: np.ndarray
+    int_params: np.ndarray
+    float_params: np.ndarray
+    int_state: np.ndarray
+    float_state: np.ndarray
 
 
 class Context(NamedTuple):

@@ -168,8 +168,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     arrival_code, arrival_rate = laws.arrival_code, laws.arrival_rate
     arrival_trials, batch_split, per_job = laws.arrival_trials, laws.batch_split, laws.per_job
     has_begin, has_end = policy.has_begin, policy.has_end
-    ip, fp = _borrowed(policy.ip), _borrowed(policy.fp)
-    ist, fst = _borrowed(policy.ist), _borrowed(policy.fst)
+    int_params, float_params = _borrowed(policy.int_params), _borrowed(policy.float_params)
+    int_state, float_state = _borrowed(policy.int_state), _borrowed(policy.float_state)
     slots, warmup, block_length = control.slots, control.warmup, control.block_length
     bound, time_every_job, imbalance = control.bound, control.time_every_job, control.imbalance
     queue_sum, block_sum = _borrowed(acc.queue_sum), _borrowed(acc.block_sum)
@@ -215,11 +215,14 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             else service_trials if service_code == SERVICE_BINOMIAL else 0)
     pooled = carry[CARRY_POOLED]
     # choose is the policy's adapter (engine.adapter): it reads the arrays from here
-    packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, A_m, targets))
+    packed = pack_arrays((Q, mu, int_params, float_params, int_state, float_state, rng, msg,
+                          A_m, targets))
     # and the hooks' adapters theirs: in begin_slot Q_prev is Q(t) itself; in end_slot Q is
     # Q(t+1) and Q_prev Q(t)
-    begin_packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, Q, A, A_m, diag))
-    end_packed = pack_arrays((Q, mu, ip, fp, ist, fst, rng, msg, Q_prev, A, A_m, diag))
+    begin_packed = pack_arrays((Q, mu, int_params, float_params, int_state, float_state, rng,
+                                msg, Q, A, A_m, diag))
+    end_packed = pack_arrays((Q, mu, int_params, float_params, int_state, float_state, rng,
+                              msg, Q_prev, A, A_m, diag))
     block = t_start // block_length  # the block of slot t, and the slots left in it
     block_left = block_length - t_start % block_length
     for t in range(t_start, t_stop):

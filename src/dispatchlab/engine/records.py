@@ -67,8 +67,8 @@ LoopPolicy, LOOP_POLICY_TYPE = _record(
     "LoopPolicy",
     """The policy's side of the loop besides its compiled functions: which hooks it has,
     and its :class:`~dispatchlab.engine.interface.Memory` arrays.""",
-    [("has_begin", BOOL), ("has_end", BOOL), ("ip", I64_VEC), ("fp", F64_VEC), ("ist", I64_MAT),
-     ("fst", F64_MAT)])
+    [("has_begin", BOOL), ("has_end", BOOL), ("int_params", I64_VEC),
+     ("float_params", F64_VEC), ("int_state", I64_MAT), ("float_state", F64_MAT)])
 
 LoopControl, LOOP_CONTROL_TYPE = _record(
     "LoopControl",

@@ -55,49 +55,49 @@ from dispatchlab.theory.stability import DispatchFractions, rank_fractions_pod
 @njit(inline="always", cache=True)
 def rate_alias_table(memory):
     """fp of the weighted rule: the alias table of μ (for :func:`alias_draw`)."""
-    return memory.fp
+    return memory.float_params
 
 
 @njit(inline="always", cache=True)
 def rr_cycle(memory):
     """ip of RR: the fixed dispatch cycle of servers."""
-    return memory.ip
+    return memory.int_params
 
 
 @njit(inline="always", cache=True)
 def rr_positions(memory):
-    """ist row 0 of RR: entry m is dispatcher m's position in the cycle."""
-    return memory.ist[0]
+    """int_state row 0 of RR: entry m is dispatcher m's position in the cycle."""
+    return memory.int_state[0]
 
 
 @njit(inline="always", cache=True)
 def sample_size(memory):
     """ip[0] of Po-d and balanced Po-d: d, the number of servers sampled."""
-    return memory.ip[0]
+    return memory.int_params[0]
 
 
 @njit(inline="always", cache=True)
 def compares_delays(memory):
     """ip[1] of balanced Po-d: compare Q/μ (True) or Q (False)."""
-    return memory.ip[1] == 1
+    return memory.int_params[1] == 1
 
 
 @njit(inline="always", cache=True)
 def total_rate(memory):
     """fp[0] of balanced Po-d: μ_Σ."""
-    return memory.fp[0]
+    return memory.float_params[0]
 
 
 @njit(inline="always", cache=True)
 def balanced_alias_table(memory):
     """fp[1:] of balanced Po-d: the alias table of μ."""
-    return memory.fp[1:]
+    return memory.float_params[1:]
 
 
 @njit(inline="always", cache=True)
 def sed_offset(memory):
     """fp[0] of JSED: the offset c of argmin (Q_n + c)/μ_n (1 for SED, 0 for the Π member)."""
-    return memory.fp[0]
+    return memory.float_params[0]
 
 
 @njit(inline="always", cache=True)
@@ -139,7 +139,7 @@ def _cycle_choose(m, jobs, slot, memory, ctx):
 def _jsq_choose(m, jobs, slot, memory, ctx):
     probe_all(slot, ctx)
     # every dispatcher of slot t sees the same Q(t): the minimisers are found once per slot
-    return argmin_random_ties_per_slot(slot.Q, slot.t, memory.ist, ARGMIN_ROW, ctx.rng)
+    return argmin_random_ties_per_slot(slot.Q, slot.t, memory.int_state, ARGMIN_ROW, ctx.rng)
 
 
 @njit(inline="always", cache=True)
@@ -166,7 +166,7 @@ def scaled_argmin_per_slot(Q, offset, mu, t, cache, row, rng):
 def _jsed_choose(m, jobs, slot, memory, ctx):
     probe_all(slot, ctx)
     # the same Q(t) for every call of slot t (per job too): minimisers listed once per slot
-    return scaled_argmin_per_slot(slot.Q, sed_offset(memory), slot.mu, slot.t, memory.ist,
+    return scaled_argmin_per_slot(slot.Q, sed_offset(memory), slot.mu, slot.t, memory.int_state,
                                   ARGMIN_ROW, ctx.rng)
 
 
@@ -178,10 +178,10 @@ def _pod_choose(m, jobs, slot, memory, ctx):
         ctx.msg[PROBE] += 2
         ctx.msg[REPLY] += 2
         return shorter_of_two(Q, ctx.rng)
-    sample_distinct_row(ctx.rng, Q.size, d, memory.ist, SAMPLE_ROW)
+    sample_distinct_row(ctx.rng, Q.size, d, memory.int_state, SAMPLE_ROW)
     ctx.msg[PROBE] += d
     ctx.msg[REPLY] += d
-    return shortest_of_row(Q, memory.ist, SAMPLE_ROW, d, ctx.rng)
+    return shortest_of_row(Q, memory.int_state, SAMPLE_ROW, d, ctx.rng)
 
 
 @choose_function
@@ -192,8 +192,8 @@ def _balanced_pod_choose(m, jobs, slot, memory, ctx):
     Q = slot.Q
     mu = slot.mu
     rng = ctx.rng
-    sample = memory.ist[SAMPLE_ROW]
-    taken = memory.ist[TAKEN_ROW]
+    sample = memory.int_state[SAMPLE_ROW]
+    taken = memory.int_state[TAKEN_ROW]
     total = total_rate(memory)
     table = balanced_alias_table(memory)
     remaining = total

@@ -106,46 +106,46 @@ ROUNDS_SLACK = 4
 @njit(inline="always", cache=True)
 def objective(memory):
     """OBJ_SQUARED ([SCD]'s objective) or OBJ_LEVEL (the fill of the expected arrivals)."""
-    return memory.ip[IP_OBJECTIVE]
+    return memory.int_params[IP_OBJECTIVE]
 
 
 @njit(inline="always", cache=True)
 def estimate(memory):
     """EST_RATE, EST_SCALED or EST_CONDITIONAL: how a is estimated."""
-    return memory.ip[IP_ESTIMATE]
+    return memory.int_params[IP_ESTIMATE]
 
 
 @njit(inline="always", cache=True)
 def homogeneous(memory):
     """TWF: every width w_n = 1 (the rates are ignored)."""
-    return memory.ip[IP_HOMOGENEOUS] != 0
+    return memory.int_params[IP_HOMOGENEOUS] != 0
 
 
 @njit(inline="always", cache=True)
 def arrival_rate(memory):
     """λ_Σ, the mean of A_Σ(t)."""
-    return memory.fp[FP_RATE]
+    return memory.float_params[FP_RATE]
 
 
 @njit(inline="always", cache=True)
 def fixed_widths(memory, N):
     """w_n of every server: μ_n, or 1 on TWF's homogeneous servers (an array, so that the
     hot loops take no branch on TWF)."""
-    start = memory.ip[IP_WIDTHS]
-    return memory.fp[start:start + N]
+    start = memory.int_params[IP_WIDTHS]
+    return memory.float_params[start:start + N]
 
 
 @njit(inline="always", cache=True)
 def inverse_widths(memory, N):
     """1/w_n of every server."""
-    start = memory.ip[IP_WIDTHS] + N
-    return memory.fp[start:start + N]
+    start = memory.int_params[IP_WIDTHS] + N
+    return memory.float_params[start:start + N]
 
 
 @njit(inline="always", cache=True)
 def share(memory, m):
     """p_m, dispatcher m's share of the arrivals."""
-    return memory.fp[FP_SHARES + m]
+    return memory.float_params[FP_SHARES + m]
 
 
 # -- the solve ---------------------------------------------------------------------------------
@@ -407,7 +407,7 @@ def expected_arrivals(m, jobs, memory):
 def _coordinated_choose(m, jobs, slot, memory, ctx):
     Q, mu, t = slot.Q, slot.mu, slot.t
     N = Q.size
-    seen = memory.ist[ROW_SEEN]
+    seen = memory.int_state[ROW_SEEN]
     if seen[m] != t:  # the dispatcher's first call this slot reads all N queues
         seen[m] = t
         ctx.msg[PROBE] += N
@@ -418,19 +418,19 @@ def _coordinated_choose(m, jobs, slot, memory, ctx):
     volume = a - 1.0 if code == OBJ_SQUARED else a
     if volume <= 0.0:
         return vertex_draw(Q, mu, 0.5 * a if code == OBJ_SQUARED else 0.0, flat, ctx.rng)
-    head = memory.ist[ROW_HEAD]
-    order = memory.ist[ROW_ORDER]
-    buffer = memory.ist[ROW_BUFFER, :N]
-    keys = memory.fst[ROW_KEY, :N]
-    U = memory.fst[ROW_U]
-    H = memory.fst[ROW_H]
-    G = memory.fst[ROW_G, :N]
+    head = memory.int_state[ROW_HEAD]
+    order = memory.int_state[ROW_ORDER]
+    buffer = memory.int_state[ROW_BUFFER, :N]
+    keys = memory.float_state[ROW_KEY, :N]
+    U = memory.float_state[ROW_U]
+    H = memory.float_state[ROW_H]
+    G = memory.float_state[ROW_G, :N]
     if estimate(memory) == EST_RATE:
         # the same a and Q(t) for every call of slot t: one level and one law a slot,
         # drawn from in server order
-        cumulative = memory.fst[ROW_CUMULATIVE]
+        cumulative = memory.float_state[ROW_CUMULATIVE]
         if head[HEAD_LEVEL] != t:
-            last = memory.fst[ROW_LAST]
+            last = memory.float_state[ROW_LAST]
             level, k = shared_law(Q, mu, fixed_widths(memory, N), inverse_widths(memory, N),
                                   code, flat, volume, order, buffer, keys, U, H, G, last[0],
                                   cumulative)
@@ -573,8 +573,8 @@ def _jfsq_choose(m, jobs, slot, memory, ctx):
     N = Q.size
     ctx.msg[PROBE] += N
     ctx.msg[REPLY] += N
-    by_delay = memory.ip[0] == 1
-    cache = memory.ist[0]  # (slot, number of ties, their indices…), as jsed's cache
+    by_delay = memory.int_params[0] == 1
+    cache = memory.int_state[0]  # (slot, number of ties, their indices…), as jsed's cache
     if cache[0] != slot.t:
         best = _jfsq_score(Q, mu, 0, by_delay)
         fastest = mu[0]

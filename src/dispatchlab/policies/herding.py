@@ -16,13 +16,13 @@ Three options, each off by default (then ``jsq``/``jsed`` run their plain compil
 The score of server n is (V_n + sent^m_n + offset)/scale_n with V the view: scale ≡ 1 and
 offset 0 for JSQ, scale = μ for JSED (offset 1 for the classical (Q + 1)/μ).
 
-Memory ``ist`` (width ≥ max(N + 2, M)), rows:
+Memory ``int_state`` (width ≥ max(N + 2, M)), rows:
   ROW_MINIMISERS   (slot, number of minimisers, their indices…) of the slot's view (no fill)
   ROW_SHARED       [slot of the shared draw, shared pick, initialised]
   ROW_RANK         the shared random rank of each server this slot (ties = shared, fill)
   ROW_STAMP        per dispatcher: the last slot in which it dispatched (fill)
   then k + 1 ring rows (lag k ≥ 1), then M rows of jobs sent this slot (fill).
-Memory ``fst`` (fill): row m holds dispatcher m's scores this slot.
+Memory ``float_state`` (fill): row m holds dispatcher m's scores this slot.
 """
 
 from __future__ import annotations
@@ -73,37 +73,37 @@ def herding_layout(n_servers: int, dispatchers: int, *, lag: int, ties: str, fil
 @njit(inline="always", cache=True)
 def lag(memory):
     """k: the view is Q(t − k)."""
-    return memory.ip[IP_LAG]
+    return memory.int_params[IP_LAG]
 
 
 @njit(inline="always", cache=True)
 def tie_rule(memory):
     """TIE_RANDOM, TIE_LOWEST or TIE_SHARED."""
-    return memory.ip[IP_TIES]
+    return memory.int_params[IP_TIES]
 
 
 @njit(inline="always", cache=True)
 def fills(memory):
     """Water-filling: each job sees the jobs the dispatcher already sent this slot."""
-    return memory.ip[IP_FILL] != 0
+    return memory.int_params[IP_FILL] != 0
 
 
 @njit(inline="always", cache=True)
 def ring_row(memory, s):
-    """The ``ist`` row holding Q(s) (lag k ≥ 1): ring slot s mod (k + 1)."""
-    return memory.ip[IP_RING] + s % (memory.ip[IP_LAG] + 1)
+    """The ``int_state`` row holding Q(s) (lag k ≥ 1): ring slot s mod (k + 1)."""
+    return memory.int_params[IP_RING] + s % (memory.int_params[IP_LAG] + 1)
 
 
 @njit(inline="always", cache=True)
 def sent_row(memory, m):
-    """The ``ist`` row of the jobs dispatcher m has sent to each server this slot (fill)."""
-    return memory.ip[IP_SENT] + m
+    """The ``int_state`` row of the jobs dispatcher m has sent to each server this slot (fill)."""
+    return memory.int_params[IP_SENT] + m
 
 
 @njit(inline="always", cache=True)
 def scores(memory, m):
-    """Dispatcher m's scores this slot (fill): a writable row of ``fst``."""
-    return memory.fst[m]
+    """Dispatcher m's scores this slot (fill): a writable row of ``float_state``."""
+    return memory.float_state[m]
 
 
 @njit(inline="always", cache=True)
@@ -112,11 +112,11 @@ def _score(n, m, slot, memory):
     t = slot.t
     k = lag(memory)
     # Q(t − k) sits in ring slot (t − k) mod (k + 1) = (t + 1) mod (k + 1)
-    v = slot.Q[n] if k == 0 else memory.ist[ring_row(memory, t + 1), n]
+    v = slot.Q[n] if k == 0 else memory.int_state[ring_row(memory, t + 1), n]
     if fills(memory):
-        v += memory.ist[sent_row(memory, m), n]
-    value = v + memory.fp[0]
-    if memory.ip[IP_SCALED] != 0:
+        v += memory.int_state[sent_row(memory, m), n]
+    value = v + memory.float_params[0]
+    if memory.int_params[IP_SCALED] != 0:
         value /= slot.mu[n]
     return value
 
@@ -124,11 +124,11 @@ def _score(n, m, slot, memory):
 @njit(inline="always", cache=True)
 def _draw_shared_order(t, N, memory, rng):
     """Once per slot: a uniform random rank of each server, shared by all dispatchers."""
-    shared = memory.ist[ROW_SHARED]
+    shared = memory.int_state[ROW_SHARED]
     if shared[SHARED_SLOT] == t:
         return
     shared[SHARED_SLOT] = t
-    rank = memory.ist[ROW_RANK]
+    rank = memory.int_state[ROW_RANK]
     for n in range(N):
         rank[n] = n
     for i in range(N - 1, 0, -1):  # Fisher–Yates
@@ -148,7 +148,7 @@ def _pick_filled(m, slot, memory, rng):
     rule = tie_rule(memory)
     if rule == TIE_SHARED:
         _draw_shared_order(slot.t, N, memory, rng)
-        rank = memory.ist[ROW_RANK]
+        rank = memory.int_state[ROW_RANK]
         arg = -1
         for n in range(N):
             if own[n] == best and (arg < 0 or rank[n] < rank[arg]):
@@ -171,8 +171,8 @@ def _pick_per_slot(m, slot, memory, rng):
     """Without water-filling the view is the same for every call of slot t: its minimisers
     are listed once per slot (ascending), then each call draws one by the tie rule."""
     t = slot.t
-    cache = memory.ist[ROW_MINIMISERS]
-    shared = memory.ist[ROW_SHARED]
+    cache = memory.int_state[ROW_MINIMISERS]
+    shared = memory.int_state[ROW_SHARED]
     if cache[0] != t:
         N = slot.Q.size
         best = _score(0, m, slot, memory)
@@ -207,9 +207,9 @@ def herding_choose(m, jobs, slot, memory, ctx):
         ctx.msg[REPLY] += N
         return _pick_per_slot(m, slot, memory, ctx.rng)
     # water-filling: scores(memory, m) holds the dispatcher's view, updated after each job
-    sent = memory.ist[sent_row(memory, m)]
+    sent = memory.int_state[sent_row(memory, m)]
     own = scores(memory, m)
-    stamps = memory.ist[ROW_STAMP]
+    stamps = memory.int_state[ROW_STAMP]
     if stamps[m] != slot.t:  # the dispatcher's first job this slot: one full read
         stamps[m] = slot.t
         for n in range(N):
@@ -229,12 +229,12 @@ def herding_begin(slot, step, memory, ctx):
     # lag: before the first slot every ring row holds Q(0) (Q(s) = Q(0) for s < 0)
     """Begin-of-slot hook of the herding options: with lag k ≥ 1, fill every ring row with
     Q(0) once, before the first slot (Q(s) = Q(0) for s < 0)."""
-    shared = memory.ist[ROW_SHARED]
+    shared = memory.int_state[ROW_SHARED]
     if lag(memory) == 0 or shared[SHARED_READY] == 1:
         return None
     Q = slot.Q
     for r in range(lag(memory) + 1):
-        row = memory.ist[memory.ip[IP_RING] + r]
+        row = memory.int_state[memory.int_params[IP_RING] + r]
         for n in range(Q.size):
             row[n] = Q[n]
     shared[SHARED_READY] = 1
@@ -248,7 +248,7 @@ def herding_end(slot, step, memory, ctx):
     if lag(memory) == 0:
         return None
     Q = slot.Q
-    row = memory.ist[ring_row(memory, slot.t + 1)]
+    row = memory.int_state[ring_row(memory, slot.t + 1)]
     for n in range(Q.size):
         row[n] = Q[n]
     return None

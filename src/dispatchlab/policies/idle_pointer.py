@@ -8,7 +8,7 @@ one of them uniformly (reservoir sampling). Initial ID: uniform. The mechanism i
 reconstructed ([D]). Persistent-Idle, which remembers every idle server it has not fed
 since, is in :mod:`dispatchlab.policies.persistent_idle`.
 
-Memory (``ist``): row 0 the stored ID per dispatcher; row 1 the number of reports
+Memory (``int_state``): row 0 the stored ID per dispatcher; row 1 the number of reports
 each dispatcher received this slot; row 2 counters (dispatch calls, calls whose
 target was busy, initialised).
 """
@@ -32,25 +32,25 @@ D_CALLS, D_BUSY, D_REPORTS = range(3)
 @njit(inline="always", cache=True)
 def stored_ids(memory):
     """stored_ids[m]: the server dispatcher m sends every job to."""
-    return memory.ist[ROW_TARGET]
+    return memory.int_state[ROW_TARGET]
 
 
 @njit(inline="always", cache=True)
 def reports_this_slot(memory):
     """reports_this_slot[m]: reports dispatcher m received in the current slot."""
-    return memory.ist[ROW_REPORTS]
+    return memory.int_state[ROW_REPORTS]
 
 
 @njit(inline="always", cache=True)
 def slot_counters(memory):
     """[dispatch calls this slot, calls whose target was busy, initialised flag]."""
-    return memory.ist[ROW_SCRATCH]
+    return memory.int_state[ROW_SCRATCH]
 
 
 @njit(inline="always", cache=True)
 def report_probability(memory):
     """fp[0]: α of JID."""
-    return memory.fp[0]
+    return memory.float_params[0]
 
 
 @choose_function

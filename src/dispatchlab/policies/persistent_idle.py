@@ -33,7 +33,7 @@ dropped when it reaches the top, or when a full stack is compacted (capacity 2W:
 compaction at most N ≤ W entries remain). PI-Split lists I^m once per batch (O(N) per
 dispatcher with arrivals, per-job dispatch only) and keeps no stack.
 
-Memory ``ist`` (int64, width W = max(N, M, 3)), named by the accessors below:
+Memory ``int_state`` (int64, width W = max(N, M, 3)), named by the accessors below:
   rows 0..M−1   :func:`idle_set` — the report slot of each member of I^m
   row  M        :func:`targets`; row M + 1 :func:`set_sizes`; row M + 2 :func:`counters`
   rows M + 3..5 :func:`batch_field` — PI-Split: slot of the batch, its size, jobs placed
@@ -76,76 +76,76 @@ D_CALLS, D_BUSY, D_REPORTS = range(3)
 @njit(inline="always", cache=True)
 def dispatchers(memory):
     """M."""
-    return memory.ip[IP_DISPATCHERS]
+    return memory.int_params[IP_DISPATCHERS]
 
 
 @njit(inline="always", cache=True)
 def splits(memory):
     """PI-Split (True) or PI."""
-    return memory.ip[IP_SPLIT] != 0
+    return memory.int_params[IP_SPLIT] != 0
 
 
 @njit(inline="always", cache=True)
 def idle_set(memory, m):
     """idle_set(memory, m)[n]: the report slot of n if n ∈ I^m (−1: idle at t = 0), else
     NOT_MEMBER."""
-    return memory.ist[m]
+    return memory.int_state[m]
 
 
 @njit(inline="always", cache=True)
 def targets(memory):
     """targets[m]: dispatcher m's persistent target."""
-    return memory.ist[dispatchers(memory)]
+    return memory.int_state[dispatchers(memory)]
 
 
 @njit(inline="always", cache=True)
 def set_sizes(memory):
     """set_sizes[m] = |I^m|."""
-    return memory.ist[dispatchers(memory) + 1]
+    return memory.int_state[dispatchers(memory) + 1]
 
 
 @njit(inline="always", cache=True)
 def counters(memory):
     """[dispatch calls this slot, calls whose target was busy, initialised flag]."""
-    return memory.ist[dispatchers(memory) + 2]
+    return memory.int_state[dispatchers(memory) + 2]
 
 
 @njit(inline="always", cache=True)
 def batch_field(memory, field):
     """PI-Split, per dispatcher: SPLIT_SLOT (slot of its batch), SPLIT_SIZE (members in the
     batch) or SPLIT_PLACED (jobs placed)."""
-    return memory.ist[dispatchers(memory) + 3 + field]
+    return memory.int_state[dispatchers(memory) + 3 + field]
 
 
 @njit(inline="always", cache=True)
 def batch_members(memory, m):
     """PI-Split: the members of dispatcher m's batch, most recent first."""
-    return memory.ist[dispatchers(memory) + 6 + m]
+    return memory.int_state[dispatchers(memory) + 6 + m]
 
 
 @njit(inline="always", cache=True)
 def stack_sizes(memory):
     """stack_sizes[m]: entries on dispatcher m's report stack (stale ones included)."""
-    return memory.ist[2 * dispatchers(memory) + 6]
+    return memory.int_state[2 * dispatchers(memory) + 6]
 
 
 @njit(inline="always", cache=True)
 def group_starts(memory):
     """group_starts[m]: the first stack position of the top entry's report slot."""
-    return memory.ist[2 * dispatchers(memory) + 7]
+    return memory.int_state[2 * dispatchers(memory) + 7]
 
 
 @njit(inline="always", cache=True)
 def report_stack(memory, m):
     """Dispatcher m's report stack (2W entries, bottom first): (slot + 2)·W + server."""
     row = 2 * dispatchers(memory) + 8 + 2 * m
-    return memory.ist[row:row + 2].reshape(2 * memory.ist.shape[1])
+    return memory.int_state[row:row + 2].reshape(2 * memory.int_state.shape[1])
 
 
 @njit(inline="always", cache=True)
 def pending_joins(memory, which):
     """which = 0: the servers that became idle this slot; 1: their reports' dispatchers."""
-    return memory.ist[4 * dispatchers(memory) + 8 + which]
+    return memory.int_state[4 * dispatchers(memory) + 8 + which]
 
 
 # -- the rules --------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def _entry_slot(entry, width):
 @njit(inline="always", cache=True)
 def _compact(m, memory):
     """Drop the stale entries of dispatcher m's stack (order kept); returns the new size."""
-    width = memory.ist.shape[1]
+    width = memory.int_state.shape[1]
     stack = report_stack(memory, m)
     members = idle_set(memory, m)
     size = 0
@@ -181,7 +181,7 @@ def _compact(m, memory):
 def _push_report(m, n, report_slot, memory, rng):
     """Put (report_slot, n) on dispatcher m's stack at a uniform position among the entries
     of the same slot (reports arrive in slot order, so these are the top ones)."""
-    width = memory.ist.shape[1]
+    width = memory.int_state.shape[1]
     stack = report_stack(memory, m)
     size = stack_sizes(memory)[m]
     if size == stack.size:
@@ -199,7 +199,7 @@ def _push_report(m, n, report_slot, memory, rng):
 def _pop_most_recent(m, memory):
     """The member of I^m with the latest report, ties uniform (I^m must not be empty): the
     top entry that is not stale."""
-    width = memory.ist.shape[1]
+    width = memory.int_state.shape[1]
     stack = report_stack(memory, m)
     members = idle_set(memory, m)
     size = stack_sizes(memory)[m]
@@ -322,11 +322,11 @@ def _persistent_idle_end(slot, step, memory, ctx):
         if Q[n] == 0 and Q_prev[n] + A[n] > 0:  # n became idle in slot t
             servers[reports] = n
             reports += 1
-    width = memory.ist.shape[1]
+    width = memory.int_state.shape[1]
     for k in range(reports):
         dest = _report_destination(memory, ctx.rng)
         destinations[k] = dest
-        prefetch(memory.ist, dest * width + servers[k])  # idle_set(memory, dest)[n]
+        prefetch(memory.int_state, dest * width + servers[k])  # idle_set(memory, dest)[n]
     for k in range(reports):
         _join(destinations[k], servers[k], slot.t, memory, ctx.rng)
     ctx.msg[REPORT] += reports

@@ -26,7 +26,7 @@ random subset, so slow servers get more than their share; with r = 10⁹ on
 3 × 0.2 + 3 × 0.8 and M = 2 it is unstable at ρ = 0.9, where weighted random routing is
 stable (docs/model.md#jbt-many-dispatchers, tests/policies/test_jbt_many_dispatchers.py).
 
-Memory layout (``ist``, width W ≥ max(capacity, M, d)):
+Memory layout (``int_state``, width W ≥ max(capacity, M, d)):
 row 0 ``reg[n]`` (dispatcher holding n, −1 if none); row 1 list heads; row 2 list
 lengths; row 3 per-slot counters (dispatch calls, empty-memory calls, initialised);
 row 4 the SQ(d) sample; rows 5.. one ring buffer of IDs per dispatcher.
@@ -79,43 +79,43 @@ MAX_THRESHOLD = 2**40
 @njit(inline="always", cache=True)
 def threshold(memory):
     """r: a server reports while Q_n < r."""
-    return memory.ip[IP_THRESHOLD]
+    return memory.int_params[IP_THRESHOLD]
 
 
 @njit(inline="always", cache=True)
 def ring_mask(memory):
     """capacity − 1 of each dispatcher's ring buffer of IDs (the capacity is a power of 2)."""
-    return memory.ip[IP_MASK]
+    return memory.int_params[IP_MASK]
 
 
 @njit(inline="always", cache=True)
 def registered(memory):
     """registered[n]: the dispatcher whose list holds server n, −1 if none."""
-    return memory.ist[ROW_REGISTERED]
+    return memory.int_state[ROW_REGISTERED]
 
 
 @njit(inline="always", cache=True)
 def list_heads(memory):
     """list_heads[m]: ring-buffer index of the oldest ID of dispatcher m's list."""
-    return memory.ist[ROW_HEAD]
+    return memory.int_state[ROW_HEAD]
 
 
 @njit(inline="always", cache=True)
 def list_lengths(memory):
     """list_lengths[m]: how many IDs dispatcher m's list holds."""
-    return memory.ist[ROW_LENGTH]
+    return memory.int_state[ROW_LENGTH]
 
 
 @njit(inline="always", cache=True)
 def id_list(memory, m):
     """Dispatcher m's ring buffer of server IDs."""
-    return memory.ist[ROW_LISTS + m]
+    return memory.int_state[ROW_LISTS + m]
 
 
 @njit(inline="always", cache=True)
 def slot_counters(memory):
     """[dispatch calls this slot, calls that found an empty list, initialised flag]."""
-    return memory.ist[ROW_SCRATCH]
+    return memory.int_state[ROW_SCRATCH]
 
 
 @njit(cache=True)
@@ -125,12 +125,12 @@ def _report(n, dispatchers, memory, ctx):
     lengths = list_lengths(memory)
     if dispatchers == 1:
         dest = 0
-    elif memory.ip[IP_DESTINATION] == DESTINATION_SQ:
-        d = memory.ip[IP_D]
-        sample_distinct_row(rng, dispatchers, d, memory.ist, ROW_SAMPLE)
+    elif memory.int_params[IP_DESTINATION] == DESTINATION_SQ:
+        d = memory.int_params[IP_D]
+        sample_distinct_row(rng, dispatchers, d, memory.int_state, ROW_SAMPLE)
         ctx.msg[PROBE] += d
         ctx.msg[REPLY] += d
-        dest = shortest_of_row(lengths, memory.ist, ROW_SAMPLE, d, rng)
+        dest = shortest_of_row(lengths, memory.int_state, ROW_SAMPLE, d, rng)
     else:
         dest = randint(rng, dispatchers)
     length = lengths[dest]
@@ -175,14 +175,14 @@ def _id_memory_choose(m, jobs, slot, memory, ctx):
     length = lengths[m]
     if length == 0:
         counters[SCRATCH_EMPTY] += 1
-        if memory.ip[IP_FALLBACK] == FALLBACK_WEIGHTED:
-            return alias_draw(rng, memory.fp)  # fp: the alias table of μ
+        if memory.int_params[IP_FALLBACK] == FALLBACK_WEIGHTED:
+            return alias_draw(rng, memory.float_params)  # fp: the alias table of μ
         return randint(rng, slot.Q.size)
     mask = ring_mask(memory)
     heads = list_heads(memory)
     head = heads[m]
     ids = id_list(memory, m)
-    pick = memory.ip[IP_PICK]
+    pick = memory.int_params[IP_PICK]
     mu = slot.mu
     i = 0
     if pick == PICK_UNIFORM:
@@ -220,7 +220,7 @@ def _id_memory_begin(slot, step, memory, ctx):
             if Q[n] < threshold(memory) and holder[n] < 0:
                 _report(n, dispatchers, memory, ctx)
         counters[SCRATCH_READY] = 1
-    if memory.ip[IP_AUDIT] == 1 and step.record and _audit(Q, memory, dispatchers):
+    if memory.int_params[IP_AUDIT] == 1 and step.record and _audit(Q, memory, dispatchers):
         step.diag[D_VIOLATIONS] += 1.0
 
 
@@ -232,7 +232,7 @@ def _id_memory_end(slot, step, memory, ctx):
     r = threshold(memory)
     holder = registered(memory)
     # reports in a random cyclic order, so that FIFO lists do not favour low indices
-    n = randint(ctx.rng, N) if memory.ip[IP_PICK] == PICK_OLDEST and N > 1 else 0
+    n = randint(ctx.rng, N) if memory.int_params[IP_PICK] == PICK_OLDEST and N > 1 else 0
     for _ in range(N):
         if Q[n] < r and holder[n] < 0:
             _report(n, dispatchers, memory, ctx)

@@ -36,7 +36,7 @@ picks, and R is restored. Either way the draw is that of
 to a scan of explicit estimates. When the touched list is long (per-job
 dispatch with few dispatchers) or N is tiny, the choice scans Q̃^m instead (same draw).
 
-Memory (``ist``, int64, width W = max(N, M, 3)):
+Memory (``int_state``, int64, width W = max(N, M, 3)):
   row 0  R, the last reports (R_n = Q_n(0) at the start)      :func:`reports`
   row 1  the slot from which R_n holds                        :func:`report_slots`
   row 2  [slots left to the next synchronous update, initialised flag, number of listed
@@ -91,56 +91,56 @@ NO_LIST = -1
 @njit(inline="always", cache=True)
 def dispatchers(memory):
     """M."""
-    return memory.ip[IP_DISPATCHERS]
+    return memory.int_params[IP_DISPATCHERS]
 
 
 @njit(inline="always", cache=True)
 def reports(memory):
     """R, the last reported queue lengths (every dispatcher's estimate of an untouched n)."""
-    return memory.ist[0]
+    return memory.int_state[0]
 
 
 @njit(inline="always", cache=True)
 def report_slots(memory):
     """report_slots[n]: the slot from which R_n holds (a report at the end of t: t + 1)."""
-    return memory.ist[1]
+    return memory.int_state[1]
 
 
 @njit(inline="always", cache=True)
 def control(memory):
     """[slots left to the next synchronous update, initialised flag, listed minimisers]."""
-    return memory.ist[2]
+    return memory.int_state[2]
 
 
 @njit(inline="always", cache=True)
 def touched_lengths(memory):
     """touched_lengths[m]: entries on dispatcher m's touched list (stale ones included)."""
-    return memory.ist[3]
+    return memory.int_state[3]
 
 
 @njit(inline="always", cache=True)
 def scratch(memory):
     """A work row."""
-    return memory.ist[4]
+    return memory.int_state[4]
 
 
 @njit(inline="always", cache=True)
 def report_tree(memory):
     """The shared min tree of R (only when :func:`has_tree`)."""
-    return memory.ist[5]
+    return memory.int_state[5]
 
 
 @njit(inline="always", cache=True)
 def minimisers(memory):
     """The minimisers of R in index order (the first ``control(memory)[LISTED]``)."""
-    return memory.ist[6]
+    return memory.int_state[6]
 
 
 @njit(inline="always", cache=True)
 def listed_minimisers(memory):
     """How many minimisers of R :func:`minimisers` lists, NO_LIST when the list does not
     hold (no tree, few dispatchers, or R changed since the last rebuild)."""
-    return memory.ist[2, LISTED]
+    return memory.int_state[2, LISTED]
 
 
 @njit(inline="always", cache=True)
@@ -158,50 +158,50 @@ def rebuild_reports(memory):
     for n in range(R.size):
         out[count] = n
         count += np.int64(R[n] == best)
-    memory.ist[2, LISTED] = count
+    memory.int_state[2, LISTED] = count
 
 
 @njit(inline="always", cache=True)
 def touched(memory, m, dispatchers):
     """Dispatcher m's touched list: servers it has sent to since their last report."""
-    return memory.ist[FIXED_ROWS + m]
+    return memory.int_state[FIXED_ROWS + m]
 
 
 @njit(inline="always", cache=True)
 def touched_estimates(memory, m, dispatchers):
     """touched_estimates[i]: dispatcher m's estimate of server touched[i]."""
-    return memory.ist[FIXED_ROWS + dispatchers + m]
+    return memory.int_state[FIXED_ROWS + dispatchers + m]
 
 
 @njit(inline="always", cache=True)
 def touched_slots(memory, m, dispatchers):
     """touched_slots[i]: the slot of m's last send to touched[i]; the entry is valid while
     it is ≥ report_slots[touched[i]]."""
-    return memory.ist[FIXED_ROWS + 2 * dispatchers + m]
+    return memory.int_state[FIXED_ROWS + 2 * dispatchers + m]
 
 
 @njit(inline="always", cache=True)
 def update_period(memory):
     """T_u, the update period in slots."""
-    return memory.ip[IP_PERIOD]
+    return memory.int_params[IP_PERIOD]
 
 
 @njit(inline="always", cache=True)
 def is_synchronous(memory):
     """SUJSQ (True) or AUJSQ (False)."""
-    return memory.ip[IP_SYNCHRONOUS] == 1
+    return memory.int_params[IP_SYNCHRONOUS] == 1
 
 
 @njit(inline="always", cache=True)
 def has_tree(memory):
     """Whether the shared min tree of R fits in a row."""
-    return memory.ip[IP_TREE] == 1
+    return memory.int_params[IP_TREE] == 1
 
 
 @njit(inline="always", cache=True)
 def report_probability(memory):
     """AUJSQ: 1/T_u, the probability that a server reports in a slot."""
-    return memory.fp[0]
+    return memory.float_params[0]
 
 
 @njit(inline="always", cache=True)
@@ -312,10 +312,10 @@ def _prefetch_next_list(m, dispatchers, memory):
     slots: three rows, three lines), which the engine asks next in a batch slot."""
     if m + 1 >= dispatchers:
         return
-    width = memory.ist.shape[1]
+    width = memory.int_state.shape[1]
     for row in (FIXED_ROWS + m + 1, FIXED_ROWS + dispatchers + m + 1,
                 FIXED_ROWS + 2 * dispatchers + m + 1):
-        prefetch(memory.ist, row * width)
+        prefetch(memory.int_state, row * width)
 
 
 @choose_function

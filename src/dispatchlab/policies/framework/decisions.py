@@ -5,11 +5,12 @@ A decision function fixes the destinations of a whole dispatching cycle from the
 sampled order η and the rates μ. It is compiled with :func:`decision_function`,
 which gives it the fixed signature
 
-    decide(eta, mu, ip, fp, rng, dest, scratch) -> None
+    decide(eta, mu, int_params, float_params, rng, dest, scratch) -> None
 
 ``eta``      η as int64[N]: eta[0] is the longest scaled queue, eta[N−1] the shortest
 ``mu``       the service rates μ
-``ip, fp``   the decision's own integer / float parameters (built by the registry entry)
+``int_params``, ``float_params``  the decision's own integer / float parameters (built by
+             the registry entry)
 ``rng``      the run's random state: the decision variables W_k are drawn from it
 ``dest``     int64[T] to fill: dest[i] is the server of slot kT + i
 ``scratch``  int64[N] of free working memory
@@ -48,28 +49,28 @@ def decision_function(func):
 
 
 @decision_function
-def uniform_decision(eta, mu, ip, fp, rng, dest, scratch):
+def uniform_decision(eta, mu, int_params, float_params, rng, dest, scratch):
     """RAND: every slot of the cycle to a uniformly random server (ignores η)."""
     for i in range(dest.size):
         dest[i] = randint(rng, eta.size)
 
 
 @decision_function
-def weighted_decision(eta, mu, ip, fp, rng, dest, scratch):
-    """Weighted RAND: server j with probability μ_j/μ_Σ (fp is the alias table of μ)."""
+def weighted_decision(eta, mu, int_params, float_params, rng, dest, scratch):
+    """Weighted RAND: server j with probability μ_j/μ_Σ (float_params is the alias table of μ)."""
     for i in range(dest.size):
-        dest[i] = alias_draw(rng, fp)
+        dest[i] = alias_draw(rng, float_params)
 
 
 @decision_function
-def cycle_decision(eta, mu, ip, fp, rng, dest, scratch):
-    """A fixed cycle of servers (RR, balanced RR): dest = ip (ignores η)."""
+def cycle_decision(eta, mu, int_params, float_params, rng, dest, scratch):
+    """A fixed cycle of servers (RR, balanced RR): dest = int_params (ignores η)."""
     for i in range(dest.size):
-        dest[i] = ip[i]
+        dest[i] = int_params[i]
 
 
 @decision_function
-def shortest_decision(eta, mu, ip, fp, rng, dest, scratch):
+def shortest_decision(eta, mu, int_params, float_params, rng, dest, scratch):
     """JSQ/JSED: every slot of the cycle to the shortest scaled queue η(n)."""
     shortest = eta[eta.size - 1]
     for i in range(dest.size):
@@ -77,9 +78,9 @@ def shortest_decision(eta, mu, ip, fp, rng, dest, scratch):
 
 
 @decision_function
-def pod_decision(eta, mu, ip, fp, rng, dest, scratch):
+def pod_decision(eta, mu, int_params, float_params, rng, dest, scratch):
     """Po-d: per slot, d distinct uniform ranks; the one with the largest rank index wins."""
-    d = ip[0]
+    d = int_params[0]
     sample = scratch.reshape((1, scratch.size))
     for i in range(dest.size):
         sample_distinct_row(rng, eta.size, d, sample, 0)
@@ -90,10 +91,10 @@ def pod_decision(eta, mu, ip, fp, rng, dest, scratch):
 
 
 @decision_function
-def skip_longest_decision(eta, mu, ip, fp, rng, dest, scratch):
+def skip_longest_decision(eta, mu, int_params, float_params, rng, dest, scratch):
     """k-SLQ-d: the N−d queues outside the d longest get k slots each, shortest first,
     round robin (dest has k(N−d) slots)."""
-    d = ip[0]
+    d = int_params[0]
     n = eta.size
     i = 0
     while i < dest.size:
@@ -127,7 +128,8 @@ class Decision:
         reads_queues: False when Y ignores η (RAND, RR, …): then no queue read happens
             and no message is counted.
         uses: which ``pi`` parameters it reads (``d``, ``k``), for validation.
-        int_params / float_params: build the decision's ip / fp from (params, μ).
+        int_params / float_params: build the decision's integer / float parameters from
+            (params, μ).
         cycle: its fixed cycle length T from (params, μ), or None when any T works
             (the rule is then applied to every slot of the cycle).
         fractions: exact a_l(η) from (params, μ), or None: then they are estimated by

@@ -2,12 +2,14 @@
 
 Layout of the policy arrays (N servers, M dispatchers, cycle T, W = max(T, N)):
 
-``ip``   [T, M, N, reads, diagnostics, unit γ, <the decision's ints>] (header :data:`HEADER`)
-``fp``   [γ, 1/γ, √γ, 1/√γ (N each), Σγ, <the decision's floats>]    (:func:`scaling_constants`)
-``ist``  rows 0..M−1: each dispatcher's destinations of the current cycle (first T entries);
-         row M: η; row M+1: the random permutation used for tie-breaks; row M+2: scratch;
-         row M+3: [next sampling slot, start of the current cycle]
-``fst``  row 0: sort keys
+``int_params``    [T, M, N, reads, diagnostics, unit γ, <the decision's ints>] (header
+                  :data:`HEADER`)
+``float_params``  [γ, 1/γ, √γ, 1/√γ (N each), Σγ, <the decision's floats>]
+                  (:func:`scaling_constants`)
+``int_state``     rows 0..M−1: each dispatcher's destinations of the current cycle (first T
+                  entries); row M: η; row M+1: the random permutation used for tie-breaks;
+                  row M+2: scratch; row M+3: [next sampling slot, start of the current cycle]
+``float_state``   row 0: sort keys
 
 At t = kT ``begin_slot`` lets every dispatcher read Q (N one-way reports each when
 the decision reads queues), sort the scaled lengths O_l = Q_l/γ_l in decreasing
@@ -27,7 +29,7 @@ Two built-in decisions never build η, and draw the same law in less work:
   consistent over the cycle as η is (:func:`pod_pick`); O(d) per slot and dispatcher.
 
 Per read, the O(N) work is one or two passes that vectorise: the per-server constants
-1/γ, √γ, 1/√γ are computed once per run (in ``fp``); with γ = 1 (the ``unit γ`` flag) the
+1/γ, √γ, 1/√γ are computed once per run (in ``float_params``); with γ = 1 (the ``unit γ`` flag) the
 minimisers and the collapse measures use integer arithmetic only (‖P_⊥‖² = (NΣQ² −
 (ΣQ)²)/N, exact). For a general γ the minimisers compare the correctly rounded quotients
 Q_l/γ_l as integers (their bit patterns), so they, and the trajectories, are exactly those
@@ -84,45 +86,45 @@ DIAG_HEADER = 5
 @njit(inline="always", cache=True)
 def cycle_length(memory):
     """T, the dispatching cycle."""
-    return memory.ip[T_]
+    return memory.int_params[T_]
 
 
 @njit(inline="always", cache=True)
 def dispatchers(memory):
     """M, the number of dispatchers."""
-    return memory.ip[M_]
+    return memory.int_params[M_]
 
 
 @njit(inline="always", cache=True)
 def servers(memory):
     """N, the number of servers."""
-    return memory.ip[N_]
+    return memory.int_params[N_]
 
 
 @njit(inline="always", cache=True)
 def reads_queues(memory):
     """False when the decision ignores η: no queue read, no message."""
-    return memory.ip[READS] == 1
+    return memory.int_params[READS] == 1
 
 
 @njit(inline="always", cache=True)
 def measures_collapse(memory):
     """True when the collapse measures of docs/model.md#pi-heavy-traffic are accumulated at
     the samples."""
-    return memory.ip[DIAGNOSE] == 1
+    return memory.int_params[DIAGNOSE] == 1
 
 
 @njit(inline="always", cache=True)
 def unit_gamma(memory):
     """True when γ = (1, …, 1): scaled lengths are the integer queue lengths."""
-    return memory.ip[UNIT_GAMMA] == 1
+    return memory.int_params[UNIT_GAMMA] == 1
 
 
 @njit(inline="always", cache=True)
 def scaling(memory, which):
     """One of γ, 1/γ, √γ, 1/√γ (``which`` = GAMMA, INV_GAMMA, ROOT_GAMMA, INV_ROOT_GAMMA)."""
-    n = memory.ip[N_]
-    return memory.fp[which * n: (which + 1) * n]
+    n = memory.int_params[N_]
+    return memory.float_params[which * n: (which + 1) * n]
 
 
 @njit(inline="always", cache=True)
@@ -134,55 +136,55 @@ def gamma(memory):
 @njit(inline="always", cache=True)
 def gamma_sum(memory):
     """Σ_l γ_l = ‖√γ‖², the squared norm of the collapse direction c = √γ."""
-    return memory.fp[SCALING_ROWS * memory.ip[N_]]
+    return memory.float_params[SCALING_ROWS * memory.int_params[N_]]
 
 
 @njit(inline="always", cache=True)
 def decision_ints(memory):
     """The decision function's own integer parameters."""
-    return memory.ip[HEADER:]
+    return memory.int_params[HEADER:]
 
 
 @njit(inline="always", cache=True)
 def decision_floats(memory):
     """The decision function's own float parameters."""
-    return memory.fp[SCALING_ROWS * memory.ip[N_] + 1:]
+    return memory.float_params[SCALING_ROWS * memory.int_params[N_] + 1:]
 
 
 @njit(inline="always", cache=True)
 def destinations(memory, m):
     """Dispatcher m's destinations of the current cycle: entry i for slot kT + i."""
-    return memory.ist[m, : memory.ip[T_]]
+    return memory.int_state[m, : memory.int_params[T_]]
 
 
 @njit(inline="always", cache=True)
 def order(memory):
     """η of the last read: order(memory)[0] is the longest scaled queue."""
-    return memory.ist[memory.ip[M_], : memory.ip[N_]]
+    return memory.int_state[memory.int_params[M_], : memory.int_params[N_]]
 
 
 @njit(inline="always", cache=True)
 def permutation(memory):
     """Work row for the random tie-breaking permutation."""
-    return memory.ist[memory.ip[M_] + 1]
+    return memory.int_state[memory.int_params[M_] + 1]
 
 
 @njit(inline="always", cache=True)
 def decision_scratch(memory):
     """N entries of free working memory for the decision function."""
-    return memory.ist[memory.ip[M_] + 2, : memory.ip[N_]]
+    return memory.int_state[memory.int_params[M_] + 2, : memory.int_params[N_]]
 
 
 @njit(inline="always", cache=True)
 def cycle_clock(memory):
     """[next sampling slot, first slot of the current cycle]."""
-    return memory.ist[memory.ip[M_] + 3]
+    return memory.int_state[memory.int_params[M_] + 3]
 
 
 @njit(inline="always", cache=True)
 def sort_keys(memory):
     """Work row for the scaled lengths −Q_l/γ_l."""
-    return memory.fst[0]
+    return memory.float_state[0]
 
 
 NEXT_SAMPLE, CYCLE_START = 0, 1
@@ -210,7 +212,8 @@ def sample_order(Q, gamma, perm, keys, eta, rng):
 
 
 def scaling_constants(gamma: np.ndarray) -> np.ndarray:
-    """The head of ``fp``: γ, 1/γ, √γ, 1/√γ (N entries each) and Σγ, computed once per run."""
+    """The head of ``float_params``: γ, 1/γ, √γ, 1/√γ (N entries each) and Σγ, computed once
+    per run."""
     root = np.sqrt(gamma)
     return np.concatenate([gamma, 1.0 / gamma, root, 1.0 / root, [gamma.sum()]])
 
@@ -298,7 +301,7 @@ def collapse_at_read(Q, memory, diag):
 @choose_function
 def pi_choose(m, jobs, slot, memory, ctx):
     """φ_{t−kT+1}(k): this dispatcher's destination for the current slot of the cycle."""
-    return memory.ist[m, slot.t - cycle_clock(memory)[CYCLE_START]]
+    return memory.int_state[m, slot.t - cycle_clock(memory)[CYCLE_START]]
 
 
 @njit(inline="always", cache=True)
@@ -348,7 +351,7 @@ def _rand_begin(slot, step, memory, ctx):
         n, cycle = servers(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
             for i in range(cycle):
-                memory.ist[m, i] = randint(ctx.rng, n)
+                memory.int_state[m, i] = randint(ctx.rng, n)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order
@@ -362,7 +365,7 @@ def _weighted_begin(slot, step, memory, ctx):
         table, cycle = decision_floats(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
             for i in range(cycle):
-                memory.ist[m, i] = alias_draw(ctx.rng, table)
+                memory.int_state[m, i] = alias_draw(ctx.rng, table)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order
@@ -376,7 +379,7 @@ def _cycle_begin(slot, step, memory, ctx):
         order_of_cycle, cycle = decision_ints(memory), cycle_length(memory)
         for m in range(dispatchers(memory)):
             for i in range(cycle):
-                memory.ist[m, i] = order_of_cycle[i]
+                memory.int_state[m, i] = order_of_cycle[i]
 
 
 @njit(cache=True)
@@ -419,7 +422,7 @@ def _shortest_begin(slot, step, memory, ctx):
             ctx.msg[REPORT] += servers(memory)
             shortest = ties[randint(ctx.rng, count) if count > 1 else 0]
             for i in range(cycle):
-                memory.ist[m, i] = shortest
+                memory.int_state[m, i] = shortest
 
 
 @njit(inline="always", cache=True)
@@ -460,8 +463,8 @@ def _pod_begin(slot, step, memory, ctx):
             ctx.msg[REPORT] += servers(memory)
             key = next_u64(ctx.rng)  # this dispatcher's tie order η for the cycle
             for i in range(cycle):
-                memory.ist[m, i] = pod_pick(slot.Q, scale, d, key, memory.ist, scratch_row,
-                                            ctx.rng)
+                memory.int_state[m, i] = pod_pick(slot.Q, scale, d, key, memory.int_state,
+                                                  scratch_row, ctx.rng)
 
 
 @hook_function(allocates=True)  # np.argsort in sample_order

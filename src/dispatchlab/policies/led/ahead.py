@@ -65,8 +65,8 @@ def looks_ahead(memory, servers):
     M trees of at least AHEAD_MIN_TREE_ENTRIES entries in all, and room in the scratch
     row."""
     M = dispatchers(memory)
-    entries = tree_entries(memory.ist[index_rows_start(memory)])  # the same in every tree
-    return (memory.ip[IP_UPDATE] == UPDATE_PUSH and M > 1
+    entries = tree_entries(memory.int_state[index_rows_start(memory)])  # the same in every tree
+    return (memory.int_params[IP_UPDATE] == UPDATE_PUSH and M > 1
             and M * entries >= AHEAD_MIN_TREE_ENTRIES
             and AHEAD_STRIDE * M + 2 * GROUP <= servers)
 
@@ -96,7 +96,7 @@ def tree_choice(m, jobs, t, memory, rng, warm):
 def _kept_choice(memory, m, t, rng):
     """The server kept for dispatcher m in slot t when the stream is in the state its group
     assumed (the entry is then spent), else −1."""
-    entry = memory.ist[strategy_scratch_row(memory)]
+    entry = memory.int_state[strategy_scratch_row(memory)]
     at = AHEAD_STRIDE * m
     if entry[at] != t + 1:
         return np.int64(-1)
@@ -113,7 +113,7 @@ def _group_choice(memory, m, t, rng, warm):
     whose servers and assumed stream states are kept. (Out of line: one call a group.)"""
     M = dispatchers(memory)
     count = min(GROUP, M - m)
-    scratch = memory.ist[strategy_scratch_row(memory)]
+    scratch = memory.int_state[strategy_scratch_row(memory)]
     work = AHEAD_STRIDE * M
     for k in range(count):
         prefetch_refresh(estimates(memory, m + k), estimate_index(memory, m + k))
@@ -137,7 +137,7 @@ def _group_choice(memory, m, t, rng, warm):
     ties = tree_ties(estimate_index(memory, m))
     if ties > 1:
         randint(rng, ties)  # m's own draw, for real (the first on the copy)
-    group_select(memory.ist, index_rows_start(memory) + m, count, scratch, work, warm, m)
+    group_select(memory.int_state, index_rows_start(memory) + m, count, scratch, work, warm, m)
     for k in range(1, count):
         scratch[AHEAD_STRIDE * (m + k) + 1] = scratch[work + k]
     return scratch[work]

@@ -132,7 +132,7 @@ def _jba_choice(own, m, jobs, slot, memory, ctx):
         target = l_jba_pick_by_sum(own, estimate_index(memory, m)[0], slot.mu,
                                    rate_alias_table(memory), ctx.rng)
         if _looks_ahead(jobs, memory, own):
-            prefetch_next_jba_draws(memory.ist, m, dispatchers(memory), ctx.rng,
+            prefetch_next_jba_draws(memory.int_state, m, dispatchers(memory), ctx.rng,
                                     rate_alias_table(memory))
         return target
     return l_jba_pick(own, slot.mu, ctx.rng, strategy_params(memory)[0] == JBA_WEIGHTED)
@@ -143,9 +143,9 @@ def _pod_choice(own, m, jobs, memory, ctx):
     """L-Pod's choice of a server for ``jobs`` jobs on Q̃^m = ``own``; with d = 2 it may
     prefetch the next dispatchers' comparisons (:func:`_looks_ahead`)."""
     d = np.int64(strategy_params(memory)[0])
-    target = l_pod_pick(own, ctx.rng, d, memory.ist, strategy_scratch_row(memory))
+    target = l_pod_pick(own, ctx.rng, d, memory.int_state, strategy_scratch_row(memory))
     if d == 2 and _looks_ahead(jobs, memory, own):
-        prefetch_next_pod_pairs(memory.ist, m, dispatchers(memory), ctx.rng)
+        prefetch_next_pod_pairs(memory.int_state, m, dispatchers(memory), ctx.rng)
     return target
 
 
@@ -242,7 +242,7 @@ def custom_choose(strategy_fn: Any) -> Any:
     def choose(m, jobs, slot, memory, ctx):
         own = estimates(memory, m)
         target = strategy_fn(own, slot.mu, ctx.rng, strategy_params(memory),
-                             memory.ist[strategy_scratch_row(memory)])
+                             memory.int_state[strategy_scratch_row(memory)])
         # (write_estimate, not the min tree's write-through: a user rule walks no tree,
         # and inlining the tree update tripled its compile time)
         return _written(own, m, target, jobs, slot, memory, ctx)

@@ -24,7 +24,7 @@ test), LSQ and L-JSQ with push updates at M = 100, N = 10⁴ cost ×0.8 of the b
 (cost(M = 100)/cost(M = 1) 2.26 → 1.82 and 2.04 → 1.72 with the aligned memory;
 benchmarks/README.md, issue 26, fifth session).
 
-One ``ist`` row per dispatcher (P = FAN^D ≥ ⌈N/BLOCK⌉ leaves, L = (P − 1)/(FAN − 1)
+One ``int_state`` row per dispatcher (P = FAN^D ≥ ⌈N/BLOCK⌉ leaves, L = (P − 1)/(FAN − 1)
 inner nodes; nodes numbered from the root 0, node i's children FAN·i + 1 … FAN·i + FAN,
 leaf L + b over block b):
 

@@ -83,8 +83,8 @@ def _push_sample(m, Q, memory, d, ctx):
             write_estimate(own, index, kind, n, Q[n])
     else:
         row = push_sample_row(memory)
-        sample_distinct_row(ctx.rng, N, d, memory.ist, row)
-        sample = memory.ist[row]
+        sample_distinct_row(ctx.rng, N, d, memory.int_state, row)
+        sample = memory.int_state[row]
         for i in range(d):
             n = sample[i]
             write_estimate(own, index, kind, n, Q[n])
@@ -167,7 +167,7 @@ def pull_end_slot(slot, step, memory, ctx):
     # row (free in this phase), with their cache lines prefetched; then written in the
     # same order: the same draws and writes, but M rows of N out of cache no longer make
     # every write wait for its own misses
-    pending = memory.ist[strategy_scratch_row(memory)]
+    pending = memory.int_state[strategy_scratch_row(memory)]
     reports = 0
     while position[0] < end:
         n = position[0] - t * N

@@ -31,6 +31,11 @@ CARRY_BAD_SLOT = 5
 # free row of the tag table (−1: none)
 CARRY_TAG_COUNT, CARRY_TAG_SKIP, CARRY_TAGS_FULL, CARRY_TAG_FREE = 6, 7, 8, 9
 N_CARRY = 10
+
+# state.work's rows, one entry per server n: A_n(t), Q_n(t) before the slot's service, the
+# last slot and the dispatcher that chose n, S_n(t) (then the jobs n served); row
+# tags.ARRIVED_ON counts the jobs placed on n in the measured slots
+WORK_ARRIVALS, WORK_Q_PREV, WORK_LAST_SLOT, WORK_LAST_CHOOSER, WORK_SERVICE = range(5)
 #: CARRY_TAG_SKIP when nothing is tagged (the loop leaves it alone then)
 NO_TAGS = np.int64(2**62)
 #: CARRY_TAG_SKIP of a tagged run before its first tag: the first gap is still to draw

@@ -85,6 +85,11 @@ from dispatchlab.engine.layout import (
     SUM_UNUSED,
     SUM_UNUSED_SQ,
     TARGET_BUFFER,
+    WORK_ARRIVALS,
+    WORK_LAST_CHOOSER,
+    WORK_LAST_SLOT,
+    WORK_Q_PREV,
+    WORK_SERVICE,
 )
 from dispatchlab.engine.observe import OBSERVE_TYPE, _imbalance
 from dispatchlab.engine.records import (
@@ -204,15 +209,15 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
     # split-Poisson arrivals are drawn here exactly when the run has their tables
     # (init_loop_state builds them for those runs alone, raw passes the other step then)
     split_poisson = poisson_offsets.size > 1
-    A = work[0]
-    Q_prev = work[1]
-    last_slot_chosen = work[2]
-    last_chooser = work[3]
-    S = work[4]
+    A = work[WORK_ARRIVALS]
+    Q_prev = work[WORK_Q_PREV]
+    last_slot_chosen = work[WORK_LAST_SLOT]
+    last_chooser = work[WORK_LAST_CHOOSER]
+    S = work[WORK_SERVICE]
     arrived_on = work[ARRIVED_ON]
     # the most jobs a server serves in one slot (0: no bound), for the tags' wake-up slots
-    most = (1 if service_code == SERVICE_BERNOULLI
-            else service_trials if service_code == SERVICE_BINOMIAL else 0)
+    max_served = (1 if service_code == SERVICE_BERNOULLI
+                  else service_trials if service_code == SERVICE_BINOMIAL else 0)
     pooled = carry[CARRY_POOLED]
     # choose is the policy's adapter (engine.adapter): it reads the arrays from here
     packed = pack_arrays((Q, mu, int_params, float_params, int_state, float_state, rng, msg,
@@ -258,7 +263,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                                             counters)
                         return t
                     if record and tagging:
-                        _tag_one_job(tag_one, target, Q, A, arrived_on, t, most,
+                        _tag_one_job(tag_one, target, Q, A, arrived_on, t, max_served,
                                      tag_probability, tags, wheel, carry, tag_stream,
                                      counters)
                     A[target] += 1
@@ -280,8 +285,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                     _stop_at_bad_target(target, m, t, pooled, events, record, carry, counters)
                     return t
                 if record and tagging:
-                    _tag_placement(target, jobs, Q, A, arrived_on, t, most, tag_probability,
-                                   tags, wheel, carry, tag_stream, counters)
+                    _tag_placement(target, jobs, Q, A, arrived_on, t, max_served,
+                                   tag_probability, tags, wheel, carry, tag_stream, counters)
                 # herding: one placement per dispatcher, so a server that already has jobs
                 # of slot t has them from another dispatcher
                 herded |= A[target] != 0
@@ -307,7 +312,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
         total_unused = total_service - departures
         counters[DEPARTURES] += departures
         if wheel[t & (wheel.size - 1)] >= 0:  # tags to look at in slot t
-            _follow_tags(Q, arrived_on, t, most, tags, wheel, carry, delay_hist, moments)
+            _follow_tags(Q, arrived_on, t, max_served, tags, wheel, carry, delay_hist, moments)
         pooled += total - total_service
         pooled_unused = max(-pooled, 0)
         pooled += pooled_unused

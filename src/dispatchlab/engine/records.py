@@ -29,6 +29,7 @@ from dispatchlab.engine.layout import (
     N_CARRY,
     NO_TAGS,
     TARGET_BUFFER,
+    WORK_LAST_SLOT,
 )
 from dispatchlab.engine.observe import NO_POINT, POINT_SERVERS
 from dispatchlab.engine.tags import ARRIVED_ON, new_tags
@@ -116,8 +117,7 @@ LoopState, LOOP_STATE_TYPE = _record(
         # the xoshiro256++ state of the arrivals and the other service laws
         # (compiled.rng.make_exogenous_stream): the same draws whatever the policy
         ("exogenous", U64_VEC),
-        # A, Q_prev, last slot chosen, last chooser, S(t) (then the jobs served), and a_n
-        # (tags.ARRIVED_ON)
+        # the WORK_* rows (engine.layout) and a_n (tags.ARRIVED_ON)
         ("work", I64_MAT),
         ("carry", I64_VEC),  # CARRY_* entries (engine.layout)
         ("pool", I64_MAT),  # the FIFOs (fifo.new_pool); replaced by fifo.grow_pool
@@ -175,7 +175,7 @@ def init_loop_state(Q: np.ndarray, rng: np.ndarray, service_stream: np.ndarray,
     from) and table rows."""
     N = Q.size
     work = np.zeros((ARRIVED_ON + 1, N), np.int64)
-    work[2] = -1
+    work[WORK_LAST_SLOT] = -1
     carry = np.zeros(N_CARRY, np.int64)
     carry[CARRY_POOLED] = Q.sum()  # the pooled queue q(0) = ΣQ(0)
     if time_every_job:

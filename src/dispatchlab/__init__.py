@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.simulation.measures import PerServer, Precision, Trajectory
     from dispatchlab.simulation.result import Result
     from dispatchlab.simulation.run import simulate
+    from dispatchlab.specs.family import SystemFamily
 
 from dispatchlab.core.version import __version__  # noqa: E402
 
@@ -39,6 +40,7 @@ _HOMES = {
     "Policy": "dispatchlab.policies",
     "Result": "dispatchlab.simulation.result",
     "System": "dispatchlab.model",
+    "SystemFamily": "dispatchlab.specs.family",
     "PairedComparison": "dispatchlab.simulation.compare",
     "PerServer": "dispatchlab.simulation.measures",
     "Precision": "dispatchlab.simulation.measures",
@@ -63,6 +65,7 @@ __all__ = [
     "Precision",
     "Result",
     "System",
+    "SystemFamily",
     "Trajectory",
     "ValidationError",
     "__version__",

@@ -42,8 +42,8 @@ def test_the_first_of_several_unknown_keywords_is_named(small: dl.System) -> Non
                        match="^alpha: .*allowed: system, policy, method, policy_params, "
                              "truncation"):
         dl.exact(small, "jsq", zulu=1, alpha=2)
-    with pytest.raises(ValidationError, match="^beta: unknown keyword of sweep"):
-        dl.sweep("2x0.5", ["jsq"], load=[0.5], zeta=False, beta=1)
+    with pytest.raises(ValidationError, match="^alpha: unknown keyword of sweep"):
+        dl.sweep("2x0.5", ["jsq"], load=[0.5], zeta=False, alpha=1)
 
 
 

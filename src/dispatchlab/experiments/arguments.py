@@ -75,15 +75,17 @@ def store_path(value: Any) -> Path | None:
     return path
 
 
-def sweep_arguments(*, load: Any, epsilon: Any, replications: Any, slots: Any, warmup: Any,
+def sweep_arguments(*, load: Any, epsilon: Any, beta: Any, replications: Any, slots: Any,
+                    warmup: Any,
                     seed: Any, workers: Any, store: Any, experiment: Any, dispatchers: Any,
                     allow_unstable: Any, warmup_method: Any, delay: Any, imbalance: Any,
                     estimator: Any, start: Any) -> SweepArguments:
     """Check every scalar keyword of :func:`dispatchlab.sweep` (see the module docstring)."""
-    require((load is None) != (epsilon is None), "load",
-            "give load=[…] or epsilon=[…], one of them")
-    axis = "load" if load is not None else "epsilon"
-    values = axis_values(load if load is not None else epsilon, axis)
+    given = {axis: value for axis, value in (("load", load), ("epsilon", epsilon),
+                                             ("beta", beta)) if value is not None}
+    require(len(given) == 1, "load", "give load=[…], epsilon=[…] or beta=[…], one of them")
+    ((axis, value),) = given.items()
+    values = axis_values(value, axis)
     slots = as_int(slots, "slots", low=MIN_SLOTS)
     warmup = None if warmup is None else RUN_CONVERTERS["warmup"](warmup, "warmup")
     require(warmup is None or warmup < slots, "warmup",

@@ -568,6 +568,7 @@ class Store:
         for row in self.points(experiment, **filters):
             record = {k: v for k, v in row.items() if k not in ("result", "result_json",
                                                                  "spec_json")}
+            record["family"] = _family(row.get("spec_json"))
             for key, value in flat_row(row["result"] or {}).items():
                 record.setdefault(key, value)  # the store's own columns come first
             records.append(record)
@@ -581,3 +582,13 @@ class Store:
     def integrity_ok(self) -> bool:
         return self.query("PRAGMA integrity_check")[0][0] == "ok"
 
+
+
+def _family(spec_json: Any) -> str:
+    """The system family a stored point's system is a size of (specs.family), "" if none or
+    if the record does not say (a store is data: nothing in it is trusted)."""
+    try:
+        family = json.loads(spec_json)["system"].get("family", "")
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return ""
+    return family if isinstance(family, str) else ""

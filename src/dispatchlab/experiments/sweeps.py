@@ -51,6 +51,7 @@ from dispatchlab.simulation.measures import refuse_renamed
 from dispatchlab.simulation.plan import DEFAULT_SLOTS
 from dispatchlab.simulation.result import Result
 from dispatchlab.specs.experiment import ExperimentSpec, Point, PolicySpec, SystemSpec
+from dispatchlab.specs.family import SystemFamily, family_systems
 
 SystemLike = System | SystemSpec | str
 PolicyLike = Policy | str
@@ -85,6 +86,16 @@ def system_spec(system: SystemLike, dispatchers: int | None = None,
         system, allow_unstable=spec.allow_unstable), "systems",
             f"{system!r} is not rebuilt exactly from its description")
     return spec
+
+
+def _system_specs(system: SystemLike | SystemFamily, dispatchers: int | None,
+                  allow_unstable: bool) -> list[SystemSpec]:
+    if not isinstance(system, SystemFamily):
+        return [system_spec(system, dispatchers, allow_unstable)]
+    require(dispatchers is None, "dispatchers", "a SystemFamily sets its own M "
+            "(dispatchers or dispatchers_per_server)")
+    specs = family_systems(system, "systems")
+    return [replace(spec, allow_unstable=True) for spec in specs] if allow_unstable else specs
 
 
 def _policy_objects(policies: PolicyLike | Iterable[PolicyLike] | Mapping[str, PolicyLike]
@@ -145,6 +156,7 @@ def sweep(
     *,
     load: Sequence[float] | None = None,
     epsilon: Sequence[float] | None = None,
+    beta: Sequence[float] | None = None,
     replications: int = 1,
     slots: int = DEFAULT_SLOTS,
     warmup: int | None = None,
@@ -165,10 +177,13 @@ def sweep(
 
     Args:
         systems: a System (its load is replaced), a SystemSpec, a server list such as
-            ``"50x0.1,50x0.5"``, or a list of them.
+            ``"50x0.1,50x0.5"``, a :class:`~dispatchlab.specs.family.SystemFamily` (one
+            system per size N, the frame's ``family`` and ``system.n_servers`` columns), or
+            a list of them.
         policies: Policy objects or registered names, or a dict label → policy.
-        load: the loads ρ to sweep, a list (or give ``epsilon``).
-        epsilon: the values of ε = μ_Σ − λ_Σ to sweep, a list (or give ``load``).
+        load: the loads ρ to sweep, a list (or give ``epsilon`` or ``beta``).
+        epsilon: the values of ε = μ_Σ − λ_Σ to sweep, a list.
+        beta: the Halfin–Whitt β to sweep, a list: ε = β·μ_Σ/√N at each system's N.
         replications: R independent replications per point (CI from their means if R ≥ 2).
         slots: slots per replication (at least 100, as in a spec file).
         warmup: warm-up slots per replication (default: 10 % of slots).
@@ -205,13 +220,13 @@ def sweep(
     refuse_renamed(unknown)
     refuse_unknown(sweep, unknown)
     args = sweep_arguments(
-        load=load, epsilon=epsilon, replications=replications, slots=slots, warmup=warmup,
-        seed=seed, workers=workers, store=store, experiment=experiment,
+        load=load, epsilon=epsilon, beta=beta, replications=replications, slots=slots,
+        warmup=warmup, seed=seed, workers=workers, store=store, experiment=experiment,
         dispatchers=dispatchers, allow_unstable=allow_unstable, warmup_method=warmup_method,
         delay=delay, imbalance=imbalance, estimator=estimator, start=start)
-    specs = [system_spec(s, args.dispatchers, args.allow_unstable)
-             for s in as_list(systems, "systems", (System, SystemSpec, str),
-                              "a System, a SystemSpec or a server list")]
+    specs = [spec for s in as_list(systems, "systems", (System, SystemSpec, SystemFamily, str),
+                                   "a System, a SystemSpec, a SystemFamily or a server list")
+             for spec in _system_specs(s, args.dispatchers, args.allow_unstable)]
     names = [spec.name for spec in specs]
     require(len(set(names)) == len(names), "systems", f"systems must be distinct (got {names})")
     chosen = _policy_objects(policies)
@@ -238,7 +253,8 @@ def sweep(
     for point, policy, _ in tasks:
         result, how = results[point.key]
         row = result.to_row()
-        row.update(system=point.system.name, policy=point.policy.label,
+        row.update(system=point.system.name, family=point.system.family,
+                   policy=point.policy.label,
                    policy_name=policy.name, policy_label=point.policy.label, axis=args.axis,
                    x=point.value, executor=how, point_key=point.key)
         rows.append(row)

@@ -38,7 +38,7 @@ from dispatchlab.specs.figure import (  # noqa: E402
     ReferenceLine,
 )
 
-AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ"}
+AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ", "beta": "β (ε = β·μ_Σ/√N)"}
 #: the legend entry of the dotted stability-threshold marks (FigureSpec.stability_thresholds)
 THRESHOLD_LABEL = "dotted: the curve's predicted ρ̄ ([Π] Eq. (3))"
 Y_LABELS = {

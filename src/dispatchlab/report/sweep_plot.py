@@ -17,7 +17,7 @@ from matplotlib import ticker
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.report.labels import plain
 from dispatchlab.report.plots import AXIS_LABELS, Y_LABELS, FigureSpec, summarize
-from dispatchlab.specs.figure import ReferenceLine
+from dispatchlab.specs.figure import AXES, ReferenceLine
 
 #: the columns of a ``dispatchlab.sweep`` frame that the figure reads
 FRAME_COLUMNS = ("system", "policy_label", "stability", "load", "epsilon")
@@ -72,8 +72,7 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
     missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
     require(not missing, "frame", f"not a dispatchlab.sweep frame: no column {missing[:1]}")
     require(not frame.empty, "frame", "the frame has no rows")
-    require(isinstance(x, str) and x in ("load", "epsilon"), "x",
-            f"allowed: load, epsilon (got {x!r})")
+    require(isinstance(x, str) and x in AXES, "x", f"allowed: {', '.join(AXES)} (got {x!r})")
     numeric = sorted(c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                      and not pd.api.types.is_bool_dtype(frame[c]))
     named = [c for c in Y_LABELS if c in numeric]

@@ -2,7 +2,7 @@
 
 An experiment is the grid
 
-    systems × policies × (loads ρ | epsilons ε) × replications
+    systems × policies × (loads ρ | epsilons ε | betas β) × replications
 
 with a slot budget (a number, or a :class:`SlotsRule` such as "c/ε² slots" for
 heavy-traffic sweeps), a warm-up, a root seed and the figures to draw. Each cell of
@@ -13,7 +13,10 @@ whatever grid it sits in, whatever executor runs it and in whatever order.
 The systems and policies are the run spec's :class:`~dispatchlab.specs.run.SystemSpec` and
 :class:`~dispatchlab.specs.run.PolicySpec` (one model and one converter for ``dispatchlab
 run`` and for sweeps: any system field, dispatcher weights included, can differ between
-the systems of a grid); the figures are :mod:`dispatchlab.specs.figure`.
+the systems of a grid); the figures are :mod:`dispatchlab.specs.figure`. A sweep file's
+``[[families]]`` (:class:`~dispatchlab.specs.family.SystemFamily`: server classes in
+fixed shares at several sizes N) expand into one system per N, so that a grid sweeps
+the load, ε or the Halfin–Whitt β (ε = β·μ_Σ/√N) at every N.
 
 Everything here is plain data (frozen dataclasses). ``ExperimentSpec.to_dict()`` /
 ``ExperimentSpec.from_dict()`` round-trip through JSON (what the store keeps), and
@@ -37,6 +40,7 @@ from dispatchlab.core.errors import INTEGER_LIMIT, require
 from dispatchlab.model.system import System
 from dispatchlab.simulation.measures import refuse_renamed
 from dispatchlab.simulation.plan import DEFAULT_SLOTS, plan_run
+from dispatchlab.specs.family import SystemFamily, family_systems
 from dispatchlab.specs.figure import FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
 
@@ -217,8 +221,9 @@ class ExperimentSpec:
     Attributes:
         name: identifies the experiment in the store and the output directory.
         systems / policies: the grid's systems and policies.
-        loads: the loads ρ (give loads or epsilons, not both).
+        loads: the loads ρ (give one of loads, epsilons, betas).
         epsilons: the heavy-traffic parameters ε = μ_Σ − λ_Σ.
+        betas: the Halfin–Whitt parameters β: ε = β·μ_Σ/√N at each system's N.
         replications: independent replications per (system, policy, x); each is a point.
         slots: slots per point: an integer or a :class:`SlotsRule`.
         warmup: see :data:`WarmupLike`.
@@ -235,6 +240,7 @@ class ExperimentSpec:
     policies: tuple[PolicySpec, ...]
     loads: tuple[float, ...] = ()
     epsilons: tuple[float, ...] = ()
+    betas: tuple[float, ...] = ()
     replications: int = 1
     slots: SlotsLike = DEFAULT_SLOTS
     warmup: WarmupLike = None
@@ -247,18 +253,18 @@ class ExperimentSpec:
     quick_scale: float = 0.02
 
     def __post_init__(self) -> None:
-        for name in ("systems", "policies", "loads", "epsilons", "figures"):
+        for name in ("systems", "policies", "loads", "epsilons", "betas", "figures"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     # -- the grid -------------------------------------------------------------------------
 
     @property
     def axis(self) -> str:
-        return "epsilon" if self.epsilons else "load"
+        return "beta" if self.betas else "epsilon" if self.epsilons else "load"
 
     @property
     def values(self) -> tuple[float, ...]:
-        return self.epsilons if self.epsilons else self.loads
+        return self.betas or self.epsilons or self.loads
 
     def points(self) -> list[Point]:
         """Every point of the grid (validates first)."""
@@ -302,10 +308,10 @@ class ExperimentSpec:
         require(len(self.systems) > 0, "systems", "the grid is empty: give at least one system")
         require(len(self.policies) > 0, "policies",
                 "the grid is empty: give at least one policy")
-        require(not (self.loads and self.epsilons), "loads",
-                "give loads or epsilons, not both")
+        require(sum(map(bool, (self.loads, self.epsilons, self.betas))) <= 1, "loads",
+                "give one of loads, epsilons and betas")
         require(len(self.values) > 0, "loads",
-                "the grid is empty: give at least one load or epsilon")
+                "the grid is empty: give at least one load, epsilon or beta")
         require(_integer(self.replications) and self.replications >= 1,
                 "replications", f"must be an integer ≥ 1 (got {self.replications!r})")
         require(_integer(self.seed) and 0 <= self.seed <= INTEGER_LIMIT, "seed",
@@ -396,7 +402,7 @@ class ExperimentSpec:
         def budget(value: Any) -> Any:
             return value.to_dict() if isinstance(value, SlotsRule) else value
 
-        return {
+        data = {
             "name": self.name, "title": self.title, "description": self.description,
             "paper": self.paper,
             "systems": [s.to_dict() for s in self.systems],
@@ -406,6 +412,9 @@ class ExperimentSpec:
             "warmup": budget(self.warmup), "seed": self.seed, "options": dict(self.options),
             "figures": [f.to_dict() for f in self.figures], "quick_scale": self.quick_scale,
         }
+        if self.betas:  # (absent otherwise: the stored specs of earlier grids stay as they were)
+            data["betas"] = list(self.betas)
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, indent=1)
@@ -414,7 +423,7 @@ class ExperimentSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> ExperimentSpec:
         """Build (without validating) from the dict form of ``to_dict`` or a TOML file."""
         data = as_table(data, "experiment")
-        check_keys(data, "", tuple(f.name for f in fields(cls)))
+        check_keys(data, "", (*(f.name for f in fields(cls)), "families"))
         require("name" in data, "name", "the experiment needs a name")
 
         def listed(key: str) -> list[Any]:
@@ -430,12 +439,15 @@ class ExperimentSpec:
 
         systems = [SystemSpec.from_mapping(s, f"systems[{i}]")
                    for i, s in enumerate(listed("systems"))]
+        for i, table in enumerate(listed("families")):
+            systems += family_systems(SystemFamily.from_mapping(table, f"families[{i}]"),
+                                      f"families[{i}]")
         policies = [PolicySpec.from_mapping(p, f"policies[{i}]")
                     for i, p in enumerate(listed("policies"))]
         return cls(
             name=data["name"], systems=tuple(systems), policies=tuple(policies),
             loads=tuple(listed("loads")), epsilons=tuple(listed("epsilons")),
-            replications=data.get("replications", 1),
+            betas=tuple(listed("betas")), replications=data.get("replications", 1),
             slots=budget("slots") if "slots" in data else DEFAULT_SLOTS,
             warmup=budget("warmup"), seed=data.get("seed", 0),
             options=dict(data.get("options") or {}),

@@ -23,7 +23,7 @@ from dispatchlab.specs.references import (
 )
 
 #: the x of a figure: the experiment's swept axis
-AXES = ("load", "epsilon")
+AXES = ("load", "epsilon", "beta")
 #: the matplotlib line styles a reference line may have
 LINE_STYLES = ("--", "-", ":", "-.", "solid", "dashed", "dotted", "dashdot")
 #: y quantities with a meaning of their own (any Result field or diagnostics key also works)
@@ -112,7 +112,7 @@ class FigureSpec:
 
     Attributes:
         name: the file stem (``NAME.png``/``NAME.svg``).
-        x: ``load`` (ρ) or ``epsilon`` (ε).
+        x: ``load`` (ρ), ``epsilon`` (ε) or ``beta`` (the Halfin–Whitt β).
         y: ``mean_total_queue`` (E[ΣQ]), ``mean_delay``, ``epsilon_total_queue``
             (ε·E[ΣQ]), ``messages_per_arrival``, any other scalar Result field, a key
             of ``diagnostics`` or of ``messages_by_kind``. Curves are grouped by policy

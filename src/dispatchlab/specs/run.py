@@ -58,6 +58,7 @@ Command-line options override the file through :meth:`RunSpec.with_overrides`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -77,6 +78,7 @@ from dispatchlab.core.convert import (
 from dispatchlab.core.documents import read_toml
 from dispatchlab.core.errors import require
 from dispatchlab.model.arrivals import parse_arrival_law
+from dispatchlab.model.service import parse_rates
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
 from dispatchlab.policies import Policy, make_policy
 from dispatchlab.policies.base import display_name
@@ -123,6 +125,8 @@ class SystemSpec:
         dispatcher_weights: p_m, one per dispatcher (empty: uniform).
         allow_unstable: accept λ_Σ ≥ μ_Σ.
         label: the name in legends and tables (default: servers and M).
+        family: the :class:`~dispatchlab.specs.family.SystemFamily` this system is a size
+            of (its label; empty for a system of its own). Not part of the identity.
     """
 
     servers: str | tuple[float, ...]
@@ -134,6 +138,7 @@ class SystemSpec:
     dispatcher_weights: tuple[float, ...] = ()
     allow_unstable: bool = False
     label: str = ""
+    family: str = ""
 
     def __post_init__(self) -> None:
         # one spelling whatever the input (tuples, not lists: the spec is hashable data)
@@ -156,8 +161,18 @@ class SystemSpec:
                    if self.dispatcher_weights else "")
         return f"{servers}, M={self.dispatchers}{weights}"
 
-    def build(self, *, load: float | None = None, epsilon: float | None = None) -> System:
-        """The validated :class:`System` at load ρ or at ε (neither: a trace's own rate)."""
+    def build(self, *, load: float | None = None, epsilon: float | None = None,
+              beta: float | None = None) -> System:
+        """The validated :class:`System` at load ρ, at ε, or at the Halfin–Whitt β
+        (ε = β·μ_Σ/√N); none of them: a trace's own rate."""
+        if beta is not None:
+            require(load is None and epsilon is None, "beta", "give one of load, epsilon, beta")
+            require(as_float(beta, "beta") > 0, "beta", f"β must be > 0 (got {beta!r})")
+            rates = parse_rates(self.servers)
+            root = math.sqrt(rates.size)
+            require(beta < root or self.allow_unstable, "beta",
+                    f"β must be < √N = {root:g}: λ_Σ = μ_Σ(1 − β/√N) (got {beta:g})")
+            epsilon = beta * float(rates.sum()) / root
         return System.build(
             self.servers, load=load, epsilon=epsilon, arrivals=self.arrivals,
             service=self.service, dispatchers=self.dispatchers,
@@ -166,10 +181,11 @@ class SystemSpec:
             allow_unstable=self.allow_unstable)
 
     def identity(self) -> dict[str, Any]:
-        """What defines the system: not its label, nor a field still at its default in
-        :data:`IDENTITY_DEFAULTS`."""
+        """What defines the system: not its label or family, nor a field still at its
+        default in :data:`IDENTITY_DEFAULTS`."""
         data = self.to_dict()
         data.pop("label")
+        data.pop("family", None)
         for key, default in IDENTITY_DEFAULTS.items():
             if getattr(self, key) == default:
                 data.pop(key)
@@ -180,6 +196,8 @@ class SystemSpec:
         if isinstance(self.servers, tuple):
             data["servers"] = list(self.servers)
         data["dispatcher_weights"] = list(self.dispatcher_weights)
+        if not self.family:  # a system of its own: its record as before families
+            del data["family"]
         return data
 
     @classmethod
@@ -220,6 +238,7 @@ SYSTEM_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "dispatcher_weights": as_floats,
     "allow_unstable": as_bool,
     "label": _as_label,
+    "family": _as_label,
 }
 SYSTEM_KEYS = tuple(f.name for f in fields(SystemSpec))
 assert set(SYSTEM_KEYS) == set(SYSTEM_CONVERTERS)

@@ -13,7 +13,10 @@ from dispatchlab.compiled import histogram
 ARRIVALS, ARRIVALS_MEASURED, DEPARTURES, DISPATCH_EVENTS, DISPATCH_EVENTS_MEASURED = range(5)
 HERDING_SLOTS, INVARIANT_VIOLATIONS, MAX_TOTAL_QUEUE, MEASURED_SLOTS = range(5, 9)
 TAGS_DROPPED = 9  # tagged jobs not followed: the tag table was full (see _tag_jobs)
-N_COUNTERS = 10
+# measured jobs placed behind another job: its server's Q_n(t) plus the jobs placed on it
+# earlier in the slot (its own batch's included) was > 0 (the waiting probability)
+JOBS_QUEUED = 10
+N_COUNTERS = 11
 
 # moments[...] layout (sums over measured slots)
 SUM_TOTAL_QUEUE, SUM_TOTAL_QUEUE_SQ, SUM_POOLED, SUM_QU, SUM_DQI1, SUM_DQI2 = range(6)

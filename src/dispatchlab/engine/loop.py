@@ -70,6 +70,7 @@ from dispatchlab.engine.layout import (
     DISPATCH_EVENTS_MEASURED,
     HERDING_SLOTS,
     INVARIANT_VIOLATIONS,
+    JOBS_QUEUED,
     MAX_TOTAL_QUEUE,
     MEASURED_SLOTS,
     STATUS_BAD_TARGET,
@@ -250,6 +251,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             A[n] = 0
         herded = False
         events = 0
+        queued = 0
         if per_job:
             for m in range(M):
                 jobs = A_m[m]
@@ -266,6 +268,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                         _tag_one_job(tag_one, target, Q, A, arrived_on, t, max_served,
                                      tag_probability, tags, wheel, carry, tag_stream,
                                      counters)
+                    queued += (Q[target] + A[target]) > 0
                     A[target] += 1
                     # herding: another dispatcher chose the same server in this slot (no
                     # branch: whether it did is random)
@@ -290,6 +293,8 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 # herding: one placement per dispatcher, so a server that already has jobs
                 # of slot t has them from another dispatcher
                 herded |= A[target] != 0
+                # the batch's first job waits only behind others; the rest behind it
+                queued += jobs - ((Q[target] + A[target]) == 0)
                 A[target] += jobs
                 events += 1
         counters[DISPATCH_EVENTS] += events
@@ -297,6 +302,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
         if record:
             counters[DISPATCH_EVENTS_MEASURED] += events
             counters[ARRIVALS_MEASURED] += total
+            counters[JOBS_QUEUED] += queued
             if herded:
                 counters[HERDING_SLOTS] += 1
 

@@ -117,6 +117,7 @@ class Totals:
     dispatch_events: int  # every slot
     dispatch_events_measured: int
     herding_slots: int  # slots in which two dispatchers chose one server
+    jobs_queued: int  # measured jobs placed behind another job (layout.JOBS_QUEUED)
     invariant_violations: int  # slots with ΣQ < q, every slot
     measured_slots: int
     sum_total_queue: float  # Σ ΣQ(t+1)
@@ -143,6 +144,7 @@ class Totals:
             dispatch_events=int(counters[layout.DISPATCH_EVENTS]),
             dispatch_events_measured=int(counters[layout.DISPATCH_EVENTS_MEASURED]),
             herding_slots=int(counters[layout.HERDING_SLOTS]),
+            jobs_queued=int(counters[layout.JOBS_QUEUED]),
             invariant_violations=int(counters[layout.INVARIANT_VIOLATIONS]),
             measured_slots=int(counters[layout.MEASURED_SLOTS]),
             sum_total_queue=float(moments[layout.SUM_TOTAL_QUEUE]),

@@ -76,6 +76,12 @@ class Result:
     # job completion time as the LED/LSQ group's simulator reports it: departure slot −
     # arrival slot + 1 = mean_delay_measured + 1 (a job served in its arrival slot takes 1)
     mean_completion_time: float = math.nan
+    # the waiting probability: the share of measured jobs placed behind another job (its
+    # server's Q_n(t) and the jobs placed there before it in the slot, its own batch's
+    # included), the mean over replications with a 95 % t-interval across them (R ≥ 2)
+    waiting_probability: float = math.nan
+    waiting_probability_ci_low: float = math.nan
+    waiting_probability_ci_high: float = math.nan
     total_queue_distribution: list[float] = field(default_factory=list)  # P(ΣQ = k), last: ≥ k
     diagnostics: dict[str, float] = field(default_factory=dict)
     # performance

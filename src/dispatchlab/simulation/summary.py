@@ -23,6 +23,7 @@ from dispatchlab.stats.estimators import (
     delay_quantiles,
     mser5_truncation,
     pooled_estimate,
+    t_interval,
     with_standard_error_floor,
     within_support,
 )
@@ -332,6 +333,7 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         return total / measured if all(run.imbalance for run in runs) else nan
 
     mean_total = stable_only(estimate.mean)
+    waiting = waiting_probability(runs) if window and not unstable else (nan, nan, nan)
     diag = sum(run.diag for run in runs)
     seconds = sum(run.seconds for run in runs)
     slots_run = sum(run.slots_run for run in runs)
@@ -364,6 +366,8 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         queue_imbalance_l1=stable_only(imbalance(totals.sum_imbalance_l1)),
         queue_imbalance_l2=stable_only(imbalance(totals.sum_imbalance_l2)),
         herding_fraction=totals.herding_slots / measured if window else nan,
+        waiting_probability=waiting[0], waiting_probability_ci_low=waiting[1],
+        waiting_probability_ci_high=waiting[2],
         arrival_rate_measured=totals.arrivals_measured / measured if window
         else nan,
         jobs_arrived=totals.arrivals,
@@ -412,6 +416,14 @@ def stop_reason(runs: list[RawRun]) -> str:
     which = "" if len(runs) == 1 else f" ({len(stopped)} of {len(runs)} replications)"
     return (f"stopped at the bound{which}: ΣQ passed {run.bound:,} after {run.slots_run:,} "
             f"of {run.slots:,} slots")
+
+
+def waiting_probability(runs: list[RawRun]) -> tuple[float, float, float]:
+    """The share of measured jobs placed behind another job (layout.JOBS_QUEUED), the mean
+    over the runs with its 95 % t-interval across them (R ≥ 2; one run: no interval)."""
+    shares = np.array([run.counters[layout.JOBS_QUEUED] / run.counters[layout.ARRIVALS_MEASURED]
+                       for run in runs if run.counters[layout.ARRIVALS_MEASURED] > 0])
+    return t_interval(shares) if shares.size else (math.nan, math.nan, math.nan)
 
 
 def per_server_statistics(system: System, runs: list[RawRun], unstable: bool

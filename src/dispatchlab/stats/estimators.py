@@ -71,7 +71,8 @@ def t_quantile(dof: float, confidence: float = 0.95) -> float:
     return float(special.stdtrit(dof, 0.5 + confidence / 2))  # = scipy.stats.t.ppf
 
 
-def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
+def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, CI low, CI high) of independent ``values`` by Student's t (one value: no CI)."""
     mean = float(np.mean(values))
     if values.size < 2:
         return mean, float("nan"), float("nan")
@@ -145,7 +146,7 @@ def _batch_estimate(blocks: np.ndarray, batches: int, confidence: float) -> Esti
                         float("nan"), float("nan"), "batch means", int(blocks.size))
     used = blocks[blocks.size - per_batch * batches:]
     values = used.reshape(batches, per_batch).mean(axis=1)
-    mean, low, high = _t_interval(values, confidence)
+    mean, low, high = t_interval(values, confidence)
     return Estimate(mean, low, high, f"batch means ({batches} batches)", batches,
                     _lag1_autocorrelation(values),
                     standard_error=float(np.std(values, ddof=1) / np.sqrt(batches)),
@@ -162,7 +163,7 @@ def _lag1_autocorrelation(values: np.ndarray) -> float:
 def replication_estimate(values: np.ndarray, confidence: float = 0.95) -> Estimate:
     """CI from the means of independent replications (Student t on R − 1 df)."""
     values = np.asarray(values, dtype=float)
-    mean, low, high = _t_interval(values, confidence)
+    mean, low, high = t_interval(values, confidence)
     se = float(np.std(values, ddof=1) / np.sqrt(values.size)) if values.size > 1 else math.nan
     return Estimate(mean, low, high, f"independent replications ({values.size})", values.size,
                     standard_error=se, dof=float(values.size - 1))

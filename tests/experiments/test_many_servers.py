@@ -1,0 +1,47 @@
+"""The many-server experiments (docs/model.md#many-servers): their grids, and the
+committed large-system table rebuilt from the committed store."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from dispatchlab.experiments.catalog import build_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "results" / "many_servers" / "large_system.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("large_system", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_grids_grow_n_with_m_fixed_and_in_proportion() -> None:
+    large = build_experiment("large-system", pilots=False)
+    sizes = {(s.family, s.dispatchers, s.servers) for s in large.systems}
+    assert ("M = 10", 10, "5000x0.1,5000x0.5") in sizes
+    assert ("M = N/100", 100, "5000x0.1,5000x0.5") in sizes
+    identities = [repr(sorted(s.identity().items())) for s in large.systems]
+    assert len(set(identities)) == len(identities) == 5  # N = 1000, M = 10 is in both
+    assert "CPU-minutes" in (large.description or "")
+    hw = build_experiment("halfin-whitt", pilots=False)
+    assert hw.axis == "beta" and hw.values == (0.5, 1.0, 2.0)
+    for point in hw.points()[:12]:
+        built = point.build_system()
+        assert built.load == 1 - point.value / built.n_servers ** 0.5 or abs(
+            built.load - (1 - point.value / built.n_servers ** 0.5)) < 1e-12
+
+
+def test_the_committed_table_is_rebuilt_from_the_committed_store() -> None:
+    committed = (SCRIPT.with_name("large_system.md")).read_text(encoding="utf-8")
+    assert _script().table() == committed
+    # JSQ's E[Q] per server meets its fluid limit at N = 10⁴ (M = 10, ρ = 0.9), within
+    # 2 % of the fluid value
+    section = committed.split("## M = 10, ρ = 0.9\n")[1].split("##")[0]
+    row = re.search(r"^\| JSQ \| (.*)$", section, re.M).group(1).split(" | ")
+    at_large, fluid = float(row[2].split(" ± ")[0]), float(row[3])
+    assert abs(at_large - fluid) < 0.02 * fluid

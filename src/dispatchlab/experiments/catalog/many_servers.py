@@ -43,6 +43,7 @@ POLICIES = (
 
 
 def families(sizes: tuple[int, ...]) -> tuple[SystemFamily, ...]:
+    """The two families of the experiments: M = 10 dispatchers, and M = N/100."""
     return (SystemFamily(CLASSES, sizes, dispatchers=10, dispatch="per_job", label="M = 10"),
             SystemFamily(CLASSES, sizes, dispatchers_per_server=0.01, dispatch="per_job",
                          label="M = N/100"))

@@ -30,6 +30,7 @@ def test_the_grids_grow_n_with_m_fixed_and_in_proportion() -> None:
     assert "CPU-minutes" in (large.description or "")
     hw = build_experiment("halfin-whitt", pilots=False)
     assert hw.axis == "beta" and hw.values == (0.5, 1.0, 2.0)
+    assert {s.servers for s in hw.systems} == {"100x0.1", "1000x0.1", "10000x0.1"}
     for point in hw.points()[:12]:
         built = point.build_system()
         assert built.load == 1 - point.value / built.n_servers ** 0.5 or abs(
@@ -45,3 +46,22 @@ def test_the_committed_table_is_rebuilt_from_the_committed_store() -> None:
     row = re.search(r"^\| JSQ \| (.*)$", section, re.M).group(1).split(" | ")
     at_large, fluid = float(row[2].split(" ± ")[0]), float(row[3])
     assert abs(at_large - fluid) < 0.02 * fluid
+
+
+def test_the_committed_halfin_whitt_table_is_rebuilt_from_the_committed_store() -> None:
+    """And what the closing note reads from it: JIQ's waiting probability falls with N at
+    every β (about as 1/√N from N = 10³ to 10⁴) while JSQ's rises in the slotted model."""
+    script = SCRIPT.with_name("halfin_whitt.py")
+    spec = importlib.util.spec_from_file_location("halfin_whitt", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = script.with_suffix(".md").read_text(encoding="utf-8")
+    assert module.table() == committed
+    waits = committed.split("## P(wait)\n")[1].split("##")[0]
+    for beta in ("0.5", "1", "2"):
+        jiq = [float(cell.split(" ± ")[0]) for cell in re.search(
+            rf"^\| JIQ \| {beta} \| (.*) \|$", waits, re.M).group(1).split(" | ")]
+        jsq = [float(cell.split(" ± ")[0]) for cell in re.search(
+            rf"^\| JSQ \| {beta} \| (.*) \|$", waits, re.M).group(1).split(" | ")]
+        assert jiq[0] > jiq[1] > jiq[2] and 2 < jiq[1] / jiq[2] < 4.5
+        assert jsq[0] < jsq[1] < jsq[2]

@@ -1,12 +1,9 @@
 """The Halfin–Whitt table: β, N → E[Q] per server, the waiting probability and the delay's
 99th percentile of JSQ, JIQ, Po-2 and weighted random, from the catalog experiment
-``halfin-whitt`` in results/many_servers/store.sqlite. Writes
+``halfin-whitt`` in the Reproductions store (results/reproductions/store.sqlite). Writes
 results/many_servers/halfin_whitt.md.
 
-    .venv/bin/dispatchlab experiment halfin-whitt --store results/many_servers/store.sqlite \\
-        --out /tmp/halfin-whitt --no-progress --yes
-    python -m dispatchlab.experiments.compact results/many_servers/store.sqlite \\
-        mean_queues total_queue_distribution
+    results/reproductions/run.sh halfin-whitt
     PYTHONPATH=src python results/many_servers/halfin_whitt.py
 """
 
@@ -34,7 +31,7 @@ def table() -> str:
     lines = ["# The Halfin–Whitt regime", "",
              "Made by `PYTHONPATH=src python results/many_servers/halfin_whitt.py` from the "
              "catalog experiment `halfin-whitt` (docs/model.md#many-servers) in "
-             "`results/many_servers/store.sqlite` (76 CPU-seconds, AMD EPYC): N homogeneous "
+             "`results/reproductions/store.sqlite` (76 CPU-seconds, AMD EPYC): N homogeneous "
              "servers of μ = 0.1 (a slot is a tenth of a job), M = 10, Poisson arrivals "
              "dispatched job by job, 1 − ρ = β/√N, 4 replications of 20,000 slots a point "
              "(30 % warm-up); mean ± 95 % t half-width, \"unstable\" where a replication was "

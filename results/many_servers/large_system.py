@@ -1,12 +1,9 @@
 """The large-system table: policy × N → E[Q] per server and the waiting probability with
 their 95 % intervals, beside the fluid limit's values (docs/fluid.md), from the catalog
-experiment ``large-system`` in results/many_servers/store.sqlite. Writes
-results/many_servers/large_system.md.
+experiment ``large-system`` in the Reproductions store (results/reproductions/store.sqlite,
+where its claims are judged). Writes results/many_servers/large_system.md.
 
-    .venv/bin/dispatchlab experiment large-system --store results/many_servers/store.sqlite \\
-        --out /tmp/large-system --no-progress --yes
-    python -m dispatchlab.experiments.compact results/many_servers/store.sqlite \\
-        mean_queues total_queue_distribution      # the per-server vectors: 30 MB → 2 MB
+    results/reproductions/run.sh large-system   # the experiment, then the store compacted
     PYTHONPATH=src python results/many_servers/large_system.py
 
 The experiment took 6 CPU-minutes on a 2-core AMD EPYC; this table a few seconds (the
@@ -26,7 +23,7 @@ from dispatchlab.experiments.catalog.many_servers import CLASSES, POLICIES, SIZE
 from dispatchlab.experiments.store import Store
 
 HERE = Path(__file__).parent
-STORE = HERE / "store.sqlite"
+STORE = HERE.parent / "reproductions" / "store.sqlite"
 OUT = HERE / "large_system.md"
 #: the policies the fluid limit is derived for (docs/fluid.md), with their parameters
 FLUID = {"wrand": {}, "jsq": {}, "pod": {"d": 2}, "jiq": {}, "jbt": {"r": 2}}
@@ -73,8 +70,8 @@ def table() -> str:
     lines = ["# Many servers at a fixed load", "",
              "Made by `PYTHONPATH=src python results/many_servers/large_system.py` from the "
              "catalog experiment `large-system` (docs/model.md#many-servers), stored in "
-             "`results/many_servers/store.sqlite` by `dispatchlab experiment large-system "
-             "--store results/many_servers/store.sqlite` (6 CPU-minutes, AMD EPYC): N "
+             "`results/reproductions/store.sqlite` by `results/reproductions/run.sh "
+             "large-system` (6 CPU-minutes, AMD EPYC): N "
              "servers, half at μ = 0.1 and half at 0.5, Poisson arrivals dispatched job by "
              "job, 4 replications of 6000 slots a point (30 % warm-up). Each cell: the mean "
              "over the replications ± the 95 % t half-width; \"unstable\" where a replication "

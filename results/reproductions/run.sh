@@ -13,9 +13,12 @@
 #   jbt-poly-long                           r = (1/ε)^1.5 past its relaxation, about 20
 #   scd-loads                               SCD and TWF against the herd, about 15
 #   scd-dispatchers                         the same at ρ = 0.9 for M = 1, 10, 100, about 1
+#   large-system                            N = 10², 10³, 10⁴ at ρ = 0.9, 0.95, about 6
+#   halfin-whitt                            1 − ρ = β/√N, N = 10² … 10⁴, about 1.5
 #
-# The store is then compacted for committing (the per-point ΣQ histograms, which no claim
-# reads, are dropped: dispatchlab.experiments.compact), and `make reproductions` (or
+# The store is then compacted for committing (the per-point ΣQ histograms and E[Q_n]
+# vectors, which no claim reads, are dropped: dispatchlab.experiments.compact; at N = 10⁴
+# the vectors are 30 MB), and `make reproductions` (or
 # `make docs`) rebuilds the page from it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -23,10 +26,10 @@ DISPATCHLAB="${DISPATCHLAB:-.venv/bin/dispatchlab}"
 ALL="led-fig1 led-fig2 pi-stability jbt-regimes led-regimes pi-regimes jbt-regimes-deep
      led-regimes-deep pi-regimes-deep jbt-regimes-deeper led-regimes-deeper jbt-gaps
      jbt-regimes-long led-fig2-long led-fig1-slotted jbt-poly-long
-     scd-loads scd-dispatchers"
+     scd-loads scd-dispatchers large-system halfin-whitt"
 for name in ${*:-$ALL}; do
     "$DISPATCHLAB" experiment "$name" --store results/reproductions/store.sqlite \
         --out "results/reproductions/$name" --no-progress --yes
 done
 "$(dirname "$DISPATCHLAB")/python" -m dispatchlab.experiments.compact \
-    results/reproductions/store.sqlite
+    results/reproductions/store.sqlite mean_queues total_queue_distribution

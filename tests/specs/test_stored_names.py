@@ -32,7 +32,7 @@ def test_every_committed_point_keeps_its_key_and_seed() -> None:
         assert "detail" not in point.options and "track_delay" not in point.options
         renamed += data["options"] != dict(point.options)
         assert (point.key, point.seed) == (key, data["seed"]), data["options"]
-    assert renamed == len(rows)  # every committed point was stored under the old names
+    assert renamed >= 1015  # the points stored before the rename, under the old names
 
 
 @pytest.mark.parametrize("name", ["led-fig1", "pi-stability", "jbt-regimes"])

@@ -55,6 +55,7 @@ from dispatchlab.report.limit_claims import (
     term_text,
     with_collapse,
 )
+from dispatchlab.report.many_server_claims import matches, per_value, waiting_vanishes
 from dispatchlab.report.plots import reference_curve, write_figures
 from dispatchlab.report.verdicts import (
     LIMIT_TOLERANCE,
@@ -333,6 +334,23 @@ CLAIMS: tuple[Claim, ...] = (
           "ε·E[X] → 0, i.e. ε·E[ΣQ] → ζ/2.", "pi-regimes", "eps-excess",
           lambda s, f: with_collapse(excess_vanishes(s, f, PI_REGIMES), f),
           extra=("pi-regimes-deep",)),
+    Claim("large-system-waiting", "[Sto15], [MBLW16]",
+          "At a fixed load ρ < 1, as N → ∞ the waiting probability of JIQ and of JSQ "
+          "vanishes while Po-d's does not (continuous time). Judged on N = 10², 10³, 10⁴ "
+          "servers (half at μ = 0.1, half at 0.5), M = 10, jobs dispatched one by one, "
+          "ρ = 0.9 and 0.95; in the slotted model a slot's jobs arrive together "
+          "(docs/model.md#many-servers).", "large-system", "waiting",
+          lambda s, f: per_value(f, lambda chosen, scope: waiting_vanishes(
+              f, ["JIQ", "JSQ"], ["Po-2"], chosen & (f["system.dispatchers"] == 10), scope),
+              sorted(set(f["x"].round(9))), "ρ")),
+    Claim("halfin-whitt-jiq", "[EG18], [MBLW16]",
+          "In the Halfin–Whitt regime (1 − ρ = β/√N) JIQ matches JSQ on homogeneous "
+          "servers: the same limit, with a waiting probability vanishing like 1/√N. Judged "
+          "on N = 10², 10³, 10⁴ servers of μ = 0.1 (a slot is a tenth of a job), M = 10, "
+          "β = 0.5, 1, 2, jobs dispatched one by one.", "halfin-whitt", "waiting",
+          lambda s, f: per_value(f, lambda chosen, scope: matches(f, "JIQ", "JSQ", chosen,
+                                                                  scope),
+                                 sorted(set(f["x"].round(9))), "β")),
 )
 
 

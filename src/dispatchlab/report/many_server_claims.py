@@ -1,0 +1,123 @@
+"""The rules that judge the many-server claims of the Reproductions page: what happens to
+the waiting probability as N grows (docs/model.md#many-servers,
+docs/statistics.md#waiting).
+
+The literature's statements are about continuous time, where jobs arrive one at a time.
+In the slotted model a slot's jobs arrive together and M dispatchers place them from the
+slot's start, so jobs meet at servers that were idle at its start; each reading says what
+the slotted points show and how far they bound the limit (a finite N cannot reach a limit
+of 0: a falling curve is a trend, its last value a bound).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dispatchlab.report.verdicts import Verdict, combine, fmt
+
+#: the waiting probabilities of two sizes differ when their 95 % intervals are disjoint
+WAITING = "waiting_probability"
+
+
+def waiting_by_size(frame: pd.DataFrame, label: str, selector: pd.Series
+                    ) -> list[tuple[int, float, float, float, bool]]:
+    """(N, mean, CI low, CI high, stable) of ``label``'s waiting probability at each N
+    among the rows ``selector`` picks: the mean over the replications and its 95 % t
+    interval; a size where a replication was unstable is kept as unstable."""
+    from scipy import stats
+
+    rows = frame[selector & (frame["policy_label"] == label)]
+    out = []
+    for n, group in rows.groupby("system.n_servers"):
+        values = pd.to_numeric(group[WAITING], errors="coerce").to_numpy(float)
+        stable = bool((group["stability"] != "unstable").all()) and bool(
+            values.size and (values == values).all())
+        if not stable:
+            out.append((int(n), math.nan, math.nan, math.nan, False))
+            continue
+        mean = float(values.mean())
+        half = (float(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1)
+                      / math.sqrt(values.size)) if values.size > 1 else math.nan)
+        out.append((int(n), mean, mean - half, mean + half, True))
+    return sorted(out)
+
+
+def _curve_text(label: str, curve: list[tuple[int, float, float, float, bool]]) -> str:
+    cells = [f"N = {n:,}: " + (f"{fmt(mean)} [{fmt(low)}, {fmt(high)}]" if stable
+                               else "unstable") for n, mean, low, high, stable in curve]
+    return f"{label} P(wait) " + ", ".join(cells)
+
+
+def _falls(curve: list[tuple[int, float, float, float, bool]]) -> bool:
+    """Each stable size's interval lies above the next one's (beyond the CIs)."""
+    stable = [point for point in curve if point[4]]
+    return len(stable) >= 2 and all(a[2] > b[3] for a, b in zip(stable, stable[1:],
+                                                                   strict=False))
+
+
+def waiting_vanishes(frame: pd.DataFrame, vanishing: list[str], persisting: list[str],
+                     selector: pd.Series, scope: str) -> Verdict:
+    """The waiting probability of ``vanishing`` falls towards 0 as N grows while that of
+    ``persisting`` does not. A falling curve is a trend (N = 10⁴ bounds the limit from
+    above, it cannot reach 0); one that does not fall beyond its CIs contradicts the
+    claim for that policy at these N; a policy unstable at every N is named, not judged."""
+    readings, statuses = [], []
+    for label in vanishing:
+        curve = waiting_by_size(frame, label, selector)
+        stable = [point for point in curve if point[4]]
+        if len(stable) < 2:
+            readings.append(_curve_text(label, curve) + " (too few stable sizes to judge)")
+            continue
+        falls = _falls(curve)
+        statuses.append("trend" if falls else "not held")
+        readings.append(_curve_text(label, curve) + (
+            f": falls with N, the limit ≤ {fmt(stable[-1][3])}" if falls
+            else ": does not fall with N beyond its CIs"))
+    for label in persisting:
+        curve = waiting_by_size(frame, label, selector)
+        stable = [point for point in curve if point[4]]
+        if not stable:
+            readings.append(_curve_text(label, curve) + " (unstable on these servers: its "
+                            "stability threshold lies below these loads; not judged)")
+            continue
+        stays = stable[-1][2] > 0.1
+        statuses.append("held" if stays else "not held")
+        readings.append(_curve_text(label, curve) + (": stays away from 0" if stays
+                                                     else ": approaches 0"))
+    if not statuses:
+        return Verdict("undecided", f"{scope}: " + "; ".join(readings))
+    if set(statuses) <= {"held", "trend"}:
+        status = "trend" if "trend" in statuses else "held"
+    elif {"held", "trend"} & set(statuses):
+        status = "held in part"
+    else:
+        status = "not held"
+    return Verdict(status, f"{scope}: " + "; ".join(readings))
+
+
+def matches(frame: pd.DataFrame, label: str, other: str, selector: pd.Series,
+            scope: str) -> Verdict:
+    """``label`` matches ``other`` as N grows: their waiting probabilities' gap shrinks to
+    within the CIs at the largest N (held), shrinks (trend), or does not (not held)."""
+    ours, theirs = (waiting_by_size(frame, name, selector) for name in (label, other))
+    pairs = [(a, b) for a, b in zip(ours, theirs, strict=False) if a[4] and b[4]]
+    text = f"{scope}: " + "; ".join([_curve_text(label, ours), _curve_text(other, theirs)])
+    if len(pairs) < 2:
+        return Verdict("undecided", text)
+    gaps = [abs(a[1] - b[1]) for a, b in pairs]
+    last_a, last_b = pairs[-1]
+    overlap = last_a[2] <= last_b[3] and last_b[2] <= last_a[3]
+    status = "held" if overlap else "trend" if gaps[-1] < gaps[0] else "not held"
+    return Verdict(status, text + f"; the gap {fmt(gaps[0])} at N = {pairs[0][0][0]:,}, "
+                   f"{fmt(gaps[-1])} at N = {last_a[0]:,}")
+
+
+def per_value(frame: pd.DataFrame, judge, values: list[float], name: str) -> Verdict:
+    """``judge(selector, scope)`` at each x in ``values`` (a load or a β), combined: the
+    weakest status (:func:`~dispatchlab.report.verdicts.combine`), every reading."""
+    verdicts = [judge(frame["x"].round(9) == round(value, 9), f"{name} = {value:g}")
+                for value in values]
+    return Verdict(combine([v.status for v in verdicts]),
+                   " — ".join(v.numbers for v in verdicts))

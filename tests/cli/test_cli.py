@@ -224,7 +224,7 @@ BAD_INPUT = [
     (["run", "--policy", "jsq", "--load", "1.5"], "load", "--allow-unstable"),
     (["run", "--policy", "jsq", "--epsilon", "0"], "epsilon", "--allow-unstable"),
     (["run", "--policy", "jsq", "--load=-0.2"], "load", "must be > 0"),
-    (["run", "--policy", "jsq", "--load", "0.5", "--epsilon", "1"], "load", "only one"),
+    (["run", "--policy", "jsq", "--load", "0.5", "--epsilon", "1"], "load", "one of --load"),
     (["run", "--policy", "pod", "--set", "d=7", *SMALL], "pod.d", "between 1 and N = 6"),
     (["run", "--policy", "pod", "--set", "d=0"], "pod.d", "≥ 1"),
     (["run", "--policy", "pod", "--set", "d=two"], "pod.d", "expected an integer"),

@@ -162,3 +162,29 @@ def test_the_cli_sweeps_a_family_file(tmp_path: Path, capsys: pytest.CaptureFixt
     rows = [json.loads(line) for line in out.splitlines()]
     assert {row["system"] for row in rows} == {"half slow, N=10", "half slow, N=40"}
     assert {row["axis"] for row in rows} == {"beta"}
+
+
+def test_the_run_command_takes_beta(capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run_clean(capsys, ["run", "--policy", "jsq", "--servers", "100x0.1",
+                                        "--beta", "1", "--slots", "2000", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["load"] == pytest.approx(0.9)
+    for extra, field in ((["--load", "0.5"], "load"), (["--beta", "10"], "beta"),
+                         (["--beta", "0"], "beta")):
+        argv = ["run", "--policy", "jsq", "--servers", "100x0.1", "--slots", "2000", *extra]
+        if "--beta" not in extra:
+            argv += ["--beta", "1"]
+        code, _, err = run_clean(capsys, argv)
+        assert code == 2 and err.startswith(f"error: {field}: "), err
+
+
+def test_a_run_spec_takes_beta_in_its_system_table(tmp_path: Path) -> None:
+    from dispatchlab.specs.run import RunSpec
+
+    spec = RunSpec.from_mapping({"system": {"servers": "100x0.1", "beta": 2.0},
+                                 "policy": {"name": "jsq"}})
+    assert spec.build_system().load == pytest.approx(0.8)
+    assert spec.with_overrides(load=0.5).build_system().load == pytest.approx(0.5)
+    with pytest.raises(ValidationError) as error:
+        RunSpec.from_mapping({"system": {"servers": "4x0.5", "beta": 1.0, "load": 0.5}})
+    assert error.value.field == "system.load"

@@ -90,7 +90,7 @@ def test_servers_as_an_array(tmp_path: Path) -> None:
         ("[run]\ntrack_delay = false", "run.track_delay", "renamed: now delay=\"off\""),
         ("[run]\nwarmup_method = \"guess\"", "run.warmup_method", "allowed: fraction, mser5"),
         ("[system]\nload = \"high\"", "system.load", "expected a number"),
-        ("[system]\nload = 0.5\nepsilon = 1", "system.load", "only one of load and epsilon"),
+        ("[system]\nload = 0.5\nepsilon = 1", "system.load", "one of load, epsilon and beta"),
         ("[system]\ndispatchers = 0", "system.dispatchers", "must be ≥ 1"),
         ("[system]\ndispatch = \"sometimes\"", "system.dispatch", "allowed: batch, per_job"),
         ("[system]\nsplit = \"random\"", "system.split", "allowed: per_job, batch"),
@@ -148,7 +148,7 @@ def test_overrides_win_and_load_replaces_epsilon(tmp_path: Path) -> None:
     assert changed.make_policy().params == {"d": 2}
     back = changed.with_overrides(epsilon=0.1)
     assert (back.load, back.epsilon) == (None, 0.1)
-    with pytest.raises(ValidationError, match="only one of --load and --epsilon"):
+    with pytest.raises(ValidationError, match="one of --load, --epsilon and --beta"):
         spec.with_overrides(load=0.5, epsilon=0.1)
 
 

@@ -27,6 +27,9 @@ Load = Annotated[float | None, typer.Option(
 Epsilon = Annotated[float | None, typer.Option(
     help="ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces --load).",
     rich_help_panel=SYSTEM, show_default=False)]
+Beta = Annotated[float | None, typer.Option(
+    help="The Halfin–Whitt β: ε = β·μ_Σ/√N, 1 − ρ = β/√N (replaces --load).",
+    rich_help_panel=SYSTEM, show_default=False)]
 Arrivals = Annotated[str | None, typer.Option(
     help="Arrival law of A_Σ(t): poisson, bernoulli, binomial:K, deterministic, "
     "trace:PATH \\[default: poisson].", rich_help_panel=SYSTEM, show_default=False)]

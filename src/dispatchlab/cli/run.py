@@ -45,6 +45,7 @@ def run_command(
     dispatchers: options.Dispatchers = None,
     load: options.Load = None,
     epsilon: options.Epsilon = None,
+    beta: options.Beta = None,
     arrivals: options.Arrivals = None,
     service: options.Service = None,
     dispatch: options.Dispatch = None,
@@ -100,7 +101,7 @@ def run_command(
     base = RunSpec.from_toml(spec) if spec is not None else RunSpec()
     run_spec = base.with_overrides(
         policy=policy, params=parse_assignments(set_) or None, servers=servers,
-        dispatchers=dispatchers, load=load, epsilon=epsilon, arrivals=arrivals,
+        dispatchers=dispatchers, load=load, epsilon=epsilon, beta=beta, arrivals=arrivals,
         service=service, dispatch=dispatch, split=split,
         dispatcher_weights=options.parse_weights(dispatcher_weights),
         allow_unstable=True if allow_unstable else None, slots=slots, warmup=warmup,

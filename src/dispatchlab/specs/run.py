@@ -13,7 +13,8 @@ A run spec file has three tables, every key optional::
     [system]
     servers = "50x0.1,50x0.5"     # service rates μ_n: COUNTxRATE list or an array of numbers
     dispatchers = 10               # M
-    load = 0.95                    # ρ = λ_Σ/μ_Σ; or epsilon = 0.5 (ε = μ_Σ − λ_Σ); not both
+    load = 0.95                    # ρ = λ_Σ/μ_Σ; or epsilon = 0.5 (ε = μ_Σ − λ_Σ), or
+                                   # beta = 1 (Halfin–Whitt: ε = β·μ_Σ/√N); one of them
     arrivals = "poisson"           # poisson | bernoulli | binomial:K | deterministic | trace:PATH
     service = "bernoulli"          # bernoulli | binomial:K | poisson | geometric | deterministic
     dispatch = "batch"             # batch | per_job: a dispatcher's jobs in a slot go together?
@@ -97,6 +98,8 @@ from dispatchlab.simulation.run import simulate
 DEFAULT_SERVERS = "50x0.1,50x0.5"
 DEFAULT_DISPATCHERS = 10
 DEFAULT_LOAD = 0.9
+#: the keys that set the arrival rate (one of them)
+RATE_KEYS = ("load", "epsilon", "beta")
 #: old spellings still read (examples and scripts wrote ``per-job``)
 ALIASES = {"per-job": "per_job"}
 #: system fields left out of a system's identity while at these defaults, so that adding
@@ -296,6 +299,7 @@ class RunSpec:
         policy: the policy (its name may come later, from ``--policy``).
         load: ρ = λ_Σ/μ_Σ (``None`` when ``epsilon`` sets the rate, or for a trace).
         epsilon: ε = μ_Σ − λ_Σ, the heavy-traffic distance (replaces ``load``).
+        beta: the Halfin–Whitt β, ε = β·μ_Σ/√N (replaces ``load``).
         slots: as in :func:`dispatchlab.simulate`, and likewise ``warmup``,
             ``warmup_method``, ``estimator``, ``start``, ``seed``, ``replications``,
             ``delay``, ``imbalance``, ``per_server``, ``trajectory`` and ``precision``.
@@ -306,6 +310,7 @@ class RunSpec:
     policy: PolicySpec = field(default_factory=lambda: PolicySpec(""))
     load: float | None = None
     epsilon: float | None = None
+    beta: float | None = None
     slots: int = DEFAULT_SLOTS
     warmup: int | None = None
     warmup_method: str = "fraction"
@@ -335,9 +340,9 @@ class RunSpec:
         tables = {key: as_table(data.get(key, {}), key) for key in ("system", "policy", "run")}
         system = tables["system"]
         rate = {key: as_float(system.pop(key), f"system.{key}")
-                for key in ("load", "epsilon") if key in system}
-        require(len(rate) < 2, "system.load", "give only one of load and epsilon")
-        check_keys(system, "system", (*SYSTEM_KEYS, "load", "epsilon"))
+                for key in RATE_KEYS if key in system}
+        require(len(rate) < 2, "system.load", "give one of load, epsilon and beta")
+        check_keys(system, "system", (*SYSTEM_KEYS, *RATE_KEYS))
         defaults = {"servers": DEFAULT_SERVERS, "dispatchers": DEFAULT_DISPATCHERS}
         system_spec = SystemSpec.from_mapping({**defaults, **system}, "system")
         if base_dir is not None:
@@ -354,8 +359,8 @@ class RunSpec:
         """A copy with every override that is not ``None`` applied (the command line's).
 
         Keys: the system fields (``servers``, ``dispatchers``, …), ``policy`` (the name),
-        ``params`` (merged into the spec's; an override wins), ``load``/``epsilon``
-        (giving one clears the other), the run settings, and for ``per_server``,
+        ``params`` (merged into the spec's; an override wins), ``load``/``epsilon``/``beta``
+        (giving one clears the others), the run settings, and for ``per_server``,
         ``trajectory`` and ``precision`` a mapping of the record's fields, merged into the
         spec's record (``per_server=True``: on, with the spec's bins or the default).
         """
@@ -364,12 +369,11 @@ class RunSpec:
         allowed -= {"system", "label"}
         unknown = sorted(set(given) - allowed)
         require(not unknown, "spec", f"unknown setting {unknown[:1]}")
-        require("load" not in given or "epsilon" not in given, "load",
-                "give only one of --load and --epsilon")
-        if "load" in given:
-            given["epsilon"] = None
-        elif "epsilon" in given:
-            given["load"] = None
+        rates = [key for key in RATE_KEYS if key in given]
+        require(len(rates) < 2, "load", "give one of --load, --epsilon and --beta")
+        for key in RATE_KEYS:
+            if rates and key != rates[0]:
+                given[key] = None
         system = {k: given.pop(k) for k in SYSTEM_KEYS if k in given}
         policy = self.policy
         if "policy" in given:
@@ -387,13 +391,13 @@ class RunSpec:
 
     def build_system(self) -> System:
         """The validated :class:`System` this spec describes."""
-        load, epsilon = self.load, self.epsilon
+        load, epsilon, beta = self.load, self.epsilon, self.beta
         if parse_arrival_law(self.system.arrivals)[0] == "trace":
-            require(load is None and epsilon is None, "load",
-                    "a trace fixes its own rate; do not give load or epsilon")
-        elif load is None and epsilon is None:
+            require(load is None and epsilon is None and beta is None, "load",
+                    "a trace fixes its own rate; do not give load, epsilon or beta")
+        elif load is None and epsilon is None and beta is None:
             load = DEFAULT_LOAD
-        return self.system.build(load=load, epsilon=epsilon)
+        return self.system.build(load=load, epsilon=epsilon, beta=beta)
 
     def make_policy(self) -> Policy:
         """The registered policy with its parameters (validated by the policy)."""

@@ -87,7 +87,6 @@ FAMILIES: tuple[Family, ...] = (
     Family("l-jsq-pull", "l-jsq-pull"),
     Family("lsq", "lsq"),
     Family("l-jba-push", "l-jba-push"),
-    Family("l-jba-pull", "l-jba-pull"),
     Family("l-pod-push", "l-pod-push"),
     Family("jiq", "jiq"),
     Family("jbt", "jbt"),

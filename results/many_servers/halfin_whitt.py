@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from large_system import STORE, interval  # noqa: E402  (the same cells as the large-system table)
+from large_system import STORE, interval, write_page  # noqa: E402  (the same cells as the large-system table)
 
 from dispatchlab.experiments.catalog.many_servers import BETAS, POLICIES, SIZES  # noqa: E402
 from dispatchlab.experiments.store import Store  # noqa: E402
@@ -73,10 +73,5 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    OUT.write_text(table(), encoding="utf-8")
-    print(OUT.read_text(encoding="utf-8"))
-
-
 if __name__ == "__main__":
-    main()
+    write_page(OUT, table())

@@ -123,10 +123,11 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    OUT.write_text(table(), encoding="utf-8")
-    print(OUT.read_text(encoding="utf-8"))
+def write_page(out: Path, text: str) -> None:
+    """Write a table page and show it."""
+    out.write_text(text, encoding="utf-8")
+    print(text)
 
 
 if __name__ == "__main__":
-    main()
+    write_page(OUT, table())

@@ -5,6 +5,7 @@ results/many_servers/halfin_whitt.md.
 
     results/reproductions/run.sh halfin-whitt
     PYTHONPATH=src python results/many_servers/halfin_whitt.py
+    PYTHONPATH=src python results/many_servers/figure.py     # docs/many-servers/*.png
 """
 
 from __future__ import annotations

@@ -65,3 +65,10 @@ def test_the_committed_halfin_whitt_table_is_rebuilt_from_the_committed_store() 
             rf"^\| JSQ \| {beta} \| (.*) \|$", waits, re.M).group(1).split(" | ")]
         assert jiq[0] > jiq[1] > jiq[2] and 2 < jiq[1] / jiq[2] < 4.5
         assert jsq[0] < jsq[1] < jsq[2]
+
+
+def test_the_gallery_shows_the_many_server_figures() -> None:
+    gallery = (ROOT / "docs" / "gallery.md").read_text(encoding="utf-8")
+    for name in ("large_system", "halfin_whitt"):
+        assert f"(many-servers/{name}.png)" in gallery
+        assert (ROOT / "docs" / "many-servers" / f"{name}.png").stat().st_size > 10_000

@@ -65,6 +65,16 @@ def test_the_halfin_whitt_axis_sets_epsilon_from_beta_and_n() -> None:
      "dispatchers", "one of them"),
     (SystemFamily("0.5x0.2,0.5x0.8", (10,), dispatchers_per_server=0.15),
      "dispatchers_per_server", "whole number"),
+    (SystemFamily("1x0.5", (10,), dispatchers_per_server=math.nan), "dispatchers_per_server",
+     "finite"),
+    (SystemFamily("1x0.5", (10,), dispatchers_per_server=math.inf), "dispatchers_per_server",
+     "finite"),
+    (SystemFamily("1x0.5", (10,), dispatchers_per_server=-0.5), "dispatchers_per_server",
+     "> 0"),
+    (SystemFamily("1x0.5", (10,), dispatchers=True), "dispatchers", "integer"),
+    (SystemFamily("1x0.5", (10,), dispatchers=0), "dispatchers", "≥ 1"),
+    (SystemFamily("1x0.5", 10, dispatchers=1), "sizes", "give the sizes"),
+    (SystemFamily(5, (10,), dispatchers=1), "classes", "SHARExRATE"),
 ])
 def test_a_bad_family_is_refused_naming_its_field(family: SystemFamily, field: str,
                                                   words: str) -> None:

@@ -65,7 +65,8 @@ class SystemFamily:
     label: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sizes", tuple(self.sizes))
+        if isinstance(self.sizes, list):  # one spelling; anything else is refused by systems()
+            object.__setattr__(self, "sizes", tuple(self.sizes))
 
     @property
     def name(self) -> str:
@@ -99,8 +100,8 @@ class SystemFamily:
         for share, rate in self.shares():
             count = share * n
             require(abs(count - round(count)) <= WHOLE * n and round(count) >= 1, "sizes",
-                    f"N = {n} gives {count:g} servers of rate {rate:g}: each share × N must "
-                    "be a whole number ≥ 1")
+                    f"N = {n} gives {count:.10g} servers of rate {rate:g}: each share × N "
+                    "must be a whole number ≥ 1")
             counts.append(f"{round(count)}x{rate:g}")
         return ",".join(counts)
 
@@ -120,6 +121,11 @@ class SystemFamily:
         require((self.dispatchers is None) != (self.dispatchers_per_server is None),
                 "dispatchers", "give dispatchers (M fixed) or dispatchers_per_server "
                 "(M = m·N), one of them")
+        if self.dispatchers is not None:
+            as_int(self.dispatchers, "dispatchers", low=1)
+        else:
+            require(as_float(self.dispatchers_per_server, "dispatchers_per_server") > 0,
+                    "dispatchers_per_server", f"m must be > 0 (got {self.dispatchers_per_server})")
         require(isinstance(self.sizes, tuple) and bool(self.sizes), "sizes",
                 "give the sizes N, e.g. sizes = [100, 1000]")
         for i, n in enumerate(self.sizes):

@@ -255,6 +255,6 @@ def merged(record: Any, kind: type, name: str, overrides: Mapping[str, Any]) -> 
     if record is not None:
         return replace(record, **given)
     missing = [f.name for f in fields(kind) if f.default is MISSING and f.name not in given]
-    require(not missing, f"{name}.{missing[0] if missing else ''}",
-            f"{name} needs {missing[0] if missing else ''} too")
+    if missing:  # e.g. --trajectory-servers without --trajectory-every
+        raise ValidationError(f"{name}.{missing[0]}", f"{name} needs {missing[0]} too")
     return kind(**given)

@@ -78,9 +78,10 @@ def table() -> str:
              "was judged so (Po-d beyond its threshold ρ̄ = 0.67 on these servers; runs "
              "whose queues still grew). E[Q] is E[ΣQ]/N.", "",
              "P(wait) is the share of jobs placed behind another job, same-slot jobs "
-             "included (docs/statistics.md#waiting). The fluid's is a different quantity: the "
-             "chance that a job's server held a job at the *start* of its slot (docs/fluid.md); "
-             "the gap is the jobs that meet at a server idle at the slot's start. With "
+             "included; P(busy at slot start) the share whose server held a job at the start "
+             "of their slot (docs/statistics.md#waiting), the fluid limit's waiting "
+             "probability (docs/fluid.md); the gap is the jobs that meet at a server idle at "
+             "the slot's start. With "
              "μ = 0.1 and 0.5 a slot is a tenth to half a job, so a slot's jobs "
              "(ρ·μ̄·N = 0.27N at ρ = 0.9) outnumber the servers idle at its start and "
              "meet: JSQ's P(wait) stays near 0.4–0.5 at every N in the slotted model, "
@@ -103,11 +104,14 @@ def table() -> str:
                       "| policy | " + " | ".join(f"E[Q], N = {n:,}" for n in family.sizes)
                       + " | fluid E[Q] | " + " | ".join(f"P(wait), N = {n:,}"
                                                         for n in family.sizes)
-                      + " | fluid P(wait at slot start) |",
-                      "|---" * (2 * len(family.sizes) + 3) + "|"]
+                      + " | " + " | ".join(f"P(busy at slot start), N = {n:,}"
+                                           for n in family.sizes)
+                      + " | fluid P(busy at slot start) |",
+                      "|---" * (3 * len(family.sizes) + 3) + "|"]
             for policy in POLICIES:
                 rows = part[part["policy_label"] == policy.display]
-                cells = {"per_server": [], "waiting_probability": []}
+                cells = {"per_server": [], "waiting_probability": [],
+                         "busy_server_probability": []}
                 for system, n in zip(systems, family.sizes, strict=True):
                     at = rows[(rows["n"] == n)
                               & (rows["system.dispatchers"] == system.dispatchers)]
@@ -117,7 +121,8 @@ def table() -> str:
                 mean, busy = fluid.get(policy.name, (math.nan, math.nan))
                 lines.append(f"| {policy.display} | " + " | ".join(cells["per_server"])
                              + f" | {fluid_text(mean)} | "
-                             + " | ".join(cells["waiting_probability"])
+                             + " | ".join(cells["waiting_probability"]) + " | "
+                             + " | ".join(cells["busy_server_probability"])
                              + f" | {fluid_text(busy)} |")
             lines.append("")
     return "\n".join(lines)

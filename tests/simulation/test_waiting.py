@@ -53,3 +53,26 @@ def test_jsq_waits_less_than_random_routing_as_n_grows() -> None:
                                            delay="off").waiting_probability
     assert waits["jsq", 100] < waits["jsq", 10] < waits["rand", 10]
     assert waits["rand", 100] > 0.5
+
+
+def test_the_busy_server_share_leaves_out_the_jobs_of_the_same_slot() -> None:
+    """One server fed binomial:4 batches: a batch on a server idle at the slot's start
+    finds it idle for all its jobs (busy share ≤ waiting share), and on one Bernoulli
+    server (one job a slot) the two are the same count."""
+    batches = dl.simulate(dl.System.build("1x0.9", load=0.05, arrivals="binomial:4"), "rand",
+                          slots=100_000, seed=1, delay="off")
+    assert batches.busy_server_probability < 0.5 * batches.waiting_probability
+    single = dl.simulate(dl.System.build("1x0.5", load=0.6, arrivals="bernoulli"), "rand",
+                         slots=100_000, seed=1, delay="off")
+    assert single.busy_server_probability == single.waiting_probability
+
+
+def test_jsq_meets_the_fluid_s_busy_share_while_its_jobs_still_meet() -> None:
+    """JSQ at ρ = 0.9 (per-job dispatch, M = 10): its jobs rarely find their server busy at
+    the slot's start (the fluid limit's waiting probability is 0), while a large share
+    queue behind jobs of the same slot."""
+    system = dl.System.build("500x0.1,500x0.5", load=0.9, dispatchers=10, dispatch="per_job")
+    result = dl.simulate(system, "jsq", slots=4_000, seed=3, delay="off")
+    fluid = dl.fluid(system, "jsq")
+    assert fluid.wait_probability == 0.0
+    assert result.busy_server_probability < 0.05 < 0.3 < result.waiting_probability

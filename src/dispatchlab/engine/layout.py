@@ -16,7 +16,10 @@ TAGS_DROPPED = 9  # tagged jobs not followed: the tag table was full (see _tag_j
 # measured jobs placed behind another job: its server's Q_n(t) plus the jobs placed on it
 # earlier in the slot (its own batch's included) was > 0 (the waiting probability)
 JOBS_QUEUED = 10
-N_COUNTERS = 11
+# measured jobs whose server held a job at the start of their slot, Q_n(t) > 0 (the fluid
+# limit's waiting probability; jobs placed earlier in the slot do not count)
+JOBS_FOUND_BUSY = 11
+N_COUNTERS = 12
 
 # moments[...] layout (sums over measured slots)
 SUM_TOTAL_QUEUE, SUM_TOTAL_QUEUE_SQ, SUM_POOLED, SUM_QU, SUM_DQI1, SUM_DQI2 = range(6)

@@ -70,6 +70,7 @@ from dispatchlab.engine.layout import (
     DISPATCH_EVENTS_MEASURED,
     HERDING_SLOTS,
     INVARIANT_VIOLATIONS,
+    JOBS_FOUND_BUSY,
     JOBS_QUEUED,
     MAX_TOTAL_QUEUE,
     MEASURED_SLOTS,
@@ -252,6 +253,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
         herded = False
         events = 0
         queued = 0
+        found_busy = 0
         if per_job:
             for m in range(M):
                 jobs = A_m[m]
@@ -269,6 +271,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                                      tag_probability, tags, wheel, carry, tag_stream,
                                      counters)
                     queued += (Q[target] + A[target]) > 0
+                    found_busy += Q[target] > 0
                     A[target] += 1
                     # herding: another dispatcher chose the same server in this slot (no
                     # branch: whether it did is random)
@@ -295,6 +298,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
                 herded |= A[target] != 0
                 # the batch's first job waits only behind others; the rest behind it
                 queued += jobs - ((Q[target] + A[target]) == 0)
+                found_busy += jobs * (Q[target] > 0)
                 A[target] += jobs
                 events += 1
         counters[DISPATCH_EVENTS] += events
@@ -303,6 +307,7 @@ def _run_slots(laws, policy, control, acc, state, serve_other, draw_other_arriva
             counters[DISPATCH_EVENTS_MEASURED] += events
             counters[ARRIVALS_MEASURED] += total
             counters[JOBS_QUEUED] += queued
+            counters[JOBS_FOUND_BUSY] += found_busy
             if herded:
                 counters[HERDING_SLOTS] += 1
 

@@ -82,6 +82,11 @@ class Result:
     waiting_probability: float = math.nan
     waiting_probability_ci_low: float = math.nan
     waiting_probability_ci_high: float = math.nan
+    # the share of measured jobs whose server held a job at the start of their slot (jobs
+    # placed earlier in the slot not counted): the fluid limit's waiting probability
+    busy_server_probability: float = math.nan
+    busy_server_probability_ci_low: float = math.nan
+    busy_server_probability_ci_high: float = math.nan
     total_queue_distribution: list[float] = field(default_factory=list)  # P(ΣQ = k), last: ≥ k
     diagnostics: dict[str, float] = field(default_factory=dict)
     # performance

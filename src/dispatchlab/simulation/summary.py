@@ -333,7 +333,9 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         return total / measured if all(run.imbalance for run in runs) else nan
 
     mean_total = stable_only(estimate.mean)
-    waiting = waiting_probability(runs) if window and not unstable else (nan, nan, nan)
+    waiting, busy = ((measured_share(runs, layout.JOBS_QUEUED),
+                      measured_share(runs, layout.JOBS_FOUND_BUSY))
+                     if window and not unstable else ((nan, nan, nan), (nan, nan, nan)))
     diag = sum(run.diag for run in runs)
     seconds = sum(run.seconds for run in runs)
     slots_run = sum(run.slots_run for run in runs)
@@ -367,7 +369,8 @@ def summarize(system: System, policy: Policy, runs: list[RawRun], *, seed: int,
         queue_imbalance_l2=stable_only(imbalance(totals.sum_imbalance_l2)),
         herding_fraction=totals.herding_slots / measured if window else nan,
         waiting_probability=waiting[0], waiting_probability_ci_low=waiting[1],
-        waiting_probability_ci_high=waiting[2],
+        waiting_probability_ci_high=waiting[2], busy_server_probability=busy[0],
+        busy_server_probability_ci_low=busy[1], busy_server_probability_ci_high=busy[2],
         arrival_rate_measured=totals.arrivals_measured / measured if window
         else nan,
         jobs_arrived=totals.arrivals,
@@ -418,10 +421,11 @@ def stop_reason(runs: list[RawRun]) -> str:
             f"of {run.slots:,} slots")
 
 
-def waiting_probability(runs: list[RawRun]) -> tuple[float, float, float]:
-    """The share of measured jobs placed behind another job (layout.JOBS_QUEUED), the mean
-    over the runs with its 95 % t-interval across them (R ≥ 2; one run: no interval)."""
-    shares = np.array([run.counters[layout.JOBS_QUEUED] / run.counters[layout.ARRIVALS_MEASURED]
+def measured_share(runs: list[RawRun], counter: int) -> tuple[float, float, float]:
+    """The share of measured jobs that ``counter`` counts (layout.JOBS_QUEUED,
+    layout.JOBS_FOUND_BUSY), the mean over the runs with its 95 % t-interval across them
+    (R ≥ 2; one run: no interval)."""
+    shares = np.array([run.counters[counter] / run.counters[layout.ARRIVALS_MEASURED]
                        for run in runs if run.counters[layout.ARRIVALS_MEASURED] > 0])
     return t_interval(shares) if shares.size else (math.nan, math.nan, math.nan)
 

@@ -17,21 +17,23 @@ import pandas as pd
 
 from dispatchlab.report.verdicts import Verdict, combine, fmt
 
-#: the waiting probabilities of two sizes differ when their 95 % intervals are disjoint
 WAITING = "waiting_probability"
+#: the share of jobs whose server was busy at the start of their slot (the fluid's)
+BUSY = "busy_server_probability"
 
 
-def waiting_by_size(frame: pd.DataFrame, label: str, selector: pd.Series
-                    ) -> list[tuple[int, float, float, float, bool]]:
-    """(N, mean, CI low, CI high, stable) of ``label``'s waiting probability at each N
-    among the rows ``selector`` picks: the mean over the replications and its 95 % t
-    interval; a size where a replication was unstable is kept as unstable."""
+def waiting_by_size(frame: pd.DataFrame, label: str, selector: pd.Series,
+                    column: str = WAITING) -> list[tuple[int, float, float, float, bool]]:
+    """(N, mean, CI low, CI high, stable) of ``label``'s ``column`` (the waiting
+    probability) at each N among the rows ``selector`` picks: the mean over the
+    replications and its 95 % t interval; a size where a replication was unstable is kept
+    as unstable."""
     from scipy import stats
 
     rows = frame[selector & (frame["policy_label"] == label)]
     out = []
     for n, group in rows.groupby("system.n_servers"):
-        values = pd.to_numeric(group[WAITING], errors="coerce").to_numpy(float)
+        values = pd.to_numeric(group[column], errors="coerce").to_numpy(float)
         stable = bool((group["stability"] != "unstable").all()) and bool(
             values.size and (values == values).all())
         if not stable:
@@ -74,7 +76,7 @@ def waiting_vanishes(frame: pd.DataFrame, vanishing: list[str], persisting: list
         statuses.append("trend" if falls else "not held")
         readings.append(_curve_text(label, curve) + (
             f": falls with N, the limit ≤ {fmt(stable[-1][3])}" if falls
-            else ": does not fall with N beyond its CIs"))
+            else ": does not fall with N beyond its CIs" + _busy_text(frame, label, selector)))
     for label in persisting:
         curve = waiting_by_size(frame, label, selector)
         stable = [point for point in curve if point[4]]
@@ -95,6 +97,21 @@ def waiting_vanishes(frame: pd.DataFrame, vanishing: list[str], persisting: list
     else:
         status = "not held"
     return Verdict(status, f"{scope}: " + "; ".join(readings))
+
+
+def _busy_text(frame: pd.DataFrame, label: str, selector: pd.Series) -> str:
+    """The share of jobs that found their server busy at the slot's start, beside a
+    waiting probability that does not fall (the jobs that meet within a slot make the
+    difference)."""
+    if BUSY not in frame.columns:
+        return ""
+    stable = [point for point in waiting_by_size(frame, label, selector, BUSY) if point[4]]
+    if not stable:
+        return ""
+    n, mean, low, high, _ = stable[-1]
+    return (f" (the share whose server was busy at the slot's start, the fluid's waiting "
+            f"probability: {fmt(mean)} [{fmt(low)}, {fmt(high)}] at N = {n:,}; the rest "
+            "queue behind jobs of their own slot)")
 
 
 def matches(frame: pd.DataFrame, label: str, other: str, selector: pd.Series,

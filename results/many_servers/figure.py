@@ -38,6 +38,14 @@ def _means(frame, label: str, column: str):
     return means.index.to_numpy(), means.to_numpy()
 
 
+def _save(fig, name: str) -> Path:
+    fig.tight_layout()
+    out = OUT / f"{name}.png"
+    fig.savefig(out, bbox_inches="tight")
+    plt.close(fig)
+    return out
+
+
 def draw_large_system() -> Path:
     with Store(STORE, readonly=True) as db:
         frame = db.frame("large-system")
@@ -60,11 +68,7 @@ def draw_large_system() -> Path:
     axes[0].legend(fontsize=8, title="dashed: the fluid limit", title_fontsize=8)
     fig.suptitle("Many servers at ρ = 0.9 (half μ = 0.1, half 0.5; M = 10; per-job dispatch)",
                  fontsize=11)
-    fig.tight_layout()
-    out = OUT / "large_system.png"
-    fig.savefig(out, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return _save(fig, "large_system")
 
 
 def draw_halfin_whitt() -> Path:
@@ -84,11 +88,7 @@ def draw_halfin_whitt() -> Path:
     axes[0].legend(fontsize=8)
     fig.suptitle("Halfin–Whitt, 1 − ρ = β/√N (μ = 0.1, M = 10): the waiting probability",
                  fontsize=11)
-    fig.tight_layout()
-    out = OUT / "halfin_whitt.png"
-    fig.savefig(out, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return _save(fig, "halfin_whitt")
 
 
 if __name__ == "__main__":

@@ -16,11 +16,11 @@ import math
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 import dispatchlab as dl
 from dispatchlab.experiments.catalog.many_servers import CLASSES, POLICIES, SIZES, families
 from dispatchlab.experiments.store import Store
+from dispatchlab.stats.estimators import t_interval
 
 HERE = Path(__file__).parent
 STORE = HERE.parent / "reproductions" / "store.sqlite"
@@ -36,9 +36,8 @@ def interval(values: np.ndarray, stability: np.ndarray) -> str:
         return "unstable"
     if values.size == 0 or not np.all(np.isfinite(values)):
         return "—"
-    half = (stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size)
-            if values.size > 1 else math.nan)
-    return f"{values.mean():.3f} ± {half:.3f}"
+    mean, low, high = t_interval(values)
+    return f"{mean:.3f} ± {(high - low) / 2:.3f}"
 
 
 def fluid_text(value: float) -> str:

@@ -14,8 +14,8 @@ from cli_contract import run_clean
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.experiments.store import Store
 from dispatchlab.specs.experiment import ExperimentSpec, Point
-from dispatchlab.specs.family import SystemFamily, halfin_whitt_epsilon
-from dispatchlab.specs.run import PolicySpec, SystemSpec
+from dispatchlab.specs.family import SystemFamily
+from dispatchlab.specs.run import PolicySpec, SystemSpec, halfin_whitt_epsilon
 
 HALF = SystemFamily("0.5x0.2,0.5x0.8", sizes=(10, 40), dispatchers_per_server=0.1,
                     label="half slow")

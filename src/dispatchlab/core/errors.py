@@ -38,13 +38,19 @@ def refuse_unknown(function: Callable[..., Any], unknown: Mapping[str, object], 
     instead of Python's TypeError. ``name``: how to call it (default: its qualified name)."""
     if not unknown:
         return
+    raise ValidationError(sorted(unknown)[0], f"unknown keyword of "
+                          f"{name or function.__qualname__}; allowed: "
+                          f"{', '.join(keywords_of(function))}")
+
+
+def keywords_of(function: Callable[..., Any]) -> list[str]:
+    """The names ``function`` takes as keywords, in its signature's order (not ``*args``
+    or ``**kwargs``)."""
     import inspect
 
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    allowed = [parameter.name for parameter in inspect.signature(function).parameters.values()
-               if parameter.kind in kinds]
-    raise ValidationError(sorted(unknown)[0], f"unknown keyword of "
-                          f"{name or function.__qualname__}; allowed: {', '.join(allowed)}")
+    return [parameter.name for parameter in inspect.signature(function).parameters.values()
+            if parameter.kind in kinds]
 
 
 def require(condition: bool, field: str, message: str) -> None:

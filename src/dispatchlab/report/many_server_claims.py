@@ -16,6 +16,7 @@ import math
 import pandas as pd
 
 from dispatchlab.report.verdicts import Verdict, combine, fmt
+from dispatchlab.stats.estimators import t_interval
 
 WAITING = "waiting_probability"
 #: the share of jobs whose server was busy at the start of their slot (the fluid's)
@@ -28,8 +29,6 @@ def waiting_by_size(frame: pd.DataFrame, label: str, selector: pd.Series,
     probability) at each N among the rows ``selector`` picks: the mean over the
     replications and its 95 % t interval; a size where a replication was unstable is kept
     as unstable."""
-    from scipy import stats
-
     rows = frame[selector & (frame["policy_label"] == label)]
     out = []
     for n, group in rows.groupby("system.n_servers"):
@@ -39,10 +38,7 @@ def waiting_by_size(frame: pd.DataFrame, label: str, selector: pd.Series,
         if not stable:
             out.append((int(n), math.nan, math.nan, math.nan, False))
             continue
-        mean = float(values.mean())
-        half = (float(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1)
-                      / math.sqrt(values.size)) if values.size > 1 else math.nan)
-        out.append((int(n), mean, mean - half, mean + half, True))
+        out.append((int(n), *t_interval(values), True))
     return sorted(out)
 
 

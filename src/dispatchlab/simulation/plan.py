@@ -4,14 +4,13 @@ checked :class:`~dispatchlab.simulation.measures.Precision`)."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.core.errors import ValidationError, keywords_of, require
 from dispatchlab.engine.interface import Kernel
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
 from dispatchlab.model.size_limits import check_run_jobs
@@ -135,8 +134,7 @@ def check_settings(settings: Mapping[str, Any], caller: str) -> None:
     """Refuse a renamed or unknown keyword among the run ``settings`` a ``caller`` passes on
     to :func:`plan_run` (the allowed ones are read from its signature)."""
     refuse_renamed(settings)
-    allowed = [name for name in inspect.signature(plan_run).parameters
-               if name not in ("system", "policy")]
+    allowed = [name for name in keywords_of(plan_run) if name not in ("system", "policy")]
     unknown = sorted(set(settings) - set(allowed))
     if unknown:
         raise ValidationError(unknown[0], f"unknown keyword of {caller}; allowed: workers, "

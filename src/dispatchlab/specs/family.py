@@ -5,9 +5,9 @@ The many-server regimes grow the system: N servers split into classes in fixed s
 or in proportion to N (M = m·N). A :class:`SystemFamily` expands into one
 :class:`~dispatchlab.specs.run.SystemSpec` per size, each labelled ``LABEL, N=…`` and
 carrying the family's label in ``SystemSpec.family``, so that a grid sweeps the load, ε
-or the Halfin–Whitt β (:func:`halfin_whitt_epsilon`) at every N and a report can draw
-"vs N". A size's system is an ordinary system: its points' store keys are those of the
-same system written out by hand.
+or the Halfin–Whitt β (:func:`~dispatchlab.specs.run.halfin_whitt_epsilon`) at every N
+and a report can draw "vs N". A size's system is an ordinary system: its points' store
+keys are those of the same system written out by hand.
 
 In a sweep file::
 
@@ -33,12 +33,6 @@ from dispatchlab.specs.run import SYSTEM_CONVERTERS, SystemSpec
 
 #: shares × N this close to a whole number count as whole (binary fractions of 0.1, …)
 WHOLE = 1e-9
-
-
-def halfin_whitt_epsilon(beta: float, mu_sum: float, n_servers: int) -> float:
-    """ε = β·μ_Σ/√N, the Halfin–Whitt regime's distance from capacity (docs/model.md):
-    λ_Σ = μ_Σ(1 − β/√N), so with unit rates ε = β√N. ``beta`` > 0."""
-    return beta * mu_sum / math.sqrt(n_servers)
 
 
 @dataclass(frozen=True)

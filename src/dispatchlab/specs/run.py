@@ -113,6 +113,12 @@ _split = as_choice(SPLITS, ALIASES)
 # -- the system --------------------------------------------------------------------------------
 
 
+def halfin_whitt_epsilon(beta: float, mu_sum: float, n_servers: int) -> float:
+    """ε = β·μ_Σ/√N, the Halfin–Whitt regime's distance from capacity (docs/model.md):
+    λ_Σ = μ_Σ(1 − β/√N), so with unit rates ε = β√N. ``beta`` > 0."""
+    return beta * mu_sum / math.sqrt(n_servers)
+
+
 @dataclass(frozen=True)
 class SystemSpec:
     """A system without its arrival rate (ρ or ε sets it: a run's ``load``, a sweep's axis).
@@ -175,7 +181,7 @@ class SystemSpec:
             root = math.sqrt(rates.size)
             require(beta < root or self.allow_unstable, "beta",
                     f"β must be < √N = {root:g}: λ_Σ = μ_Σ(1 − β/√N) (got {beta:g})")
-            epsilon = beta * float(rates.sum()) / root
+            epsilon = halfin_whitt_epsilon(beta, float(rates.sum()), rates.size)
         return System.build(
             self.servers, load=load, epsilon=epsilon, arrivals=self.arrivals,
             service=self.service, dispatchers=self.dispatchers,

@@ -84,6 +84,7 @@ def test_a_bad_family_is_refused_naming_its_field(family: SystemFamily, field: s
 
 
 @pytest.mark.parametrize(("beta", "words"), [(0.0, "> 0"), (-1.0, "> 0"), (4.0, "< √N"),
+                                             (1e-300, "resolution"), (1e-17, "resolution"),
                                              (math.nan, "finite"), (True, "number")])
 def test_a_bad_beta_is_refused(beta: float, words: str) -> None:
     with pytest.raises(ValidationError, match=words) as error:

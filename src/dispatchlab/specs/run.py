@@ -181,7 +181,11 @@ class SystemSpec:
             root = math.sqrt(rates.size)
             require(beta < root or self.allow_unstable, "beta",
                     f"β must be < √N = {root:g}: λ_Σ = μ_Σ(1 − β/√N) (got {beta:g})")
-            epsilon = halfin_whitt_epsilon(beta, float(rates.sum()), rates.size)
+            mu_sum = float(rates.sum())
+            epsilon = halfin_whitt_epsilon(beta, mu_sum, rates.size)
+            require(mu_sum - epsilon != mu_sum, "beta",
+                    f"β = {beta:g} gives ε = {epsilon:.3g}, below the resolution of μ_Σ = "
+                    f"{mu_sum:g} (λ_Σ = μ_Σ − ε rounds to μ_Σ)")
         return System.build(
             self.servers, load=load, epsilon=epsilon, arrivals=self.arrivals,
             service=self.service, dispatchers=self.dispatchers,

@@ -21,7 +21,9 @@ LAYERS: list[set[str]] = [
     {"model", "compiled"},  # the validated model; the compiled building blocks
     {"engine", "theory", "stats", "solvers"},  # side by side
     {"policies"},  # run by the engine, described by the theory
-    {"simulation"},  # one run of a system and a policy: plan, execute, summarise -> Result
+    # one run of a system and a policy: plan, execute, summarise -> Result; and the
+    # continuous-time engine with its policies and run
+    {"simulation", "continuous"},
     {"specs", "bench"},  # what users write down (runs, grids, figures); the benchmarks
     {"testing"},  # the conformance kit, the coverage study, the known-answer fingerprint
     {"experiments"},  # grids run into the store, notebook sweeps

@@ -26,7 +26,8 @@ RELAXING_RATIO = 0.5
 
 def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: bool,
                       bound: int, slots_run: int, overloaded: bool,
-                      relaxation_slots: float = 0.0) -> StabilityVerdict:
+                      relaxation_slots: float = 0.0, quantity: str = "ΣQ",
+                      unit: str = "slot") -> StabilityVerdict:
     """Judge stability from the trend of ΣQ over the measured blocks.
 
     Unstable: ΣQ passed ``bound``; λ_Σ ≥ μ_Σ (``overloaded``: null recurrent at best,
@@ -35,6 +36,9 @@ def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: 
     of the final level), unless the run is shorter than its relaxation time
     (:func:`still_relaxing`): then undetermined, "run longer". Stable: no significant
     trend (t < 2) or growth below 20 % of the level. Anything in between is undetermined.
+
+    ``quantity`` and ``unit`` name the series and its step in the evidence (the
+    continuous-time engine judges the number in system L, in steps of one arrival).
     """
     if hit_bound:
         return StabilityVerdict("unstable", f"ΣQ passed the bound {bound} in slot {slots_run - 1}")
@@ -52,12 +56,12 @@ def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: 
     quarters = y[y.size % 4:].reshape(4, -1).mean(axis=1)
     level = max(float(quarters[-1]), 1.0)
     growth = float(slope) * y.size * block_length
-    evidence = (f"ΣQ quarter means {', '.join(f'{q:.4g}' for q in quarters)}; trend "
-                f"{slope:.3g}/slot (t = {t_stat:.2g}), growth {growth:.4g} over the window")
+    evidence = (f"{quantity} quarter means {', '.join(f'{q:.4g}' for q in quarters)}; trend "
+                f"{slope:.3g}/{unit} (t = {t_stat:.2g}), growth {growth:.4g} over the window")
     rising = bool(np.all(np.diff(quarters) > 0))
     if t_stat > 4 and rising and growth > 0.5 * level:
         window = y.size * block_length
-        relaxing = still_relaxing(quarters, window, relaxation_slots)
+        relaxing = still_relaxing(quarters, window, relaxation_slots, quantity, unit)
         if relaxing:
             return StabilityVerdict("undetermined", f"{evidence}; but {relaxing}",
                                     float(slope), t_stat)
@@ -68,7 +72,8 @@ def stability_verdict(block_means: np.ndarray, block_length: int, *, hit_bound: 
                             "nor a flat level — run longer", float(slope), t_stat)
 
 
-def still_relaxing(quarters: np.ndarray, window: int, relaxation_slots: float) -> str:
+def still_relaxing(quarters: np.ndarray, window: int, relaxation_slots: float,
+                   quantity: str = "ΣQ", unit: str = "slot") -> str:
     """Why a rising ΣQ may be a stable system still filling up ("" when it is not).
 
     A trend alone cannot tell "unstable" from "stable but not yet at its level": a run
@@ -79,16 +84,16 @@ def still_relaxing(quarters: np.ndarray, window: int, relaxation_slots: float) -
     L − c·e^(−t/τ); τ is estimated from that deceleration. (An unstable system grows
     linearly, and a null-recurrent one like √t, whose increments fall only to 0.65×.)"""
     if window < relaxation_slots:
-        return (f"the {window}-slot window is shorter than the relaxation time "
-                f"{relaxation_slots:.3g} slots: undetermined — run longer")
+        return (f"the {window}-{unit} window is shorter than the relaxation time "
+                f"{relaxation_slots:.3g} {unit}s: undetermined — run longer")
     increments = np.diff(quarters)
     first, last = float(increments[0]), float(increments[-1])
     if first > 0 and 0 < last < RELAXING_RATIO * first:
         ratio = math.sqrt(last / first)  # per quarter, from two quarters apart
         tau = window / 4 / math.log(1 / ratio)
         return (f"the growth slows down (quarter increments "
-                f"{', '.join(f'{d:.4g}' for d in increments)}): ΣQ is still relaxing toward "
-                f"its level (time constant ≈ {tau:.3g} slots, longer than a tenth of the "
+                f"{', '.join(f'{d:.4g}' for d in increments)}): {quantity} is still relaxing "
+                f"toward its level (time constant ≈ {tau:.3g} {unit}s, longer than a tenth of the "
                 f"window): undetermined — run longer")
     return ""
 

@@ -1,0 +1,152 @@
+"""The dispatching rules of the continuous-time engine: which server a job joins.
+
+Each dispatcher decides on the state at the job's arrival instant, with full information
+(the true number of jobs at each server, their unfinished work). Ties are broken uniformly
+at random among the tied servers, from the policy's own random stream.
+
+``choose`` reads the policy's integer parameters ``ints`` (``P_D``: d of JSQ(d);
+``P_REPLACE``: its samples with replacement) and float parameters (``cumulative``: the
+cumulative speeds, for weighted random; ``cutoffs``: SITA's size cutoffs), and its state
+(``cursor``: each dispatcher's round-robin position; ``credit``: each dispatcher's smooth
+weighted round-robin credits, (M, N)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dispatchlab.compiled.rng import randint, uniform
+from dispatchlab.continuous.servers import S_COUNT, time_to_empty
+
+(RANDOM, WEIGHTED_RANDOM, ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, JSQ, JSQ_D, JIQ, LWL,
+ SITA) = range(9)
+P_D, P_REPLACE = range(2)
+N_POLICY_INTS = 2
+
+
+@njit(inline="always", cache=True)
+def _fewest_jobs(si, s, N):
+    """argmin_n Q_n, ties uniformly at random (two passes: the least, then the k-th tie)."""
+    least = si[S_COUNT, 0]
+    ties = 1
+    for n in range(1, N):
+        q = si[S_COUNT, n]
+        if q < least:
+            least = q
+            ties = 1
+        elif q == least:
+            ties += 1
+    pick = randint(s, ties) if ties > 1 else 0
+    for n in range(N):
+        if si[S_COUNT, n] == least:
+            if pick == 0:
+                return n
+            pick -= 1
+    return 0
+
+
+@njit(inline="always", cache=True)
+def _fewest_of_sample(si, s, N, d, replace, sample):
+    """JSQ(d): d servers sampled uniformly (distinct unless ``replace``), the one with the
+    fewest jobs among them, ties at random (reservoir)."""
+    best = -1
+    least = 0
+    ties = 0
+    for k in range(d):
+        n = randint(s, N)
+        if not replace:
+            fresh = False
+            while not fresh:  # rejection: d ≤ N, and d is small against N in practice
+                fresh = True
+                for i in range(k):
+                    if sample[i] == n:
+                        fresh = False
+                        n = randint(s, N)
+                        break
+            sample[k] = n
+        q = si[S_COUNT, n]
+        if best < 0 or q < least:
+            best, least, ties = n, q, 1
+        elif q == least:
+            ties += 1
+            if randint(s, ties) == 0:
+                best = n
+    return best
+
+
+@njit(inline="always", cache=True)
+def _least_work(sf, speeds, s, N, now):
+    """LWL: argmin_n of the time server n needs to empty, ties (idle servers) at random."""
+    best = 0
+    least = np.inf
+    ties = 0
+    for n in range(N):
+        left = time_to_empty(sf, n, now, speeds[n])
+        if left < least:
+            best, least, ties = n, left, 1
+        elif left == least:
+            ties += 1
+            if randint(s, ties) == 0:
+                best = n
+    return best
+
+
+@njit(inline="always", cache=True)
+def _weighted_index(cumulative, s):
+    """n with probability proportional to cumulative[n] − cumulative[n−1] (binary search)."""
+    target = uniform(s) * cumulative[cumulative.size - 1]
+    low, high = 0, cumulative.size - 1
+    while low < high:
+        middle = (low + high) // 2
+        if cumulative[middle] > target:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+@njit(inline="always", cache=True)
+def _smooth_round_robin(credit, m, speeds, total):
+    """Smooth weighted round robin (nginx's): every server gains its speed in credit, the
+    richest serves and pays the total; over Σ s_n turns server n is chosen s_n times (for
+    integer speeds), evenly spread."""
+    best = 0
+    for n in range(speeds.size):
+        credit[m, n] += speeds[n]
+        if credit[m, n] > credit[m, best]:
+            best = n
+    credit[m, best] -= total
+    return best
+
+
+@njit(cache=True)
+def choose(policy, m, size, now, sf, si, speeds, ints, cumulative, cutoffs, cursor, credit,
+           idle, s, sample):
+    """The server for dispatcher m's job of ``size`` arriving at ``now``. ``idle``: the idle
+    servers' list, its count in idle[N] (for JIQ)."""
+    N = speeds.size
+    if policy == RANDOM:
+        return randint(s, N)
+    if policy == WEIGHTED_RANDOM:
+        return _weighted_index(cumulative, s)
+    if policy == ROUND_ROBIN:
+        n = cursor[m]
+        cursor[m] = n + 1 if n + 1 < N else 0
+        return n
+    if policy == WEIGHTED_ROUND_ROBIN:
+        return _smooth_round_robin(credit, m, speeds, cumulative[N - 1])
+    if policy == JSQ:
+        return _fewest_jobs(si, s, N)
+    if policy == JSQ_D:
+        return _fewest_of_sample(si, s, N, ints[P_D], ints[P_REPLACE] != 0, sample)
+    if policy == JIQ:
+        idle_count = idle[N]
+        return idle[randint(s, idle_count)] if idle_count > 0 else randint(s, N)
+    if policy == LWL:
+        return _least_work(sf, speeds, s, N, now)
+    # SITA: the interval of cutoffs the size falls in; cutoffs[n] is server n's upper end
+    n = 0
+    while n < N - 1 and size > cutoffs[n]:
+        n += 1
+    return n

@@ -1,0 +1,101 @@
+"""What is known exactly about the continuous-time systems: mean response times E[T] of
+the queues the engine must reproduce.
+
+* M/G/1 FIFO: Pollaczek–Khinchine, E[T] = E[X]/s + λ·E[X²]/s² / (2(1 − ρ)).
+* M/G/1 processor sharing: E[T] = E[X]/s / (1 − ρ), whatever the size law (insensitivity).
+* M/M/k FIFO (Erlang C): E[T] = C(k, a)/(kμ − λ) + 1/μ, a = λ/μ; M/G/k under least work
+  left is the central queue, so LWL on k equal exponential servers is M/M/k.
+* E_k/M/1 FIFO (round robin to k servers turns Poisson arrivals into Erlang-k ones at each):
+  E[T] = 1/(μ(1 − σ)), σ the root in (0, 1) of σ = (kλ'/(kλ' + μ(1 − σ)))^k, λ' = λ/k the
+  rate of each server's arrivals.
+* M/G/1 preemptive SRPT: Schrage & Miller (1966),
+  E[T(x)] = λ(∫₀ˣ t² dF(t) + x²(1 − F(x))) / (2(1 − ρ(x))²) + ∫₀ˣ dt/(1 − ρ(t)),
+  ρ(x) = λ∫₀ˣ t dF(t), for a server of speed 1.
+* The supermarket model (JSQ(d) as N → ∞, Poisson arrivals at rate λN, exponential sizes of
+  mean 1, unit speeds): E[T] = Σ_{i≥1} λ^{(dⁱ − d)/(d − 1)} (Mitzenmacher 2001; Vvedenskaya,
+  Dobrushin & Karpelevich 1996).
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy import integrate, optimize
+
+from dispatchlab.continuous.laws import Law
+
+
+def mg1_fifo_response(rate: float, sizes: Law, speed: float = 1.0) -> float:
+    """E[T] of an M/G/1 FIFO queue (Pollaczek–Khinchine)."""
+    mean, second = sizes.mean / speed, sizes.second_moment / speed**2
+    rho = rate * mean
+    return mean + rate * second / (2 * (1 - rho))
+
+
+def mg1_ps_response(rate: float, sizes: Law, speed: float = 1.0) -> float:
+    """E[T] of an M/G/1 processor-sharing queue: E[X]/s/(1 − ρ), for any size law."""
+    mean = sizes.mean / speed
+    return mean / (1 - rate * mean)
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """C(k, a): the probability that an arrival waits in M/M/k with offered load a = λ/μ."""
+    term, total = 1.0, 1.0  # a^i/i!, summed for i < k
+    for i in range(1, servers):
+        term *= offered / i
+        total += term
+    last = term * offered / servers / (1 - offered / servers)  # a^k/k! · k/(k − a)
+    return last / (total + last)
+
+
+def mmk_response(rate: float, servers: int, service_rate: float = 1.0) -> float:
+    """E[T] of M/M/k FIFO with k servers of rate μ (Erlang C)."""
+    offered = rate / service_rate
+    return erlang_c(servers, offered) / (servers * service_rate - rate) + 1 / service_rate
+
+
+def ekm1_response(arrival_rate: float, phases: int, service_rate: float = 1.0) -> float:
+    """E[T] of an E_k/M/1 FIFO queue: Erlang-k interarrival times of mean 1/arrival_rate."""
+    phase_rate = phases * arrival_rate
+
+    def fixed_point(sigma: float) -> float:
+        return (phase_rate / (phase_rate + service_rate * (1 - sigma))) ** phases - sigma
+
+    # positive at 0, negative just below the trivial root 1 when λ < μ: one root between
+    sigma = optimize.brentq(fixed_point, 0.0, 1.0 - 1e-9)
+    return 1 / (service_rate * (1 - sigma))
+
+
+def srpt_exponential_response(rate: float, mean: float = 1.0) -> float:
+    """E[T] of an M/M/1 queue under preemptive SRPT (Schrage–Miller), sizes of the given
+    mean, speed 1."""
+    mu = 1 / mean
+
+    def density(x: float) -> float:
+        return mu * math.exp(-mu * x)
+
+    def partial_first(x: float) -> float:  # ∫₀ˣ t dF(t)
+        return mean - (x + mean) * math.exp(-mu * x)
+
+    def partial_second(x: float) -> float:  # ∫₀ˣ t² dF(t)
+        return 2 * mean**2 - (x * x + 2 * x * mean + 2 * mean**2) * math.exp(-mu * x)
+
+    def response(x: float) -> float:
+        load = rate * partial_first(x)
+        waiting = rate * (partial_second(x) + x * x * math.exp(-mu * x)) / (2 * (1 - load) ** 2)
+        residence = integrate.quad(lambda t: 1 / (1 - rate * partial_first(t)), 0, x)[0]
+        return waiting + residence
+
+    return integrate.quad(lambda x: response(x) * density(x), 0, math.inf, limit=200)[0]
+
+
+def supermarket_response(rate: float, d: int) -> float:
+    """E[T] of JSQ(d) as N → ∞: Σ_{i≥1} λ^{(dⁱ−d)/(d−1)} (per-server rate λ < 1, unit
+    exponential sizes, unit speeds)."""
+    total, i = 0.0, 1
+    while True:
+        term = rate ** ((d**i - d) / (d - 1))
+        total += term
+        if term < 1e-16 or i > 200:
+            return total
+        i += 1

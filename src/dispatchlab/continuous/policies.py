@@ -1,0 +1,151 @@
+"""The continuous-time policies by the names users type, their aliases and parameters,
+checked and turned into what the engine reads."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dispatchlab.continuous import choose as rules
+from dispatchlab.continuous.laws import Law
+from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.model.values import as_flag, as_int, as_numbers, as_text
+
+
+@dataclass(frozen=True)
+class ContinuousPolicy:
+    """One rule of :mod:`.choose`, what it takes, and what it is."""
+
+    name: str
+    code: int
+    summary: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+POLICIES: dict[str, ContinuousPolicy] = {policy.name: policy for policy in (
+    ContinuousPolicy("random", rules.RANDOM, "a server uniformly at random"),
+    ContinuousPolicy("wrandom", rules.WEIGHTED_RANDOM,
+                     "a server at random with probability proportional to its speed"),
+    ContinuousPolicy("rr", rules.ROUND_ROBIN,
+                     "round robin: each dispatcher cycles through the servers from server 0"),
+    ContinuousPolicy("wrr", rules.WEIGHTED_ROUND_ROBIN,
+                     "smooth weighted round robin (nginx's): server n takes a share "
+                     "proportional to its speed, evenly spread"),
+    ContinuousPolicy("jsq", rules.JSQ,
+                     "join the shortest queue: the fewest jobs present, ties at random"),
+    ContinuousPolicy("jsq-d", rules.JSQ_D,
+                     "JSQ(d), the power of d choices: d servers sampled at random "
+                     "(distinct unless replace), the fewest jobs among them, ties at random",
+                     {"d": 2, "replace": False}),
+    ContinuousPolicy("jiq", rules.JIQ,
+                     "join the idle queue: an idle server at random if any, else any "
+                     "server at random"),
+    ContinuousPolicy("lwl", rules.LWL,
+                     "least work left: the server that would empty first (its unfinished "
+                     "work over its speed), ties at random"),
+    ContinuousPolicy("sita", rules.SITA,
+                     "size interval task assignment: jobs up to cutoffs[0] to server 0, "
+                     "up to cutoffs[1] to server 1, …; cutoffs 'equal-load' (default) "
+                     "share the load in proportion to the speeds",
+                     {"cutoffs": "equal-load"}),
+)}
+#: the names of other tools and papers, with the parameters they stand for
+ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "p2c": ("jsq-d", {"d": 2}),
+    "pod": ("jsq-d", {}),
+    "supermarket": ("jsq-d", {}),
+    "least-request": ("jsq-d", {"d": 2, "replace": True}),
+    "weighted-random": ("wrandom", {}),
+    "round-robin": ("rr", {}),
+    "weighted-round-robin": ("wrr", {}),
+    "least-work-left": ("lwl", {}),
+    "shortest-queue": ("jsq", {}),
+    "idle-queue": ("jiq", {}),
+}
+#: how many sizes the equal-load cutoffs of SITA are estimated from
+CUTOFF_SAMPLE = 1 << 20
+
+
+@dataclass(frozen=True)
+class PolicyArrays:
+    """What the engine reads for a policy: its code and parameter arrays."""
+
+    name: str
+    code: int
+    params: dict[str, Any]
+    ints: np.ndarray
+    cumulative: np.ndarray
+    cutoffs: np.ndarray
+
+
+def resolve(name: object, params: Mapping[str, Any] | None = None
+            ) -> tuple[ContinuousPolicy, dict[str, Any]]:
+    """The policy called ``name`` (or an alias of it) and its parameters, defaults filled."""
+    text = as_text(name, "policy").strip().lower()
+    alias_params: dict[str, Any] = {}
+    if text in ALIASES:
+        text, alias_params = ALIASES[text]
+    require(text in POLICIES, "policy",
+            f"unknown continuous-time policy {name!r}; allowed: "
+            f"{', '.join([*POLICIES, *ALIASES])}")
+    policy = POLICIES[text]
+    given = dict(params or {})
+    for key in given:
+        require(key in policy.defaults, f"policy_params.{key}",
+                f"{policy.name} takes {', '.join(policy.defaults) or 'no parameters'}")
+    return policy, {**policy.defaults, **alias_params, **given}
+
+
+def equal_load_cutoffs(speeds: np.ndarray, sizes: Law) -> np.ndarray:
+    """SITA's cutoffs c_0 < … < c_{N−2} that give server n the share s_n/Σs of the work,
+    from the quantiles of the size-biased law, estimated on CUTOFF_SAMPLE sizes of a fixed
+    stream (so one law always gives the same cutoffs)."""
+    from dispatchlab.compiled.rng import make_rng_state
+    from dispatchlab.continuous.laws import draw_many
+
+    values = np.empty(CUTOFF_SAMPLE)
+    draw_many(make_rng_state(20261206), sizes.code, sizes.a, sizes.b, sizes.c, values)
+    values.sort()
+    work = np.cumsum(values)
+    shares = np.cumsum(speeds)[:-1] / speeds.sum()
+    return values[np.searchsorted(work, shares * work[-1])]
+
+
+def policy_arrays(name: object, params: Mapping[str, Any] | None, speeds: np.ndarray,
+                  sizes: Law) -> PolicyArrays:
+    """Check ``name`` and ``params`` against the servers and build the engine's arrays."""
+    if params is not None and not isinstance(params, Mapping):
+        raise ValidationError("policy_params", f"expected a mapping of parameter names to "
+                                               f"values (got {params!r})")
+    policy, values = resolve(name, params)
+    N = speeds.size
+    ints = np.zeros(rules.N_POLICY_INTS, dtype=np.int64)
+    cutoffs = np.full(max(N - 1, 1), math.inf)
+    if policy.code == rules.JSQ_D:
+        d = as_int(values["d"], "policy_params.d", 1, 1 << 20)
+        replace = as_flag(values["replace"], "policy_params.replace")
+        require(replace or d <= N, "policy_params.d",
+                f"d = {d} distinct servers out of N = {N}: d must be ≤ N (or replace=True)")
+        ints[rules.P_D], ints[rules.P_REPLACE] = d, int(replace)
+        values = {"d": d, "replace": replace}
+    if policy.code == rules.SITA:
+        given = values["cutoffs"]
+        if isinstance(given, str):
+            require(given == "equal-load", "policy_params.cutoffs",
+                    f"expected 'equal-load' or N − 1 = {N - 1} increasing sizes (got {given!r})")
+            cutoffs = equal_load_cutoffs(speeds, sizes) if N > 1 else cutoffs
+        else:
+            array = as_numbers(given, "policy_params.cutoffs")
+            require(array.size == N - 1, "policy_params.cutoffs",
+                    f"expected N − 1 = {N - 1} cutoffs (got {array.size})")
+            require(bool(np.all(np.isfinite(array)) and np.all(np.diff(array) > 0)
+                         and (array.size == 0 or array[0] > 0)), "policy_params.cutoffs",
+                    "the cutoffs must be finite, positive and increasing")
+            cutoffs = array.astype(float) if N > 1 else cutoffs
+        values = {"cutoffs": given if isinstance(given, str) else [float(c) for c in cutoffs]}
+    return PolicyArrays(policy.name, policy.code, values, ints,
+                        np.cumsum(speeds).astype(float), np.ascontiguousarray(cutoffs))

@@ -1,0 +1,273 @@
+"""``simulate_continuous``: a continuous-time run of a dispatching policy, with its
+statistics.
+
+The model: N servers of speeds s_n; M dispatchers, each with its own renewal stream of
+arrivals at rate λ/M (Poisson by default); each job brings a size X drawn from the size
+law and joins at once the server its dispatcher's policy picks; the servers serve FIFO,
+by processor sharing or by preemptive SRPT. The load is ρ = λ·E[X]/Σ s_n.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.continuous import engine
+from dispatchlab.continuous.choose import WEIGHTED_ROUND_ROBIN
+from dispatchlab.continuous.laws import Law, parse_arrival_shape, parse_size_law
+from dispatchlab.continuous.policies import policy_arrays
+from dispatchlab.continuous.servers import DISCIPLINES, new_pool, new_servers
+from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
+from dispatchlab.model.service import parse_rates
+from dispatchlab.model.values import as_int, as_number, as_text
+from dispatchlab.stats.estimators import Estimate, batch_means, replication_estimate
+from dispatchlab.stats.run_stability import stability_verdict
+
+#: jobs per run unless asked (the first tenth is the warm-up)
+DEFAULT_JOBS = 1_000_000
+#: the most jobs in system a run holds before it is judged unstable (unless ``bound``)
+DEFAULT_BOUND = 1_000_000
+#: events per call of the compiled loop (Python checks for Ctrl-C between calls)
+EVENTS_PER_CHUNK = 1 << 21
+#: response-time blocks a run's statistics are kept in (for batch means)
+BLOCKS = 256
+QUANTILE_LEVELS = (0.5, 0.9, 0.99)
+
+
+@dataclass(frozen=True)
+class ContinuousResult:
+    """What a continuous-time run measured, over its measured jobs (after the warm-up).
+
+    ``mean_response`` E[T] (completion − arrival), ``mean_slowdown`` E[T / (X/s)] (the
+    response time over the job's own service time at its server), ``mean_in_system`` E[L]
+    (the time-average number of jobs present), ``waiting_probability`` P(the job's server
+    was busy when it arrived), each an :class:`~dispatchlab.stats.estimators.Estimate`
+    with a 95 % confidence interval; ``response_quantiles`` {level: value} from a
+    histogram of 100 log-spaced bins a decade (a value is known to about 2.3 %).
+    ``stability`` is the verdict on the trend of L over the measured jobs
+    (:func:`dispatchlab.stats.run_stability.stability_verdict`, each replication judged,
+    the worst verdict kept) or "unstable" when a run held more than ``bound`` jobs at once;
+    the means of an unstable run are NaN.
+    """
+
+    policy: str
+    policy_params: dict[str, Any]
+    discipline: str
+    speeds: np.ndarray
+    arrival_rate: float
+    load: float
+    sizes: str
+    arrivals: str
+    dispatchers: int
+    jobs: int
+    warmup: int
+    replications: int
+    seed: int
+    stability: str
+    stability_evidence: str
+    mean_response: Estimate
+    mean_slowdown: Estimate
+    mean_in_system: Estimate
+    waiting_probability: Estimate
+    response_quantiles: dict[float, float]
+    max_in_system: int
+    events: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def jobs_per_second(self) -> float:
+        """Simulated jobs per second of wall time (all replications)."""
+        return self.jobs * self.replications / self.seconds if self.seconds > 0 else math.nan
+
+
+@dataclass
+class _Run:
+    """One replication's arrays and what it measured."""
+
+    blocks: np.ndarray
+    histogram: np.ndarray
+    counts: np.ndarray
+    clock: np.ndarray
+
+
+def _check(value: Any, low: int, high: int, name: str) -> int:
+    return as_int(value, name, low, high)
+
+
+def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: int,
+             discipline: int, policy: Any, arrival_law: Law, size_law: Law, jobs: int,
+             warmup: int, bound: int) -> _Run:
+    arrival_stream, size_stream, policy_stream, phase_stream = (
+        make_rng_state(child) for child in seed.spawn(4))
+    N = speeds.size
+    sf, si = new_servers(N)
+    jf, ji, free = new_pool(bound)
+    width = engine.tree_size(N + dispatchers)
+    when = np.full(width, np.inf)
+    # each dispatcher's first arrival: at a uniform fraction of an interarrival time
+    for m in range(dispatchers):
+        when[N + m] = engine.draw_phase(phase_stream, arrival_law.code, arrival_law.a,
+                                        arrival_law.b, arrival_law.c)
+    tree = np.zeros(2 * width, dtype=np.int64)
+    engine.build_tree(when, tree, width)
+    idle = np.zeros(2 * N + 1, dtype=np.int64)
+    idle[:N] = np.arange(N)
+    idle[N] = N
+    idle[N + 1:] = np.arange(N)
+    counts = np.zeros(engine.N_COUNTS, dtype=np.int64)
+    clock = np.zeros(engine.N_CLOCK)
+    blocks = np.zeros((engine.N_BLOCK_ROWS, min(BLOCKS, jobs - warmup)))
+    histogram = np.zeros(engine.HISTOGRAM_BINS, dtype=np.int64)
+    credit = np.zeros((dispatchers, N) if policy.code == WEIGHTED_ROUND_ROBIN else (1, 1))
+    cursor = np.zeros(dispatchers, dtype=np.int64)
+    sample = np.zeros(max(int(policy.ints[0]), 1), dtype=np.int64)
+    arrival = np.array([arrival_law.code, arrival_law.a, arrival_law.b, arrival_law.c])
+    size = np.array([size_law.code, size_law.a, size_law.b, size_law.c])
+    while counts[engine.C_STATUS] == engine.RUNNING:
+        engine.run_events(EVENTS_PER_CHUNK, discipline, policy.code, speeds, arrival, size,
+                          jobs, warmup, sf, si, jf, ji, free, when, tree, idle, counts,
+                          clock, blocks, histogram, policy.ints, policy.cumulative,
+                          policy.cutoffs, cursor, credit, sample, arrival_stream,
+                          size_stream, policy_stream)
+    return _Run(blocks, histogram, counts, clock)
+
+
+def _ratio_estimate(numerators: np.ndarray, denominators: np.ndarray) -> Estimate:
+    """The ratio Σ numerators / Σ denominators with a batch-means interval from the
+    blocks' own ratios (blocks of equal job counts)."""
+    total = float(numerators.sum() / denominators.sum())
+    usable = denominators > 0
+    return batch_means(numerators[usable] / denominators[usable]).shifted(total)
+
+
+def _estimates(runs: list[_Run]) -> dict[str, Estimate]:
+    rows = {"mean_response": (engine.B_RESPONSE, engine.B_JOBS),
+            "mean_slowdown": (engine.B_SLOWDOWN, engine.B_JOBS),
+            "mean_in_system": (engine.B_AREA, engine.B_TIME),
+            "waiting_probability": (engine.B_BUSY, engine.B_JOBS)}
+    out: dict[str, Estimate] = {}
+    for name, (top, bottom) in rows.items():
+        if len(runs) == 1:
+            out[name] = _ratio_estimate(runs[0].blocks[top], runs[0].blocks[bottom])
+        else:
+            out[name] = replication_estimate(np.array(
+                [run.blocks[top].sum() / run.blocks[bottom].sum() for run in runs]))
+    return out
+
+
+def _stability(runs: list[_Run], bound: int, measured: int) -> tuple[str, str]:
+    """The worst of the replications' verdicts, with its evidence."""
+    worst = ("stable", "")
+    rank = {"stable": 0, "undetermined": 1, "unstable": 2}
+    for run in runs:
+        if run.counts[engine.C_STATUS] == engine.FULL:
+            return "unstable", f"more than bound = {bound:,} jobs were present at once"
+        blocks = run.blocks
+        verdict = stability_verdict(
+            blocks[engine.B_AREA] / np.maximum(blocks[engine.B_TIME], 1e-300),
+            max(measured // blocks.shape[1], 1), hit_bound=False, bound=bound,
+            slots_run=measured, overloaded=False, quantity="L", unit="arrival")
+        if rank[verdict.verdict] > rank[worst[0]]:
+            worst = (verdict.verdict, verdict.evidence)
+        elif not worst[1]:
+            worst = (worst[0], verdict.evidence)
+    return worst
+
+
+def _quantiles(histogram: np.ndarray) -> dict[float, float]:
+    total = histogram.sum()
+    cumulative = np.cumsum(histogram)
+    out = {}
+    for level in QUANTILE_LEVELS:
+        index = int(np.searchsorted(cumulative, level * total, side="left"))
+        out[level] = 10 ** (engine.HISTOGRAM_LOW_EXP + (index + 0.5) / engine.HISTOGRAM_PER_DECADE)
+    return out
+
+
+def simulate_continuous(
+    servers: Any,
+    policy: str = "jsq",
+    *,
+    load: float | None = None,
+    rate: float | None = None,
+    sizes: str = "exp:1",
+    arrivals: str = "poisson",
+    discipline: str = "fifo",
+    dispatchers: int = 1,
+    jobs: int = DEFAULT_JOBS,
+    warmup: int | None = None,
+    seed: int = 0,
+    replications: int = 1,
+    bound: int = DEFAULT_BOUND,
+    policy_params: Mapping[str, Any] | None = None,
+    **unknown: Any,
+) -> ContinuousResult:
+    """Simulate ``policy`` dispatching jobs to ``servers`` in continuous time.
+
+    ``servers``: the speeds s_n, as a list or ``COUNTxSPEED,…`` (``"10x1,10x2"``).
+    ``load`` ρ or ``rate`` λ (one of them): λ = ρ·Σ s_n / E[X]. ``sizes``: the job-size law
+    (:mod:`dispatchlab.continuous.laws`); ``arrivals``: each dispatcher's interarrival
+    shape; ``discipline``: ``fifo``, ``ps`` or ``srpt``. ``jobs`` jobs are simulated per
+    replication, the first ``warmup`` (default a tenth) unmeasured. The same ``seed`` gives
+    every policy the same arrival times and sizes (common random numbers).
+    """
+    refuse_unknown(simulate_continuous, unknown)
+    speeds = parse_rates(servers)
+    size_law = parse_size_law(sizes)
+    shape = parse_arrival_shape(arrivals)
+    discipline_name = as_text(discipline, "discipline").strip().lower()
+    require(discipline_name in DISCIPLINES, "discipline",
+            f"unknown discipline {discipline!r}; allowed: {', '.join(DISCIPLINES)}")
+    dispatchers = _check(dispatchers, 1, 1 << 20, "dispatchers")
+    jobs = _check(jobs, 2, INTEGER_LIMIT, "jobs")
+    warmup = jobs // 10 if warmup is None else _check(warmup, 0, jobs - 1, "warmup")
+    require(warmup < jobs, "warmup", f"must be < jobs = {jobs:,} (got {warmup:,})")
+    seed = _check(seed, 0, INTEGER_LIMIT, "seed")
+    replications = _check(replications, 1, 100_000, "replications")
+    bound = _check(bound, 1, 1 << 31, "bound")
+    require((load is None) != (rate is None), "load",
+            "give exactly one of load (ρ) and rate (λ)")
+    capacity = float(speeds.sum())
+    if load is not None:
+        rho = as_number(load, "load")
+        require(0 < rho < 1, "load", f"ρ must lie in (0, 1): at ρ ≥ 1 no policy is stable "
+                                     f"(got {rho:g})")
+        arrival_rate = rho * capacity / size_law.mean
+    else:
+        arrival_rate = as_number(rate, "rate")
+        require(arrival_rate > 0, "rate", f"λ must be > 0 (got {arrival_rate:g})")
+        rho = arrival_rate * size_law.mean / capacity
+        require(rho < 1, "rate", f"λ·E[X]/Σs = {rho:g} ≥ 1: no policy is stable")
+    policy_info = policy_arrays(policy, policy_params, speeds, size_law)
+    arrival_law = shape.with_mean(dispatchers / arrival_rate)
+    started = time.perf_counter()
+    runs = [_one_run(child, speeds=speeds, dispatchers=dispatchers,
+                     discipline=DISCIPLINES[discipline_name], policy=policy_info,
+                     arrival_law=arrival_law, size_law=size_law, jobs=jobs, warmup=warmup,
+                     bound=bound)
+            for child in np.random.SeedSequence(seed).spawn(replications)]
+    seconds = time.perf_counter() - started
+    stability, evidence = _stability(runs, bound, jobs - warmup)
+    stable = stability != "unstable"
+    notes = [] if stable else [f"unstable ({evidence}): the means are not reported"]
+    nan = Estimate(math.nan, math.nan, math.nan, "unstable run", 0)
+    estimates = _estimates(runs) if stable else dict.fromkeys(
+        ("mean_response", "mean_slowdown", "mean_in_system", "waiting_probability"), nan)
+    histogram = np.sum([run.histogram for run in runs], axis=0)
+    return ContinuousResult(
+        policy=policy_info.name, policy_params=policy_info.params, discipline=discipline_name,
+        speeds=speeds, arrival_rate=arrival_rate, load=rho, sizes=size_law.text,
+        arrivals=shape.text, dispatchers=dispatchers, jobs=jobs, warmup=warmup,
+        replications=replications, seed=seed, stability=stability,
+        stability_evidence=evidence,
+        response_quantiles=_quantiles(histogram) if stable else {},
+        max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
+        events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
+        notes=notes, **estimates)

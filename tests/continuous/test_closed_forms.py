@@ -9,6 +9,7 @@ import pytest
 from dispatchlab.continuous import simulate_continuous
 from dispatchlab.continuous.closed_forms import (
     ekm1_response,
+    jsq_two_servers_response,
     mg1_fifo_response,
     mg1_ps_response,
     mmk_response,
@@ -113,3 +114,12 @@ def test_an_overloaded_server_is_judged_unstable() -> None:
     assert bounded.mean_response.mean != bounded.mean_response.mean  # NaN: not reported
     stable = simulate_continuous([0.5, 1.0, 2.5], "wrandom", load=0.4, jobs=200_000, seed=1)
     assert stable.stability == "stable", stable.stability_evidence
+
+
+@pytest.mark.parametrize("speeds", [(1.0, 1.0), (0.5, 1.5)])
+def test_jsq_on_two_servers_is_the_solved_chain(speeds, in_ci) -> None:
+    result = run(list(speeds), "jsq", load=0.8)
+    expected = jsq_two_servers_response(result.arrival_rate, speeds)
+    estimate = result.mean_response
+    in_ci(estimate.mean, estimate.ci_low, estimate.ci_high, expected,
+          max_relative_half_width=0.05, label=f"JSQ on speeds {speeds}")

@@ -11,6 +11,8 @@ the queues the engine must reproduce.
 * M/G/1 preemptive SRPT: Schrage & Miller (1966),
   E[T(x)] = λ(∫₀ˣ t² dF(t) + x²(1 − F(x))) / (2(1 − ρ(x))²) + ∫₀ˣ dt/(1 − ρ(t)),
   ρ(x) = λ∫₀ˣ t dF(t), for a server of speed 1.
+* JSQ on two exponential servers: the chain of the two queue lengths, solved
+  (:func:`jsq_two_servers_response`).
 * The supermarket model (JSQ(d) as N → ∞, Poisson arrivals at rate λN, exponential sizes of
   mean 1, unit speeds): E[T] = Σ_{i≥1} λ^{(dⁱ − d)/(d − 1)} (Mitzenmacher 2001; Vvedenskaya,
   Dobrushin & Karpelevich 1996).
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import math
 
-from scipy import integrate, optimize
+import numpy as np
+from scipy import integrate, optimize, sparse
+from scipy.sparse import linalg
 
 from dispatchlab.continuous.laws import Law
 
@@ -99,3 +103,50 @@ def supermarket_response(rate: float, d: int) -> float:
         if term < 1e-16 or i > 200:
             return total
         i += 1
+
+
+def jsq_two_servers_response(rate: float, speeds: tuple[float, float],
+                             truncation: int = 80) -> float:
+    """E[T] of JSQ on two exponential servers (unit mean sizes, speeds s₁, s₂, Poisson
+    arrivals at rate λ, ties uniformly at random), from the stationary law of the chain of
+    the two queue lengths truncated at ``truncation`` jobs each (a job that would pass it
+    is lost: the truncation must hold a negligible mass), by Little's law."""
+    size = truncation + 1
+
+    def state(i: int, j: int) -> int:
+        return i * size + j
+
+    rows, cols, values = [], [], []
+    for i in range(size):
+        for j in range(size):
+            here = state(i, j)
+            moves = []
+            share = 0.5 if i == j else (1.0 if i < j else 0.0)
+            if i < truncation and share > 0:
+                moves.append((state(i + 1, j), rate * share))
+            if j < truncation and share < 1:
+                moves.append((state(i, j + 1), rate * (1 - share)))
+            if i > 0:
+                moves.append((state(i - 1, j), speeds[0]))
+            if j > 0:
+                moves.append((state(i, j - 1), speeds[1]))
+            for there, value in moves:
+                rows.append(here)
+                cols.append(there)
+                values.append(value)
+            rows.append(here)
+            cols.append(here)
+            values.append(-sum(value for _, value in moves))
+    generator = sparse.csr_matrix((values, (rows, cols)), shape=(size * size, size * size))
+    # π Q = 0 with Σπ = 1: replace one balance equation by the normalisation
+    system = generator.T.tolil()
+    system[0, :] = 1.0
+    right = np.zeros(size * size)
+    right[0] = 1.0
+    law = linalg.spsolve(system.tocsr(), right)
+    grid = law.reshape(size, size)
+    edge = grid[truncation, :].sum() + grid[:, truncation].sum()
+    if edge > 1e-9:
+        raise ValueError(f"the truncation at {truncation} holds mass {edge:.2g}: raise it")
+    jobs = np.add.outer(np.arange(size), np.arange(size))
+    return float((grid * jobs).sum() / rate)

@@ -143,3 +143,19 @@ PrecisionAbs = Annotated[float | None, typer.Option(
 PrecisionMaxSlots = Annotated[int | None, typer.Option(
     help="Slot budget of a precision run, warm-ups included \\[default: 64 × slots].",
     rich_help_panel=PRECISION, show_default=False)]
+
+CONTINUOUS = "Continuous time"
+Time = Annotated[str | None, typer.Option(
+    "--time", help="The model: slotted (the papers' discrete time) or continuous "
+    "(event-driven, one job at a time, with job sizes: docs/continuous.md) "
+    "\\[default: slotted].", rich_help_panel=CONTINUOUS, show_default=False)]
+Sizes = Annotated[str | None, typer.Option(
+    help="Job sizes (continuous time): exp:MEAN, det:V, erlang:K,MEAN, hyperexp:MEAN,C2, "
+    "bpareto:ALPHA,L,H, lognormal:MEAN,C2 \\[default: exp:1].", rich_help_panel=CONTINUOUS,
+    show_default=False)]
+Discipline = Annotated[str | None, typer.Option(
+    help="Server discipline (continuous time): fifo, ps (processor sharing) or srpt "
+    "(preemptive) \\[default: fifo].", rich_help_panel=CONTINUOUS, show_default=False)]
+Jobs = Annotated[int | None, typer.Option(
+    help="Jobs per replication (continuous time) \\[default: 1000000].",
+    rich_help_panel=CONTINUOUS, show_default=False)]

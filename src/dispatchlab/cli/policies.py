@@ -9,8 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from dispatchlab.cli import options
 from dispatchlab.cli.app import app
-from dispatchlab.cli.output import print_json, stdout_console
+from dispatchlab.cli.output import params_text, print_json, stdout_console
 
 if TYPE_CHECKING:  # the registry imports every policy module (numba): loaded when listed
     from dispatchlab.policies import Param
@@ -64,11 +65,28 @@ def policy_records() -> list[dict[str, Any]]:
     ]
 
 
+def continuous_records() -> list[dict[str, Any]]:
+    """The continuous-time policies, with their aliases and parameters."""
+    from dispatchlab.continuous.policies import ALIASES, POLICIES
+
+    return [{"name": policy.name, "time": "continuous", "summary": policy.summary,
+             "aliases": {alias: params for alias, (target, params) in ALIASES.items()
+                         if target == policy.name},
+             "parameters": dict(policy.defaults)} for policy in POLICIES.values()]
+
+
 @app.command("policies")
 def policies_command(
     json_: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+    time: options.Time = None,
 ) -> None:
-    """List every registered policy with its parameters and what theory says about it."""
+    """List every registered policy with its parameters and what theory says about it
+    (with --time continuous: the continuous-time policies and their aliases)."""
+    from dispatchlab.cli.run_continuous import time_model
+
+    if time_model(time) == "continuous":
+        continuous_table(continuous_records(), json_)
+        return
     records = policy_records()
     if json_:
         print_json(records)
@@ -87,4 +105,28 @@ def policies_command(
             text += f"\n[dim]{escape(record['theory'])}[/]"
         name = f"{escape(record['name'])}\n[dim]{escape(record['python'].rsplit('.', 1)[1])}[/]"
         table.add_row(name, escape(params), text)
+    stdout_console().print(table)
+    stdout_console().print("Continuous-time policies (jobs with sizes, FIFO/PS/SRPT servers): "
+                           "dispatchlab policies --time continuous")
+
+
+def continuous_table(records: list[dict[str, Any]], json_: bool) -> None:
+    """Print the continuous-time policies as a table or JSON."""
+    if json_:
+        print_json(records)
+        return
+    table = Table(title="Continuous-time policies (dispatchlab run --time continuous "
+                  "--policy NAME; parameters: --set KEY=VALUE)", title_justify="left",
+                  show_lines=True)
+    table.add_column("policy", style="bold", no_wrap=True)
+    table.add_column("aliases")
+    table.add_column("parameters (default)")
+    table.add_column("rule")
+    for record in records:
+        aliases = "\n".join(f"{alias}" + (f" ({params_text(params)})" if params else "")
+                            for alias, params in record["aliases"].items()) or "—"
+        params = ", ".join(f"{key}={value_text(value)}"
+                           for key, value in record["parameters"].items()) or "—"
+        table.add_row(escape(record["name"]), escape(aliases), escape(params),
+                      escape(record["summary"]))
     stdout_console().print(table)

@@ -27,6 +27,7 @@ from dispatchlab.cli.output import (
     stdout_console,
 )
 from dispatchlab.cli.warm import precompile
+from dispatchlab.core.errors import require
 from dispatchlab.engine.control import Progress, progress_to
 from dispatchlab.simulation.result import Result
 
@@ -91,9 +92,36 @@ def run_command(
         "--json", help="Print one JSON object instead of the table.")] = False,
     import_: options.Import = None,
     yes: options.Yes = False,
+    time: options.Time = None,
+    sizes: options.Sizes = None,
+    discipline: options.Discipline = None,
+    jobs: options.Jobs = None,
 ) -> None:
-    """Simulate one policy on one system and report ΣQ, delay, messages and stability."""
+    """Simulate one policy on one system and report ΣQ, delay, messages and stability
+    (with --time continuous: response time, slowdown and number in system)."""
+    from dispatchlab.cli.run_continuous import refuse_other_model, run_continuous, time_model
     from dispatchlab.core.imports import import_user_modules
+
+    if time_model(time) == "continuous":
+        refuse_other_model("continuous", {
+            "spec": spec, "epsilon": epsilon, "beta": beta, "service": service,
+            "dispatch": dispatch, "split": split, "dispatcher_weights": dispatcher_weights,
+            "allow_unstable": allow_unstable, "slots": slots, "warmup_method": warmup_method,
+            "estimator": estimator, "start": start, "delay": delay,
+            "no_imbalance": no_imbalance, "per_server": per_server,
+            "per_server_bins": per_server_bins, "trajectory_every": trajectory_every,
+            "trajectory_servers": trajectory_servers,
+            "precision_rel": precision_rel, "precision_abs": precision_abs,
+            "precision_max_slots": precision_max_slots, "import": import_})
+        require(workers is None, "workers", "continuous-time replications run one after "
+                "another in this process (no worker pool yet): leave --workers out")
+        with run_status(f"simulating {escape(policy or 'jsq')} in continuous time …", 1):
+            run_continuous(json_=json_, servers=servers, policy=policy, policy_params=set_,
+                           dispatchers=dispatchers, load=load, arrivals=arrivals,
+                           sizes=sizes, discipline=discipline, jobs=jobs, warmup=warmup,
+                           replications=replications, seed=seed)
+        return
+    refuse_other_model("slotted", {"sizes": sizes, "discipline": discipline, "jobs": jobs})
     from dispatchlab.simulation.work_guard import check_work, system_work
     from dispatchlab.specs.run import RunSpec, parse_assignments
 

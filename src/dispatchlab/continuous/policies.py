@@ -12,6 +12,7 @@ import numpy as np
 
 from dispatchlab.continuous import choose as rules
 from dispatchlab.continuous.laws import Law
+from dispatchlab.core.convert import CommandLineText
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.values import as_flag, as_int, as_numbers, as_text
 
@@ -82,6 +83,28 @@ class PolicyArrays:
     cutoffs: np.ndarray
 
 
+def _from_command_line(key: str, value: Any) -> Any:
+    """A parameter typed on the command line (``--set d=2``), read as its key's type; any
+    other value is left to the checks below (a Python string is never read as a number)."""
+    if not isinstance(value, CommandLineText):
+        return value
+    field_name, text = f"policy_params.{key}", str(value).strip()
+    if key == "d":
+        require(text.isdigit(), field_name, f"expected an integer (got {text!r})")
+        return int(text)
+    if key == "replace":
+        require(text.lower() in ("true", "false"), field_name,
+                f"expected true or false (got {text!r})")
+        return text.lower() == "true"
+    if key == "cutoffs" and text != "equal-load":
+        try:
+            return [float(part) for part in text.split(",")]
+        except ValueError:
+            raise ValidationError(field_name, f"expected 'equal-load' or comma-separated "
+                                              f"sizes (got {text!r})") from None
+    return text
+
+
 def resolve(name: object, params: Mapping[str, Any] | None = None
             ) -> tuple[ContinuousPolicy, dict[str, Any]]:
     """The policy called ``name`` (or an alias of it) and its parameters, defaults filled."""
@@ -97,6 +120,7 @@ def resolve(name: object, params: Mapping[str, Any] | None = None
     for key in given:
         require(key in policy.defaults, f"policy_params.{key}",
                 f"{policy.name} takes {', '.join(policy.defaults) or 'no parameters'}")
+    given = {key: _from_command_line(key, value) for key, value in given.items()}
     return policy, {**policy.defaults, **alias_params, **given}
 
 

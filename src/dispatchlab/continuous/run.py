@@ -247,11 +247,14 @@ def simulate_continuous(
         require(rho < 1, "rate", f"λ·E[X]/Σs = {rho:g} ≥ 1: no policy is stable")
     policy_info = policy_arrays(policy, policy_params, speeds, size_law)
     arrival_law = shape.with_mean(dispatchers / arrival_rate)
+    settings = {"speeds": speeds, "dispatchers": dispatchers, "policy": policy_info,
+                "discipline": DISCIPLINES[discipline_name], "arrival_law": arrival_law,
+                "size_law": size_law, "bound": bound}
+    # two jobs first, so that the speed measured below leaves out loading (or compiling)
+    # the event loop
+    _one_run(np.random.SeedSequence(0), jobs=2, warmup=0, **settings)
     started = time.perf_counter()
-    runs = [_one_run(child, speeds=speeds, dispatchers=dispatchers,
-                     discipline=DISCIPLINES[discipline_name], policy=policy_info,
-                     arrival_law=arrival_law, size_law=size_law, jobs=jobs, warmup=warmup,
-                     bound=bound)
+    runs = [_one_run(child, jobs=jobs, warmup=warmup, **settings)
             for child in np.random.SeedSequence(seed).spawn(replications)]
     seconds = time.perf_counter() - started
     stability, evidence = _stability(runs, bound, jobs - warmup)

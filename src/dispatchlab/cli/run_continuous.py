@@ -1,0 +1,117 @@
+"""``dispatchlab run --time continuous``: one continuous-time run from the command line."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from dispatchlab.cli.output import integer, number, params_text, print_json, stdout_console
+from dispatchlab.core.errors import ValidationError
+
+#: the defaults of a continuous-time run from the command line (the slotted run's system)
+DEFAULTS = {"servers": "50x0.1,50x0.5", "policy": "jsq", "load": 0.9, "dispatchers": 10}
+
+
+def time_model(text: str | None) -> str:
+    """The model ``--time`` names (slotted when not given)."""
+    if text is None:
+        return "slotted"
+    model = text.strip().lower()
+    if model not in ("slotted", "continuous"):
+        raise ValidationError("time", f"expected slotted or continuous (got {text!r})")
+    return model
+
+
+def refuse_other_model(time: str, given: Mapping[str, Any]) -> None:
+    """One line naming the first option of ``given`` (option name → value, None when not
+    given) that the other model alone takes."""
+    for option, value in given.items():
+        if value is not None and value is not False and value != []:
+            option = option.replace("_", "-")
+            other = "slotted" if time == "continuous" else "continuous"
+            raise ValidationError(option, f"is an option of the {other} model; with "
+                                  f"--time {time} it does not apply (see dispatchlab run "
+                                  "--help)")
+
+
+def continuous_table(result: Any, label: str) -> Table:
+    """The human summary of one continuous-time run (``label``: the policy name asked for)."""
+    name = result.policy if label == result.policy else f"{label} = {result.policy}"
+    table = Table(title=escape(f"dispatchlab run --time continuous: {label}"),
+                  show_header=False, title_justify="left")
+    table.add_column("quantity", style="bold")
+    table.add_column("value")
+
+    def interval(estimate: Any) -> str:
+        return (f"{number(estimate.mean)} [{number(estimate.ci_low)}, "
+                f"{number(estimate.ci_high)}]")
+
+    speeds = result.speeds
+    table.add_row("policy", escape(f"{name} ({params_text(result.policy_params)})"))
+    table.add_row("system", escape(
+        f"N = {speeds.size} servers, speeds Σs = {number(float(speeds.sum()))}, "
+        f"M = {result.dispatchers} dispatchers, discipline {result.discipline}"))
+    table.add_row("model", escape(f"sizes {result.sizes}, arrivals {result.arrivals}"))
+    table.add_row("load", f"ρ = {number(result.load)}, λ = {number(result.arrival_rate)}")
+    table.add_row("run", f"{integer(result.jobs)} jobs (warm-up {integer(result.warmup)}) × "
+                  f"{result.replications} replication(s), seed {result.seed}")
+    for label, estimate in (("mean response time E[T]", result.mean_response),
+                            ("mean slowdown", result.mean_slowdown),
+                            ("mean number in system E[L]", result.mean_in_system),
+                            ("P(server busy at arrival)", result.waiting_probability)):
+        table.add_row(f"{escape(label)} \\[95% CI]", escape(interval(estimate)))
+    if result.response_quantiles:
+        table.add_row("response p50 / p90 / p99", " / ".join(
+            number(value) for value in result.response_quantiles.values())
+            + " (±2.3 %: log-spaced bins)")
+    style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")
+    table.add_row("stability", f"[{style}]{result.stability}[/]: "
+                  f"{escape(result.stability_evidence)}")
+    table.add_row("speed", f"{integer(result.jobs_per_second)} jobs/s")
+    return table
+
+
+def continuous_json(result: Any, label: str) -> dict[str, Any]:
+    """The JSON object of one continuous-time run."""
+    def estimate(value: Any) -> dict[str, Any]:
+        return {"mean": value.mean, "ci_low": value.ci_low, "ci_high": value.ci_high,
+                "method": value.method}
+
+    return {"time": "continuous", "label": label, "policy": result.policy,
+            "params": result.policy_params, "discipline": result.discipline,
+            "speeds": result.speeds.tolist(), "dispatchers": result.dispatchers,
+            "sizes": result.sizes, "arrivals": result.arrivals, "load": result.load,
+            "arrival_rate": result.arrival_rate, "jobs": result.jobs, "warmup": result.warmup,
+            "replications": result.replications, "seed": result.seed,
+            "mean_response": estimate(result.mean_response),
+            "mean_slowdown": estimate(result.mean_slowdown),
+            "mean_in_system": estimate(result.mean_in_system),
+            "waiting_probability": estimate(result.waiting_probability),
+            "response_quantiles": {str(k): v for k, v in result.response_quantiles.items()},
+            "stability": result.stability, "stability_evidence": result.stability_evidence,
+            "max_in_system": result.max_in_system, "events": result.events,
+            "jobs_per_second": result.jobs_per_second, "notes": result.notes}
+
+
+def run_continuous(*, json_: bool, **settings: Any) -> None:
+    """Run and print one continuous-time run; ``settings`` are ``simulate_continuous``'s,
+    None where not given (the defaults apply)."""
+    from dispatchlab.continuous import simulate_continuous
+    from dispatchlab.specs.run import parse_assignments
+
+    given = {key: value for key, value in settings.items() if value is not None}
+    servers = given.pop("servers", DEFAULTS["servers"])
+    policy = given.pop("policy", DEFAULTS["policy"])
+    if "policy_params" in given:
+        given["policy_params"] = parse_assignments(given["policy_params"])
+    if "rate" not in given:
+        given.setdefault("load", DEFAULTS["load"])
+    given.setdefault("dispatchers", DEFAULTS["dispatchers"])
+    result = simulate_continuous(servers, policy, **given)
+    if json_:
+        print_json(continuous_json(result, policy))
+        return
+    stdout_console().print(continuous_table(result, policy))

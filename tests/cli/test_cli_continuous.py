@@ -1,0 +1,83 @@
+"""``dispatchlab run --time continuous`` and ``dispatchlab policies --time continuous``:
+one switch selects the model; the other model's options are refused with one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_contract import run_clean
+
+BASE = ["run", "--time", "continuous", "--servers", "4x1", "--load", "0.7", "--jobs", "20000"]
+
+
+def test_a_continuous_run_prints_json_with_its_statistics(capsys) -> None:
+    code, out, _ = run_clean(capsys, [*BASE, "--policy", "p2c", "--sizes", "hyperexp:1,4",
+                                      "--discipline", "ps", "--seed", "3", "--json"])
+    assert code == 0
+    data = json.loads(out)
+    assert (data["time"], data["label"], data["policy"]) == ("continuous", "p2c", "jsq-d")
+    assert data["params"] == {"d": 2, "replace": False}
+    assert data["discipline"] == "ps" and data["sizes"] == "hyperexp:1,4"
+    assert data["jobs"] == 20000 and data["warmup"] == 2000 and data["dispatchers"] == 10
+    response = data["mean_response"]
+    assert response["ci_low"] <= response["mean"] <= response["ci_high"]
+    # Little's law: E[L] = λ·E[T]
+    assert data["mean_in_system"]["mean"] == pytest.approx(
+        data["arrival_rate"] * response["mean"], rel=0.02)
+    assert data["stability"] == "stable"
+    # the same run from the Python API gives the same numbers
+    from dispatchlab.continuous import simulate_continuous
+
+    again = simulate_continuous("4x1", "p2c", load=0.7, jobs=20000, sizes="hyperexp:1,4",
+                                discipline="ps", seed=3, dispatchers=10)
+    assert again.mean_response.mean == response["mean"]
+
+
+def test_the_table_names_the_alias_and_the_policy(capsys) -> None:
+    code, out, _ = run_clean(capsys, [*BASE, "--policy", "least-request", "--set", "d=3"])
+    assert code == 0
+    assert "least-request = jsq-d" in out and "d=3" in out and "replace=true" in out
+    assert "mean response time" in out and "jobs/s" in out
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    (["--slots", "100"], "slots"),
+    (["--epsilon", "0.1"], "epsilon"),
+    (["--service", "geometric"], "service"),
+    (["--delay", "off"], "delay"),
+    (["--per-server"], "per-server"),
+    (["--precision-rel", "0.01"], "precision-rel"),
+    (["--workers", "2"], "workers"),
+    (["--sizes", "pareto:2"], "sizes"),
+    (["--discipline", "lifo"], "discipline"),
+    (["--policy", "led"], "policy"),
+    (["--policy", "p2c", "--set", "d=two"], "policy_params.d"),
+    (["--policy", "p2c", "--set", "replace=yes"], "policy_params.replace"),
+    (["--policy", "sita", "--set", "cutoffs=5,1,2"], "policy_params.cutoffs"),
+    (["--arrivals", "bernoulli"], "arrivals"),
+    (["--load", "1.2"], "load"),
+])
+def test_options_of_the_other_model_and_bad_values_are_one_line(capsys, extra, field) -> None:
+    code, _, err = run_clean(capsys, [*BASE, *extra])
+    assert code == 2 and err.startswith(f"error: {field}:"), err
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    (["--jobs", "100"], "jobs"), (["--sizes", "exp:1"], "sizes"),
+    (["--discipline", "ps"], "discipline"), (["--time", "discrete"], "time")])
+def test_the_slotted_run_refuses_the_continuous_options(capsys, extra, field) -> None:
+    code, _, err = run_clean(capsys, ["run", "--policy", "jsq", "--slots", "1000", *extra])
+    assert code == 2 and err.startswith(f"error: {field}:"), err
+
+
+def test_policies_lists_the_continuous_rules_with_their_aliases(capsys) -> None:
+    code, out, _ = run_clean(capsys, ["policies", "--time", "continuous", "--json"])
+    assert code == 0
+    records = {record["name"]: record for record in json.loads(out)}
+    assert {"random", "wrr", "jsq", "jsq-d", "jiq", "lwl", "sita"} <= set(records)
+    assert records["jsq-d"]["aliases"]["least-request"] == {"d": 2, "replace": True}
+    assert records["jsq-d"]["aliases"]["p2c"] == {"d": 2}
+    code, out, _ = run_clean(capsys, ["policies"])
+    assert "dispatchlab policies --time continuous" in out

@@ -2,7 +2,10 @@
 
 Each dispatcher decides on the state at the job's arrival instant, with full information
 (the true number of jobs at each server, their unfinished work). Ties are broken uniformly
-at random among the tied servers, from the policy's own random stream.
+at random among the tied servers, from the policy's own random stream. LWL compares the
+times at which the servers will have emptied, kept in a tournament tree (O(log N) a job):
+the idle servers tie (at random); busy ones tie with probability 0 unless sizes are
+deterministic, and then the lower-numbered wins.
 
 ``choose`` reads the policy's integer parameters ``ints`` (``P_D``: d of JSQ(d);
 ``P_REPLACE``: its samples with replacement) and float parameters (``cumulative``: the
@@ -13,11 +16,10 @@ weighted round-robin credits, (M, N)).
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.rng import randint, uniform
-from dispatchlab.continuous.servers import S_COUNT, time_to_empty
+from dispatchlab.continuous.servers import S_COUNT
 
 (RANDOM, WEIGHTED_RANDOM, ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, JSQ, JSQ_D, JIQ, LWL,
  SITA) = range(9)
@@ -76,23 +78,6 @@ def _fewest_of_sample(si, s, N, d, replace, sample):
 
 
 @njit(inline="always", cache=True)
-def _least_work(sf, speeds, s, N, now):
-    """LWL: argmin_n of the time server n needs to empty, ties (idle servers) at random."""
-    best = 0
-    least = np.inf
-    ties = 0
-    for n in range(N):
-        left = time_to_empty(sf, n, now, speeds[n])
-        if left < least:
-            best, least, ties = n, left, 1
-        elif left == least:
-            ties += 1
-            if randint(s, ties) == 0:
-                best = n
-    return best
-
-
-@njit(inline="always", cache=True)
 def _weighted_index(cumulative, s):
     """n with probability proportional to cumulative[n] − cumulative[n−1] (binary search)."""
     target = uniform(s) * cumulative[cumulative.size - 1]
@@ -121,10 +106,11 @@ def _smooth_round_robin(credit, m, speeds, total):
 
 
 @njit(cache=True)
-def choose(policy, m, size, now, sf, si, speeds, ints, cumulative, cutoffs, cursor, credit,
-           idle, s, sample):
-    """The server for dispatcher m's job of ``size`` arriving at ``now``. ``idle``: the idle
-    servers' list, its count in idle[N] (for JIQ)."""
+def choose(policy, m, size, sf, si, speeds, ints, cumulative, cutoffs, cursor, credit, idle,
+           empty_tree, s, sample):
+    """The server for dispatcher m's job of ``size``. ``idle``: the idle servers' list, its
+    count in idle[N] (JIQ and LWL); ``empty_tree``: the tournament tree over the times at
+    which the servers will have emptied (LWL)."""
     N = speeds.size
     if policy == RANDOM:
         return randint(s, N)
@@ -143,8 +129,9 @@ def choose(policy, m, size, now, sf, si, speeds, ints, cumulative, cutoffs, curs
     if policy == JIQ:
         idle_count = idle[N]
         return idle[randint(s, idle_count)] if idle_count > 0 else randint(s, N)
-    if policy == LWL:
-        return _least_work(sf, speeds, s, N, now)
+    if policy == LWL:  # an idle server at random, else the one that empties first
+        idle_count = idle[N]
+        return idle[randint(s, idle_count)] if idle_count > 0 else empty_tree[1]
     # SITA: the interval of cutoffs the size falls in; cutoffs[n] is server n's upper end
     n = 0
     while n < N - 1 and size > cutoffs[n]:

@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.rng import uniform
-from dispatchlab.continuous.choose import JIQ, choose
+from dispatchlab.continuous.choose import JIQ, LWL, choose
 from dispatchlab.continuous.laws import EXPONENTIAL, draw
 from dispatchlab.continuous.servers import (
     J_ARRIVAL,
@@ -35,9 +35,11 @@ from dispatchlab.continuous.servers import (
     J_SIZE,
     S_COUNT,
     S_NEXT,
+    S_WORK,
     admit,
     complete,
 )
+from dispatchlab.continuous.tournament import carry_up
 
 # the loop's counters (``counts``) and clock (``clock``)
 C_ARRIVALS, C_MEASURED_DONE, C_IN_SYSTEM, C_MAX_IN_SYSTEM, C_EVENTS, C_STATUS = range(6)
@@ -53,33 +55,6 @@ N_BLOCK_ROWS = 7
 HISTOGRAM_PER_DECADE = 100
 HISTOGRAM_LOW_EXP = -6
 HISTOGRAM_BINS = 1600
-
-
-def tree_size(leaves: int) -> int:
-    """The tournament tree's width: the least power of two ≥ ``leaves``."""
-    return 1 << max(0, (leaves - 1).bit_length())
-
-
-@njit(inline="always", cache=True)
-def _carry_up(when, tree, leaf, width):
-    """Leaf ``leaf``'s time changed: replay its matches up to the root."""
-    position = (width + leaf) >> 1
-    while position >= 1:
-        a = tree[2 * position]
-        b = tree[2 * position + 1]
-        tree[position] = a if when[a] <= when[b] else b
-        position >>= 1
-
-
-@njit(cache=True)
-def build_tree(when, tree, width):
-    """Fill the tournament tree over ``when`` (padded to ``width`` with +inf)."""
-    for leaf in range(width):
-        tree[width + leaf] = leaf
-    for position in range(width - 1, 0, -1):
-        a = tree[2 * position]
-        b = tree[2 * position + 1]
-        tree[position] = a if when[a] <= when[b] else b
 
 
 @njit(cache=True)
@@ -104,7 +79,8 @@ def histogram_bin(value):
 
 @njit(cache=True)
 def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, warmup,
-               sf, si, jf, ji, free, when, tree, idle, counts, clock, blocks, histogram,
+               sf, si, jf, ji, free, when, tree, idle, empty_at, empty_tree, counts, clock,
+               blocks, histogram,
                ints, cumulative, cutoffs, cursor, credit, sample, arrival_s, size_s, policy_s):
     """Run at most ``budget`` events; the status (RUNNING, DONE, FULL: the job pool is
     exhausted, the run is unstable or its bound too small) is left in counts[C_STATUS].
@@ -117,7 +93,9 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
     measured = jobs - warmup
     a_code, a_a, a_b, a_c = np.int64(arrival_law[0]), arrival_law[1], arrival_law[2], arrival_law[3]
     x_code, x_a, x_b, x_c = np.int64(size_law[0]), size_law[1], size_law[2], size_law[3]
-    track_idle = policy == JIQ
+    track_idle = policy == JIQ or policy == LWL
+    least_work = policy == LWL
+    empty_width = empty_at.size
     now = clock[K_NOW]
     for _ in range(budget):
         leaf = tree[1]
@@ -149,8 +127,8 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
             elif arrivals == jobs:
                 clock[K_WINDOW_END] = now
             counts[C_ARRIVALS] = arrivals + 1
-            n = choose(policy, m, size, now, sf, si, speeds, ints, cumulative, cutoffs,
-                       cursor, credit, idle, policy_s, sample)
+            n = choose(policy, m, size, sf, si, speeds, ints, cumulative, cutoffs, cursor,
+                       credit, idle, empty_tree, policy_s, sample)
             if warmup <= arrivals < jobs and si[S_COUNT, n] > 0:
                 blocks[B_BUSY, (arrivals - warmup) * n_blocks // measured] += 1
             if track_idle and si[S_COUNT, n] == 0:  # n leaves the idle list
@@ -161,18 +139,21 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
                 idle[N + 1 + moved] = position
                 idle[N] = last
             when[n] = admit(discipline, sf, si, jf, ji, n, job, now, speeds[n])
-            _carry_up(when, tree, n, width)
+            carry_up(when, tree, n, width)
+            if least_work:  # only an arrival moves the time a server will have emptied
+                empty_at[n] = now + sf[S_WORK, n] / speeds[n]
+                carry_up(empty_at, empty_tree, n, empty_width)
             in_system = counts[C_IN_SYSTEM] + 1
             counts[C_IN_SYSTEM] = in_system
             if in_system > counts[C_MAX_IN_SYSTEM]:
                 counts[C_MAX_IN_SYSTEM] = in_system
             when[leaf] = now + draw(arrival_s, a_code, a_a, a_b, a_c)
-            _carry_up(when, tree, leaf, width)
+            carry_up(when, tree, leaf, width)
         else:  # server leaf completes a job
             n = leaf
             job = complete(discipline, sf, si, jf, ji, n, now, speeds[n])
             when[n] = sf[S_NEXT, n]
-            _carry_up(when, tree, n, width)
+            carry_up(when, tree, n, width)
             counts[C_IN_SYSTEM] -= 1
             free[0] += 1
             free[free[0]] = job

@@ -19,10 +19,11 @@ import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.continuous import engine
-from dispatchlab.continuous.choose import WEIGHTED_ROUND_ROBIN
+from dispatchlab.continuous.choose import LWL, WEIGHTED_ROUND_ROBIN
 from dispatchlab.continuous.laws import Law, parse_arrival_shape, parse_size_law
 from dispatchlab.continuous.policies import policy_arrays
 from dispatchlab.continuous.servers import DISCIPLINES, new_pool, new_servers
+from dispatchlab.continuous.tournament import build_tree, tree_size
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
 from dispatchlab.model.service import parse_rates
 from dispatchlab.model.values import as_int, as_number, as_text
@@ -109,14 +110,18 @@ def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: i
     N = speeds.size
     sf, si = new_servers(N)
     jf, ji, free = new_pool(bound)
-    width = engine.tree_size(N + dispatchers)
+    width = tree_size(N + dispatchers)
     when = np.full(width, np.inf)
     # each dispatcher's first arrival: at a uniform fraction of an interarrival time
     for m in range(dispatchers):
         when[N + m] = engine.draw_phase(phase_stream, arrival_law.code, arrival_law.a,
                                         arrival_law.b, arrival_law.c)
     tree = np.zeros(2 * width, dtype=np.int64)
-    engine.build_tree(when, tree, width)
+    build_tree(when, tree, width)
+    empty_at = np.zeros(tree_size(N) if policy.code == LWL else 1)
+    empty_at[N:] = np.inf
+    empty_tree = np.zeros(2 * empty_at.size, dtype=np.int64)
+    build_tree(empty_at, empty_tree, empty_at.size)
     idle = np.zeros(2 * N + 1, dtype=np.int64)
     idle[:N] = np.arange(N)
     idle[N] = N
@@ -132,7 +137,8 @@ def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: i
     size = np.array([size_law.code, size_law.a, size_law.b, size_law.c])
     while counts[engine.C_STATUS] == engine.RUNNING:
         engine.run_events(EVENTS_PER_CHUNK, discipline, policy.code, speeds, arrival, size,
-                          jobs, warmup, sf, si, jf, ji, free, when, tree, idle, counts,
+                          jobs, warmup, sf, si, jf, ji, free, when, tree, idle, empty_at,
+                          empty_tree, counts,
                           clock, blocks, histogram, policy.ints, policy.cumulative,
                           policy.cutoffs, cursor, credit, sample, arrival_stream,
                           size_stream, policy_stream)

@@ -69,13 +69,6 @@ def _update_work(sf, n, now, speed):
     sf[S_WORK_TIME, n] = now
 
 
-@njit(inline="always", cache=True)
-def time_to_empty(sf, n, now, speed):
-    """How long server n needs to finish the work it has (0 when idle)."""
-    left = sf[S_WORK, n] / speed - (now - sf[S_WORK_TIME, n])
-    return left if left > 0.0 else 0.0
-
-
 @njit(cache=True)
 def admit(discipline, sf, si, jf, ji, n, job, now, speed):
     """Job ``job`` (its arrival time and size in the pool) joins server n at ``now``;

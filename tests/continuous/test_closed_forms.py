@@ -4,6 +4,8 @@ and be narrow enough that a wrong engine could not hide in it."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from dispatchlab.continuous import simulate_continuous
@@ -123,3 +125,17 @@ def test_jsq_on_two_servers_is_the_solved_chain(speeds, in_ci) -> None:
     estimate = result.mean_response
     in_ci(estimate.mean, estimate.ci_low, estimate.ci_high, expected,
           max_relative_half_width=0.05, label=f"JSQ on speeds {speeds}")
+
+
+@pytest.mark.parametrize("replications", [1, 10])
+def test_response_quantiles_of_mm1_fifo_are_exponential(replications) -> None:
+    # an M/M/1 FIFO response time is exponential with rate μ − λ
+    result = simulate_continuous([1.0], "random", load=0.7, jobs=2_000_000 // replications,
+                                 replications=replications, seed=23)
+    bin_half_width = 10 ** (1 / 200) - 1  # the histogram's resolution, ±1.2 %
+    for level, estimate in result.response_quantiles.items():
+        expected = -math.log(1 - level) / (1 - result.arrival_rate)
+        half = estimate.half_width
+        assert 0 < half <= 0.05 * expected, (level, estimate)
+        slack = 2 * half + bin_half_width * expected
+        assert abs(estimate.mean - expected) <= slack, (level, expected, estimate)

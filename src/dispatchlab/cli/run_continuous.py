@@ -63,10 +63,9 @@ def continuous_table(result: Any, label: str) -> Table:
                             ("mean number in system E[L]", result.mean_in_system),
                             ("P(server busy at arrival)", result.waiting_probability)):
         table.add_row(f"{escape(label)} \\[95% CI]", escape(interval(estimate)))
-    if result.response_quantiles:
-        table.add_row("response p50 / p90 / p99", " / ".join(
-            number(value) for value in result.response_quantiles.values())
-            + " (±2.3 %: log-spaced bins)")
+    for level, estimate in result.response_quantiles.items():
+        table.add_row(f"response time p{level * 100:g} \\[95% CI]",
+                      escape(f"{interval(estimate)} (bins of ±1.2 %; {estimate.method})"))
     style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")
     table.add_row("stability", f"[{style}]{result.stability}[/]: "
                   f"{escape(result.stability_evidence)}")
@@ -90,7 +89,8 @@ def continuous_json(result: Any, label: str) -> dict[str, Any]:
             "mean_slowdown": estimate(result.mean_slowdown),
             "mean_in_system": estimate(result.mean_in_system),
             "waiting_probability": estimate(result.waiting_probability),
-            "response_quantiles": {str(k): v for k, v in result.response_quantiles.items()},
+            "response_quantiles": {str(level): estimate(value) for level, value
+                                   in result.response_quantiles.items()},
             "stability": result.stability, "stability_evidence": result.stability_evidence,
             "max_in_system": result.max_in_system, "events": result.events,
             "jobs_per_second": result.jobs_per_second, "notes": result.notes}

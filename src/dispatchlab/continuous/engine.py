@@ -169,7 +169,8 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
                 blocks[B_RESPONSE_SQ, b] += response * response
                 blocks[B_SLOWDOWN, b] += response * speeds[n] / jf[J_SIZE, job]
                 blocks[B_JOBS, b] += 1
-                histogram[histogram_bin(response)] += 1
+                histogram[(index - warmup) * histogram.shape[0] // measured,
+                          histogram_bin(response)] += 1
                 counts[C_MEASURED_DONE] += 1
                 if counts[C_MEASURED_DONE] == measured:
                     counts[C_STATUS] = DONE

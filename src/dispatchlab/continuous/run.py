@@ -23,12 +23,12 @@ from dispatchlab.continuous.choose import LWL, WEIGHTED_ROUND_ROBIN
 from dispatchlab.continuous.laws import Law, parse_arrival_shape, parse_size_law
 from dispatchlab.continuous.policies import policy_arrays
 from dispatchlab.continuous.servers import DISCIPLINES, new_pool, new_servers
+from dispatchlab.continuous.summary import SECTIONS, Replication, means, quantiles, stability_of
 from dispatchlab.continuous.tournament import build_tree, tree_size
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
 from dispatchlab.model.service import parse_rates
 from dispatchlab.model.values import as_int, as_number, as_text
-from dispatchlab.stats.estimators import Estimate, batch_means, replication_estimate
-from dispatchlab.stats.run_stability import stability_verdict
+from dispatchlab.stats.estimators import Estimate
 
 #: jobs per run unless asked (the first tenth is the warm-up)
 DEFAULT_JOBS = 1_000_000
@@ -76,7 +76,7 @@ class ContinuousResult:
     mean_slowdown: Estimate
     mean_in_system: Estimate
     waiting_probability: Estimate
-    response_quantiles: dict[float, float]
+    response_quantiles: dict[float, Estimate]
     max_in_system: int
     events: int
     seconds: float
@@ -88,23 +88,13 @@ class ContinuousResult:
         return self.jobs * self.replications / self.seconds if self.seconds > 0 else math.nan
 
 
-@dataclass
-class _Run:
-    """One replication's arrays and what it measured."""
-
-    blocks: np.ndarray
-    histogram: np.ndarray
-    counts: np.ndarray
-    clock: np.ndarray
-
-
 def _check(value: Any, low: int, high: int, name: str) -> int:
     return as_int(value, name, low, high)
 
 
 def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: int,
              discipline: int, policy: Any, arrival_law: Law, size_law: Law, jobs: int,
-             warmup: int, bound: int) -> _Run:
+             warmup: int, bound: int) -> Replication:
     arrival_stream, size_stream, policy_stream, phase_stream = (
         make_rng_state(child) for child in seed.spawn(4))
     N = speeds.size
@@ -129,7 +119,7 @@ def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: i
     counts = np.zeros(engine.N_COUNTS, dtype=np.int64)
     clock = np.zeros(engine.N_CLOCK)
     blocks = np.zeros((engine.N_BLOCK_ROWS, min(BLOCKS, jobs - warmup)))
-    histogram = np.zeros(engine.HISTOGRAM_BINS, dtype=np.int64)
+    histogram = np.zeros((min(SECTIONS, jobs - warmup), engine.HISTOGRAM_BINS), dtype=np.int64)
     credit = np.zeros((dispatchers, N) if policy.code == WEIGHTED_ROUND_ROBIN else (1, 1))
     cursor = np.zeros(dispatchers, dtype=np.int64)
     sample = np.zeros(max(int(policy.ints[0]), 1), dtype=np.int64)
@@ -142,59 +132,7 @@ def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: i
                           clock, blocks, histogram, policy.ints, policy.cumulative,
                           policy.cutoffs, cursor, credit, sample, arrival_stream,
                           size_stream, policy_stream)
-    return _Run(blocks, histogram, counts, clock)
-
-
-def _ratio_estimate(numerators: np.ndarray, denominators: np.ndarray) -> Estimate:
-    """The ratio Σ numerators / Σ denominators with a batch-means interval from the
-    blocks' own ratios (blocks of equal job counts)."""
-    total = float(numerators.sum() / denominators.sum())
-    usable = denominators > 0
-    return batch_means(numerators[usable] / denominators[usable]).shifted(total)
-
-
-def _estimates(runs: list[_Run]) -> dict[str, Estimate]:
-    rows = {"mean_response": (engine.B_RESPONSE, engine.B_JOBS),
-            "mean_slowdown": (engine.B_SLOWDOWN, engine.B_JOBS),
-            "mean_in_system": (engine.B_AREA, engine.B_TIME),
-            "waiting_probability": (engine.B_BUSY, engine.B_JOBS)}
-    out: dict[str, Estimate] = {}
-    for name, (top, bottom) in rows.items():
-        if len(runs) == 1:
-            out[name] = _ratio_estimate(runs[0].blocks[top], runs[0].blocks[bottom])
-        else:
-            out[name] = replication_estimate(np.array(
-                [run.blocks[top].sum() / run.blocks[bottom].sum() for run in runs]))
-    return out
-
-
-def _stability(runs: list[_Run], bound: int, measured: int) -> tuple[str, str]:
-    """The worst of the replications' verdicts, with its evidence."""
-    worst = ("stable", "")
-    rank = {"stable": 0, "undetermined": 1, "unstable": 2}
-    for run in runs:
-        if run.counts[engine.C_STATUS] == engine.FULL:
-            return "unstable", f"more than bound = {bound:,} jobs were present at once"
-        blocks = run.blocks
-        verdict = stability_verdict(
-            blocks[engine.B_AREA] / np.maximum(blocks[engine.B_TIME], 1e-300),
-            max(measured // blocks.shape[1], 1), hit_bound=False, bound=bound,
-            slots_run=measured, overloaded=False, quantity="L", unit="arrival")
-        if rank[verdict.verdict] > rank[worst[0]]:
-            worst = (verdict.verdict, verdict.evidence)
-        elif not worst[1]:
-            worst = (worst[0], verdict.evidence)
-    return worst
-
-
-def _quantiles(histogram: np.ndarray) -> dict[float, float]:
-    total = histogram.sum()
-    cumulative = np.cumsum(histogram)
-    out = {}
-    for level in QUANTILE_LEVELS:
-        index = int(np.searchsorted(cumulative, level * total, side="left"))
-        out[level] = 10 ** (engine.HISTOGRAM_LOW_EXP + (index + 0.5) / engine.HISTOGRAM_PER_DECADE)
-    return out
+    return Replication(blocks, histogram, counts)
 
 
 def simulate_continuous(
@@ -263,20 +201,19 @@ def simulate_continuous(
     runs = [_one_run(child, jobs=jobs, warmup=warmup, **settings)
             for child in np.random.SeedSequence(seed).spawn(replications)]
     seconds = time.perf_counter() - started
-    stability, evidence = _stability(runs, bound, jobs - warmup)
+    stability, evidence = stability_of(runs, bound, jobs - warmup)
     stable = stability != "unstable"
     notes = [] if stable else [f"unstable ({evidence}): the means are not reported"]
     nan = Estimate(math.nan, math.nan, math.nan, "unstable run", 0)
-    estimates = _estimates(runs) if stable else dict.fromkeys(
+    estimates = means(runs) if stable else dict.fromkeys(
         ("mean_response", "mean_slowdown", "mean_in_system", "waiting_probability"), nan)
-    histogram = np.sum([run.histogram for run in runs], axis=0)
     return ContinuousResult(
         policy=policy_info.name, policy_params=policy_info.params, discipline=discipline_name,
         speeds=speeds, arrival_rate=arrival_rate, load=rho, sizes=size_law.text,
         arrivals=shape.text, dispatchers=dispatchers, jobs=jobs, warmup=warmup,
         replications=replications, seed=seed, stability=stability,
         stability_evidence=evidence,
-        response_quantiles=_quantiles(histogram) if stable else {},
+        response_quantiles=quantiles(runs, QUANTILE_LEVELS) if stable else {},
         max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
         events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
         notes=notes, **estimates)

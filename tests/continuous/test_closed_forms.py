@@ -10,7 +10,7 @@ import pytest
 
 from dispatchlab.continuous import simulate_continuous
 from dispatchlab.continuous.closed_forms import (
-    ekm1_response,
+    gim1_response,
     jsq_two_servers_response,
     mg1_fifo_response,
     mg1_ps_response,
@@ -18,7 +18,7 @@ from dispatchlab.continuous.closed_forms import (
     srpt_exponential_response,
     supermarket_response,
 )
-from dispatchlab.continuous.laws import parse_size_law
+from dispatchlab.continuous.laws import parse_arrival_shape, parse_size_law
 
 JOBS = 200_000
 REPLICATIONS = 10
@@ -81,7 +81,7 @@ def test_lwl_on_equal_exponential_servers_is_mmk(in_ci) -> None:
 
 def test_round_robin_makes_erlang_arrivals(in_ci) -> None:
     result = run("4x1", "rr", load=0.8)
-    expected = ekm1_response(result.arrival_rate / 4, 4)
+    expected = gim1_response(parse_arrival_shape("erlang:4").with_mean(4 / result.arrival_rate))
     estimate = result.mean_response
     in_ci(estimate.mean, estimate.ci_low, estimate.ci_high, expected,
           max_relative_half_width=0.05, label="RR = E4/M/1")
@@ -139,3 +139,12 @@ def test_response_quantiles_of_mm1_fifo_are_exponential(replications) -> None:
         assert 0 < half <= 0.05 * expected, (level, estimate)
         slack = 2 * half + bin_half_width * expected
         assert abs(estimate.mean - expected) <= slack, (level, expected, estimate)
+
+
+@pytest.mark.parametrize("arrivals", ["det", "erlang:3", "hyperexp:4"])
+def test_renewal_arrivals_make_gim1(arrivals, in_ci) -> None:
+    result = run([1.0], "random", load=0.7, arrivals=arrivals)
+    expected = gim1_response(parse_arrival_shape(arrivals).with_mean(1 / result.arrival_rate))
+    estimate = result.mean_response
+    in_ci(estimate.mean, estimate.ci_low, estimate.ci_high, expected,
+          max_relative_half_width=0.05, label=f"GI/M/1, interarrivals {arrivals}")

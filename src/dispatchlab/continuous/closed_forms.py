@@ -5,9 +5,8 @@ the queues the engine must reproduce.
 * M/G/1 processor sharing: E[T] = E[X]/s / (1 − ρ), whatever the size law (insensitivity).
 * M/M/k FIFO (Erlang C): E[T] = C(k, a)/(kμ − λ) + 1/μ, a = λ/μ; M/G/k under least work
   left is the central queue, so LWL on k equal exponential servers is M/M/k.
-* E_k/M/1 FIFO (round robin to k servers turns Poisson arrivals into Erlang-k ones at each):
-  E[T] = 1/(μ(1 − σ)), σ the root in (0, 1) of σ = (kλ'/(kλ' + μ(1 − σ)))^k, λ' = λ/k the
-  rate of each server's arrivals.
+* GI/M/1 FIFO: E[T] = 1/(μ(1 − σ)), σ the root in (0, 1) of σ = A*(μ(1 − σ)); round
+  robin to k servers turns Poisson arrivals into Erlang-k ones at each (E_k/M/1).
 * M/G/1 preemptive SRPT: Schrage & Miller (1966),
   E[T(x)] = λ(∫₀ˣ t² dF(t) + x²(1 − F(x))) / (2(1 − ρ(x))²) + ∫₀ˣ dt/(1 − ρ(t)),
   ρ(x) = λ∫₀ˣ t dF(t), for a server of speed 1.
@@ -26,7 +25,7 @@ import numpy as np
 from scipy import integrate, optimize, sparse
 from scipy.sparse import linalg
 
-from dispatchlab.continuous.laws import Law
+from dispatchlab.continuous.laws import DETERMINISTIC, ERLANG, EXPONENTIAL, HYPEREXPONENTIAL, Law
 
 
 def mg1_fifo_response(rate: float, sizes: Law, speed: float = 1.0) -> float:
@@ -58,12 +57,29 @@ def mmk_response(rate: float, servers: int, service_rate: float = 1.0) -> float:
     return erlang_c(servers, offered) / (servers * service_rate - rate) + 1 / service_rate
 
 
-def ekm1_response(arrival_rate: float, phases: int, service_rate: float = 1.0) -> float:
-    """E[T] of an E_k/M/1 FIFO queue: Erlang-k interarrival times of mean 1/arrival_rate."""
-    phase_rate = phases * arrival_rate
+def laplace_transform(interarrival: Law, s: float) -> float:
+    """E[e^(−sA)] of an interarrival law (exponential, deterministic, Erlang or
+    hyperexponential: the shapes :func:`.laws.parse_arrival_shape` gives)."""
+    if interarrival.code == EXPONENTIAL:
+        return 1 / (1 + s * interarrival.a)
+    if interarrival.code == DETERMINISTIC:
+        return math.exp(-s * interarrival.a)
+    if interarrival.code == ERLANG:
+        phases, phase_mean = interarrival.a, interarrival.b / interarrival.a
+        return (1 / (1 + s * phase_mean)) ** phases
+    if interarrival.code == HYPEREXPONENTIAL:
+        p1 = interarrival.a
+        return p1 / (1 + s * interarrival.b) + (1 - p1) / (1 + s * interarrival.c)
+    raise ValueError(f"no Laplace transform here for {interarrival.text}")
+
+
+def gim1_response(interarrival: Law, service_rate: float = 1.0) -> float:
+    """E[T] of a GI/M/1 FIFO queue: E[T] = 1/(μ(1 − σ)), σ the root in (0, 1) of
+    σ = A*(μ(1 − σ)), A* the interarrival law's Laplace transform (round robin to k
+    equal exponential servers makes each an E_k/M/1 queue)."""
 
     def fixed_point(sigma: float) -> float:
-        return (phase_rate / (phase_rate + service_rate * (1 - sigma))) ** phases - sigma
+        return laplace_transform(interarrival, service_rate * (1 - sigma)) - sigma
 
     # positive at 0, negative just below the trivial root 1 when λ < μ: one root between
     sigma = optimize.brentq(fixed_point, 0.0, 1.0 - 1e-9)

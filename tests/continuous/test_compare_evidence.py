@@ -73,3 +73,22 @@ def test_a_cell_reruns_bit_for_bit() -> None:
     stored = cells()["jsq", "ps"]
     for key in ("mean_response", "p99", "mean_slowdown"):
         assert rerun[key] == stored[key]
+
+
+def test_small_slots_table_holds_what_it_says() -> None:
+    """results/continuous/small_slots.md: each gap is the difference of its row's values,
+    the gaps fall with δ, and gap/δ stays within [1, 3]."""
+    import re
+
+    page = (FOLDER / "small_slots.md").read_text()
+    exact = float(re.search(r"E\[T\] = ([0-9.]+) \[", page).group(1))
+    rows = re.findall(r"\| ([0-9.]+) \| ([0-9.]+) \[[0-9., ]+\] \| ([0-9.-]+) ± [0-9.]+ \| "
+                      r"([0-9.-]+) ± ", page)
+    assert len(rows) == 3, page
+    gaps = []
+    for delta, slotted, gap, ratio in rows:
+        assert float(gap) == pytest.approx(exact - float(slotted), abs=2e-4)
+        assert float(ratio) == pytest.approx(float(gap) / float(delta), abs=0.01)
+        assert 1 <= float(ratio) <= 3
+        gaps.append(float(gap))
+    assert gaps == sorted(gaps, reverse=True)

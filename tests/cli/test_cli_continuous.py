@@ -49,7 +49,7 @@ def test_the_table_names_the_alias_and_the_policy(capsys) -> None:
     (["--delay", "off"], "delay"),
     (["--per-server"], "per-server"),
     (["--precision-rel", "0.01"], "precision-rel"),
-    (["--workers", "2"], "workers"),
+    (["--workers", "0"], "workers"),
     (["--sizes", "pareto:2"], "sizes"),
     (["--discipline", "lifo"], "discipline"),
     (["--policy", "led"], "policy"),

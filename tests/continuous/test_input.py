@@ -111,3 +111,12 @@ def test_every_policy_and_alias_runs(name: str) -> None:
     assert result.stability != "unstable", result.stability_evidence
     assert result.mean_response.mean >= 1 / 3 * 0.5  # a response is at least its service
     assert result.mean_slowdown.mean >= 1.0
+
+
+def test_replications_on_a_pool_are_the_runs_in_this_process() -> None:
+    settings = {"load": 0.8, "jobs": 30_000, "replications": 3, "seed": 9,
+                "discipline": "ps", "sizes": "lognormal:1,2"}
+    here = simulate_continuous("3x1,1x2", "lwl", workers=1, **settings)
+    pooled = simulate_continuous("3x1,1x2", "lwl", workers=2, **settings)
+    assert pooled.mean_response == here.mean_response
+    assert pooled.response_quantiles == here.response_quantiles

@@ -27,7 +27,6 @@ from dispatchlab.cli.output import (
     stdout_console,
 )
 from dispatchlab.cli.warm import precompile
-from dispatchlab.core.errors import require
 from dispatchlab.engine.control import Progress, progress_to
 from dispatchlab.simulation.result import Result
 
@@ -113,13 +112,11 @@ def run_command(
             "trajectory_servers": trajectory_servers,
             "precision_rel": precision_rel, "precision_abs": precision_abs,
             "precision_max_slots": precision_max_slots, "import": import_})
-        require(workers is None, "workers", "continuous-time replications run one after "
-                "another in this process (no worker pool yet): leave --workers out")
         with run_status(f"simulating {escape(policy or 'jsq')} in continuous time …", 1):
             run_continuous(json_=json_, servers=servers, policy=policy, policy_params=set_,
                            dispatchers=dispatchers, load=load, arrivals=arrivals,
                            sizes=sizes, discipline=discipline, jobs=jobs, warmup=warmup,
-                           replications=replications, seed=seed)
+                           replications=replications, seed=seed, workers=workers)
         return
     refuse_other_model("slotted", {"sizes": sizes, "discipline": discipline, "jobs": jobs})
     from dispatchlab.simulation.work_guard import check_work, system_work

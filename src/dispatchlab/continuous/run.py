@@ -26,6 +26,7 @@ from dispatchlab.continuous.servers import DISCIPLINES, new_pool, new_servers
 from dispatchlab.continuous.summary import SECTIONS, Replication, means, quantiles, stability_of
 from dispatchlab.continuous.tournament import build_tree, tree_size
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
+from dispatchlab.core.pools import map_tasks
 from dispatchlab.core.signals import api_stops, interruption, stops_caught
 from dispatchlab.model.service import parse_rates
 from dispatchlab.model.values import as_int, as_number, as_text
@@ -94,6 +95,12 @@ def _check(value: Any, low: int, high: int, name: str) -> int:
     return as_int(value, name, low, high)
 
 
+def _run_task(task: tuple[np.random.SeedSequence, int, int, dict[str, Any]]) -> Replication:
+    """One replication from a picklable task (seed, jobs, warm-up, settings), for a pool."""
+    seed, jobs, warmup, settings = task
+    return _one_run(seed, jobs=jobs, warmup=warmup, **settings)
+
+
 def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: int,
              discipline: int, policy: Any, arrival_law: Law, size_law: Law, jobs: int,
              warmup: int, bound: int) -> Replication:
@@ -157,6 +164,7 @@ def simulate_continuous(
     replications: int = 1,
     bound: int = DEFAULT_BOUND,
     policy_params: Mapping[str, Any] | None = None,
+    workers: int | None = None,
     **unknown: Any,
 ) -> ContinuousResult:
     """Simulate ``policy`` dispatching jobs to ``servers`` in continuous time.
@@ -166,7 +174,9 @@ def simulate_continuous(
     (:mod:`dispatchlab.continuous.laws`); ``arrivals``: each dispatcher's interarrival
     shape; ``discipline``: ``fifo``, ``ps`` or ``srpt``. ``jobs`` jobs are simulated per
     replication, the first ``warmup`` (default a tenth) unmeasured. The same ``seed`` gives
-    every policy the same arrival times and sizes (common random numbers).
+    every policy the same arrival times and sizes (common random numbers). Replications
+    run on ``workers`` processes (default: every core the process may use), each
+    bit-identical to its run in this process.
     """
     refuse_unknown(simulate_continuous, unknown)
     speeds = parse_rates(servers)
@@ -182,6 +192,8 @@ def simulate_continuous(
     seed = _check(seed, 0, INTEGER_LIMIT, "seed")
     replications = _check(replications, 1, 100_000, "replications")
     bound = _check(bound, 1, 1 << 31, "bound")
+    if workers is not None:
+        workers = _check(workers, 1, 4096, "workers")
     require((load is None) != (rate is None), "load",
             "give exactly one of load (ρ) and rate (λ)")
     capacity = float(speeds.sum())
@@ -204,8 +216,9 @@ def simulate_continuous(
     # the event loop
     _one_run(np.random.SeedSequence(0), jobs=2, warmup=0, **settings)
     started = time.perf_counter()
-    runs = [_one_run(child, jobs=jobs, warmup=warmup, **settings)
-            for child in np.random.SeedSequence(seed).spawn(replications)]
+    runs = map_tasks(_run_task, [(child, jobs, warmup, settings) for child
+                                 in np.random.SeedSequence(seed).spawn(replications)],
+                     workers=workers)
     seconds = time.perf_counter() - started
     stability, evidence = stability_of(runs, bound, jobs - warmup)
     stable = stability != "unstable"

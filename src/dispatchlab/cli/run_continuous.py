@@ -66,6 +66,7 @@ def continuous_table(result: Any, label: str) -> Table:
     for level, estimate in result.response_quantiles.items():
         table.add_row(f"response time p{level * 100:g} \\[95% CI]",
                       escape(f"{interval(estimate)} (bins of ±1.2 %; {estimate.method})"))
+    table.add_row("messages", f"{number(result.messages_per_job)} per job")
     style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")
     table.add_row("stability", f"[{style}]{result.stability}[/]: "
                   f"{escape(result.stability_evidence)}")
@@ -92,6 +93,7 @@ def continuous_json(result: Any, label: str) -> dict[str, Any]:
             "response_quantiles": {str(level): estimate(value) for level, value
                                    in result.response_quantiles.items()},
             "stability": result.stability, "stability_evidence": result.stability_evidence,
+            "messages_per_job": result.messages_per_job,
             "max_in_system": result.max_in_system, "events": result.events,
             "jobs_per_second": result.jobs_per_second, "notes": result.notes}
 

@@ -22,18 +22,22 @@ from dispatchlab.compiled.rng import randint, uniform
 from dispatchlab.continuous.servers import S_COUNT
 
 (RANDOM, WEIGHTED_RANDOM, ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, JSQ, JSQ_D, JIQ, LWL,
- SITA) = range(9)
-P_D, P_REPLACE = range(2)
-N_POLICY_INTS = 2
+ SITA, L_JSQ, L_POD) = range(11)
+#: the policy's integer parameters: d of JSQ(d) and L-Pod, its samples with replacement;
+#: the estimates' update (UPDATE_*), the servers a push samples, the local increment
+P_D, P_REPLACE, P_UPDATE, P_PROBES, P_INCREMENT = range(5)
+N_POLICY_INTS = 5
+NO_UPDATE, PUSH, PULL = range(3)
 
 
 @njit(inline="always", cache=True)
-def _fewest_jobs(si, s, N):
-    """argmin_n Q_n, ties uniformly at random (two passes: the least, then the k-th tie)."""
-    least = si[S_COUNT, 0]
+def _fewest_jobs(values, s, N):
+    """argmin_n values[n] (the jobs present, or a dispatcher's estimates of them), ties
+    uniformly at random (two passes: the least, then the k-th tie)."""
+    least = values[0]
     ties = 1
     for n in range(1, N):
-        q = si[S_COUNT, n]
+        q = values[n]
         if q < least:
             least = q
             ties = 1
@@ -41,7 +45,7 @@ def _fewest_jobs(si, s, N):
             ties += 1
     pick = randint(s, ties) if ties > 1 else 0
     for n in range(N):
-        if si[S_COUNT, n] == least:
+        if values[n] == least:
             if pick == 0:
                 return n
             pick -= 1
@@ -49,7 +53,7 @@ def _fewest_jobs(si, s, N):
 
 
 @njit(inline="always", cache=True)
-def _fewest_of_sample(si, s, N, d, replace, sample):
+def _fewest_of_sample(values, s, N, d, replace, sample):
     """JSQ(d): d servers sampled uniformly (distinct unless ``replace``), the one with the
     fewest jobs among them, ties at random (reservoir)."""
     best = -1
@@ -67,7 +71,7 @@ def _fewest_of_sample(si, s, N, d, replace, sample):
                         n = randint(s, N)
                         break
             sample[k] = n
-        q = si[S_COUNT, n]
+        q = values[n]
         if best < 0 or q < least:
             best, least, ties = n, q, 1
         elif q == least:
@@ -106,11 +110,12 @@ def _smooth_round_robin(credit, m, speeds, total):
 
 
 @njit(cache=True)
-def choose(policy, m, size, sf, si, speeds, ints, cumulative, cutoffs, cursor, credit, idle,
-           empty_tree, s, sample):
+def choose(policy, m, size, si, speeds, ints, cumulative, cutoffs, cursor, credit, idle,
+           empty_tree, estimates, s, sample):
     """The server for dispatcher m's job of ``size``. ``idle``: the idle servers' list, its
     count in idle[N] (JIQ and LWL); ``empty_tree``: the tournament tree over the times at
-    which the servers will have emptied (LWL)."""
+    which the servers will have emptied (LWL); ``estimates``: each dispatcher's estimates
+    of the jobs present (L-JSQ, L-Pod: :mod:`.estimates`)."""
     N = speeds.size
     if policy == RANDOM:
         return randint(s, N)
@@ -123,9 +128,13 @@ def choose(policy, m, size, sf, si, speeds, ints, cumulative, cutoffs, cursor, c
     if policy == WEIGHTED_ROUND_ROBIN:
         return _smooth_round_robin(credit, m, speeds, cumulative[N - 1])
     if policy == JSQ:
-        return _fewest_jobs(si, s, N)
+        return _fewest_jobs(si[S_COUNT], s, N)
     if policy == JSQ_D:
-        return _fewest_of_sample(si, s, N, ints[P_D], ints[P_REPLACE] != 0, sample)
+        return _fewest_of_sample(si[S_COUNT], s, N, ints[P_D], ints[P_REPLACE] != 0, sample)
+    if policy == L_JSQ:
+        return _fewest_jobs(estimates[m], s, N)
+    if policy == L_POD:
+        return _fewest_of_sample(estimates[m], s, N, ints[P_D], ints[P_REPLACE] != 0, sample)
     if policy == JIQ:
         idle_count = idle[N]
         return idle[randint(s, idle_count)] if idle_count > 0 else randint(s, N)

@@ -27,7 +27,8 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.rng import uniform
-from dispatchlab.continuous.choose import JIQ, LWL, choose
+from dispatchlab.continuous.choose import JIQ, L_JSQ, L_POD, LWL, choose
+from dispatchlab.continuous.estimates import after_departure, after_dispatch
 from dispatchlab.continuous.laws import EXPONENTIAL, draw
 from dispatchlab.continuous.servers import (
     J_ARRIVAL,
@@ -42,8 +43,9 @@ from dispatchlab.continuous.servers import (
 from dispatchlab.continuous.tournament import carry_up
 
 # the loop's counters (``counts``) and clock (``clock``)
-C_ARRIVALS, C_MEASURED_DONE, C_IN_SYSTEM, C_MAX_IN_SYSTEM, C_EVENTS, C_STATUS = range(6)
-N_COUNTS = 6
+(C_ARRIVALS, C_MEASURED_DONE, C_IN_SYSTEM, C_MAX_IN_SYSTEM, C_EVENTS, C_STATUS,
+ C_MESSAGES) = range(7)
+N_COUNTS = 7
 K_NOW, K_LAST, K_WINDOW_START, K_WINDOW_END = range(4)
 N_CLOCK = 4
 RUNNING, DONE, FULL = range(3)
@@ -81,12 +83,16 @@ def histogram_bin(value):
 def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, warmup,
                sf, si, jf, ji, free, when, tree, idle, empty_at, empty_tree, counts, clock,
                blocks, histogram,
-               ints, cumulative, cutoffs, cursor, credit, sample, arrival_s, size_s, policy_s):
+               ints, floats, cumulative, cutoffs, cursor, credit, sample, estimates, probed,
+               arrival_s, size_s, policy_s, update_s):
     """Run at most ``budget`` events; the status (RUNNING, DONE, FULL: the job pool is
     exhausted, the run is unstable or its bound too small) is left in counts[C_STATUS].
 
     ``arrival_law`` and ``size_law`` are (code, a, b, c) of :func:`.laws.draw`, the first
-    with each dispatcher's mean interarrival time."""
+    with each dispatcher's mean interarrival time. ``estimates``, ``probed`` and
+    ``update_s``: the dispatchers' estimates, the push's scratch row and the updates' own
+    stream (:mod:`.estimates`); the messages they send in the measured window (between
+    arrivals ``warmup`` and ``jobs``) are counted in counts[C_MESSAGES]."""
     N = speeds.size
     width = when.size
     n_blocks = blocks.shape[1]
@@ -95,6 +101,7 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
     x_code, x_a, x_b, x_c = np.int64(size_law[0]), size_law[1], size_law[2], size_law[3]
     track_idle = policy == JIQ or policy == LWL
     least_work = policy == LWL
+    estimating = policy == L_JSQ or policy == L_POD
     empty_width = empty_at.size
     now = clock[K_NOW]
     for _ in range(budget):
@@ -127,8 +134,8 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
             elif arrivals == jobs:
                 clock[K_WINDOW_END] = now
             counts[C_ARRIVALS] = arrivals + 1
-            n = choose(policy, m, size, sf, si, speeds, ints, cumulative, cutoffs, cursor,
-                       credit, idle, empty_tree, policy_s, sample)
+            n = choose(policy, m, size, si, speeds, ints, cumulative, cutoffs, cursor,
+                       credit, idle, empty_tree, estimates, policy_s, sample)
             if warmup <= arrivals < jobs and si[S_COUNT, n] > 0:
                 blocks[B_BUSY, (arrivals - warmup) * n_blocks // measured] += 1
             if track_idle and si[S_COUNT, n] == 0:  # n leaves the idle list
@@ -143,6 +150,10 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
             if least_work:  # only an arrival moves the time a server will have emptied
                 empty_at[n] = now + sf[S_WORK, n] / speeds[n]
                 carry_up(empty_at, empty_tree, n, empty_width)
+            if estimating:
+                sent = after_dispatch(estimates, m, n, si, ints, floats, update_s, probed)
+                if warmup <= arrivals < jobs:
+                    counts[C_MESSAGES] += sent
             in_system = counts[C_IN_SYSTEM] + 1
             counts[C_IN_SYSTEM] = in_system
             if in_system > counts[C_MAX_IN_SYSTEM]:
@@ -157,6 +168,10 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
             counts[C_IN_SYSTEM] -= 1
             free[0] += 1
             free[free[0]] = job
+            if estimating:
+                sent = after_departure(estimates, n, si, ints, floats, update_s)
+                if warmup <= counts[C_ARRIVALS] - 1 < jobs:
+                    counts[C_MESSAGES] += sent
             if track_idle and si[S_COUNT, n] == 0:  # n joins the idle list
                 idle[idle[N]] = n
                 idle[N + 1 + n] = idle[N]

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.continuous import choose as rules
+from dispatchlab.continuous.estimates import F_P, N_POLICY_FLOATS
 from dispatchlab.continuous.laws import Law
 from dispatchlab.core.convert import CommandLineText
 from dispatchlab.core.errors import ValidationError, require
@@ -53,6 +54,16 @@ POLICIES: dict[str, ContinuousPolicy] = {policy.name: policy for policy in (
                      "up to cutoffs[1] to server 1, …; cutoffs 'equal-load' (default) "
                      "share the load in proportion to the speeds",
                      {"cutoffs": "equal-load"}),
+    ContinuousPolicy("l-jsq", rules.L_JSQ,
+                     "LED's L-JSQ: the smallest of the dispatcher's own estimates, ties at "
+                     "random; estimates refreshed after decisions by push (the dispatcher "
+                     "samples `probes` servers with probability p) or pull (a server "
+                     "reports to a random dispatcher at a departure with probability p)",
+                     {"update": "pull", "p": 0.1, "probes": 1, "increment": False}),
+    ContinuousPolicy("l-pod", rules.L_POD,
+                     "LED's L-Pod: d distinct servers sampled, the smallest of the "
+                     "dispatcher's estimates among them; updates as l-jsq",
+                     {"d": 2, "update": "pull", "p": 0.1, "probes": 1, "increment": False}),
 )}
 #: the names of other tools and papers, with the parameters they stand for
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -66,7 +77,12 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "least-work-left": ("lwl", {}),
     "shortest-queue": ("jsq", {}),
     "idle-queue": ("jiq", {}),
+    "l-jsq-push": ("l-jsq", {"update": "push"}),
+    "l-jsq-pull": ("l-jsq", {"update": "pull"}),
+    "l-pod-push": ("l-pod", {"update": "push"}),
+    "l-pod-pull": ("l-pod", {"update": "pull"}),
 }
+UPDATES = {"push": rules.PUSH, "pull": rules.PULL}
 #: how many sizes the equal-load cutoffs of SITA are estimated from
 CUTOFF_SAMPLE = 1 << 20
 
@@ -79,6 +95,7 @@ class PolicyArrays:
     code: int
     params: dict[str, Any]
     ints: np.ndarray
+    floats: np.ndarray
     cumulative: np.ndarray
     cutoffs: np.ndarray
 
@@ -89,10 +106,15 @@ def _from_command_line(key: str, value: Any) -> Any:
     if not isinstance(value, CommandLineText):
         return value
     field_name, text = f"policy_params.{key}", str(value).strip()
-    if key == "d":
+    if key in ("d", "probes"):
         require(text.isdigit(), field_name, f"expected an integer (got {text!r})")
         return int(text)
-    if key == "replace":
+    if key == "p":
+        try:
+            return float(text)
+        except ValueError:
+            raise ValidationError(field_name, f"expected a number (got {text!r})") from None
+    if key in ("replace", "increment"):
         require(text.lower() in ("true", "false"), field_name,
                 f"expected true or false (got {text!r})")
         return text.lower() == "true"
@@ -148,14 +170,19 @@ def policy_arrays(name: object, params: Mapping[str, Any] | None, speeds: np.nda
     policy, values = resolve(name, params)
     N = speeds.size
     ints = np.zeros(rules.N_POLICY_INTS, dtype=np.int64)
+    floats = np.zeros(N_POLICY_FLOATS)
     cutoffs = np.full(max(N - 1, 1), math.inf)
-    if policy.code == rules.JSQ_D:
+    if policy.code in (rules.JSQ_D, rules.L_POD):
         d = as_int(values["d"], "policy_params.d", 1, 1 << 20)
-        replace = as_flag(values["replace"], "policy_params.replace")
+        replace = as_flag(values.get("replace", False), "policy_params.replace")
         require(replace or d <= N, "policy_params.d",
                 f"d = {d} distinct servers out of N = {N}: d must be ≤ N (or replace=True)")
         ints[rules.P_D], ints[rules.P_REPLACE] = d, int(replace)
-        values = {"d": d, "replace": replace}
+        values["d"] = d
+        if "replace" in values:  # (L-Pod samples distinct servers, as [LED] asks)
+            values["replace"] = replace
+    if policy.code in (rules.L_JSQ, rules.L_POD):
+        values = _estimate_params(values, ints, floats, N)
     if policy.code == rules.SITA:
         given = values["cutoffs"]
         if isinstance(given, str):
@@ -171,5 +198,23 @@ def policy_arrays(name: object, params: Mapping[str, Any] | None, speeds: np.nda
                     "the cutoffs must be finite, positive and increasing")
             cutoffs = array.astype(float) if N > 1 else cutoffs
         values = {"cutoffs": given if isinstance(given, str) else [float(c) for c in cutoffs]}
-    return PolicyArrays(policy.name, policy.code, values, ints,
+    return PolicyArrays(policy.name, policy.code, values, ints, floats,
                         np.cumsum(speeds).astype(float), np.ascontiguousarray(cutoffs))
+
+
+def _estimate_params(values: dict[str, Any], ints: np.ndarray, floats: np.ndarray,
+                     servers: int) -> dict[str, Any]:
+    """LED's update parameters checked into ``ints`` and ``floats``."""
+    update = as_text(values["update"], "policy_params.update")
+    require(update in UPDATES, "policy_params.update",
+            f"expected push or pull (got {update!r})")
+    p = values["p"]
+    require(isinstance(p, int | float) and not isinstance(p, bool) and 0 < p <= 1,
+            "policy_params.p", f"the update probability p must lie in (0, 1] (got {p!r})")
+    probes = as_int(values["probes"], "policy_params.probes", 1, servers)
+    increment = as_flag(values["increment"], "policy_params.increment")
+    ints[rules.P_UPDATE], ints[rules.P_PROBES] = UPDATES[update], probes
+    ints[rules.P_INCREMENT] = int(increment)
+    floats[F_P] = float(p)
+    return {**values, "update": update, "p": float(p), "probes": probes,
+            "increment": increment}

@@ -19,7 +19,14 @@ import numpy as np
 
 from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.continuous import engine
-from dispatchlab.continuous.choose import LWL, WEIGHTED_ROUND_ROBIN
+from dispatchlab.continuous.choose import (
+    L_JSQ,
+    L_POD,
+    LWL,
+    P_D,
+    P_PROBES,
+    WEIGHTED_ROUND_ROBIN,
+)
 from dispatchlab.continuous.laws import Law, parse_arrival_shape, parse_size_law
 from dispatchlab.continuous.policies import policy_arrays
 from dispatchlab.continuous.servers import DISCIPLINES, new_pool, new_servers
@@ -57,7 +64,9 @@ class ContinuousResult:
     ``stability`` is the verdict on the trend of L over the measured jobs
     (:func:`dispatchlab.stats.run_stability.stability_verdict`, each replication judged,
     the worst verdict kept) or "unstable" when a run held more than ``bound`` jobs at once;
-    the means of an unstable run are NaN.
+    the means of an unstable run are NaN. ``messages_per_job``: the messages LED's updates
+    sent between the first and the last measured arrival, per measured job (0 for the
+    full-information rules, whose information this model does not charge).
     """
 
     policy: str
@@ -80,6 +89,7 @@ class ContinuousResult:
     mean_in_system: Estimate
     waiting_probability: Estimate
     response_quantiles: dict[float, Estimate]
+    messages_per_job: float
     max_in_system: int
     events: int
     seconds: float
@@ -104,8 +114,8 @@ def _run_task(task: tuple[np.random.SeedSequence, int, int, dict[str, Any]]) -> 
 def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: int,
              discipline: int, policy: Any, arrival_law: Law, size_law: Law, jobs: int,
              warmup: int, bound: int) -> Replication:
-    arrival_stream, size_stream, policy_stream, phase_stream = (
-        make_rng_state(child) for child in seed.spawn(4))
+    arrival_stream, size_stream, policy_stream, phase_stream, update_stream = (
+        make_rng_state(child) for child in seed.spawn(5))
     N = speeds.size
     sf, si = new_servers(N)
     jf, ji, free = new_pool(bound)
@@ -131,7 +141,10 @@ def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: i
     histogram = np.zeros((min(SECTIONS, jobs - warmup), engine.HISTOGRAM_BINS), dtype=np.int64)
     credit = np.zeros((dispatchers, N) if policy.code == WEIGHTED_ROUND_ROBIN else (1, 1))
     cursor = np.zeros(dispatchers, dtype=np.int64)
-    sample = np.zeros(max(int(policy.ints[0]), 1), dtype=np.int64)
+    sample = np.zeros(max(int(policy.ints[P_D]), 1), dtype=np.int64)
+    estimating = policy.code in (L_JSQ, L_POD)
+    estimates = np.zeros((dispatchers, N) if estimating else (1, 1), dtype=np.int64)
+    probed = np.zeros(max(int(policy.ints[P_PROBES]), 1), dtype=np.int64)
     arrival = np.array([arrival_law.code, arrival_law.a, arrival_law.b, arrival_law.c])
     size = np.array([size_law.code, size_law.a, size_law.b, size_law.c])
     with stops_caught() as stopped:  # Ctrl-C, SIGTERM: between two chunks
@@ -139,8 +152,9 @@ def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: i
             engine.run_events(EVENTS_PER_CHUNK, discipline, policy.code, speeds, arrival,
                               size, jobs, warmup, sf, si, jf, ji, free, when, tree, idle,
                               empty_at, empty_tree, counts, clock, blocks, histogram,
-                              policy.ints, policy.cumulative, policy.cutoffs, cursor, credit,
-                              sample, arrival_stream, size_stream, policy_stream)
+                              policy.ints, policy.floats, policy.cumulative, policy.cutoffs,
+                              cursor, credit, sample, estimates, probed, arrival_stream,
+                              size_stream, policy_stream, update_stream)
             if stopped():
                 raise interruption(stopped(), f"at job {int(counts[engine.C_ARRIVALS]):,} "
                                    f"of {jobs:,} ({policy.name}, continuous time)")
@@ -233,6 +247,8 @@ def simulate_continuous(
         replications=replications, seed=seed, stability=stability,
         stability_evidence=evidence,
         response_quantiles=quantiles(runs, QUANTILE_LEVELS) if stable else {},
+        messages_per_job=float(sum(run.counts[engine.C_MESSAGES] for run in runs))
+        / ((jobs - warmup) * replications),
         max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
         events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
         notes=notes, **estimates)

@@ -1,0 +1,64 @@
+"""LED's local estimates in continuous time: each dispatcher m keeps its own estimates
+Q̃^m_n of the jobs present at each server, decides on them alone (no message before a
+decision), and refreshes them by messages after its decisions.
+
+* **Push** (the dispatcher samples): after each of its dispatches, with probability p,
+  dispatcher m draws ``probes`` distinct servers uniformly and learns their true counts:
+  2·probes messages (a query and its answer each).
+* **Pull** (the servers report): at each departure, with probability p, the server sends
+  its count (after the departure) to a dispatcher drawn uniformly: 1 message. A server
+  reports only when a job leaves it, so an idle server whose estimates are high stays
+  unreported until a job reaches it.
+* **Increment** (option): a dispatcher adds the job it sends to its estimate of the server.
+
+The coins and the draws of the updates come from their own stream, so that the rule's
+own draws (ties, samples) are those of the full-information rule it mirrors: with pull at
+p = 1, one dispatcher and the increment, L-JSQ's estimates are the true counts at every
+decision and it chooses as JSQ does, draw for draw.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from dispatchlab.compiled.rng import randint, uniform
+from dispatchlab.continuous.choose import P_INCREMENT, P_PROBES, P_UPDATE, PULL, PUSH
+from dispatchlab.continuous.servers import S_COUNT
+
+#: the policy's float parameters: the update probability p
+F_P = 0
+N_POLICY_FLOATS = 1
+
+
+@njit(cache=True)
+def after_dispatch(estimates, m, n, si, ints, floats, s, probed):
+    """Dispatcher m has sent a job to server n: its increment and its push update.
+    Returns the messages sent."""
+    if ints[P_INCREMENT] != 0:
+        estimates[m, n] += 1
+    if ints[P_UPDATE] != PUSH or not uniform(s) < floats[F_P]:
+        return 0
+    N = si.shape[1]
+    probes = ints[P_PROBES]
+    for k in range(probes):  # distinct servers (rejection: probes ≤ N)
+        server = randint(s, N)
+        fresh = False
+        while not fresh:
+            fresh = True
+            for i in range(k):
+                if probed[i] == server:
+                    fresh = False
+                    server = randint(s, N)
+                    break
+        probed[k] = server
+        estimates[m, server] = si[S_COUNT, server]
+    return 2 * probes
+
+
+@njit(cache=True)
+def after_departure(estimates, n, si, ints, floats, s):
+    """A job has left server n: its pull report. Returns the messages sent."""
+    if ints[P_UPDATE] != PULL or not uniform(s) < floats[F_P]:
+        return 0
+    estimates[randint(s, estimates.shape[0]), n] = si[S_COUNT, n]
+    return 1

@@ -81,3 +81,18 @@ def test_policies_lists_the_continuous_rules_with_their_aliases(capsys) -> None:
     assert records["jsq-d"]["aliases"]["p2c"] == {"d": 2}
     code, out, _ = run_clean(capsys, ["policies"])
     assert "dispatchlab policies --time continuous" in out
+
+
+def test_a_trace_replays_from_the_command_line(capsys, tmp_path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("".join(f"{0.5 * k},{1 + k % 3}\n" for k in range(400)))
+    code, out, _ = run_clean(capsys, ["run", "--time", "continuous", "--servers", "4x1",
+                                      "--arrivals", f"trace:{trace}", "--json"])
+    assert code == 0
+    data = json.loads(out)
+    assert data["jobs"] == 399 and data["sizes"] == "trace"
+    # λ = 399 jobs over 199.5 time units; mean size 799/400 on Σs = 4
+    assert data["arrival_rate"] == pytest.approx(2.0) and data["load"] == pytest.approx(0.99875)
+    code, _, err = run_clean(capsys, ["run", "--time", "continuous", "--arrivals",
+                                      f"trace:{trace}", "--sizes", "exp:1"])
+    assert code == 2 and err.startswith("error: sizes:"), err

@@ -109,7 +109,8 @@ def run_continuous(*, json_: bool, **settings: Any) -> None:
     policy = given.pop("policy", DEFAULTS["policy"])
     if "policy_params" in given:
         given["policy_params"] = parse_assignments(given["policy_params"])
-    if "rate" not in given:
+    replaying = str(given.get("arrivals", "")).strip().lower().startswith("trace:")
+    if "rate" not in given and not replaying:  # (a trace sets its own rate)
         given.setdefault("load", DEFAULTS["load"])
     given.setdefault("dispatchers", DEFAULTS["dispatchers"])
     result = simulate_continuous(servers, policy, **given)

@@ -84,7 +84,7 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
                sf, si, jf, ji, free, when, tree, idle, empty_at, empty_tree, counts, clock,
                blocks, histogram,
                ints, floats, cumulative, cutoffs, cursor, credit, sample, estimates, probed,
-               arrival_s, size_s, policy_s, update_s):
+               trace_times, trace_sizes, trace_owners, arrival_s, size_s, policy_s, update_s):
     """Run at most ``budget`` events; the status (RUNNING, DONE, FULL: the job pool is
     exhausted, the run is unstable or its bound too small) is left in counts[C_STATUS].
 
@@ -92,7 +92,10 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
     with each dispatcher's mean interarrival time. ``estimates``, ``probed`` and
     ``update_s``: the dispatchers' estimates, the push's scratch row and the updates' own
     stream (:mod:`.estimates`); the messages they send in the measured window (between
-    arrivals ``warmup`` and ``jobs``) are counted in counts[C_MESSAGES]."""
+    arrivals ``warmup`` and ``jobs``) are counted in counts[C_MESSAGES]. A trace
+    (:mod:`.trace`; ``trace_times`` not empty) replaces the arrival streams: one arrival
+    leaf replays its times, job k going to dispatcher ``trace_owners[k]`` (k mod M without
+    that column) with size ``trace_sizes[k]`` (drawn without that column)."""
     N = speeds.size
     width = when.size
     n_blocks = blocks.shape[1]
@@ -102,6 +105,8 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
     track_idle = policy == JIQ or policy == LWL
     least_work = policy == LWL
     estimating = policy == L_JSQ or policy == L_POD
+    tracing = trace_times.size > 0
+    dispatchers = cursor.size  # (one round-robin cursor a dispatcher)
     empty_width = empty_at.size
     now = clock[K_NOW]
     for _ in range(budget):
@@ -118,14 +123,20 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
         now = event_time
         counts[C_EVENTS] += 1
         if leaf >= N:  # an arrival at dispatcher m
-            m = leaf - N
+            if tracing:
+                m = trace_owners[arrivals] if trace_owners.size else arrivals % dispatchers
+            else:
+                m = leaf - N
             if free[0] == 0:
                 counts[C_STATUS] = FULL
                 clock[K_NOW] = now
                 return
             job = free[free[0]]
             free[0] -= 1
-            size = draw(size_s, x_code, x_a, x_b, x_c)
+            if trace_sizes.size:
+                size = trace_sizes[arrivals]
+            else:
+                size = draw(size_s, x_code, x_a, x_b, x_c)
             jf[J_ARRIVAL, job] = now
             jf[J_SIZE, job] = size
             ji[J_INDEX, job] = arrivals
@@ -158,7 +169,11 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
             counts[C_IN_SYSTEM] = in_system
             if in_system > counts[C_MAX_IN_SYSTEM]:
                 counts[C_MAX_IN_SYSTEM] = in_system
-            when[leaf] = now + draw(arrival_s, a_code, a_a, a_b, a_c)
+            if tracing:
+                following = arrivals + 1
+                when[leaf] = trace_times[following] if following < trace_times.size else np.inf
+            else:
+                when[leaf] = now + draw(arrival_s, a_code, a_a, a_b, a_c)
             carry_up(when, tree, leaf, width)
         else:  # server leaf completes a job
             n = leaf

@@ -17,24 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.continuous import engine
-from dispatchlab.continuous.choose import (
-    L_JSQ,
-    L_POD,
-    LWL,
-    P_D,
-    P_PROBES,
-    WEIGHTED_ROUND_ROBIN,
-)
 from dispatchlab.continuous.laws import Law, parse_arrival_shape, parse_size_law
 from dispatchlab.continuous.policies import policy_arrays
-from dispatchlab.continuous.servers import DISCIPLINES, new_pool, new_servers
-from dispatchlab.continuous.summary import SECTIONS, Replication, means, quantiles, stability_of
-from dispatchlab.continuous.tournament import build_tree, tree_size
+from dispatchlab.continuous.replicate import Settings, run_replication
+from dispatchlab.continuous.servers import DISCIPLINES
+from dispatchlab.continuous.summary import means, quantiles, stability_of
+from dispatchlab.continuous.trace import JobTrace, load_job_trace
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
 from dispatchlab.core.pools import map_tasks
-from dispatchlab.core.signals import api_stops, interruption, stops_caught
+from dispatchlab.core.signals import api_stops
 from dispatchlab.model.service import parse_rates
 from dispatchlab.model.values import as_int, as_number, as_text
 from dispatchlab.stats.estimators import Estimate
@@ -43,11 +35,6 @@ from dispatchlab.stats.estimators import Estimate
 DEFAULT_JOBS = 1_000_000
 #: the most jobs in system a run holds before it is judged unstable (unless ``bound``)
 DEFAULT_BOUND = 1_000_000
-#: events per call of the compiled loop (Python checks for Ctrl-C between calls): at most
-#: ~0.5 s even for LWL at N = 10⁴ (~2 µs an event)
-EVENTS_PER_CHUNK = 1 << 18
-#: response-time blocks a run's statistics are kept in (for batch means)
-BLOCKS = 256
 QUANTILE_LEVELS = (0.5, 0.9, 0.99)
 
 
@@ -101,66 +88,6 @@ class ContinuousResult:
         return self.jobs * self.replications / self.seconds if self.seconds > 0 else math.nan
 
 
-def _check(value: Any, low: int, high: int, name: str) -> int:
-    return as_int(value, name, low, high)
-
-
-def _run_task(task: tuple[np.random.SeedSequence, int, int, dict[str, Any]]) -> Replication:
-    """One replication from a picklable task (seed, jobs, warm-up, settings), for a pool."""
-    seed, jobs, warmup, settings = task
-    return _one_run(seed, jobs=jobs, warmup=warmup, **settings)
-
-
-def _one_run(seed: np.random.SeedSequence, *, speeds: np.ndarray, dispatchers: int,
-             discipline: int, policy: Any, arrival_law: Law, size_law: Law, jobs: int,
-             warmup: int, bound: int) -> Replication:
-    arrival_stream, size_stream, policy_stream, phase_stream, update_stream = (
-        make_rng_state(child) for child in seed.spawn(5))
-    N = speeds.size
-    sf, si = new_servers(N)
-    jf, ji, free = new_pool(bound)
-    width = tree_size(N + dispatchers)
-    when = np.full(width, np.inf)
-    # each dispatcher's first arrival: at a uniform fraction of an interarrival time
-    for m in range(dispatchers):
-        when[N + m] = engine.draw_phase(phase_stream, arrival_law.code, arrival_law.a,
-                                        arrival_law.b, arrival_law.c)
-    tree = np.zeros(2 * width, dtype=np.int64)
-    build_tree(when, tree, width)
-    empty_at = np.zeros(tree_size(N) if policy.code == LWL else 1)
-    empty_at[N:] = np.inf
-    empty_tree = np.zeros(2 * empty_at.size, dtype=np.int64)
-    build_tree(empty_at, empty_tree, empty_at.size)
-    idle = np.zeros(2 * N + 1, dtype=np.int64)
-    idle[:N] = np.arange(N)
-    idle[N] = N
-    idle[N + 1:] = np.arange(N)
-    counts = np.zeros(engine.N_COUNTS, dtype=np.int64)
-    clock = np.zeros(engine.N_CLOCK)
-    blocks = np.zeros((engine.N_BLOCK_ROWS, min(BLOCKS, jobs - warmup)))
-    histogram = np.zeros((min(SECTIONS, jobs - warmup), engine.HISTOGRAM_BINS), dtype=np.int64)
-    credit = np.zeros((dispatchers, N) if policy.code == WEIGHTED_ROUND_ROBIN else (1, 1))
-    cursor = np.zeros(dispatchers, dtype=np.int64)
-    sample = np.zeros(max(int(policy.ints[P_D]), 1), dtype=np.int64)
-    estimating = policy.code in (L_JSQ, L_POD)
-    estimates = np.zeros((dispatchers, N) if estimating else (1, 1), dtype=np.int64)
-    probed = np.zeros(max(int(policy.ints[P_PROBES]), 1), dtype=np.int64)
-    arrival = np.array([arrival_law.code, arrival_law.a, arrival_law.b, arrival_law.c])
-    size = np.array([size_law.code, size_law.a, size_law.b, size_law.c])
-    with stops_caught() as stopped:  # Ctrl-C, SIGTERM: between two chunks
-        while counts[engine.C_STATUS] == engine.RUNNING:
-            engine.run_events(EVENTS_PER_CHUNK, discipline, policy.code, speeds, arrival,
-                              size, jobs, warmup, sf, si, jf, ji, free, when, tree, idle,
-                              empty_at, empty_tree, counts, clock, blocks, histogram,
-                              policy.ints, policy.floats, policy.cumulative, policy.cutoffs,
-                              cursor, credit, sample, estimates, probed, arrival_stream,
-                              size_stream, policy_stream, update_stream)
-            if stopped():
-                raise interruption(stopped(), f"at job {int(counts[engine.C_ARRIVALS]):,} "
-                                   f"of {jobs:,} ({policy.name}, continuous time)")
-    return Replication(blocks, histogram, counts)
-
-
 @api_stops()
 def simulate_continuous(
     servers: Any,
@@ -168,11 +95,11 @@ def simulate_continuous(
     *,
     load: float | None = None,
     rate: float | None = None,
-    sizes: str = "exp:1",
+    sizes: str | None = None,
     arrivals: str = "poisson",
     discipline: str = "fifo",
     dispatchers: int = 1,
-    jobs: int = DEFAULT_JOBS,
+    jobs: int | None = None,
     warmup: int | None = None,
     seed: int = 0,
     replications: int = 1,
@@ -185,53 +112,48 @@ def simulate_continuous(
 
     ``servers``: the speeds s_n, as a list or ``COUNTxSPEED,…`` (``"10x1,10x2"``).
     ``load`` ρ or ``rate`` λ (one of them): λ = ρ·Σ s_n / E[X]. ``sizes``: the job-size law
-    (:mod:`dispatchlab.continuous.laws`); ``arrivals``: each dispatcher's interarrival
-    shape; ``discipline``: ``fifo``, ``ps`` or ``srpt``. ``jobs`` jobs are simulated per
-    replication, the first ``warmup`` (default a tenth) unmeasured. The same ``seed`` gives
-    every policy the same arrival times and sizes (common random numbers). Replications
+    (:mod:`dispatchlab.continuous.laws`, default ``exp:1``); ``arrivals``: each
+    dispatcher's interarrival shape, or ``trace:PATH`` (:mod:`.trace`: its times, and its
+    sizes and dispatchers when it has them, replayed; it sets the rate, and its jobs but
+    the last are the run's unless ``jobs`` asks for fewer); ``discipline``: ``fifo``,
+    ``ps`` or ``srpt``. ``jobs`` jobs are simulated per replication (default 10⁶), the
+    first ``warmup`` (default a tenth) unmeasured. The same ``seed`` gives every policy
+    the same arrival times and sizes (common random numbers). Replications
     run on ``workers`` processes (default: every core the process may use), each
     bit-identical to its run in this process.
     """
     refuse_unknown(simulate_continuous, unknown)
     speeds = parse_rates(servers)
-    size_law = parse_size_law(sizes)
-    shape = parse_arrival_shape(arrivals)
     discipline_name = as_text(discipline, "discipline").strip().lower()
     require(discipline_name in DISCIPLINES, "discipline",
             f"unknown discipline {discipline!r}; allowed: {', '.join(DISCIPLINES)}")
-    dispatchers = _check(dispatchers, 1, 1 << 20, "dispatchers")
-    jobs = _check(jobs, 2, INTEGER_LIMIT, "jobs")
-    warmup = jobs // 10 if warmup is None else _check(warmup, 0, jobs - 1, "warmup")
-    require(warmup < jobs, "warmup", f"must be < jobs = {jobs:,} (got {warmup:,})")
-    seed = _check(seed, 0, INTEGER_LIMIT, "seed")
-    replications = _check(replications, 1, 100_000, "replications")
-    bound = _check(bound, 1, 1 << 31, "bound")
+    dispatchers = as_int(dispatchers, "dispatchers", 1, 1 << 20)
+    trace = _trace(arrivals, dispatchers, sizes)
+    size_law = parse_size_law("exp:1" if sizes is None else sizes)
+    shape = parse_arrival_shape("poisson" if trace is not None else arrivals)
+    if jobs is None:  # a trace's last arrival closes its window
+        jobs = DEFAULT_JOBS if trace is None else trace.times.size - 1
+    jobs = as_int(jobs, "jobs", 2, INTEGER_LIMIT)
+    require(trace is None or jobs < trace.times.size, "jobs",
+            f"the trace holds {0 if trace is None else trace.times.size:,} jobs, and its last "
+            f"arrival closes the measured window: jobs must be ≤ "
+            f"{0 if trace is None else trace.times.size - 1:,} (got {jobs:,})")
+    warmup = jobs // 10 if warmup is None else as_int(warmup, "warmup", 0, jobs - 1)
+    seed = as_int(seed, "seed", 0, INTEGER_LIMIT)
+    replications = as_int(replications, "replications", 1, 100_000)
+    bound = as_int(bound, "bound", 1, 1 << 31)
     if workers is not None:
-        workers = _check(workers, 1, 4096, "workers")
-    require((load is None) != (rate is None), "load",
-            "give exactly one of load (ρ) and rate (λ)")
-    capacity = float(speeds.sum())
-    if load is not None:
-        rho = as_number(load, "load")
-        require(0 < rho < 1, "load", f"ρ must lie in (0, 1): at ρ ≥ 1 no policy is stable "
-                                     f"(got {rho:g})")
-        arrival_rate = rho * capacity / size_law.mean
-    else:
-        arrival_rate = as_number(rate, "rate")
-        require(arrival_rate > 0, "rate", f"λ must be > 0 (got {arrival_rate:g})")
-        rho = arrival_rate * size_law.mean / capacity
-        require(rho < 1, "rate", f"λ·E[X]/Σs = {rho:g} ≥ 1: no policy is stable")
+        workers = as_int(workers, "workers", 1, 4096)
+    arrival_rate, rho = _rates(load, rate, float(speeds.sum()), size_law, trace)
     policy_info = policy_arrays(policy, policy_params, speeds, size_law)
-    arrival_law = shape.with_mean(dispatchers / arrival_rate)
-    settings = {"speeds": speeds, "dispatchers": dispatchers, "policy": policy_info,
-                "discipline": DISCIPLINES[discipline_name], "arrival_law": arrival_law,
-                "size_law": size_law, "bound": bound}
+    settings = Settings(speeds, dispatchers, DISCIPLINES[discipline_name], policy_info,
+                        shape.with_mean(dispatchers / arrival_rate), size_law, bound, trace)
     # two jobs first, so that the speed measured below leaves out loading (or compiling)
     # the event loop
-    _one_run(np.random.SeedSequence(0), jobs=2, warmup=0, **settings)
+    run_replication((np.random.SeedSequence(0), 2, 0, settings))
     started = time.perf_counter()
-    runs = map_tasks(_run_task, [(child, jobs, warmup, settings) for child
-                                 in np.random.SeedSequence(seed).spawn(replications)],
+    runs = map_tasks(run_replication, [(child, jobs, warmup, settings) for child
+                                       in np.random.SeedSequence(seed).spawn(replications)],
                      workers=workers)
     seconds = time.perf_counter() - started
     stability, evidence = stability_of(runs, bound, jobs - warmup)
@@ -242,13 +164,49 @@ def simulate_continuous(
         ("mean_response", "mean_slowdown", "mean_in_system", "waiting_probability"), nan)
     return ContinuousResult(
         policy=policy_info.name, policy_params=policy_info.params, discipline=discipline_name,
-        speeds=speeds, arrival_rate=arrival_rate, load=rho, sizes=size_law.text,
-        arrivals=shape.text, dispatchers=dispatchers, jobs=jobs, warmup=warmup,
-        replications=replications, seed=seed, stability=stability,
-        stability_evidence=evidence,
+        speeds=speeds, arrival_rate=arrival_rate, load=rho,
+        sizes="trace" if trace is not None and trace.sizes.size else size_law.text,
+        arrivals=f"trace:{trace.path}" if trace is not None else shape.text,
+        dispatchers=dispatchers, jobs=jobs, warmup=warmup, replications=replications,
+        seed=seed, stability=stability, stability_evidence=evidence,
         response_quantiles=quantiles(runs, QUANTILE_LEVELS) if stable else {},
         messages_per_job=float(sum(run.counts[engine.C_MESSAGES] for run in runs))
         / ((jobs - warmup) * replications),
         max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
         events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
         notes=notes, **estimates)
+
+
+def _trace(arrivals: Any, dispatchers: int, sizes: Any) -> JobTrace | None:
+    """The job trace ``arrivals`` names (``trace:PATH``), checked against ``sizes``."""
+    text = as_text(arrivals, "arrivals").strip()
+    if not text.lower().startswith("trace:"):
+        return None
+    path = text[len("trace:"):].strip()
+    require(bool(path), "arrivals", "trace needs a file: trace:PATH")
+    trace = load_job_trace(path, dispatchers)
+    require(sizes is None or not trace.sizes.size, "sizes",
+            f"the trace {trace.path!r} gives every job's size: leave sizes out")
+    return trace
+
+
+def _rates(load: Any, rate: Any, capacity: float, sizes: Law,
+           trace: JobTrace | None) -> tuple[float, float]:
+    """(λ, ρ) from the load or the rate, or from the trace (which fixes both)."""
+    if trace is not None:
+        require(load is None and rate is None, "load" if load is not None else "rate",
+                "a trace sets its own arrival rate: leave load and rate out")
+        mean = float(trace.sizes.mean()) if trace.sizes.size else sizes.mean
+        return trace.rate, trace.rate * mean / capacity
+    require((load is None) != (rate is None), "load",
+            "give exactly one of load (ρ) and rate (λ)")
+    if load is not None:
+        rho = as_number(load, "load")
+        require(0 < rho < 1, "load", f"ρ must lie in (0, 1): at ρ ≥ 1 no policy is stable "
+                                     f"(got {rho:g})")
+        return rho * capacity / sizes.mean, rho
+    arrival_rate = as_number(rate, "rate")
+    require(arrival_rate > 0, "rate", f"λ must be > 0 (got {arrival_rate:g})")
+    rho = arrival_rate * sizes.mean / capacity
+    require(rho < 1, "rate", f"λ·E[X]/Σs = {rho:g} ≥ 1: no policy is stable")
+    return arrival_rate, rho

@@ -1,0 +1,105 @@
+"""One replication of a continuous-time run: its arrays set up, the event loop run in
+chunks (Ctrl-C and SIGTERM between two of them), what it measured returned."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dispatchlab.compiled.rng import make_rng_state
+from dispatchlab.continuous import engine
+from dispatchlab.continuous.choose import (
+    L_JSQ,
+    L_POD,
+    LWL,
+    P_D,
+    P_PROBES,
+    WEIGHTED_ROUND_ROBIN,
+)
+from dispatchlab.continuous.laws import Law
+from dispatchlab.continuous.servers import new_pool, new_servers
+from dispatchlab.continuous.summary import SECTIONS, Replication
+from dispatchlab.continuous.tournament import build_tree, tree_size
+from dispatchlab.continuous.trace import JobTrace
+from dispatchlab.core.signals import interruption, stops_caught
+
+#: events per call of the compiled loop (Python checks for Ctrl-C between calls): at most
+#: ~0.5 s even for LWL at N = 10⁴ (~2 µs an event)
+EVENTS_PER_CHUNK = 1 << 18
+#: response-time blocks a run's statistics are kept in (for batch means)
+BLOCKS = 256
+_NO_TRACE = (np.empty(0), np.empty(0), np.empty(0, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every replication of a run shares (picklable, for a pool's workers)."""
+
+    speeds: np.ndarray
+    dispatchers: int
+    discipline: int
+    policy: Any  # policies.PolicyArrays
+    arrival_law: Law  # each dispatcher's interarrival law (unused with a trace)
+    size_law: Law
+    bound: int
+    trace: JobTrace | None = None
+
+
+def _first_arrivals(settings: Settings, phase_stream: np.ndarray, when: np.ndarray) -> None:
+    """Each stream's first arrival: a trace's first time, or for each dispatcher a uniform
+    fraction of an interarrival time (engine.draw_phase)."""
+    N, law = settings.speeds.size, settings.arrival_law
+    if settings.trace is not None:
+        when[N] = settings.trace.times[0]
+        return
+    for m in range(settings.dispatchers):
+        when[N + m] = engine.draw_phase(phase_stream, law.code, law.a, law.b, law.c)
+
+
+def run_replication(task: tuple[np.random.SeedSequence, int, int, Settings]) -> Replication:
+    """The replication of ``task`` = (its seed, jobs, warm-up, the run's settings)."""
+    seed, jobs, warmup, settings = task
+    arrival_stream, size_stream, policy_stream, phase_stream, update_stream = (
+        make_rng_state(child) for child in seed.spawn(5))
+    policy, N, M = settings.policy, settings.speeds.size, settings.dispatchers
+    sf, si = new_servers(N)
+    jf, ji, free = new_pool(settings.bound)
+    width = tree_size(N + (1 if settings.trace is not None else M))
+    when = np.full(width, np.inf)
+    _first_arrivals(settings, phase_stream, when)
+    tree = np.zeros(2 * width, dtype=np.int64)
+    build_tree(when, tree, width)
+    empty_at = np.zeros(tree_size(N) if policy.code == LWL else 1)
+    empty_at[N:] = np.inf
+    empty_tree = np.zeros(2 * empty_at.size, dtype=np.int64)
+    build_tree(empty_at, empty_tree, empty_at.size)
+    idle = np.concatenate([np.arange(N), [N], np.arange(N)]).astype(np.int64)
+    counts = np.zeros(engine.N_COUNTS, dtype=np.int64)
+    clock = np.zeros(engine.N_CLOCK)
+    blocks = np.zeros((engine.N_BLOCK_ROWS, min(BLOCKS, jobs - warmup)))
+    histogram = np.zeros((min(SECTIONS, jobs - warmup), engine.HISTOGRAM_BINS), np.int64)
+    credit = np.zeros((M, N) if policy.code == WEIGHTED_ROUND_ROBIN else (1, 1))
+    cursor = np.zeros(M, dtype=np.int64)
+    sample = np.zeros(max(int(policy.ints[P_D]), 1), dtype=np.int64)
+    estimates = np.zeros((M, N) if policy.code in (L_JSQ, L_POD) else (1, 1), np.int64)
+    probed = np.zeros(max(int(policy.ints[P_PROBES]), 1), dtype=np.int64)
+    trace = settings.trace
+    trace_arrays = (_NO_TRACE if trace is None else (trace.times, trace.sizes,
+                                                        trace.dispatchers))
+    laws = [np.array([law.code, law.a, law.b, law.c])
+            for law in (settings.arrival_law, settings.size_law)]
+    with stops_caught() as stopped:  # Ctrl-C, SIGTERM: between two chunks
+        while counts[engine.C_STATUS] == engine.RUNNING:
+            engine.run_events(EVENTS_PER_CHUNK, settings.discipline, policy.code,
+                              settings.speeds, *laws, jobs, warmup, sf, si, jf, ji, free,
+                              when, tree, idle, empty_at, empty_tree, counts, clock, blocks,
+                              histogram, policy.ints, policy.floats, policy.cumulative,
+                              policy.cutoffs, cursor, credit, sample, estimates, probed,
+                              *trace_arrays, arrival_stream, size_stream, policy_stream,
+                              update_stream)
+            if stopped():
+                raise interruption(stopped(), f"at job {int(counts[engine.C_ARRIVALS]):,} "
+                                   f"of {jobs:,} ({policy.name}, continuous time)")
+    return Replication(blocks, histogram, counts)

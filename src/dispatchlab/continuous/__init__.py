@@ -8,6 +8,8 @@ balancers (P2C, least request). :func:`simulate_continuous` runs it; the slotted
 ``dispatchlab.simulate`` is untouched.
 """
 
+from dispatchlab.continuous.compare import ContinuousComparison, compare_continuous
 from dispatchlab.continuous.run import ContinuousResult, simulate_continuous
 
-__all__ = ["ContinuousResult", "simulate_continuous"]
+__all__ = ["ContinuousComparison", "ContinuousResult", "compare_continuous",
+           "simulate_continuous"]

@@ -81,6 +81,9 @@ class ContinuousResult:
     events: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    #: each replication's block sums (engine.B_* rows × blocks of equal job counts), for
+    #: paired comparisons (:mod:`.compare`)
+    blocks: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def jobs_per_second(self) -> float:
@@ -174,7 +177,7 @@ def simulate_continuous(
         / ((jobs - warmup) * replications),
         max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
         events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
-        notes=notes, **estimates)
+        notes=notes, blocks=tuple(run.blocks for run in runs), **estimates)
 
 
 def _trace(arrivals: Any, dispatchers: int, sizes: Any) -> JobTrace | None:

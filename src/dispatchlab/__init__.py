@@ -19,6 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr__ below
     from dispatchlab import policies
+    from dispatchlab.continuous import (
+        ContinuousComparison,
+        ContinuousResult,
+        compare_continuous,
+        simulate_continuous,
+    )
     from dispatchlab.core.errors import ValidationError
     from dispatchlab.experiments.sweeps import sweep
     from dispatchlab.model import System
@@ -37,6 +43,8 @@ from dispatchlab.core.version import __version__  # noqa: E402
 
 #: public name -> the module that defines it (``policies`` is the subpackage itself)
 _HOMES = {
+    "ContinuousComparison": "dispatchlab.continuous",
+    "ContinuousResult": "dispatchlab.continuous",
     "Policy": "dispatchlab.policies",
     "Result": "dispatchlab.simulation.result",
     "System": "dispatchlab.model",
@@ -47,6 +55,7 @@ _HOMES = {
     "Trajectory": "dispatchlab.simulation.measures",
     "ValidationError": "dispatchlab.core.errors",
     "compare": "dispatchlab.simulation.compare",
+    "compare_continuous": "dispatchlab.continuous",  # continuous time (numba on first run)
     "exact": "dispatchlab.simulation.exact",  # scipy, on first call
     "fluid": "dispatchlab.simulation.fluid",
     "make_policy": "dispatchlab.policies",
@@ -55,10 +64,13 @@ _HOMES = {
     "plot_trajectory": "dispatchlab.report.result_plots",
     "policy_names": "dispatchlab.policies",
     "simulate": "dispatchlab.simulation.run",
+    "simulate_continuous": "dispatchlab.continuous",
     "sweep": "dispatchlab.experiments.sweeps",  # pandas and the store
 }
 
 __all__ = [
+    "ContinuousComparison",
+    "ContinuousResult",
     "PairedComparison",
     "PerServer",
     "Policy",
@@ -70,6 +82,7 @@ __all__ = [
     "ValidationError",
     "__version__",
     "compare",
+    "compare_continuous",
     "exact",
     "fluid",
     "make_policy",
@@ -79,6 +92,7 @@ __all__ = [
     "policies",
     "policy_names",
     "simulate",
+    "simulate_continuous",
     "sweep",
 ]
 

@@ -92,3 +92,10 @@ def test_small_slots_table_holds_what_it_says() -> None:
         assert 1 <= float(ratio) <= 3
         gaps.append(float(gap))
     assert gaps == sorted(gaps, reverse=True)
+
+
+def test_the_gallery_shows_the_continuous_figures() -> None:
+    gallery = (ROOT / "docs" / "gallery.md").read_text(encoding="utf-8")
+    for name in ("compare", "small_slots"):
+        assert (ROOT / "docs" / "continuous-figures" / f"{name}.png").is_file()
+        assert f"(continuous-figures/{name}.png)" in gallery

@@ -96,3 +96,68 @@ def test_a_trace_replays_from_the_command_line(capsys, tmp_path) -> None:
     code, _, err = run_clean(capsys, ["run", "--time", "continuous", "--arrivals",
                                       f"trace:{trace}", "--sizes", "exp:1"])
     assert code == 2 and err.startswith("error: sizes:"), err
+
+
+SPEC = """
+[system]
+servers = "4x1"
+load = 0.7
+sizes = "hyperexp:1,4"
+discipline = "ps"
+
+[policy]
+name = "l-jsq"
+params = {update = "push", p = 0.5}
+
+[run]
+time = "continuous"
+jobs = 20000
+seed = 3
+"""
+
+
+def test_a_continuous_spec_runs_and_the_command_line_overrides_it(capsys, tmp_path) -> None:
+    spec = tmp_path / "run.toml"
+    spec.write_text(SPEC)
+    code, out, _ = run_clean(capsys, ["run", str(spec), "--json"])
+    assert code == 0
+    data = json.loads(out)
+    assert (data["time"], data["policy"], data["discipline"], data["jobs"]) == (
+        "continuous", "l-jsq", "ps", 20000)
+    assert data["params"]["update"] == "push" and data["params"]["p"] == 0.5
+    code, out, _ = run_clean(capsys, ["run", str(spec), "--json", "--set", "p=0.25",
+                                      "--load", "0.5", "--jobs", "10000"])
+    data = json.loads(out)
+    assert data["params"]["p"] == 0.25 and data["load"] == pytest.approx(0.5)
+    assert data["jobs"] == 10000 and data["params"]["update"] == "push"
+
+
+def test_a_spec_s_trace_is_found_beside_it(capsys, tmp_path) -> None:
+    (tmp_path / "jobs.csv").write_text("".join(f"{0.5 * k},1\n" for k in range(300)))
+    spec = tmp_path / "replay.toml"
+    spec.write_text('[system]\nservers = "2x1"\narrivals = "trace:jobs.csv"\n'
+                    '[run]\ntime = "continuous"\n')
+    code, out, _ = run_clean(capsys, ["run", str(spec), "--json"])
+    assert code == 0 and json.loads(out)["jobs"] == 299
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('[run]\ntime = "continuous"\njobs = "many"\n', "run.jobs"),
+    ('[run]\ntime = "continuous"\nslots = 10\n', "run.slots"),
+    ('[system]\nservice = "geometric"\n[run]\ntime = "continuous"\n', "system.service"),
+    ('[run]\ntime = "discrete"\n', "run.time"),
+    ('[policy]\nname = 3\n[run]\ntime = "continuous"\n', "policy.name"),
+    ('[system]\nservers = [1, "x"]\n[run]\ntime = "continuous"\n', "system.servers[1]"),
+])
+def test_a_bad_continuous_spec_is_one_line(capsys, tmp_path, text, field) -> None:
+    spec = tmp_path / "bad.toml"
+    spec.write_text(text)
+    code, _, err = run_clean(capsys, ["run", str(spec)])
+    assert code == 2 and err.startswith(f"error: {field}:"), err
+
+
+def test_a_slotted_spec_may_say_so(capsys, tmp_path) -> None:
+    spec = tmp_path / "slotted.toml"
+    spec.write_text('[policy]\nname = "jsq"\n[run]\ntime = "slotted"\nslots = 2000\n')
+    code, out, _ = run_clean(capsys, ["run", str(spec), "--json", "--delay", "off"])
+    assert code == 0 and json.loads(out)["slots"] == 2000

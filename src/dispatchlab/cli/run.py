@@ -99,11 +99,14 @@ def run_command(
     """Simulate one policy on one system and report ΣQ, delay, messages and stability
     (with --time continuous: response time, slowdown and number in system)."""
     from dispatchlab.cli.run_continuous import refuse_other_model, run_continuous, time_model
+    from dispatchlab.core.documents import read_toml
     from dispatchlab.core.imports import import_user_modules
+    from dispatchlab.specs.continuous import continuous_settings, spec_time
 
-    if time_model(time) == "continuous":
+    document = read_toml(spec, "spec", "spec file") if spec is not None else {}
+    if time_model(time if time is not None else spec_time(document)) == "continuous":
         refuse_other_model("continuous", {
-            "spec": spec, "epsilon": epsilon, "beta": beta, "service": service,
+            "epsilon": epsilon, "beta": beta, "service": service,
             "dispatch": dispatch, "split": split, "dispatcher_weights": dispatcher_weights,
             "allow_unstable": allow_unstable, "slots": slots, "warmup_method": warmup_method,
             "estimator": estimator, "start": start, "delay": delay,
@@ -112,18 +115,25 @@ def run_command(
             "trajectory_servers": trajectory_servers,
             "precision_rel": precision_rel, "precision_abs": precision_abs,
             "precision_max_slots": precision_max_slots, "import": import_})
-        with run_status(f"simulating {escape(policy or 'jsq')} in continuous time …", 1):
-            run_continuous(json_=json_, servers=servers, policy=policy, policy_params=set_,
-                           dispatchers=dispatchers, load=load, arrivals=arrivals,
-                           sizes=sizes, discipline=discipline, jobs=jobs, warmup=warmup,
-                           replications=replications, seed=seed, workers=workers)
+        written = continuous_settings(document, spec.parent) if spec is not None else {}
+        given = {"servers": servers, "policy": policy, "dispatchers": dispatchers,
+                 "load": load, "arrivals": arrivals, "sizes": sizes,
+                 "discipline": discipline, "jobs": jobs, "warmup": warmup,
+                 "replications": replications, "seed": seed, "workers": workers}
+        if load is not None:  # the command line's load replaces the spec's rate
+            written.pop("rate", None)
+        settings = {**written, **{k: v for k, v in given.items() if v is not None}}
+        label = settings.get("policy", "jsq")
+        with run_status(f"simulating {escape(label)} in continuous time …", 1):
+            run_continuous(json_=json_, assignments=set_, **settings)
         return
     refuse_other_model("slotted", {"sizes": sizes, "discipline": discipline, "jobs": jobs})
     from dispatchlab.simulation.work_guard import check_work, system_work
     from dispatchlab.specs.run import RunSpec, parse_assignments
 
     import_user_modules(import_ or [])  # asked for here; a spec file never imports
-    base = RunSpec.from_toml(spec) if spec is not None else RunSpec()
+    base = RunSpec.from_mapping(document, base_dir=spec.parent) if spec is not None \
+        else RunSpec()
     run_spec = base.with_overrides(
         policy=policy, params=parse_assignments(set_) or None, servers=servers,
         dispatchers=dispatchers, load=load, epsilon=epsilon, beta=beta, arrivals=arrivals,

@@ -98,17 +98,19 @@ def continuous_json(result: Any, label: str) -> dict[str, Any]:
             "jobs_per_second": result.jobs_per_second, "notes": result.notes}
 
 
-def run_continuous(*, json_: bool, **settings: Any) -> None:
-    """Run and print one continuous-time run; ``settings`` are ``simulate_continuous``'s,
-    None where not given (the defaults apply)."""
+def run_continuous(*, json_: bool, assignments: list[str] | None, **settings: Any) -> None:
+    """Run and print one continuous-time run; ``settings`` are ``simulate_continuous``'s
+    (from a spec and the command line), ``assignments`` the ``--set KEY=VALUE`` items
+    merged into the spec's policy parameters."""
     from dispatchlab.continuous import simulate_continuous
     from dispatchlab.specs.run import parse_assignments
 
-    given = {key: value for key, value in settings.items() if value is not None}
+    given = dict(settings)
     servers = given.pop("servers", DEFAULTS["servers"])
     policy = given.pop("policy", DEFAULTS["policy"])
-    if "policy_params" in given:
-        given["policy_params"] = parse_assignments(given["policy_params"])
+    if assignments:
+        given["policy_params"] = {**given.get("policy_params", {}),
+                                  **parse_assignments(assignments)}
     replaying = str(given.get("arrivals", "")).strip().lower().startswith("trace:")
     if "rate" not in given and not replaying:  # (a trace sets its own rate)
         given.setdefault("load", DEFAULTS["load"])

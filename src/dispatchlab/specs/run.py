@@ -359,6 +359,9 @@ class RunSpec:
             system_spec = replace(system_spec,
                                   arrivals=_resolve_trace(system_spec.arrivals, base_dir))
         run = tables["run"]
+        time = run.pop("time", "slotted")
+        require(time == "slotted", "run.time", f"this reader takes slotted runs (got "
+                f"{time!r}; dispatchlab run reads continuous-time specs too)")
         refuse_renamed(run, "run.")
         check_keys(run, "run", tuple(RUN_CONVERTERS))
         settings = {key: RUN_CONVERTERS[key](value, f"run.{key}") for key, value in run.items()}

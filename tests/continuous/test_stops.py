@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+
 @pytest.fixture(scope="module", autouse=True)
 def compiled_engine() -> None:
     """The event loop compiled into the cache first (a fresh clone's first run compiles

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from dispatchlab.compiled.rng import randint, uniform
+from dispatchlab.compiled.rng import randint, sample_distinct_row, weighted_index
 from dispatchlab.continuous.servers import S_COUNT
 
 (RANDOM, WEIGHTED_RANDOM, ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, JSQ, JSQ_D, JIQ, LWL,
@@ -54,23 +54,16 @@ def _fewest_jobs(values, s, N):
 
 @njit(inline="always", cache=True)
 def _fewest_of_sample(values, s, N, d, replace, sample):
-    """JSQ(d): d servers sampled uniformly (distinct unless ``replace``), the one with the
-    fewest jobs among them, ties at random (reservoir)."""
+    """JSQ(d): d servers sampled uniformly (distinct unless ``replace``: Floyd's
+    algorithm into ``sample``, a (1, d) scratch row), the one with the fewest jobs among
+    them, ties at random (reservoir)."""
+    if not replace:
+        sample_distinct_row(s, N, d, sample, 0)
     best = -1
     least = 0
     ties = 0
     for k in range(d):
-        n = randint(s, N)
-        if not replace:
-            fresh = False
-            while not fresh:  # rejection: d ≤ N, and d is small against N in practice
-                fresh = True
-                for i in range(k):
-                    if sample[i] == n:
-                        fresh = False
-                        n = randint(s, N)
-                        break
-            sample[k] = n
+        n = randint(s, N) if replace else sample[0, k]
         q = values[n]
         if best < 0 or q < least:
             best, least, ties = n, q, 1
@@ -79,20 +72,6 @@ def _fewest_of_sample(values, s, N, d, replace, sample):
             if randint(s, ties) == 0:
                 best = n
     return best
-
-
-@njit(inline="always", cache=True)
-def _weighted_index(cumulative, s):
-    """n with probability proportional to cumulative[n] − cumulative[n−1] (binary search)."""
-    target = uniform(s) * cumulative[cumulative.size - 1]
-    low, high = 0, cumulative.size - 1
-    while low < high:
-        middle = (low + high) // 2
-        if cumulative[middle] > target:
-            high = middle
-        else:
-            low = middle + 1
-    return low
 
 
 @njit(inline="always", cache=True)
@@ -120,7 +99,7 @@ def choose(policy, m, size, si, speeds, ints, cumulative, cutoffs, cursor, credi
     if policy == RANDOM:
         return randint(s, N)
     if policy == WEIGHTED_RANDOM:
-        return _weighted_index(cumulative, s)
+        return weighted_index(s, cumulative)
     if policy == ROUND_ROBIN:
         n = cursor[m]
         cursor[m] = n + 1 if n + 1 < N else 0

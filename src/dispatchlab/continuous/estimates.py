@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from dispatchlab.compiled.rng import randint, uniform
+from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
 from dispatchlab.continuous.choose import P_INCREMENT, P_PROBES, P_UPDATE, PULL, PUSH
 from dispatchlab.continuous.servers import S_COUNT
 
@@ -38,19 +38,10 @@ def after_dispatch(estimates, m, n, si, ints, floats, s, probed):
         estimates[m, n] += 1
     if ints[P_UPDATE] != PUSH or not uniform(s) < floats[F_P]:
         return 0
-    N = si.shape[1]
     probes = ints[P_PROBES]
-    for k in range(probes):  # distinct servers (rejection: probes ≤ N)
-        server = randint(s, N)
-        fresh = False
-        while not fresh:
-            fresh = True
-            for i in range(k):
-                if probed[i] == server:
-                    fresh = False
-                    server = randint(s, N)
-                    break
-        probed[k] = server
+    sample_distinct_row(s, si.shape[1], probes, probed, 0)  # (probed: a (1, probes) row)
+    for k in range(probes):
+        server = probed[0, k]
         estimates[m, server] = si[S_COUNT, server]
     return 2 * probes
 

@@ -82,9 +82,9 @@ def run_replication(task: tuple[np.random.SeedSequence, int, int, Settings]) -> 
     histogram = np.zeros((min(SECTIONS, jobs - warmup), engine.HISTOGRAM_BINS), np.int64)
     credit = np.zeros((M, N) if policy.code == WEIGHTED_ROUND_ROBIN else (1, 1))
     cursor = np.zeros(M, dtype=np.int64)
-    sample = np.zeros(max(int(policy.ints[P_D]), 1), dtype=np.int64)
+    sample = np.zeros((1, max(int(policy.ints[P_D]), 1)), dtype=np.int64)
     estimates = np.zeros((M, N) if policy.code in (L_JSQ, L_POD) else (1, 1), np.int64)
-    probed = np.zeros(max(int(policy.ints[P_PROBES]), 1), dtype=np.int64)
+    probed = np.zeros((1, max(int(policy.ints[P_PROBES]), 1)), dtype=np.int64)
     trace = settings.trace
     trace_arrays = (_NO_TRACE if trace is None else (trace.times, trace.sizes,
                                                         trace.dispatchers))

@@ -46,13 +46,13 @@ from dispatchlab.continuous.tournament import carry_up
 (C_ARRIVALS, C_MEASURED_DONE, C_IN_SYSTEM, C_MAX_IN_SYSTEM, C_EVENTS, C_STATUS,
  C_MESSAGES) = range(7)
 N_COUNTS = 7
-K_NOW, K_LAST, K_WINDOW_START, K_WINDOW_END = range(4)
-N_CLOCK = 4
+K_NOW = 0  # the time of the last event
+N_CLOCK = 1
 RUNNING, DONE, FULL = range(3)
-# per block: sums of response times, their squares, slowdowns, jobs found busy, jobs, the
-# integral of the number in system and the time it covers
-B_RESPONSE, B_RESPONSE_SQ, B_SLOWDOWN, B_BUSY, B_JOBS, B_AREA, B_TIME = range(7)
-N_BLOCK_ROWS = 7
+# per block: sums of response times, slowdowns, jobs found busy, jobs, the integral of the
+# number in system and the time it covers
+B_RESPONSE, B_SLOWDOWN, B_BUSY, B_JOBS, B_AREA, B_TIME = range(6)
+N_BLOCK_ROWS = 6
 #: response-time histogram: HISTOGRAM_PER_DECADE bins a decade from 10^HISTOGRAM_LOW_EXP
 HISTOGRAM_PER_DECADE = 100
 HISTOGRAM_LOW_EXP = -6
@@ -140,10 +140,6 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
             jf[J_ARRIVAL, job] = now
             jf[J_SIZE, job] = size
             ji[J_INDEX, job] = arrivals
-            if arrivals == warmup:
-                clock[K_WINDOW_START] = now
-            elif arrivals == jobs:
-                clock[K_WINDOW_END] = now
             counts[C_ARRIVALS] = arrivals + 1
             n = choose(policy, m, size, si, speeds, ints, cumulative, cutoffs, cursor,
                        credit, idle, empty_tree, estimates, policy_s, sample)
@@ -196,7 +192,6 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
                 response = now - jf[J_ARRIVAL, job]
                 b = (index - warmup) * n_blocks // measured
                 blocks[B_RESPONSE, b] += response
-                blocks[B_RESPONSE_SQ, b] += response * response
                 blocks[B_SLOWDOWN, b] += response * speeds[n] / jf[J_SIZE, job]
                 blocks[B_JOBS, b] += 1
                 histogram[(index - warmup) * histogram.shape[0] // measured,

@@ -46,8 +46,10 @@ class ContinuousResult:
     response time over the job's own service time at its server), ``mean_in_system`` E[L]
     (the time-average number of jobs present), ``waiting_probability`` P(the job's server
     was busy when it arrived), each an :class:`~dispatchlab.stats.estimators.Estimate`
-    with a 95 % confidence interval; ``response_quantiles`` {level: value} from a
-    histogram of 100 log-spaced bins a decade (a value is known to about 2.3 %).
+    with a 95 % confidence interval; ``response_quantiles`` {level: Estimate} of the
+    response time, from histograms of 100 log-spaced bins a decade (a quantile is its
+    bin's geometric middle, within ±1.2 % of the sample's), each with a 95 % interval
+    (:func:`.summary.quantiles`).
     ``stability`` is the verdict on the trend of L over the measured jobs
     (:func:`dispatchlab.stats.run_stability.stability_verdict`, each replication judged,
     the worst verdict kept) or "unstable" when a run held more than ``bound`` jobs at once;

@@ -120,3 +120,16 @@ def test_replications_on_a_pool_are_the_runs_in_this_process() -> None:
     pooled = simulate_continuous("3x1,1x2", "lwl", workers=2, **settings)
     assert pooled.mean_response == here.mean_response
     assert pooled.response_quantiles == here.response_quantiles
+
+
+@pytest.mark.parametrize(("policy", "settings", "field"), [
+    ("jsq", {"bound": 1 << 31}, "bound"),
+    ("wrr", {"dispatchers": 1 << 20}, "dispatchers"),
+    ("l-jsq", {"dispatchers": 1 << 20}, "dispatchers"),
+])
+def test_a_run_too_large_for_memory_is_refused_before_allocating(monkeypatch, policy,
+                                                                 settings, field) -> None:
+    monkeypatch.setenv("DISPATCHLAB_MEMORY_LIMIT", "200M")
+    with pytest.raises(ValidationError) as caught:
+        simulate_continuous("100x1", policy, load=0.5, jobs=100, workers=1, **settings)
+    assert caught.value.field == field and "needs about" in str(caught.value)

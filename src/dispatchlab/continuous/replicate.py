@@ -23,6 +23,7 @@ from dispatchlab.continuous.servers import new_pool, new_servers
 from dispatchlab.continuous.summary import SECTIONS, Replication
 from dispatchlab.continuous.tournament import build_tree, tree_size
 from dispatchlab.continuous.trace import JobTrace
+from dispatchlab.core.ram import require_memory
 from dispatchlab.core.signals import interruption, stops_caught
 
 #: events per call of the compiled loop (Python checks for Ctrl-C between calls): at most
@@ -45,6 +46,24 @@ class Settings:
     size_law: Law
     bound: int
     trace: JobTrace | None = None
+
+
+#: bytes a job of the pool takes: three floats, two integers and its free-list entry
+POOL_BYTES_PER_JOB = 6 * 8
+
+
+def check_memory(settings: Settings, processes: int) -> None:
+    """Refuse, before allocating, a run whose arrays would not fit in memory: the job pool
+    (``bound`` jobs) and the dispatchers' M × N matrices (LED's estimates, weighted round
+    robin's credits), once per process that runs replications."""
+    pool = POOL_BYTES_PER_JOB * settings.bound * processes
+    require_memory("bound", pool, f"a job pool of bound = {settings.bound:,} jobs in each of "
+                   f"{processes} process(es)")
+    if settings.policy.code in (L_JSQ, L_POD, WEIGHTED_ROUND_ROBIN):
+        matrix = 8 * settings.dispatchers * settings.speeds.size * processes
+        require_memory("dispatchers", matrix, f"the M × N = {settings.dispatchers:,} × "
+                       f"{settings.speeds.size:,} per-dispatcher state of "
+                       f"{settings.policy.name} in each of {processes} process(es)")
 
 
 def _first_arrivals(settings: Settings, phase_stream: np.ndarray, when: np.ndarray) -> None:

@@ -20,12 +20,12 @@ import numpy as np
 from dispatchlab.continuous import engine
 from dispatchlab.continuous.laws import Law, parse_arrival_shape, parse_size_law
 from dispatchlab.continuous.policies import policy_arrays
-from dispatchlab.continuous.replicate import Settings, run_replication
+from dispatchlab.continuous.replicate import Settings, check_memory, run_replication
 from dispatchlab.continuous.servers import DISCIPLINES
 from dispatchlab.continuous.summary import means, quantiles, stability_of
 from dispatchlab.continuous.trace import JobTrace, load_job_trace
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
-from dispatchlab.core.pools import map_tasks
+from dispatchlab.core.pools import map_tasks, resolve_workers
 from dispatchlab.core.signals import api_stops
 from dispatchlab.model.service import parse_rates
 from dispatchlab.model.values import as_int, as_number, as_text
@@ -153,6 +153,7 @@ def simulate_continuous(
     policy_info = policy_arrays(policy, policy_params, speeds, size_law)
     settings = Settings(speeds, dispatchers, DISCIPLINES[discipline_name], policy_info,
                         shape.with_mean(dispatchers / arrival_rate), size_law, bound, trace)
+    check_memory(settings, resolve_workers(workers, replications))
     # two jobs first, so that the speed measured below leaves out loading (or compiling)
     # the event loop
     run_replication((np.random.SeedSequence(0), 2, 0, settings))

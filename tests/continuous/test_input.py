@@ -133,3 +133,12 @@ def test_a_run_too_large_for_memory_is_refused_before_allocating(monkeypatch, po
     with pytest.raises(ValidationError) as caught:
         simulate_continuous("100x1", policy, load=0.5, jobs=100, workers=1, **settings)
     assert caught.value.field == field and "needs about" in str(caught.value)
+
+
+@pytest.mark.parametrize(("speeds", "sizes"), [([1e-6], "exp:1e5"), ([1.0], "det:1e-8")])
+def test_quantiles_beyond_the_histogram_say_so(speeds, sizes) -> None:
+    result = simulate_continuous(speeds, "random", load=0.5, sizes=sizes, jobs=20_000,
+                                 workers=1)
+    assert math.isfinite(result.mean_response.mean)  # the mean is measured all the same
+    for estimate in result.response_quantiles.values():
+        assert math.isnan(estimate.mean) and "beyond the histogram's range" in estimate.method

@@ -57,11 +57,15 @@ def means(runs: list[Replication]) -> dict[str, Estimate]:
 
 
 def histogram_quantile(histogram: np.ndarray, level: float) -> float:
-    """The ``level`` quantile of a response-time histogram: its bin's geometric middle."""
+    """The ``level`` quantile of a response-time histogram: its bin's geometric middle;
+    NaN when it falls in an end bin, which also holds the times beyond the histogram's
+    range (10⁻⁶ … 10¹⁰) and so cannot say where it lies."""
     total = histogram.sum()
     if total == 0:
         return float("nan")
     index = int(np.searchsorted(np.cumsum(histogram), level * total, side="left"))
+    if index == 0 or index >= engine.HISTOGRAM_BINS - 1:
+        return float("nan")
     return float(10 ** (engine.HISTOGRAM_LOW_EXP + (index + 0.5) / engine.HISTOGRAM_PER_DECADE))
 
 
@@ -82,6 +86,11 @@ def quantiles(runs: list[Replication], levels: tuple[float, ...]) -> dict[float,
             values = np.array([histogram_quantile(section, level)
                                for section in runs[0].histogram])
             method = f"sectioning ({values.size} sections of the run)"
+        if not np.isfinite(point):
+            nan = float("nan")
+            out[level] = Estimate(nan, nan, nan, "beyond the histogram's range (10⁻⁶ … 10¹⁰ "
+                                  "time units): rescale the sizes or speeds", int(values.size))
+            continue
         _, low, high = t_interval(values)
         middle = float(values.mean())
         out[level] = Estimate(point, point + low - middle, point + high - middle, method,

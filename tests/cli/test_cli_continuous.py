@@ -161,3 +161,9 @@ def test_a_slotted_spec_may_say_so(capsys, tmp_path) -> None:
     spec.write_text('[policy]\nname = "jsq"\n[run]\ntime = "slotted"\nslots = 2000\n')
     code, out, _ = run_clean(capsys, ["run", str(spec), "--json", "--delay", "off"])
     assert code == 0 and json.loads(out)["slots"] == 2000
+
+
+def test_the_work_guard_asks_for_yes(capsys) -> None:
+    code, _, err = run_clean(capsys, ["run", "--time", "continuous", "--jobs", str(10**12)])
+    assert code == 2 and err.startswith("error: jobs: this continuous-time run is ")
+    assert "check jobs and replications, or pass --yes" in err

@@ -21,7 +21,7 @@ def compiled_engine() -> None:
 
 
 HUGE = ["run", "--time", "continuous", "--servers", "10x1", "--load", "0.9", "--jobs",
-        str(10**12), "--json"]
+        str(10**12), "--json", "--yes"]  # (--yes: past the work guard)
 
 
 def start(arguments: list[str]) -> subprocess.Popen[str]:

@@ -125,7 +125,7 @@ def run_command(
         settings = {**written, **{k: v for k, v in given.items() if v is not None}}
         label = settings.get("policy", "jsq")
         with run_status(f"simulating {escape(label)} in continuous time …", 1):
-            run_continuous(json_=json_, assignments=set_, **settings)
+            run_continuous(json_=json_, assignments=set_, confirmed=yes, **settings)
         return
     refuse_other_model("slotted", {"sizes": sizes, "discipline": discipline, "jobs": jobs})
     from dispatchlab.simulation.work_guard import check_work, system_work

@@ -98,16 +98,43 @@ def continuous_json(result: Any, label: str) -> dict[str, Any]:
             "jobs_per_second": result.jobs_per_second, "notes": result.notes}
 
 
-def run_continuous(*, json_: bool, assignments: list[str] | None, **settings: Any) -> None:
+#: the cost of a job in the work guard's server-slot updates: about 300 ns (two events),
+#: and JSQ's scan of the N servers, about 1 ns a server (benchmarks/README.md)
+UPDATES_PER_JOB = 10.0
+SERVERS_PER_UPDATE = 30.0
+
+
+def check_continuous_work(servers: Any, jobs: Any, replications: Any, confirmed: bool) -> None:
+    """The work guard of the slotted runs for a continuous-time one: a run far larger than
+    anyone means (``--jobs 10**12``) is refused with its estimate unless ``--yes``."""
+    from dispatchlab.continuous.run import DEFAULT_JOBS
+    from dispatchlab.model.service import parse_rates
+    from dispatchlab.model.values import as_int
+    from dispatchlab.simulation.work_guard import check_work
+
+    count = parse_rates(servers).size
+    jobs = DEFAULT_JOBS if jobs is None else as_int(jobs, "jobs", 2)
+    replications = as_int(replications, "replications", 1)
+    check_work(float(jobs) * replications * (UPDATES_PER_JOB + count / SERVERS_PER_UPDATE),
+               confirmed=confirmed, what="this continuous-time run", field="jobs",
+               check="jobs and replications")
+
+
+def run_continuous(*, json_: bool, assignments: list[str] | None, confirmed: bool = False,
+                   **settings: Any) -> None:
     """Run and print one continuous-time run; ``settings`` are ``simulate_continuous``'s
     (from a spec and the command line), ``assignments`` the ``--set KEY=VALUE`` items
-    merged into the spec's policy parameters."""
+    merged into the spec's policy parameters, ``confirmed`` the ``--yes`` of the work
+    guard."""
     from dispatchlab.continuous import simulate_continuous
     from dispatchlab.specs.run import parse_assignments
 
     given = dict(settings)
     servers = given.pop("servers", DEFAULTS["servers"])
     policy = given.pop("policy", DEFAULTS["policy"])
+    if not str(given.get("arrivals", "")).strip().lower().startswith("trace:"):
+        check_continuous_work(servers, given.get("jobs"), given.get("replications", 1),
+                              confirmed)
     if assignments:
         given["policy_params"] = {**given.get("policy_params", {}),
                                   **parse_assignments(assignments)}

@@ -50,10 +50,11 @@ def describe_work(work: float) -> str:
 
 
 def check_work(work: float, *, confirmed: bool, what: str = "this run",
-               field: str = "budget") -> None:
-    """Refuse ``work`` above :data:`WORK_LIMIT` unless ``confirmed`` (the ``--yes`` flag)."""
+               field: str = "budget", check: str = "slots, replications and rates") -> None:
+    """Refuse ``work`` above :data:`WORK_LIMIT` unless ``confirmed`` (the ``--yes`` flag);
+    ``check`` names what to look at."""
     if confirmed or work <= WORK_LIMIT:
         return
     raise ValidationError(
         field, f"{what} is {describe_work(work)}, above the limit of {WORK_LIMIT:.3g}; "
-        "check slots, replications and rates, or pass --yes to run it anyway")
+        f"check {check}, or pass --yes to run it anyway")

@@ -63,3 +63,30 @@ def test_bad_update_parameters_are_one_error(policy, params, field) -> None:
     with pytest.raises(ValidationError) as caught:
         simulate_continuous("8x1", policy, load=0.5, jobs=1000, policy_params=params)
     assert caught.value.field == field, str(caught.value)
+
+
+def test_shared_stale_information_herds_past_random_routing() -> None:
+    # every `interval` all dispatchers learn the same counts; JSQ on them sends a whole
+    # interval's jobs to the same few queues (Mitzenmacher, "How useful is old
+    # information?"): at interval 10 it is worse than not looking at all
+    settings = {"load": 0.9, "jobs": 100_000, "replications": 4, "dispatchers": 10,
+                "seed": 5, "workers": 1}
+    stale = simulate_continuous("100x1", "stale-jsq", policy_params={"interval": 10.0},
+                                **settings)
+    fresh = simulate_continuous("100x1", "stale-jsq", policy_params={"interval": 0.01},
+                                **settings)
+    blind = simulate_continuous("100x1", "random", **settings)
+    jsq = simulate_continuous("100x1", "jsq", **settings)
+    assert stale.mean_response.ci_low > blind.mean_response.ci_high
+    assert fresh.mean_response.mean == pytest.approx(jsq.mean_response.mean, rel=0.05)
+    # M·N messages a broadcast, λ·interval jobs between two
+    rate = stale.arrival_rate
+    assert stale.messages_per_job == pytest.approx(10 * 100 / (rate * 10.0), rel=0.02)
+
+
+@pytest.mark.parametrize("interval", [0.0, -1.0, float("inf"), "1", True])
+def test_a_bad_broadcast_interval_is_one_error(interval) -> None:
+    with pytest.raises(ValidationError) as caught:
+        simulate_continuous("4x1", "stale-jsq", load=0.5, jobs=1000,
+                            policy_params={"interval": interval})
+    assert caught.value.field == "policy_params.interval", str(caught.value)

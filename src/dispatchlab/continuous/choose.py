@@ -27,7 +27,7 @@ from dispatchlab.continuous.servers import S_COUNT
 #: the estimates' update (UPDATE_*), the servers a push samples, the local increment
 P_D, P_REPLACE, P_UPDATE, P_PROBES, P_INCREMENT = range(5)
 N_POLICY_INTS = 5
-NO_UPDATE, PUSH, PULL = range(3)
+NO_UPDATE, PUSH, PULL, PERIODIC = range(4)
 
 
 @njit(inline="always", cache=True)

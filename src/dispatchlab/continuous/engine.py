@@ -28,7 +28,12 @@ from numba import njit
 
 from dispatchlab.compiled.rng import uniform
 from dispatchlab.continuous.choose import JIQ, L_JSQ, L_POD, LWL, choose
-from dispatchlab.continuous.estimates import after_departure, after_dispatch
+from dispatchlab.continuous.estimates import (
+    F_INTERVAL,
+    after_departure,
+    after_dispatch,
+    broadcast,
+)
 from dispatchlab.continuous.laws import EXPONENTIAL, draw
 from dispatchlab.continuous.servers import (
     J_ARRIVAL,
@@ -84,7 +89,8 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
                sf, si, jf, ji, free, when, tree, idle, empty_at, empty_tree, counts, clock,
                blocks, histogram,
                ints, floats, cumulative, cutoffs, cursor, credit, sample, estimates, probed,
-               trace_times, trace_sizes, trace_owners, arrival_s, size_s, policy_s, update_s):
+               trace_times, trace_sizes, trace_owners, timer, arrival_s, size_s, policy_s,
+               update_s):
     """Run at most ``budget`` events; the status (RUNNING, DONE, FULL: the job pool is
     exhausted, the run is unstable or its bound too small) is left in counts[C_STATUS].
 
@@ -95,7 +101,9 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
     arrivals ``warmup`` and ``jobs``) are counted in counts[C_MESSAGES]. A trace
     (:mod:`.trace`; ``trace_times`` not empty) replaces the arrival streams: one arrival
     leaf replays its times, job k going to dispatcher ``trace_owners[k]`` (k mod M without
-    that column) with size ``trace_sizes[k]`` (drawn without that column)."""
+    that column) with size ``trace_sizes[k]`` (drawn without that column). ``timer``: the
+    leaf of the periodic broadcast of LED's estimates (−1 without one; it fires every
+    floats[F_INTERVAL])."""
     N = speeds.size
     width = when.size
     n_blocks = blocks.shape[1]
@@ -122,7 +130,13 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
             blocks[B_TIME, b] += span
         now = event_time
         counts[C_EVENTS] += 1
-        if leaf >= N:  # an arrival at dispatcher m
+        if leaf == timer:  # every dispatcher learns every count
+            sent = broadcast(estimates, si)
+            if warmup <= arrivals - 1 < jobs:
+                counts[C_MESSAGES] += sent
+            when[leaf] = now + floats[F_INTERVAL]
+            carry_up(when, tree, leaf, width)
+        elif leaf >= N:  # an arrival at dispatcher m
             if tracing:
                 m = trace_owners[arrivals] if trace_owners.size else arrivals % dispatchers
             else:

@@ -9,6 +9,10 @@ decision), and refreshes them by messages after its decisions.
   its count (after the departure) to a dispatcher drawn uniformly: 1 message. A server
   reports only when a job leaves it, so an idle server whose estimates are high stays
   unreported until a job reaches it.
+* **Periodic** (shared, stale information): every ``interval`` time units every
+  dispatcher learns every server's count at once (M·N messages) and keeps it until the
+  next broadcast — the model in which all dispatchers see the same old state and join
+  the same queues (the herd; [Mitz00], Mitzenmacher, "How Useful Is Old Information?").
 * **Increment** (option): a dispatcher adds the job it sends to its estimate of the server.
 
 The coins and the draws of the updates come from their own stream, so that the rule's
@@ -25,9 +29,9 @@ from dispatchlab.compiled.rng import randint, sample_distinct_row, uniform
 from dispatchlab.continuous.choose import P_INCREMENT, P_PROBES, P_UPDATE, PULL, PUSH
 from dispatchlab.continuous.servers import S_COUNT
 
-#: the policy's float parameters: the update probability p
-F_P = 0
-N_POLICY_FLOATS = 1
+#: the policy's float parameters: the update probability p, the broadcast interval
+F_P, F_INTERVAL = range(2)
+N_POLICY_FLOATS = 2
 
 
 @njit(cache=True)
@@ -53,3 +57,13 @@ def after_departure(estimates, n, si, ints, floats, s):
         return 0
     estimates[randint(s, estimates.shape[0]), n] = si[S_COUNT, n]
     return 1
+
+
+@njit(cache=True)
+def broadcast(estimates, si):
+    """Every dispatcher learns every server's count (a periodic update). Returns the
+    messages sent."""
+    for m in range(estimates.shape[0]):
+        for n in range(si.shape[1]):
+            estimates[m, n] = si[S_COUNT, n]
+    return estimates.shape[0] * si.shape[1]

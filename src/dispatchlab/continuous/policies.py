@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.continuous import choose as rules
-from dispatchlab.continuous.estimates import F_P, N_POLICY_FLOATS
+from dispatchlab.continuous.estimates import F_INTERVAL, F_P, N_POLICY_FLOATS
 from dispatchlab.continuous.laws import Law
 from dispatchlab.core.convert import CommandLineText
 from dispatchlab.core.errors import ValidationError, require
@@ -57,13 +57,16 @@ POLICIES: dict[str, ContinuousPolicy] = {policy.name: policy for policy in (
     ContinuousPolicy("l-jsq", rules.L_JSQ,
                      "LED's L-JSQ: the smallest of the dispatcher's own estimates, ties at "
                      "random; estimates refreshed after decisions by push (the dispatcher "
-                     "samples `probes` servers with probability p) or pull (a server "
-                     "reports to a random dispatcher at a departure with probability p)",
-                     {"update": "pull", "p": 0.1, "probes": 1, "increment": False}),
+                     "samples `probes` servers with probability p), pull (a server "
+                     "reports to a random dispatcher at a departure with probability p) or "
+                     "periodic (every `interval`, all dispatchers learn every count)",
+                     {"update": "pull", "p": 0.1, "probes": 1, "increment": False,
+                      "interval": 1.0}),
     ContinuousPolicy("l-pod", rules.L_POD,
                      "LED's L-Pod: d distinct servers sampled, the smallest of the "
                      "dispatcher's estimates among them; updates as l-jsq",
-                     {"d": 2, "update": "pull", "p": 0.1, "probes": 1, "increment": False}),
+                     {"d": 2, "update": "pull", "p": 0.1, "probes": 1, "increment": False,
+                      "interval": 1.0}),
 )}
 #: the names of other tools and papers, with the parameters they stand for
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -81,8 +84,9 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "l-jsq-pull": ("l-jsq", {"update": "pull"}),
     "l-pod-push": ("l-pod", {"update": "push"}),
     "l-pod-pull": ("l-pod", {"update": "pull"}),
+    "stale-jsq": ("l-jsq", {"update": "periodic"}),
 }
-UPDATES = {"push": rules.PUSH, "pull": rules.PULL}
+UPDATES = {"push": rules.PUSH, "pull": rules.PULL, "periodic": rules.PERIODIC}
 #: how many sizes the equal-load cutoffs of SITA are estimated from
 CUTOFF_SAMPLE = 1 << 20
 
@@ -109,7 +113,7 @@ def _from_command_line(key: str, value: Any) -> Any:
     if key in ("d", "probes"):
         require(text.isdigit(), field_name, f"expected an integer (got {text!r})")
         return int(text)
-    if key == "p":
+    if key in ("p", "interval"):
         try:
             return float(text)
         except ValueError:
@@ -207,14 +211,18 @@ def _estimate_params(values: dict[str, Any], ints: np.ndarray, floats: np.ndarra
     """LED's update parameters checked into ``ints`` and ``floats``."""
     update = as_text(values["update"], "policy_params.update")
     require(update in UPDATES, "policy_params.update",
-            f"expected push or pull (got {update!r})")
+            f"expected push, pull or periodic (got {update!r})")
     p = values["p"]
     require(isinstance(p, int | float) and not isinstance(p, bool) and 0 < p <= 1,
             "policy_params.p", f"the update probability p must lie in (0, 1] (got {p!r})")
     probes = as_int(values["probes"], "policy_params.probes", 1, servers)
+    interval = values["interval"]
+    require(isinstance(interval, int | float) and not isinstance(interval, bool)
+            and 1e-9 <= interval <= 1e12, "policy_params.interval",
+            f"the broadcast interval must lie in [1e-9, 1e12] (got {interval!r})")
     increment = as_flag(values["increment"], "policy_params.increment")
     ints[rules.P_UPDATE], ints[rules.P_PROBES] = UPDATES[update], probes
     ints[rules.P_INCREMENT] = int(increment)
-    floats[F_P] = float(p)
+    floats[F_P], floats[F_INTERVAL] = float(p), float(interval)
     return {**values, "update": update, "p": float(p), "probes": probes,
-            "increment": increment}
+            "increment": increment, "interval": float(interval)}

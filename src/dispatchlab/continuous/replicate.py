@@ -16,8 +16,11 @@ from dispatchlab.continuous.choose import (
     LWL,
     P_D,
     P_PROBES,
+    P_UPDATE,
+    PERIODIC,
     WEIGHTED_ROUND_ROBIN,
 )
+from dispatchlab.continuous.estimates import F_INTERVAL
 from dispatchlab.continuous.laws import Law
 from dispatchlab.continuous.servers import new_pool, new_servers
 from dispatchlab.continuous.summary import SECTIONS, Replication
@@ -85,9 +88,14 @@ def run_replication(task: tuple[np.random.SeedSequence, int, int, Settings]) -> 
     policy, N, M = settings.policy, settings.speeds.size, settings.dispatchers
     sf, si = new_servers(N)
     jf, ji, free = new_pool(settings.bound)
-    width = tree_size(N + (1 if settings.trace is not None else M))
+    streams = 1 if settings.trace is not None else M
+    periodic = int(policy.ints[P_UPDATE]) == PERIODIC
+    timer = N + streams if periodic else -1  # the broadcast's leaf, after the streams
+    width = tree_size(N + streams + int(periodic))
     when = np.full(width, np.inf)
     _first_arrivals(settings, phase_stream, when)
+    if periodic:
+        when[timer] = policy.floats[F_INTERVAL]
     tree = np.zeros(2 * width, dtype=np.int64)
     build_tree(when, tree, width)
     empty_at = np.zeros(tree_size(N) if policy.code == LWL else 1)
@@ -116,8 +124,8 @@ def run_replication(task: tuple[np.random.SeedSequence, int, int, Settings]) -> 
                               when, tree, idle, empty_at, empty_tree, counts, clock, blocks,
                               histogram, policy.ints, policy.floats, policy.cumulative,
                               policy.cutoffs, cursor, credit, sample, estimates, probed,
-                              *trace_arrays, arrival_stream, size_stream, policy_stream,
-                              update_stream)
+                              *trace_arrays, timer, arrival_stream, size_stream,
+                              policy_stream, update_stream)
             if stopped():
                 raise interruption(stopped(), f"at job {int(counts[engine.C_ARRIVALS]):,} "
                                    f"of {jobs:,} ({policy.name}, continuous time)")

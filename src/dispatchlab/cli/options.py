@@ -147,8 +147,10 @@ PrecisionMaxSlots = Annotated[int | None, typer.Option(
 CONTINUOUS = "Continuous time"
 Time = Annotated[str | None, typer.Option(
     "--time", help="The model: slotted (the papers' discrete time) or continuous "
-    "(event-driven, one job at a time, with job sizes: docs/continuous.md) "
-    "\\[default: slotted].", rich_help_panel=CONTINUOUS, show_default=False)]
+    "(event-driven, one job at a time, with job sizes: docs/continuous.md; --servers are "
+    "then speeds, --arrivals poisson, det, erlang:K, hyperexp:C2 or trace:PATH of jobs "
+    "TIME[,SIZE[,DISPATCHER]]) \\[default: slotted].", rich_help_panel=CONTINUOUS,
+    show_default=False)]
 Sizes = Annotated[str | None, typer.Option(
     help="Job sizes (continuous time): exp:MEAN, det:V, erlang:K,MEAN, hyperexp:MEAN,C2, "
     "bpareto:ALPHA,L,H, lognormal:MEAN,C2 \\[default: exp:1].", rich_help_panel=CONTINUOUS,

@@ -99,6 +99,7 @@ def run_command(
     """Simulate one policy on one system and report ΣQ, delay, messages and stability
     (with --time continuous: response time, slowdown and number in system)."""
     from dispatchlab.cli.run_continuous import refuse_other_model, run_continuous, time_model
+    from dispatchlab.continuous.run import DEFAULT_POLICY
     from dispatchlab.core.documents import read_toml
     from dispatchlab.core.imports import import_user_modules
     from dispatchlab.specs.continuous import continuous_settings, spec_time
@@ -123,7 +124,7 @@ def run_command(
         if load is not None:  # the command line's load replaces the spec's rate
             written.pop("rate", None)
         settings = {**written, **{k: v for k, v in given.items() if v is not None}}
-        label = settings.get("policy", "jsq")
+        label = settings.get("policy", DEFAULT_POLICY)
         with run_status(f"simulating {escape(label)} in continuous time …", 1):
             run_continuous(json_=json_, assignments=set_, confirmed=yes, **settings)
         return

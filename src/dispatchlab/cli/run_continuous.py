@@ -11,9 +11,6 @@ from rich.table import Table
 from dispatchlab.cli.output import integer, number, params_text, print_json, stdout_console
 from dispatchlab.core.errors import ValidationError
 
-#: the defaults of a continuous-time run from the command line (the slotted run's system)
-DEFAULTS = {"servers": "50x0.1,50x0.5", "policy": "jsq", "load": 0.9, "dispatchers": 10}
-
 
 def time_model(text: str | None) -> str:
     """The model ``--time`` names (slotted when not given)."""
@@ -127,11 +124,17 @@ def run_continuous(*, json_: bool, assignments: list[str] | None, confirmed: boo
     merged into the spec's policy parameters, ``confirmed`` the ``--yes`` of the work
     guard."""
     from dispatchlab.continuous import simulate_continuous
-    from dispatchlab.specs.run import parse_assignments
+    from dispatchlab.continuous.run import DEFAULT_POLICY
+    from dispatchlab.specs.run import (  # the slotted run's system, the same defaults
+        DEFAULT_DISPATCHERS,
+        DEFAULT_LOAD,
+        DEFAULT_SERVERS,
+        parse_assignments,
+    )
 
     given = dict(settings)
-    servers = given.pop("servers", DEFAULTS["servers"])
-    policy = given.pop("policy", DEFAULTS["policy"])
+    servers = given.pop("servers", DEFAULT_SERVERS)
+    policy = given.pop("policy", DEFAULT_POLICY)
     if not str(given.get("arrivals", "")).strip().lower().startswith("trace:"):
         check_continuous_work(servers, given.get("jobs"), given.get("replications", 1),
                               confirmed)
@@ -140,8 +143,8 @@ def run_continuous(*, json_: bool, assignments: list[str] | None, confirmed: boo
                                   **parse_assignments(assignments)}
     replaying = str(given.get("arrivals", "")).strip().lower().startswith("trace:")
     if "rate" not in given and not replaying:  # (a trace sets its own rate)
-        given.setdefault("load", DEFAULTS["load"])
-    given.setdefault("dispatchers", DEFAULTS["dispatchers"])
+        given.setdefault("load", DEFAULT_LOAD)
+    given.setdefault("dispatchers", DEFAULT_DISPATCHERS)
     result = simulate_continuous(servers, policy, **given)
     if json_:
         print_json(continuous_json(result, policy))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from dispatchlab.compiled.argmin import argmin_random_ties
 from dispatchlab.compiled.rng import randint, sample_distinct_row, weighted_index
 from dispatchlab.continuous.servers import S_COUNT
 
@@ -28,28 +29,6 @@ from dispatchlab.continuous.servers import S_COUNT
 P_D, P_REPLACE, P_UPDATE, P_PROBES, P_INCREMENT = range(5)
 N_POLICY_INTS = 5
 NO_UPDATE, PUSH, PULL, PERIODIC = range(4)
-
-
-@njit(inline="always", cache=True)
-def _fewest_jobs(values, s, N):
-    """argmin_n values[n] (the jobs present, or a dispatcher's estimates of them), ties
-    uniformly at random (two passes: the least, then the k-th tie)."""
-    least = values[0]
-    ties = 1
-    for n in range(1, N):
-        q = values[n]
-        if q < least:
-            least = q
-            ties = 1
-        elif q == least:
-            ties += 1
-    pick = randint(s, ties) if ties > 1 else 0
-    for n in range(N):
-        if values[n] == least:
-            if pick == 0:
-                return n
-            pick -= 1
-    return 0
 
 
 @njit(inline="always", cache=True)
@@ -107,11 +86,11 @@ def choose(policy, m, size, si, speeds, ints, cumulative, cutoffs, cursor, credi
     if policy == WEIGHTED_ROUND_ROBIN:
         return _smooth_round_robin(credit, m, speeds, cumulative[N - 1])
     if policy == JSQ:
-        return _fewest_jobs(si[S_COUNT], s, N)
+        return argmin_random_ties(si[S_COUNT], s)
     if policy == JSQ_D:
         return _fewest_of_sample(si[S_COUNT], s, N, ints[P_D], ints[P_REPLACE] != 0, sample)
     if policy == L_JSQ:
-        return _fewest_jobs(estimates[m], s, N)
+        return argmin_random_ties(estimates[m], s)
     if policy == L_POD:
         return _fewest_of_sample(estimates[m], s, N, ints[P_D], ints[P_REPLACE] != 0, sample)
     if policy == JIQ:

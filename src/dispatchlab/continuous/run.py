@@ -31,6 +31,8 @@ from dispatchlab.model.service import parse_rates
 from dispatchlab.model.values import as_int, as_number, as_text
 from dispatchlab.stats.estimators import Estimate
 
+#: the policy of a run that names none
+DEFAULT_POLICY = "jsq"
 #: jobs per run unless asked (the first tenth is the warm-up)
 DEFAULT_JOBS = 1_000_000
 #: the most jobs in system a run holds before it is judged unstable (unless ``bound``)
@@ -96,7 +98,7 @@ class ContinuousResult:
 @api_stops()
 def simulate_continuous(
     servers: Any,
-    policy: str = "jsq",
+    policy: str = DEFAULT_POLICY,
     *,
     load: float | None = None,
     rate: float | None = None,

@@ -142,3 +142,15 @@ def test_quantiles_beyond_the_histogram_say_so(speeds, sizes) -> None:
     assert math.isfinite(result.mean_response.mean)  # the mean is measured all the same
     for estimate in result.response_quantiles.values():
         assert math.isnan(estimate.mean) and "beyond the histogram's range" in estimate.method
+
+
+@pytest.mark.parametrize(("settings", "field"), [
+    ({"load": 1e-300}, "load"),      # interarrival times of 1e300 swallow a service time
+    ({"load": 5e-324}, "load"),      # λ underflows
+    ({"rate": 1e-200}, "rate"),
+    ({"load": 0.5, "jobs": 10**12}, "jobs"),  # a clock of 5e11 cannot resolve 1e-6
+])
+def test_a_clock_that_cannot_resolve_a_service_time_is_refused(settings, field) -> None:
+    with pytest.raises(ValidationError) as caught:
+        simulate_continuous("4x1", "jsq", workers=1, **{"jobs": 20_000, **settings})
+    assert caught.value.field == field and "double precision" in str(caught.value)

@@ -152,6 +152,8 @@ def simulate_continuous(
     if workers is not None:
         workers = as_int(workers, "workers", 1, 4096)
     arrival_rate, rho = _rates(load, rate, float(speeds.sum()), size_law, trace)
+    _check_clock_resolution(jobs, arrival_rate, size_law.mean / float(speeds.max()), trace,
+                            "rate" if rate is not None else "load")
     policy_info = policy_arrays(policy, policy_params, speeds, size_law)
     settings = Settings(speeds, dispatchers, DISCIPLINES[discipline_name], policy_info,
                         shape.with_mean(dispatchers / arrival_rate), size_law, bound, trace)
@@ -183,6 +185,33 @@ def simulate_continuous(
         max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
         events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
         notes=notes, blocks=tuple(run.blocks for run in runs), **estimates)
+
+
+#: the clock's resolution at a run's end (its horizon × 2⁻⁵²) must stay below this share of
+#: a job's mean service time on the fastest server: a response time is a difference of two
+#: clock readings
+CLOCK_RESOLUTION = 1e-6
+
+
+def _check_clock_resolution(jobs: int, arrival_rate: float, service_time: float,
+                            trace: JobTrace | None, rate_field: str) -> None:
+    """Refuse a run whose clock, in double precision, cannot resolve its service times:
+    a tiny rate (load 1e-300: interarrival times of 1e300 swallow a service time of 1, and
+    every response time read 0) or too many jobs at a low rate."""
+    def horizon(count: int) -> float:
+        if trace is not None:
+            return float(trace.times[-1])
+        return count / arrival_rate if arrival_rate > 0 else math.inf
+
+    def resolved(count: int) -> bool:
+        return horizon(count) * 2.0**-52 <= CLOCK_RESOLUTION * service_time
+
+    field_name = "arrivals" if trace is not None else rate_field if not resolved(2) else "jobs"
+    require(resolved(jobs), field_name,
+            f"a run of {jobs:,} jobs at λ = {arrival_rate:.4g} lasts about "
+            f"{horizon(jobs):.3g} time units, where double precision cannot resolve "
+            f"{CLOCK_RESOLUTION:g} of a job's mean service time ({service_time:.3g}): "
+            "ask for fewer jobs or a higher rate (or rescale time)")
 
 
 def _trace(arrivals: Any, dispatchers: int, sizes: Any) -> JobTrace | None:

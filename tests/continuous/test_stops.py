@@ -1,14 +1,19 @@
 """A continuous-time run stops within a second on Ctrl-C and on SIGTERM, from the command
-line (one line, exit 130 or 143, no traceback) and from a script."""
+line (one line, exit 130 or 143, no traceback) and from a script; kill -9 of a script
+takes its pool's workers with it."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+
+from processes import pool_workers
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -65,3 +70,42 @@ def test_a_script_stops_by_sigterm_with_one_line() -> None:
     assert child.returncode == -signal.SIGTERM, err  # ended by the signal, as it would have
     assert waited < 1.5 and "Traceback" not in err
     assert err.strip().startswith("stopped by SIGTERM: at job ") and "(lwl," in err, err
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_the_workers_of_a_script_killed_by_sigkill_go_with_it(tmp_path: Path) -> None:
+    """kill -9 of a script whose continuous-time replications run on two workers: the
+    workers watch their coordinator (core.pools) and leave with it."""
+    script = tmp_path / "run.py"
+    script.write_text("from dispatchlab.continuous import simulate_continuous\n"
+                      "if __name__ == '__main__':\n"
+                      "    simulate_continuous('10x1', 'jsq', load=0.9, jobs=10**9,\n"
+                      "                        replications=4, workers=2)\n")
+    child = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(pool_workers(child.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = pool_workers(child.pid)
+        assert len(workers) >= 2
+        time.sleep(1.0)  # the workers at work
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in workers if _alive(pid)]
+    finally:
+        if child.poll() is None:
+            child.kill()
+        for pid in pool_workers(child.pid):
+            os.kill(pid, signal.SIGKILL)

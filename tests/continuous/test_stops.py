@@ -58,6 +58,27 @@ def test_the_command_stops_within_a_second(signum, status, says) -> None:
     assert says in err and "of 1,000,000,000 (jsq, continuous time)" in err, err
 
 
+def test_a_stop_while_the_event_loop_compiles_is_taken_at_once(tmp_path: Path) -> None:
+    """A cold run (a numba cache of its own, empty) stopped while it compiles: the compile
+    (~10 s) runs beside the main thread, which stops at once. It had waited for the compile
+    to end, then said "at job 4 of 2" (the loading run's count)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    child = subprocess.Popen([sys.executable, "-m", "dispatchlab", *HUGE], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(5)  # imported (~1.5 s), compiling
+        assert child.poll() is None, child.communicate()
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        waited = time.perf_counter() - sent
+    finally:
+        child.kill()
+    assert child.returncode == 130 and "Traceback" not in err, err
+    assert waited < 1.5, f"took {waited:.2f} s to stop ({err.strip()})"
+    assert err.strip() == "interrupted: while loading the event loop (jsq, continuous time)"
+
+
 def test_a_script_stops_by_sigterm_with_one_line() -> None:
     code = ("from dispatchlab.continuous import simulate_continuous\n"
             "simulate_continuous('10x1', 'lwl', load=0.9, jobs=10**9)\n")

@@ -26,7 +26,7 @@ from dispatchlab.continuous.summary import means, quantiles, stability_of
 from dispatchlab.continuous.trace import JobTrace, load_job_trace
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
 from dispatchlab.core.pools import map_tasks, resolve_workers
-from dispatchlab.core.signals import api_stops
+from dispatchlab.core.signals import api_stops, call_interruptibly, interrupt_saying
 from dispatchlab.model.service import parse_rates
 from dispatchlab.model.values import as_int, as_number, as_text
 from dispatchlab.stats.estimators import Estimate
@@ -159,8 +159,13 @@ def simulate_continuous(
                         shape.with_mean(dispatchers / arrival_rate), size_law, bound, trace)
     check_memory(settings, resolve_workers(workers, replications))
     # two jobs first, so that the speed measured below leaves out loading (or compiling)
-    # the event loop
-    run_replication((np.random.SeedSequence(0), 2, 0, settings))
+    # the event loop; beside this thread, which a stop interrupts at once (a cold compile
+    # takes ~10 s, and no chunk boundary comes before it ends)
+    try:
+        call_interruptibly(run_replication, (np.random.SeedSequence(0), 2, 0, settings))
+    except KeyboardInterrupt as stop:
+        raise interrupt_saying(stop, f"while loading the event loop ({policy_info.name}, "
+                               "continuous time)") from None
     started = time.perf_counter()
     runs = map_tasks(run_replication, [(child, jobs, warmup, settings) for child
                                        in np.random.SeedSequence(seed).spawn(replications)],

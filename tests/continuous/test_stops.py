@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from processes import pool_workers
+from sigint import default_sigint
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -31,7 +32,8 @@ HUGE = ["run", "--time", "continuous", "--servers", "10x1", "--load", "0.9", "--
 
 def start(arguments: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "dispatchlab", *arguments],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # (Ctrl-C as from a terminal)
 
 
 def stop_after_start(child: subprocess.Popen[str], signum: int) -> tuple[str, str, float]:
@@ -64,6 +66,7 @@ def test_a_stop_while_the_event_loop_compiles_is_taken_at_once(tmp_path: Path) -
     to end, then said "at job 4 of 2" (the loading run's count)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     child = subprocess.Popen([sys.executable, "-m", "dispatchlab", *HUGE], env=env,
+                             preexec_fn=default_sigint,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(5)  # imported (~1.5 s), compiling

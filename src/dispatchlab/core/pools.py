@@ -135,7 +135,18 @@ class _WorkerContext(_BaseContext):  # type: ignore[valid-type,misc]
 
 class Pool(ProcessPoolExecutor):
     """A ``ProcessPoolExecutor`` whose ``with`` block, left by an exception (Ctrl-C
-    included), stops the workers (:func:`stop_pool`) instead of waiting for their tasks."""
+    included), stops the workers (:func:`stop_pool`) instead of waiting for their tasks.
+
+    Its workers all start at the first submit, before the pool's management thread: started
+    one a submit, a worker that died at once (a script without the ``__main__`` guard)
+    could be noticed by that thread while the next submit was adding a worker, and the
+    thread died on "dictionary changed size during iteration" (CPython's
+    ``get_n_children_alive``, Python 3.11; bpo-43498 fixed its other loop), a second
+    traceback on the user's terminal."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._safe_to_dynamically_spawn_children = False  # (read by submit)
 
     def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> bool:
         if exc_type is None:

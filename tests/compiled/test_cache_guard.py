@@ -66,13 +66,15 @@ def copy_of(warm_cache: Path, tmp_path: Path) -> Path:
 SMALL_ENTRY = "_jsq_choose"
 
 
-# the other kinds of damage to one entry take the same path: in the slow suite
+# the default suite damages an index here and a data file in
+# test_the_python_api_heals_as_well; the other kinds of damage take the same two paths, and
+# a cache broken everywhere recompiles the whole run (~12 s): in the slow suite
 @pytest.mark.parametrize("damage,pattern,every", [
-    (truncate, "*.nbc", False),
+    pytest.param(truncate, "*.nbc", False, marks=pytest.mark.slow),
     pytest.param(random_bytes, "*.nbc", False, marks=pytest.mark.slow),
     pytest.param(random_bytes, "*.nbi", False, marks=pytest.mark.slow),
     (empty, "*.nbi", False),
-    (truncate, "*.nb?", True),  # every entry broken: still one line
+    pytest.param(truncate, "*.nb?", True, marks=pytest.mark.slow),  # all broken: one line
 ])
 def test_a_damaged_cache_is_rebuilt_with_one_line(warm_cache: Path, tmp_path: Path, damage,
                                                   pattern: str, every: bool) -> None:

@@ -47,7 +47,8 @@ def stop_after_start(child: subprocess.Popen[str], signum: int) -> tuple[str, st
 
 @pytest.mark.parametrize(("signum", "status", "says"), [
     (signal.SIGINT, 130, "interrupted: at job "),
-    (signal.SIGTERM, 143, "stopped by SIGTERM: at job ")])
+    # SIGTERM from a script: test_a_script_stops_by_sigterm_with_one_line
+    pytest.param(signal.SIGTERM, 143, "stopped by SIGTERM: at job ", marks=pytest.mark.slow)])
 def test_the_command_stops_within_a_second(signum, status, says) -> None:
     child = start(HUGE)
     try:

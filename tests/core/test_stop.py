@@ -208,7 +208,7 @@ def _read_until(fd: int, marker: bytes, timeout: float) -> bytes:
     return seen
 
 
-@pytest.mark.parametrize("json_", [False, True])
+@pytest.mark.parametrize("json_", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_ctrl_c_stops_a_huge_run_within_a_second(json_: bool) -> None:
     """``run --slots 10**12`` with stdout piped and stderr on a terminal: progress with an
     ETA on stderr after 2 s; SIGINT then stops it within a second, exit status 130, with

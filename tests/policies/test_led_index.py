@@ -269,7 +269,7 @@ def test_jba_sum_follows_every_write():
     assert kept == actual
 
 
-@pytest.mark.parametrize("dispatchers", [1, 4])
+@pytest.mark.parametrize("dispatchers", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_jba_plain_and_weighted_runs_agree_with_the_scan_statistically(dispatchers):
     """Same law, different draws: the plain L-JBA (kept sum) against the plug-in l_jba
     (scan), whose runs agree in mean ΣQ within their confidence intervals."""

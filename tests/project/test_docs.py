@@ -109,6 +109,9 @@ def _warnings(log: str) -> list[str]:
     return [line for line in log.splitlines() if line.startswith(("WARNING", "Aborted"))]
 
 
+# the whole site (~11 s of CPU): `make docs` builds it too; the default suite keeps the
+# strict build of a small site with the project settings (the test below)
+@pytest.mark.slow
 @pytest.mark.skipif(bool(_missing("mkdocs", "material", "mkdocstrings")),
                     reason="needs mkdocs, mkdocs-material and mkdocstrings[python] "
                     "(pip install -e '.[docs]')")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
         simulate_continuous,
     )
     from dispatchlab.core.errors import ValidationError
+    from dispatchlab.core.precision_target import Precision
     from dispatchlab.experiments.sweeps import sweep
     from dispatchlab.model import System
     from dispatchlab.policies import Policy, make_policy, policy_names
@@ -34,7 +35,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     from dispatchlab.simulation.compare import PairedComparison, compare
     from dispatchlab.simulation.exact import exact
     from dispatchlab.simulation.fluid import fluid
-    from dispatchlab.simulation.measures import PerServer, Precision, Trajectory
+    from dispatchlab.simulation.measures import PerServer, Trajectory
     from dispatchlab.simulation.result import Result
     from dispatchlab.simulation.run import simulate
     from dispatchlab.specs.family import SystemFamily
@@ -51,7 +52,7 @@ _HOMES = {
     "SystemFamily": "dispatchlab.specs.family",
     "PairedComparison": "dispatchlab.simulation.compare",
     "PerServer": "dispatchlab.simulation.measures",
-    "Precision": "dispatchlab.simulation.measures",
+    "Precision": "dispatchlab.core.precision_target",
     "Trajectory": "dispatchlab.simulation.measures",
     "ValidationError": "dispatchlab.core.errors",
     "compare": "dispatchlab.simulation.compare",

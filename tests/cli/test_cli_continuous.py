@@ -48,7 +48,7 @@ def test_the_table_names_the_alias_and_the_policy(capsys) -> None:
     (["--service", "geometric"], "service"),
     (["--delay", "off"], "delay"),
     (["--per-server"], "per-server"),
-    (["--precision-rel", "0.01"], "precision-rel"),
+    (["--precision-max-slots", "1000000"], "precision-max-slots"),
     (["--workers", "0"], "workers"),
     (["--sizes", "pareto:2"], "sizes"),
     (["--discipline", "lifo"], "discipline"),

@@ -134,15 +134,18 @@ Workers = Annotated[int | None, typer.Option(
     help="Processes for replications and policies \\[default: every core].",
     rich_help_panel=PRECISION, show_default=False)]
 PrecisionRel = Annotated[float | None, typer.Option(
-    help="Target relative half-width of the 95% CI of ΣQ (0.01 = ±1%): replications run "
-    "until it is reached or --precision-max-slots is spent.", rich_help_panel=PRECISION,
-    show_default=False)]
+    help="Target relative half-width of the 95% CI of ΣQ (in continuous time, of E[T]; "
+    "0.01 = ±1%): replications run until it is reached or the budget is spent.",
+    rich_help_panel=PRECISION, show_default=False)]
 PrecisionAbs = Annotated[float | None, typer.Option(
-    "--precision-abs", help="Target absolute half-width of the 95% CI of ΣQ.",
+    "--precision-abs", help="Target absolute half-width of the 95% CI of ΣQ (of E[T]).",
     rich_help_panel=PRECISION, show_default=False)]
 PrecisionMaxSlots = Annotated[int | None, typer.Option(
     help="Slot budget of a precision run, warm-ups included \\[default: 64 × slots].",
     rich_help_panel=PRECISION, show_default=False)]
+PrecisionMaxJobs = Annotated[int | None, typer.Option(
+    help="Job budget of a continuous-time precision run, all replications, warm-ups "
+    "included \\[default: 64 × jobs].", rich_help_panel=PRECISION, show_default=False)]
 
 CONTINUOUS = "Continuous time"
 Time = Annotated[str | None, typer.Option(

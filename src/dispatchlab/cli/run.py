@@ -83,6 +83,7 @@ def run_command(
     precision_rel: options.PrecisionRel = None,
     precision_abs: options.PrecisionAbs = None,
     precision_max_slots: options.PrecisionMaxSlots = None,
+    precision_max_jobs: options.PrecisionMaxJobs = None,
     no_delay: options.OldNoDelay = False,
     trajectory: options.OldTrajectory = None,
     precision: options.OldPrecision = None,
@@ -102,6 +103,7 @@ def run_command(
     from dispatchlab.continuous.run import DEFAULT_POLICY
     from dispatchlab.core.documents import read_toml
     from dispatchlab.core.imports import import_user_modules
+    from dispatchlab.simulation.measures import Precision, merged
     from dispatchlab.specs.continuous import continuous_settings, spec_time
 
     document = read_toml(spec, "spec", "spec file") if spec is not None else {}
@@ -114,7 +116,6 @@ def run_command(
             "no_imbalance": no_imbalance, "per_server": per_server,
             "per_server_bins": per_server_bins, "trajectory_every": trajectory_every,
             "trajectory_servers": trajectory_servers,
-            "precision_rel": precision_rel, "precision_abs": precision_abs,
             "precision_max_slots": precision_max_slots, "import": import_})
         written = continuous_settings(document, spec.parent) if spec is not None else {}
         given = {"servers": servers, "policy": policy, "dispatchers": dispatchers,
@@ -124,11 +125,16 @@ def run_command(
         if load is not None:  # the command line's load replaces the spec's rate
             written.pop("rate", None)
         settings = {**written, **{k: v for k, v in given.items() if v is not None}}
+        settings["precision"] = merged(written.get("precision"), Precision, "precision", {
+            "rel": precision_rel, "abs": precision_abs, "max_jobs": precision_max_jobs})
+        if settings["precision"] is None:
+            del settings["precision"]
         label = settings.get("policy", DEFAULT_POLICY)
         with run_status(f"simulating {escape(label)} in continuous time …", 1):
             run_continuous(json_=json_, assignments=set_, confirmed=yes, **settings)
         return
-    refuse_other_model("slotted", {"sizes": sizes, "discipline": discipline, "jobs": jobs})
+    refuse_other_model("slotted", {"sizes": sizes, "discipline": discipline, "jobs": jobs,
+                                   "precision_max_jobs": precision_max_jobs})
     from dispatchlab.simulation.work_guard import check_work, system_work
     from dispatchlab.specs.run import RunSpec, parse_assignments
 

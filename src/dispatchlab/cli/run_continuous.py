@@ -63,6 +63,11 @@ def continuous_table(result: Any, label: str) -> Table:
     for level, estimate in result.response_quantiles.items():
         table.add_row(f"response time p{level * 100:g} \\[95% CI]",
                       escape(f"{interval(estimate)} (bins of ±1.2 %; {estimate.method})"))
+    if result.stop_reason:
+        response = result.mean_response
+        table.add_row("precision", escape(
+            f"± {number(100 * response.half_width / abs(response.mean), 3)} % of E[T] "
+            f"(half-width {number(response.half_width)}): {result.stop_reason}"))
     table.add_row("messages", f"{number(result.messages_per_job)} per job")
     style = {"stable": "green", "unstable": "red"}.get(result.stability, "yellow")
     table.add_row("stability", f"[{style}]{result.stability}[/]: "
@@ -92,7 +97,10 @@ def continuous_json(result: Any, label: str) -> dict[str, Any]:
             "stability": result.stability, "stability_evidence": result.stability_evidence,
             "messages_per_job": result.messages_per_job,
             "max_in_system": result.max_in_system, "events": result.events,
-            "jobs_per_second": result.jobs_per_second, "notes": result.notes}
+            "jobs_per_second": result.jobs_per_second, "notes": result.notes,
+            "precision": {"rel": result.precision_target, "abs": result.precision_abs_target,
+                          "max_jobs": result.job_budget, "stop_reason": result.stop_reason}
+            if result.stop_reason else None}
 
 
 #: the cost of a job in the work guard's server-slot updates: about 300 ns (two events),

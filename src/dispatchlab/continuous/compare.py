@@ -52,6 +52,8 @@ def compare_continuous(servers: Any, a: str, b: str, **settings: Any) -> Continu
     both: give parameters through an alias or leave it out)."""
     require("policy_params" not in settings, "policy_params",
             "compare runs two policies: parameters of one would not fit the other")
+    require(settings.get("precision") is None, "precision",
+            "the pairs need the same replications of both policies: give replications")
     first = simulate_continuous(servers, a, **settings)
     second = simulate_continuous(servers, b, **settings)
     nan = float("nan")

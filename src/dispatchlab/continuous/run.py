@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.continuous import engine
+from dispatchlab.continuous import precision as rounds
 from dispatchlab.continuous.laws import Law, parse_arrival_shape, parse_size_law
 from dispatchlab.continuous.policies import policy_arrays
 from dispatchlab.continuous.replicate import Settings, check_memory, run_replication
@@ -25,7 +26,8 @@ from dispatchlab.continuous.servers import DISCIPLINES
 from dispatchlab.continuous.summary import means, quantiles, stability_of
 from dispatchlab.continuous.trace import JobTrace, load_job_trace
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
-from dispatchlab.core.pools import map_tasks, resolve_workers
+from dispatchlab.core.pools import resolve_workers
+from dispatchlab.core.precision_target import Precision
 from dispatchlab.core.signals import api_stops, call_interruptibly, interrupt_saying
 from dispatchlab.model.service import parse_rates
 from dispatchlab.model.values import as_int, as_number, as_text
@@ -85,6 +87,13 @@ class ContinuousResult:
     events: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    #: a precision run's target (``precision``: relative, absolute half-width of E[T]'s
+    #: 95 % CI), job budget and why it stopped ("target reached", "job budget spent …");
+    #: empty for a run of a fixed number of replications
+    precision_target: float | None = None
+    precision_abs_target: float | None = None
+    job_budget: int | None = None
+    stop_reason: str = ""
     #: each replication's block sums (engine.B_* rows × blocks of equal job counts), for
     #: paired comparisons (:mod:`.compare`)
     blocks: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
@@ -113,6 +122,7 @@ def simulate_continuous(
     bound: int = DEFAULT_BOUND,
     policy_params: Mapping[str, Any] | None = None,
     workers: int | None = None,
+    precision: Precision | None = None,
     **unknown: Any,
 ) -> ContinuousResult:
     """Simulate ``policy`` dispatching jobs to ``servers`` in continuous time.
@@ -127,7 +137,10 @@ def simulate_continuous(
     first ``warmup`` (default a tenth) unmeasured. The same ``seed`` gives every policy
     the same arrival times and sizes (common random numbers). Replications
     run on ``workers`` processes (default: every core the process may use), each
-    bit-identical to its run in this process.
+    bit-identical to its run in this process. ``precision``: a target for E[T]'s 95 % CI,
+    ``Precision(rel=…, abs=…, max_jobs=…)``: replications (at least ``replications``) are
+    added in rounds until it is met or ``max_jobs`` jobs (default 64 replications') are
+    spent; the result says why it stopped (``stop_reason``).
     """
     refuse_unknown(simulate_continuous, unknown)
     speeds = parse_rates(servers)
@@ -148,6 +161,7 @@ def simulate_continuous(
     warmup = jobs // 10 if warmup is None else as_int(warmup, "warmup", 0, jobs - 1)
     seed = as_int(seed, "seed", 0, INTEGER_LIMIT)
     replications = as_int(replications, "replications", 1, 100_000)
+    target = None if precision is None else Precision.of(precision).check_jobs(jobs)
     bound = as_int(bound, "bound", 1, 1 << 31)
     if workers is not None:
         workers = as_int(workers, "workers", 1, 4096)
@@ -157,7 +171,8 @@ def simulate_continuous(
     policy_info = policy_arrays(policy, policy_params, speeds, size_law)
     settings = Settings(speeds, dispatchers, DISCIPLINES[discipline_name], policy_info,
                         shape.with_mean(dispatchers / arrival_rate), size_law, bound, trace)
-    check_memory(settings, resolve_workers(workers, replications))
+    check_memory(settings, resolve_workers(
+        workers, replications if target is None else target.max_jobs // jobs))
     # two jobs first, so that the speed measured below leaves out loading (or compiling)
     # the event loop; beside this thread, which a stop interrupts at once (a cold compile
     # takes ~10 s, and no chunk boundary comes before it ends)
@@ -167,9 +182,13 @@ def simulate_continuous(
         raise interrupt_saying(stop, f"while loading the event loop ({policy_info.name}, "
                                "continuous time)") from None
     started = time.perf_counter()
-    runs = map_tasks(run_replication, [(child, jobs, warmup, settings) for child
-                                       in np.random.SeedSequence(seed).spawn(replications)],
-                     workers=workers)
+    root = np.random.SeedSequence(seed)
+    if target is None:
+        runs, stop_reason = rounds.replications(root, replications, jobs, warmup, settings,
+                                                workers), ""
+    else:
+        runs, stop_reason = rounds.replications_to_precision(
+            root, replications, jobs, warmup, settings, target, workers)
     seconds = time.perf_counter() - started
     stability, evidence = stability_of(runs, bound, jobs - warmup)
     stable = stability != "unstable"
@@ -182,14 +201,17 @@ def simulate_continuous(
         speeds=speeds, arrival_rate=arrival_rate, load=rho,
         sizes="trace" if trace is not None and trace.sizes.size else size_law.text,
         arrivals=f"trace:{trace.path}" if trace is not None else shape.text,
-        dispatchers=dispatchers, jobs=jobs, warmup=warmup, replications=replications,
+        dispatchers=dispatchers, jobs=jobs, warmup=warmup, replications=len(runs),
         seed=seed, stability=stability, stability_evidence=evidence,
         response_quantiles=quantiles(runs, QUANTILE_LEVELS) if stable else {},
         messages_per_job=float(sum(run.counts[engine.C_MESSAGES] for run in runs))
         / ((jobs - warmup) * replications),
         max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
         events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
-        notes=notes, blocks=tuple(run.blocks for run in runs), **estimates)
+        notes=notes, blocks=tuple(run.blocks for run in runs), stop_reason=stop_reason,
+        precision_target=None if target is None else target.rel,
+        precision_abs_target=None if target is None else target.abs,
+        job_budget=None if target is None else target.max_jobs, **estimates)
 
 
 #: the clock's resolution at a run's end (its horizon × 2⁻⁵²) must stay below this share of

@@ -10,7 +10,8 @@ table of a spec file, and the command-line option spelled from its dotted field 
 - ``trajectory=Trajectory(every=k, servers=[…])``: ``[run.trajectory]``,
   ``--trajectory-every``, ``--trajectory-servers``;
 - ``precision=Precision(rel=…, abs=…, max_slots=…)``: ``[run.precision]``,
-  ``--precision-rel``, ``--precision-abs``, ``--precision-max-slots``.
+  ``--precision-rel``, ``--precision-abs``, ``--precision-max-slots`` (in continuous time
+  ``max_jobs``, ``--precision-max-jobs``).
 
 A sweep's store records ``delay`` and ``imbalance`` in a point's options. Each record
 checks itself against the system and run length (``check``), raising
@@ -21,16 +22,17 @@ maps each keyword of earlier versions to the line that names its replacement.
 
 from __future__ import annotations
 
-import math
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from dispatchlab.core.convert import as_float, as_int, as_ints, as_table, check_keys
-from dispatchlab.core.errors import INTEGER_LIMIT, ValidationError, require
+from dispatchlab.core.convert import as_int, as_ints, as_table, check_keys
+from dispatchlab.core.errors import ValidationError, require
+
+# (one of the records this module names for every layer; defined with its rounds in stats)
+from dispatchlab.core.precision_target import Precision  # noqa: F401
 
 #: how delays are measured (docs/statistics.md#tagged-delays): ``tagged``, a sample of
 #: tagged jobs followed through their FIFOs (O(tags) a slot); ``all``, every job timed
@@ -40,9 +42,6 @@ DELAY_MODES = ("tagged", "all", "off")
 SERVER_BINS = 64
 #: the most numbers (8 bytes each) the per-server histograms, or the trajectory, may hold
 MAX_OBSERVED_ENTRIES = 10_000_000
-#: a precision run's slot budget (all replications, warm-ups included) unless given: this
-#: multiple of ``slots``
-PRECISION_BUDGET_FACTOR = 64
 
 #: keywords of earlier versions → what to write now (refused with this line)
 RENAMED = {
@@ -171,77 +170,6 @@ class Trajectory:
         require(isinstance(value, Trajectory), "trajectory",
                 f"expected Trajectory(every=k, servers=[…]) or None (got {value!r})")
         return value
-
-
-@dataclass(frozen=True)
-class Precision:
-    """A precision target for the 95 % CI of E[ΣQ]: replications of ``slots`` slots run in
-    rounds until the CI is that narrow or the slot budget is spent (``Result.stop_reason``).
-
-    Attributes:
-        rel: relative half-width (0.01: ± 1 %).
-        abs: absolute half-width (with ``rel``: both must hold).
-        max_slots: the slot budget, warm-ups included (default
-            :data:`PRECISION_BUDGET_FACTOR` × ``slots``).
-    """
-
-    rel: float | None = None
-    abs: float | None = None
-    max_slots: int | None = None
-
-    def check(self, slots: int) -> Precision:
-        """Checked against the run length; ``max_slots`` resolved to the budget."""
-        for name in ("rel", "abs"):
-            value = getattr(self, name)
-            require(value is None or (isinstance(value, int | float)
-                                      and not isinstance(value, bool)
-                                      and math.isfinite(value) and value > 0),
-                    f"precision.{name}", f"must be a number > 0 (got {value!r})")
-        require(self.rel is not None or self.abs is not None, "precision",
-                "give a target: Precision(rel=…) and/or Precision(abs=…)")
-        # a relative half-width below double precision's resolution of a mean cannot be
-        # reached (asking for it overflowed the rounds' arithmetic)
-        require(self.rel is None or self.rel >= sys.float_info.epsilon, "precision.rel",
-                f"must be ≥ {sys.float_info.epsilon:.3g}, the resolution of a double (got "
-                f"{self.rel!r})")
-        budget = self.max_slots
-        require(budget is None or (_is_int(budget) and slots <= budget <= INTEGER_LIMIT),
-                "precision.max_slots",
-                f"must be an integer in [slots = {slots}, 2^62] (got {budget!r})")
-        budget = PRECISION_BUDGET_FACTOR * slots if budget is None else int(budget)
-        require(budget // slots >= 2, "precision.max_slots",
-                f"the budget {budget} slots does not cover two replications of {slots} slots")
-        return Precision(None if self.rel is None else float(self.rel),
-                         None if self.abs is None else float(self.abs), budget)
-
-    @staticmethod
-    def from_table(value: Any, name: str = "precision") -> Precision:
-        """A spec file's ``[run.precision]`` table: ``rel``, ``abs``, ``max_slots``."""
-        data = as_table(value, name)
-        check_keys(data, name, ("rel", "abs", "max_slots"))
-        return Precision(*(as_float(data[key], f"{name}.{key}") if key in data else None
-                           for key in ("rel", "abs")),
-                         as_int(data["max_slots"], f"{name}.max_slots", low=1)
-                         if "max_slots" in data else None)
-
-    @staticmethod
-    def of(value: Any) -> Precision | None:
-        if value is None:
-            return None
-        require(isinstance(value, Precision), "precision",
-                f"expected Precision(rel=…, abs=…, max_slots=…) or None (got {value!r}); "
-                "e.g. precision=Precision(rel=0.01) for ± 1 %")
-        return value
-
-    def half_width(self, mean: float) -> float:
-        """The half-width that meets every given target at this mean."""
-        widths = [self.abs] if self.abs is not None else []
-        if self.rel is not None:
-            widths.append(self.rel * abs(mean))
-        return min(widths)
-
-    def met(self, mean: float, half_width: float) -> bool:
-        return math.isfinite(half_width) and half_width <= self.half_width(mean)
 
 
 def merged(record: Any, kind: type, name: str, overrides: Mapping[str, Any]) -> Any:

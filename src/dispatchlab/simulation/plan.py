@@ -1,6 +1,6 @@
 """Validate the arguments of ``simulate`` into a :class:`Plan`: the replications to run
 (a :class:`Replication` each worker can run) and, for a precision run, its target (a
-checked :class:`~dispatchlab.simulation.measures.Precision`)."""
+checked :class:`~dispatchlab.core.precision_target.Precision`)."""
 
 from __future__ import annotations
 

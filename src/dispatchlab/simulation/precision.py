@@ -3,27 +3,24 @@ confidence interval, until the target is met or the slot budget is spent."""
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import Executor
 from contextlib import ExitStack
 from dataclasses import replace
 
 from dispatchlab.core.pools import process_pool, resolve_workers
+from dispatchlab.core.precision_target import next_round
 from dispatchlab.simulation.plan import Plan
 from dispatchlab.simulation.replicate import run_replications
 from dispatchlab.simulation.result import Result
 from dispatchlab.simulation.summary import summarize_plan
 
-# rounds of a precision run aim this much beyond the replications the t-CI says it needs
-PRECISION_OVERSHOOT = 1.2
-
 
 def run_to_precision(plan: Plan, workers: int | None) -> Result:
     """Replications in rounds until the CI meets ``target`` or the slot budget is spent.
 
-    Each round sizes itself from the current half-width h: about R·(h/h*)² replications
-    reach h* (the half-width shrinks as 1/√R), PRECISION_OVERSHOOT beyond, rounded up to
-    whole rounds of ``workers`` (the first round too); replication r always has the same
+    Each round sizes itself from the current half-width
+    (:func:`~dispatchlab.core.precision_target.next_round`), in whole rounds of
+    ``workers`` (the first round too); replication r always has the same
     seed, so a precision run's result is that of ``simulate(…, replications=R)`` for the R
     it stopped at (R may depend on the number of workers, as rounds are whole).
     """
@@ -53,14 +50,7 @@ def _rounds(plan: Plan, per_round: int, pool: Executor | None) -> Result:
         if reason:
             return replace(result, stop_reason=reason, precision_target=target.rel,
                            precision_abs_target=target.abs, slot_budget=budget)
-        aim = target.half_width(result.mean_total_queue)
-        if math.isfinite(half) and half > 0 and aim > 0 and half / aim < math.sqrt(affordable):
-            wanted = math.ceil(count * (half / aim) ** 2 * PRECISION_OVERSHOOT)
-        elif math.isfinite(half) and half > 0:  # out of reach: the budget (no overflow)
-            wanted = affordable
-        else:
-            wanted = 2 * count
-        more = max(wanted - count, 1)
-        more = min(-(-more // per_round) * per_round, affordable - count)
+        more = next_round(count, half, target.half_width(result.mean_total_queue),
+                          affordable, per_round)
         runs += run_replications(task, range(count, count + more), 1, pool)
         count += more

@@ -33,12 +33,15 @@ from typing import Any
 
 from dispatchlab.core.convert import as_float, as_int, as_str, as_table, check_keys
 from dispatchlab.core.errors import require
+from dispatchlab.core.precision_target import Precision
 
 SYSTEM_KEYS: dict[str, Any] = {"servers": None, "dispatchers": as_int, "load": as_float,
                                "rate": as_float, "arrivals": as_str, "sizes": as_str,
                                "discipline": as_str}
 RUN_KEYS: dict[str, Any] = {"time": as_str, "jobs": as_int, "warmup": as_int,
-                            "seed": as_int, "replications": as_int, "bound": as_int}
+                            "seed": as_int, "replications": as_int, "bound": as_int,
+                            "precision": lambda value, name: Precision.from_table(
+                                value, name, budget="max_jobs")}
 TIMES = ("slotted", "continuous")
 
 

@@ -70,6 +70,20 @@ def test_a_wrong_target_is_one_error_naming_its_field(precision, field: str) -> 
     assert caught.value.field == field
 
 
+def test_a_budget_below_the_replications_asked_is_refused() -> None:
+    with pytest.raises(ValidationError, match="does not cover 50 replications of 1,000 jobs"):
+        simulate_continuous("2x1", "jsq", load=0.5, jobs=1_000, replications=50,
+                            precision=Precision(rel=0.5, max_jobs=10_000))
+    system = dispatchlab.System.build("2x0.5", load=0.5)
+    with pytest.raises(ValidationError, match="does not cover 50 replications"):
+        dispatchlab.simulate(system, "jsq", slots=1_000, replications=50,
+                             precision=Precision(rel=0.5, max_slots=10_000))
+    # without a budget, the replications asked are afforded
+    result = simulate_continuous("2x1", "jsq", load=0.5, jobs=1_000, replications=80,
+                                 workers=1, precision=Precision(rel=0.5))
+    assert result.replications == 80 and result.job_budget == 80_000
+
+
 def test_a_paired_comparison_refuses_a_target() -> None:
     from dispatchlab.continuous import compare_continuous
 

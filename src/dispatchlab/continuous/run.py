@@ -161,7 +161,8 @@ def simulate_continuous(
     warmup = jobs // 10 if warmup is None else as_int(warmup, "warmup", 0, jobs - 1)
     seed = as_int(seed, "seed", 0, INTEGER_LIMIT)
     replications = as_int(replications, "replications", 1, 100_000)
-    target = None if precision is None else Precision.of(precision).check_jobs(jobs)
+    target = None if precision is None else Precision.of(precision).check_jobs(
+        jobs, replications)
     bound = as_int(bound, "bound", 1, 1 << 31)
     if workers is not None:
         workers = as_int(workers, "workers", 1, 4096)

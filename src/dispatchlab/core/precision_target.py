@@ -47,34 +47,37 @@ class Precision:
     max_slots: int | None = None
     max_jobs: int | None = None
 
-    def check(self, slots: int) -> Precision:
-        """Checked against the run length; ``max_slots`` resolved to the budget."""
+    def check(self, slots: int, replications: int = 1) -> Precision:
+        """Checked against the run length and the replications asked at least;
+        ``max_slots`` resolved to the budget."""
         require(self.max_jobs is None, "precision.max_jobs",
                 "a budget in jobs is continuous time's; in slots give max_slots")
         self._check_targets()
-        budget = self._budget(self.max_slots, slots, "slots")
+        budget = self._budget(self.max_slots, slots, "slots", replications)
         return Precision(None if self.rel is None else float(self.rel),
                          None if self.abs is None else float(self.abs), budget)
 
-    def check_jobs(self, jobs: int) -> Precision:
-        """Checked against a continuous-time run's ``jobs`` per replication; ``max_jobs``
-        resolved to the budget."""
+    def check_jobs(self, jobs: int, replications: int = 1) -> Precision:
+        """Checked against a continuous-time run's ``jobs`` per replication and the
+        replications asked at least; ``max_jobs`` resolved to the budget."""
         require(self.max_slots is None, "precision.max_slots",
                 "a budget in slots is the slotted model's; in continuous time give max_jobs")
         self._check_targets()
-        budget = self._budget(self.max_jobs, jobs, "jobs")
+        budget = self._budget(self.max_jobs, jobs, "jobs", replications)
         return Precision(None if self.rel is None else float(self.rel),
                          None if self.abs is None else float(self.abs), max_jobs=budget)
 
-    def _budget(self, given: int | None, length: int, unit: str) -> int:
+    def _budget(self, given: int | None, length: int, unit: str, replications: int) -> int:
         """The budget in ``unit`` (slots, jobs): ``given``, or PRECISION_BUDGET_FACTOR
-        replications of ``length``; two replications at least."""
+        replications of ``length`` (the ``replications`` asked, when more); it must cover
+        those, and two at least."""
         name = f"precision.max_{unit}"
         require(given is None or (_is_int(given) and length <= given <= INTEGER_LIMIT),
                 name, f"must be an integer in [{unit} = {length}, 2^62] (got {given!r})")
-        budget = PRECISION_BUDGET_FACTOR * length if given is None else int(given)
-        require(budget // length >= 2, name, f"the budget {budget} {unit} does not cover two "
-                f"replications of {length} {unit}")
+        first = max(replications, 2)
+        budget = max(PRECISION_BUDGET_FACTOR, first) * length if given is None else int(given)
+        require(budget // length >= first, name, f"the budget {budget:,} {unit} does not "
+                f"cover {first} replications of {length:,} {unit}")
         return budget
 
     def _check_targets(self) -> None:

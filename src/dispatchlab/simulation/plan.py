@@ -111,7 +111,7 @@ def plan_run(system: System, policy: Policy | str, *, slots: int = DEFAULT_SLOTS
     trajectory = Trajectory.of(trajectory)
     trajectory = None if trajectory is None else trajectory.check(system.n_servers, slots)
     target = Precision.of(precision)
-    target = None if target is None else target.check(slots)
+    target = None if target is None else target.check(slots, replications)
     policy.check_system(system)
     try:  # policies check their memory first (dispatchlab.core.ram); this is the backstop
         kernel = policy.kernel(system)  # validates the policy's parameters against the system

@@ -36,8 +36,9 @@ def start(arguments: list[str]) -> subprocess.Popen[str]:
                             preexec_fn=default_sigint)  # (Ctrl-C as from a terminal)
 
 
-def stop_after_start(child: subprocess.Popen[str], signum: int) -> tuple[str, str, float]:
-    time.sleep(3)  # started, the event loop loaded, and running
+def stop_after_start(child: subprocess.Popen[str], signum: int,
+                     after: float = 3.0) -> tuple[str, str, float]:
+    time.sleep(after)  # started, the event loop loaded, and running
     assert child.poll() is None, child.communicate()
     sent = time.perf_counter()
     child.send_signal(signum)
@@ -70,12 +71,7 @@ def test_a_stop_while_the_event_loop_compiles_is_taken_at_once(tmp_path: Path) -
                              preexec_fn=default_sigint,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(5)  # imported (~1.5 s), compiling
-        assert child.poll() is None, child.communicate()
-        sent = time.perf_counter()
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
-        waited = time.perf_counter() - sent
+        out, err, waited = stop_after_start(child, signal.SIGINT, after=5)  # compiling
     finally:
         child.kill()
     assert child.returncode == 130 and "Traceback" not in err, err

@@ -32,6 +32,16 @@ def test_a_precision_run_is_the_run_of_as_many_replications(workers: int) -> Non
     assert plain.mean_response == response and plain.stop_reason == ""
 
 
+def test_messages_are_counted_per_job_of_every_replication_run() -> None:
+    settings = dict(load=0.8, jobs=4_000, dispatchers=3, seed=2, workers=1,
+                    policy_params={"update": "pull", "p": 0.5})
+    target = simulate_continuous("8x1", "l-jsq", **settings, precision=Precision(rel=0.03))
+    assert target.replications > 2
+    plain = simulate_continuous("8x1", "l-jsq", **settings,
+                                replications=target.replications)
+    assert target.messages_per_job == plain.messages_per_job > 0
+
+
 def test_a_budget_too_small_for_the_target_is_spent_and_said() -> None:
     result = simulate_continuous("4x1", "jsq", **SYSTEM, workers=1,
                                  precision=Precision(rel=1e-4, max_jobs=3 * 5_000 + 10))

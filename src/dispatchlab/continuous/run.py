@@ -206,7 +206,7 @@ def simulate_continuous(
         seed=seed, stability=stability, stability_evidence=evidence,
         response_quantiles=quantiles(runs, QUANTILE_LEVELS) if stable else {},
         messages_per_job=float(sum(run.counts[engine.C_MESSAGES] for run in runs))
-        / ((jobs - warmup) * replications),
+        / ((jobs - warmup) * len(runs)),
         max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
         events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
         notes=notes, blocks=tuple(run.blocks for run in runs), stop_reason=stop_reason,

@@ -184,9 +184,9 @@ def simulate_continuous(
                                "continuous time)") from None
     started = time.perf_counter()
     root = np.random.SeedSequence(seed)
+    stop_reason = ""
     if target is None:
-        runs, stop_reason = rounds.replications(root, replications, jobs, warmup, settings,
-                                                workers), ""
+        runs = rounds.replications(root, replications, jobs, warmup, settings, workers)
     else:
         runs, stop_reason = rounds.replications_to_precision(
             root, replications, jobs, warmup, settings, target, workers)

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
+from concurrent.futures import Executor
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from dispatchlab.core.convert import as_float, as_int, as_table, check_keys
 from dispatchlab.core.errors import INTEGER_LIMIT, require
+from dispatchlab.core.pools import process_pool, resolve_workers
+
+R = TypeVar("R")
 
 #: a precision run's budget (all replications, warm-ups included) unless given: this
 #: multiple of one replication's slots (jobs)
@@ -140,3 +146,33 @@ def next_round(count: int, half: float, aim: float, affordable: int, per_round: 
         wanted = 2 * count
     more = max(wanted - count, 1)
     return min(-(-more // per_round) * per_round, affordable - count)
+
+
+def run_in_rounds(target: Precision, first: int, affordable: int, workers: int | None,
+                  add: Callable[[int, int, Executor | None], list[R]],
+                  judge: Callable[[list[R]], tuple[float, float, bool]],
+                  spent: str) -> tuple[list[R], str]:
+    """Replications in rounds until ``target`` is met, with the reason they stopped.
+
+    ``add(start, count, pool)`` runs replications start … start + count − 1 (on ``pool``,
+    of one process a worker, or here without one); ``judge(runs)`` is (the mean, its CI's
+    half-width, whether a run was unstable). The first round runs ``first`` replications
+    (at least one a worker), each next one :func:`next_round`'s, until the target is met
+    ("target reached"), a run is unstable, or ``affordable`` replications ran (then the
+    reason is ``spent``)."""
+    per_round = resolve_workers(workers, affordable)
+    with ExitStack() as stack:
+        pool = stack.enter_context(process_pool(per_round)) if per_round > 1 else None
+        count = min(max(first, per_round), affordable)
+        runs = add(0, count, pool)
+        while True:
+            mean, half, unstable = judge(runs)
+            if unstable:
+                return runs, "unstable: no mean to estimate"
+            if target.met(mean, half):
+                return runs, "target reached"
+            if count >= affordable:
+                return runs, spent
+            more = next_round(count, half, target.half_width(mean), affordable, per_round)
+            runs += add(count, more, pool)
+            count += more

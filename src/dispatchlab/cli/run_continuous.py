@@ -143,13 +143,13 @@ def run_continuous(*, json_: bool, assignments: list[str] | None, confirmed: boo
     given = dict(settings)
     servers = given.pop("servers", DEFAULT_SERVERS)
     policy = given.pop("policy", DEFAULT_POLICY)
-    if not str(given.get("arrivals", "")).strip().lower().startswith("trace:"):
+    replaying = str(given.get("arrivals", "")).strip().lower().startswith("trace:")
+    if not replaying:  # (a trace's jobs are the file's)
         check_continuous_work(servers, given.get("jobs"), given.get("replications", 1),
                               confirmed)
     if assignments:
         given["policy_params"] = {**given.get("policy_params", {}),
                                   **parse_assignments(assignments)}
-    replaying = str(given.get("arrivals", "")).strip().lower().startswith("trace:")
     if "rate" not in given and not replaying:  # (a trace sets its own rate)
         given.setdefault("load", DEFAULT_LOAD)
     given.setdefault("dispatchers", DEFAULT_DISPATCHERS)

@@ -141,6 +141,21 @@ def test_the_command_line_refuses_a_budget_of_the_other_model(capsys, arguments,
     assert code == 2 and err.startswith(f"error: {field}: "), err
 
 
+@pytest.mark.parametrize(("arguments", "field"), [
+    (["run", "--time", "continuous", "--servers", "4x1", "--jobs", "200000000",
+      "--precision-rel", "1e-6"], "precision.max_jobs"),
+    (["run", "--servers", "4x0.5", "--slots", "500000000", "--precision-rel", "1e-6"],
+     "budget"),
+    (["compare", "--servers", "4x0.5", "--slots", "500000000", "--precision-rel", "1e-6",
+      "-p", "jsq", "-p", "rand"], "budget"),
+])
+def test_the_work_guard_counts_a_precision_run_s_budget(capsys, arguments, field: str) -> None:
+    """One replication of each is within the guard; the 64 a precision run may spend are
+    not: refused with the estimate unless --yes."""
+    code, _, err = run_clean(capsys, arguments)
+    assert code == 2 and err.startswith(f"error: {field}: ") and "--yes" in err, err
+
+
 def test_a_spec_file_sets_the_target_and_the_job_budget(capsys, tmp_path: Path) -> None:
     spec = tmp_path / "run.toml"
     spec.write_text('[system]\nservers = "4x1"\nload = 0.8\ndispatchers = 2\n'

@@ -185,7 +185,8 @@ def compare_command(
     require(not paired or spec.precision is None, "paired", "a paired comparison runs a fixed "
             "number of replications on every policy; leave out --precision-rel, "
             "--precision-abs and --precision-max-slots")
-    check_work(len(chosen) * system_work(system, slots, replications), confirmed=yes,
+    check_work(len(chosen) * system_work(system, slots, replications, spec.precision),
+               confirmed=yes,
                what=f"comparing {len(chosen)} policies")
     errors = stderr_console()
     for note in notes:

@@ -158,7 +158,8 @@ def run_command(
                    "max_slots": precision_max_slots},
     )
     system = run_spec.build_system()
-    check_work(system_work(system, run_spec.slots, run_spec.replications), confirmed=yes)
+    check_work(system_work(system, run_spec.slots, run_spec.replications, run_spec.precision),
+               confirmed=yes)
     label = run_spec.policy.name
 
     def run() -> Result:

@@ -109,9 +109,11 @@ UPDATES_PER_JOB = 10.0
 SERVERS_PER_UPDATE = 30.0
 
 
-def check_continuous_work(servers: Any, jobs: Any, replications: Any, confirmed: bool) -> None:
+def check_continuous_work(servers: Any, jobs: Any, replications: Any, confirmed: bool,
+                          precision: Any = None) -> None:
     """The work guard of the slotted runs for a continuous-time one: a run far larger than
-    anyone means (``--jobs 10**12``) is refused with its estimate unless ``--yes``."""
+    anyone means (``--jobs 10**12``, or a precision run's budget) is refused with its
+    estimate unless ``--yes``."""
     from dispatchlab.continuous.run import DEFAULT_JOBS
     from dispatchlab.model.service import parse_rates
     from dispatchlab.model.values import as_int
@@ -120,9 +122,13 @@ def check_continuous_work(servers: Any, jobs: Any, replications: Any, confirmed:
     count = parse_rates(servers).size
     jobs = DEFAULT_JOBS if jobs is None else as_int(jobs, "jobs", 2)
     replications = as_int(replications, "replications", 1)
-    check_work(float(jobs) * replications * (UPDATES_PER_JOB + count / SERVERS_PER_UPDATE),
-               confirmed=confirmed, what="this continuous-time run", field="jobs",
-               check="jobs and replications")
+    total = (float(jobs) * replications if precision is None
+             else float(precision.check_jobs(jobs, replications).max_jobs))
+    check_work(total * (UPDATES_PER_JOB + count / SERVERS_PER_UPDATE),
+               confirmed=confirmed, what="this continuous-time run",
+               field="jobs" if precision is None else "precision.max_jobs",
+               check="jobs and replications" if precision is None
+               else "jobs and the precision run's budget")
 
 
 def run_continuous(*, json_: bool, assignments: list[str] | None, confirmed: bool = False,
@@ -146,7 +152,7 @@ def run_continuous(*, json_: bool, assignments: list[str] | None, confirmed: boo
     replaying = str(given.get("arrivals", "")).strip().lower().startswith("trace:")
     if not replaying:  # (a trace's jobs are the file's)
         check_continuous_work(servers, given.get("jobs"), given.get("replications", 1),
-                              confirmed)
+                              confirmed, given.get("precision"))
     if assignments:
         given["policy_params"] = {**given.get("policy_params", {}),
                                   **parse_assignments(assignments)}

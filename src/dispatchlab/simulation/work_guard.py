@@ -16,6 +16,7 @@ into a rough duration for the message.
 from __future__ import annotations
 
 from dispatchlab.core.errors import ValidationError
+from dispatchlab.core.precision_target import Precision
 from dispatchlab.model.system import System
 
 #: about 17 minutes of one core (a sweep spreads it over its workers)
@@ -30,8 +31,12 @@ def slot_cost(system: System) -> float:
     return float(system.n_servers + system.dispatchers) + per_job
 
 
-def system_work(system: System, slots: int, replications: int = 1) -> float:
-    """Server-slot updates of ``replications`` runs of ``slots`` slots on ``system``."""
+def system_work(system: System, slots: int, replications: int = 1,
+                precision: Precision | None = None) -> float:
+    """Server-slot updates of ``replications`` runs of ``slots`` slots on ``system``, or of
+    a precision run's whole slot budget (which it may spend) when ``precision`` is given."""
+    if precision is not None:
+        return slot_cost(system) * float(precision.check(slots, replications).max_slots)
     return slot_cost(system) * float(slots) * float(replications)
 
 

@@ -56,7 +56,7 @@ def coverage_command(
                                            ("precision_rel", precision_rel)) if value is not None}
     settings = {key: value for key, value in given.items() if key != "precision_rel"}
     if precision_rel is not None:
-        from dispatchlab.simulation.measures import Precision  # numpy: not for --help
+        from dispatchlab.core.precision_target import Precision  # numpy: not for --help
 
         settings["precision"] = Precision(rel=precision_rel)
     chosen = select_cases(case, fast=fast)

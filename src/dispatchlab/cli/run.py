@@ -103,7 +103,8 @@ def run_command(
     from dispatchlab.continuous.run import DEFAULT_POLICY
     from dispatchlab.core.documents import read_toml
     from dispatchlab.core.imports import import_user_modules
-    from dispatchlab.simulation.measures import Precision, merged
+    from dispatchlab.core.precision_target import Precision
+    from dispatchlab.simulation.measures import merged
     from dispatchlab.specs.continuous import continuous_settings, spec_time
 
     document = read_toml(spec, "spec", "spec file") if spec is not None else {}

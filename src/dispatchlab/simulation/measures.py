@@ -11,7 +11,8 @@ table of a spec file, and the command-line option spelled from its dotted field 
   ``--trajectory-every``, ``--trajectory-servers``;
 - ``precision=Precision(rel=…, abs=…, max_slots=…)``: ``[run.precision]``,
   ``--precision-rel``, ``--precision-abs``, ``--precision-max-slots`` (in continuous time
-  ``max_jobs``, ``--precision-max-jobs``).
+  ``max_jobs``, ``--precision-max-jobs``; the record and its rounds are
+  :mod:`dispatchlab.core.precision_target`'s, shared by both models).
 
 A sweep's store records ``delay`` and ``imbalance`` in a point's options. Each record
 checks itself against the system and run length (``check``), raising
@@ -30,9 +31,6 @@ import numpy as np
 
 from dispatchlab.core.convert import as_int, as_ints, as_table, check_keys
 from dispatchlab.core.errors import ValidationError, require
-
-# (one of the records this module names for every layer; defined with its rounds in stats)
-from dispatchlab.core.precision_target import Precision  # noqa: F401
 
 #: how delays are measured (docs/statistics.md#tagged-delays): ``tagged``, a sample of
 #: tagged jobs followed through their FIFOs (O(tags) a slot); ``all``, every job timed

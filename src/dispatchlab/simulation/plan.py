@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dispatchlab.core.errors import ValidationError, keywords_of, require
+from dispatchlab.core.precision_target import Precision
 from dispatchlab.engine.interface import Kernel
 from dispatchlab.engine.raw import RawRun, default_bound, run_once
 from dispatchlab.model.size_limits import check_run_jobs
@@ -18,7 +19,6 @@ from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy, make_policy
 from dispatchlab.simulation.measures import (
     PerServer,
-    Precision,
     Trajectory,
     check_delay,
     check_flag,

@@ -6,11 +6,12 @@ from typing import Any
 
 from dispatchlab.core.errors import refuse_unknown
 from dispatchlab.core.pools import map_tasks
+from dispatchlab.core.precision_target import Precision
 from dispatchlab.core.signals import api_stops
 from dispatchlab.model.system import System
 from dispatchlab.policies.base import Policy
 from dispatchlab.simulation.execute import execute
-from dispatchlab.simulation.measures import PerServer, Precision, Trajectory, refuse_renamed
+from dispatchlab.simulation.measures import PerServer, Trajectory, refuse_renamed
 from dispatchlab.simulation.plan import DEFAULT_SLOTS, check_settings, plan_run, run_indexed
 from dispatchlab.simulation.result import Result
 

@@ -78,6 +78,7 @@ from dispatchlab.core.convert import (
 )
 from dispatchlab.core.documents import read_toml
 from dispatchlab.core.errors import require
+from dispatchlab.core.precision_target import Precision
 from dispatchlab.model.arrivals import parse_arrival_law
 from dispatchlab.model.service import parse_rates
 from dispatchlab.model.system import DISPATCH_MODES, SPLITS, System
@@ -86,7 +87,6 @@ from dispatchlab.policies.base import display_name
 from dispatchlab.simulation.measures import (
     DELAY_MODES,
     PerServer,
-    Precision,
     Trajectory,
     merged,
     refuse_renamed,

@@ -100,7 +100,6 @@ def run_command(
     """Simulate one policy on one system and report ΣQ, delay, messages and stability
     (with --time continuous: response time, slowdown and number in system)."""
     from dispatchlab.cli.run_continuous import refuse_other_model, run_continuous, time_model
-    from dispatchlab.continuous.run import DEFAULT_POLICY
     from dispatchlab.core.documents import read_toml
     from dispatchlab.core.imports import import_user_modules
     from dispatchlab.core.precision_target import Precision
@@ -109,6 +108,9 @@ def run_command(
 
     document = read_toml(spec, "spec", "spec file") if spec is not None else {}
     if time_model(time if time is not None else spec_time(document)) == "continuous":
+        # (the event engine loads only for a continuous-time run)
+        from dispatchlab.continuous.run import DEFAULT_POLICY
+
         refuse_other_model("continuous", {
             "epsilon": epsilon, "beta": beta, "service": service,
             "dispatch": dispatch, "split": split, "dispatcher_weights": dispatcher_weights,

@@ -17,8 +17,9 @@ function can reach, found by walking what its code refers to:
 So an edit to the report, the CLI, the statistics or a test recompiles nothing, and an
 edit to one policy's kernel recompiles that policy's functions only (the slot loop calls a
 policy through a first-class function, which it does not inline). A user's function
-compiled against dispatchlab's helpers is walked the same way; its own file is numba's
-own stamp, as for any cached function.
+compiled against dispatchlab's helpers is walked the same way, and its source file, and
+that of every compiled function of the user's it reaches, is in the digest too (numba's own
+stamp, the file's time and size, misses an edit that keeps both).
 """
 
 from __future__ import annotations
@@ -111,6 +112,16 @@ class _Walk:
         if path is not None:
             self.files.add(path)
 
+    def compiled_source(self, function: Any) -> None:
+        """The source file of a user's compiled function (numba's own check of it, the
+        file's time and size, misses an edit that keeps both; dispatchlab's files are
+        added by module)."""
+        if _ours(getattr(function, "__module__", None) or ""):
+            return
+        path = Path(function.__code__.co_filename)
+        if path.is_file():
+            self.files.add(path.resolve())
+
     def binding(self, module_name: str, name: str) -> None:
         """Add the files along the chain of imports that bound ``name`` in the module."""
         for _ in range(32):  # a chain of re-exports, never a cycle
@@ -155,6 +166,8 @@ class _Walk:
     def value(self, value: Any, names: set[str]) -> None:
         for inner in _functions_of(value):
             self.function(inner)
+            if inner is not value:  # compiled code: a dispatcher's or an intrinsic's
+                self.compiled_source(inner)
         if isinstance(value, types.ModuleType):
             if _ours(value.__name__) and id(value) not in self._seen:
                 self._seen.add(id(value))
@@ -192,6 +205,7 @@ def dependency_files(function: Any) -> set[Path]:
     walk = _Walk()
     for inner in _functions_of(function):
         walk.function(inner)
+        walk.compiled_source(inner)
     return walk.files
 
 
@@ -205,13 +219,16 @@ def dependency_digest(function: Any) -> str | None:
     files = dependency_files(function)
     digest = hashlib.sha256()
     for path in sorted(files):
-        if path not in _FILE_BYTES:
-            _FILE_BYTES[path] = path.read_bytes()
         try:
             name = path.relative_to(PACKAGE).as_posix()
-        except ValueError:  # another copy of dispatchlab: its own absolute path
+        except ValueError:  # a user's file, or another copy of dispatchlab: its own path
             name = path.as_posix()
-        digest.update(name.encode() + b"\0" + _FILE_BYTES[path] + b"\0")
+            content = path.read_bytes()  # (a user's file may change within a session)
+        else:
+            if path not in _FILE_BYTES:
+                _FILE_BYTES[path] = path.read_bytes()
+            content = _FILE_BYTES[path]
+        digest.update(name.encode() + b"\0" + content + b"\0")
     result = digest.hexdigest() if files else None
     _DIGESTS[id(function)] = (function, result)
     return result

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import os
 
 from numba import errors, njit
@@ -42,7 +43,20 @@ def lazy_function(func, signature, *, cache: bool = True, allocates: bool = True
         options["no_cfunc_wrapper"] = True
     dispatcher = njit(**options)(func)
     dispatcher.declared_signature = signature
+    if not (func.__module__ or "").startswith("dispatchlab."):
+        dispatcher.source_digest = source_digest(func)
     return dispatcher
+
+
+def source_digest(func) -> str | None:
+    """SHA-256 of the file that defines ``func`` as it is now, when it is declared (the code
+    compiled later is what was loaded then, whatever the file says by that time); None
+    without a file (a notebook cell, code given to ``exec``)."""
+    try:
+        with open(func.__code__.co_filename, "rb") as source:
+            return hashlib.sha256(source.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def compiled(function, *, only: bool = False):

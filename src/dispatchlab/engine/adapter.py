@@ -29,8 +29,10 @@ per hook) and calls ``adapter(t, record, packed)``.
 
 The loop itself stays compiled once for every policy; each adapter is compiled (or loaded
 from numba's disk cache, keyed by the policy function's module, name, bytecode and source
-file stamp, and the sources it depends on) once per policy, and costs about what
-compiling ``choose`` alone did (about 10 % more since it loops over the dispatchers).
+file, and the sources it depends on) once per policy, and costs about what compiling
+``choose`` alone did (about 10 % more since it loops over the dispatchers). A user's LED
+strategy or Π decision runs in a closure of dispatchlab's (``keyed_by``), whose adapter is
+kept in the cache by the user's function, so a second run compiles nothing of it.
 """
 
 from __future__ import annotations
@@ -132,25 +134,51 @@ _unpack_arrays = _unpacker(PACKED_TYPE)
 _unpack_hook_arrays = _unpacker(HOOK_PACKED_TYPE)
 
 
+def _code_description(code: Any) -> tuple[Any, ...]:
+    """A code object's bytecode, names and constants, nested code included (whose repr
+    would hold an address that differs from process to process)."""
+    consts = tuple(_code_description(c) if hasattr(c, "co_code") else c
+                   for c in code.co_consts)
+    return (code.co_code, consts, code.co_names)
+
+
+def _description(function: Any) -> tuple[Any, ...]:
+    """What identifies a compiled Python function across processes: its module, name and
+    code, and its source file: for a function of the user's, its path and digest when it
+    was declared (a global constant the code reads is frozen at compile time; numba's own
+    check, the file's time and size, misses an edit that keeps both), for dispatchlab's,
+    numba's stamp (and the dependency digest of the key)."""
+    py_func = function.py_func
+    user_source = getattr(function, "source_digest", None)
+    stamp = (user_source if user_source is not None
+             else FunctionCache(py_func)._impl.locator.get_source_stamp())
+    return (py_func.__module__, py_func.__qualname__, _code_description(py_func.__code__),
+            py_func.__code__.co_filename, stamp)
+
+
+def _describable(function: Any) -> bool:
+    """Whether :func:`_description` tells the user's ``function`` apart in another process:
+    declared from a file (``source_digest``), no closure."""
+    py_func = getattr(function, "py_func", None)
+    return (py_func is not None and py_func.__closure__ is None
+            and getattr(function, "source_digest", None) is not None)
+
+
 class _AdapterCache(FunctionCache):
     """numba's disk cache for an adapter, keyed by the policy function it inlines.
 
     The adapter is a closure over that function; numba's own key pickles the closure's
     cells, which for a compiled function differs from process to process (a fresh uuid),
-    so it would never hit. This key describes the policy function instead: its module,
-    name, bytecode and constants, and its source file's stamp (as numba's own check), and
-    the dispatchlab sources the adapter and the policy depend on
-    (``compiled.dependencies.dependency_digest``: the helpers a policy inlines from other
-    modules, which the stamp does not see)."""
+    so it would never hit. This key describes the policy function instead
+    (:func:`_description`), and the user's function it is a closure over (``keyed_by``: a
+    user's LED strategy or Π decision), and the dispatchlab sources the adapter and the
+    policy depend on (``compiled.dependencies.dependency_digest``: the helpers a policy
+    inlines from other modules, which the stamp does not see)."""
 
     def __init__(self, py_func, policy_function: Any) -> None:
         super().__init__(py_func)
-        code = policy_function.py_func.__code__
-        stamp = FunctionCache(policy_function.py_func)._impl.locator.get_source_stamp()
-        described = repr((policy_function.py_func.__module__,
-                          policy_function.py_func.__qualname__,
-                          code.co_code, code.co_consts, code.co_names, stamp))
-        self._policy_key = hashlib.sha256(described.encode()).hexdigest()
+        described = [_description(f) for f in (policy_function, *_keyed_by(policy_function))]
+        self._policy_key = hashlib.sha256(repr(described).encode()).hexdigest()
 
     def _index_key(self, sig, codegen):
         code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
@@ -161,9 +189,21 @@ class _AdapterCache(FunctionCache):
 _ADAPTERS: dict[Any, Any] = {}
 
 
+def _keyed_by(function: Any) -> tuple[Any, ...]:
+    """The compiled functions a closure ``function`` captured that its adapter's cache key
+    describes (``function.keyed_by``, set where the closure is made)."""
+    return tuple(getattr(function, "keyed_by", ()))
+
+
 def _is_cached(function: Any) -> bool:
     """Whether ``function``'s adapter may use the disk cache: ``function`` is cached itself
-    and no closure (the cache key does not describe what a closure captured)."""
+    and no closure (the cache key does not describe what a closure captured), or a closure
+    over functions named by its ``keyed_by`` that the key can describe (a user's strategy
+    in a script is: the adapter's entry holds the compiled code, and its key the script's
+    path, stamp and the function's code)."""
+    keyed_by = _keyed_by(function)
+    if keyed_by:
+        return all(_describable(inner) for inner in keyed_by)
     return (isinstance(getattr(function, "_cache", None), FunctionCache)
             and function.py_func.__closure__ is None)
 

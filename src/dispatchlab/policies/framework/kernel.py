@@ -50,7 +50,6 @@ from dispatchlab.compiled.rng import next_u64, randint, sample_distinct_row
 from dispatchlab.engine.interface import (
     REPORT,
     choose_function,
-    compiled,
     hook_function,
     lazy_function,
 )
@@ -489,9 +488,9 @@ _BUILTIN_HOOKS = {
 def make_begin_slot(decide):
     """The ``begin_slot`` hook for the decision function ``decide``.
 
-    Built-in decisions have hooks cached on disk. A user's decision gets the same
-    hook compiled once per process (numba cannot cache a closure over a compiled
-    function on disk): about a second of compilation."""
+    Built-in decisions have hooks of their own. A user's decision gets a closure, whose
+    adapter the disk cache keeps when ``decide`` was declared from a file (``keyed_by``:
+    :mod:`dispatchlab.engine.adapter` keys it by ``decide``'s code and source file)."""
     if decide in _BUILTIN_HOOKS:
         return _BUILTIN_HOOKS[decide]
 
@@ -501,14 +500,17 @@ def make_begin_slot(decide):
                 eta, dip, dfp, dest, scratch = read_queues(m, slot, memory, ctx)
                 decide(eta, slot.mu, dip, dfp, ctx.rng, dest, scratch)
 
+    # (numba's own key for a closure pickles its cells: it never hits, so no cache of its
+    # own; the adapter inlines it)
     hook = hook_function(user_begin, cache=False, allocates=True)
+    hook.keyed_by = (decide,)
     # the user's decision runs bounds-checked (engine.adapter.bounds_checked), compiled
     # with the check where it has not been compiled yet
     hook.bounds_checked = True
     hook.targetoptions["boundscheck"] = True
     if not getattr(decide, "overloads", True):
         decide.targetoptions["boundscheck"] = True
-    return compiled(hook)
+    return hook
 
 
 def _count_destinations(decide, eta, mu, ip, fp, rng, T, samples):

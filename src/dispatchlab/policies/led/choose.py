@@ -235,7 +235,8 @@ _CUSTOM_CHOOSE_CACHE: dict[Any, Any] = {}
 
 
 def custom_choose(strategy_fn: Any) -> Any:
-    """A ``choose`` that runs a user strategy (compiled once per process and strategy)."""
+    """A ``choose`` that runs a user strategy (its adapter compiled once per strategy, and
+    kept in the disk cache when the strategy was declared from a file)."""
     if strategy_fn in _CUSTOM_CHOOSE_CACHE:
         return _CUSTOM_CHOOSE_CACHE[strategy_fn]
 
@@ -247,9 +248,11 @@ def custom_choose(strategy_fn: Any) -> Any:
         # and inlining the tree update tripled its compile time)
         return _written(own, m, target, jobs, slot, memory, ctx)
 
-    # a closure over a user function: numba cannot reuse an on-disk cache for it; the
-    # user's rule may allocate
+    # a closure over a user function: numba's own key pickles its cells and never hits,
+    # so no cache of its own; its adapter's is keyed by the user's function (keyed_by).
+    # The user's rule may allocate.
     compiled = choose_function(choose, cache=False, allocates=True)
+    compiled.keyed_by = (strategy_fn,)
     compiled.bounds_checked = True  # (the user's rule, inlined: engine.adapter)
     _CUSTOM_CHOOSE_CACHE[strategy_fn] = compiled
     return compiled

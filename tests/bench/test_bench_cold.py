@@ -50,6 +50,20 @@ def test_an_unknown_family_is_one_line(capsys) -> None:
     assert main(["bench", "--cold", "--scaling"]) == 2
 
 
+def test_the_continuous_family_runs_the_event_engine(monkeypatch) -> None:
+    """Its child's own code (run here, on the warm cache: the cold run is slow below), and
+    a row that counts jobs, not slots."""
+    namespace: dict = {}
+    exec(cold._CONTINUOUS_CHILD.format(servers=cold.CONTINUOUS_SERVERS, policy="jsq",  # noqa: S102
+                                       dispatchers=cold.DISPATCHERS, jobs=cold.JOBS), namespace)
+    result = namespace["result"]
+    assert result.jobs == cold.JOBS and result.dispatchers == cold.DISPATCHERS
+    assert result.load == pytest.approx(0.9) and result.stability != "unstable"
+    monkeypatch.setattr(cold, "_CONTINUOUS_CHILD", "# {servers}{dispatchers}{policy}{jobs}\n")
+    row = cold.cold_run("continuous")
+    assert row["jobs"] == cold.JOBS and "slots" not in row and "error" not in row, row
+
+
 @pytest.mark.slow
 def test_every_family_runs_cold(capsys) -> None:
     assert main(["bench", "--cold", "--json"]) == 0

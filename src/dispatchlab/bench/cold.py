@@ -3,7 +3,8 @@
 Each family's run is a fresh interpreter on an empty numba cache (``NUMBA_CACHE_DIR``, a
 temporary folder), so everything it needs compiles: the slot loop, the arrival and service
 steps, the policy's ``choose`` and hooks, with a compile helper beside it as a user's run
-has one (engine.compile_helper). Measured: the wall time of the whole process (start-up,
+has one (engine.compile_helper); the continuous-time family's, the event loop (10,000 jobs
+for the slots). Measured: the wall time of the whole process (start-up,
 import, compiling, a 1,000-slot run), its CPU time (the child's own ``wait4`` figures, plus
 the helper's) and its peak resident memory (which the child reports as it ends, plus the
 helper's peak: the two high-water marks summed, an upper bound of what the two held at
@@ -35,6 +36,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "jbt": ("jbt", "JBT-r and JIQ (pull-based thresholds)"),
     "scd": ("scd", "SCD and TWF (full information, coordinated)"),
     "pi": ("pi-jsq", "the periodic framework Π"),
+    "continuous": ("jsq", "continuous time: the event engine (FIFO servers, exponential "
+                          "sizes)"),
 }
 #: the system every family's run uses: N = 100 (the min trees and block minima are in use)
 SERVERS = "50x0.3,50x0.6"
@@ -50,6 +53,16 @@ _CHILD = (
     "except ImportError:\n"
     "    last_helper = {{}}\n"
     "print('helper', json.dumps(last_helper))\n"
+)
+#: the continuous-time family's run: the same servers as speeds, jobs for slots (the event
+#: loop compiles beside the main thread; it has no compile helper)
+CONTINUOUS_SERVERS = "50x1,50x2"
+JOBS = 10_000
+_CONTINUOUS_CHILD = (
+    "from dispatchlab.continuous import simulate_continuous\n"
+    "result = simulate_continuous({servers!r}, {policy!r}, load=0.9, "
+    "dispatchers={dispatchers}, "
+    "jobs={jobs}, seed=1, workers=1)\n"
 )
 #: appended to the child's code: its own peak resident memory, as its last line of output.
 #: Linux's VmHWM is the high-water mark of the process's memory since its exec; its
@@ -75,8 +88,15 @@ def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
 
     require(family in FAMILIES, "family", f"one of {', '.join(FAMILIES)} (got {family!r})")
     policy, _ = FAMILIES[family]
-    code = _CHILD.format(servers=SERVERS, dispatchers=DISPATCHERS, policy=policy,
-                         slots=SLOTS) + _REPORT_PEAK
+    if family == "continuous":
+        servers, budget = CONTINUOUS_SERVERS, {"jobs": JOBS}
+        code = _CONTINUOUS_CHILD.format(servers=servers, dispatchers=DISPATCHERS,
+                                        policy=policy, jobs=JOBS)
+    else:
+        servers, budget = SERVERS, {"slots": SLOTS}
+        code = _CHILD.format(servers=servers, dispatchers=DISPATCHERS, policy=policy,
+                             slots=SLOTS)
+    code += _REPORT_PEAK
     with (tempfile.TemporaryDirectory(prefix="dispatchlab-cold-") as cache,
           tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err):
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
@@ -108,8 +128,8 @@ def cold_run(family: str, *, timeout: float = 900.0) -> dict[str, Any]:
     helper_mb = helper.get("peak_kb", 0) / 1024
     helper_cpu = helper.get("cpu_seconds", 0.0)
     row: dict[str, Any] = {
-        "family": family, "policy": policy, "servers": SERVERS, "dispatchers": DISPATCHERS,
-        "slots": SLOTS, "wall_seconds": wall,
+        "family": family, "policy": policy, "servers": servers, "dispatchers": DISPATCHERS,
+        **budget, "wall_seconds": wall,
         "cpu_seconds": usage.ru_utime + usage.ru_stime + helper_cpu,
         "peak_mb": math.nan if peak_kb is None else peak_kb / 1024 + helper_mb,
         "helper_cpu_seconds": helper_cpu, "helper_peak_mb": helper_mb,

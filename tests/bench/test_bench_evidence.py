@@ -118,3 +118,15 @@ def test_the_cold_table_is_the_committed_runs():
     assert [row["family"] for row in after] == [f for f in FAMILIES if f != "continuous"]
     assert all("error" not in row for row in before + after)
     assert comparison_table(before, after) in (ROOT / "benchmarks" / "README.md").read_text()
+
+
+def test_the_amd_cold_table_is_the_committed_runs():
+    """benchmarks/README.md's AMD cold first runs, every family (the continuous-time one
+    too), are the committed ones in results/bench/amd-2026-12-06-cold/."""
+    from dispatchlab.bench.cold import FAMILIES, cold_table
+
+    path = ROOT / "results" / "bench" / "amd-2026-12-06-cold" / "after.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [row["family"] for row in rows] == list(FAMILIES)
+    assert all("error" not in row and row["processor"] == "AMD EPYC" for row in rows)
+    assert cold_table(rows) in (ROOT / "benchmarks" / "README.md").read_text()

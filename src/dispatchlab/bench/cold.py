@@ -167,3 +167,13 @@ def comparison_table(before: Sequence[dict[str, Any]], after: Sequence[dict[str,
                      f"{row['peak_mb']:,.0f} | {new['wall_seconds']:.1f} | "
                      f"{new['peak_mb']:,.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def cold_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The Markdown table of one set of cold runs (benchmarks/README.md shows the committed
+    ones)."""
+    lines = ["| family (policy) | wall s | CPU s | peak MB |", "|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['family']} ({row['policy']}) | {row['wall_seconds']:.1f} | "
+                     f"{row['cpu_seconds']:.1f} | {row['peak_mb']:,.0f} |")
+    return "\n".join(lines) + "\n"

@@ -331,6 +331,17 @@ def test_no_tracked_file_cites_material_outside_the_repository() -> None:
     assert not offenders, "cite docs/model.md#… or the paper instead:\n" + "\n".join(offenders)
 
 
+def test_no_tracked_text_holds_a_control_character() -> None:
+    """A backslash escape lost on the way (``"\\varepsilon"`` written as ``"\\v…"`` in a
+    Python string) leaves a vertical tab, a backspace or a form feed, and the page's formula
+    renders as "arepsilon = eta rac{…}" (docs/model.md's Halfin–Whitt scaling did)."""
+    offenders = [f"{path.relative_to(ROOT)}:{number}: {line[:60]!r}"
+                 for path in _tracked_files(*CHECKED)
+                 for number, line in enumerate(_text(path).split("\n"), 1)
+                 if any(ord(c) < 32 and c not in "\t\r" for c in line)]
+    assert not offenders, "\n".join(offenders)
+
+
 def _anchors(page: Path) -> list[str]:
     return ANCHOR.findall(page.read_text(encoding="utf-8"))
 

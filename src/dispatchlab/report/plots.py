@@ -14,6 +14,7 @@ import functools
 import math
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -34,11 +35,15 @@ from dispatchlab.specs.experiment import ExperimentSpec  # noqa: E402
 from dispatchlab.specs.figure import (  # noqa: E402
     CI_SCALED_Y,
     OWN_CI_Y,
+    SERVERS,
     FigureSpec,
     ReferenceLine,
 )
 
-AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ", "beta": "β (ε = β·μ_Σ/√N)"}
+AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ", "beta": "β (ε = β·μ_Σ/√N)",
+               SERVERS: "servers N"}
+#: a panel's title against servers N: the swept axis's symbol
+_AXIS_SYMBOLS = {"load": "ρ", "epsilon": "ε", "beta": "β"}
 #: the legend entry of the dotted stability-threshold marks (FigureSpec.stability_thresholds)
 THRESHOLD_LABEL = "dotted: the curve's predicted ρ̄ ([Π] Eq. (3))"
 Y_LABELS = {
@@ -133,12 +138,41 @@ def reference_curve(reference: ReferenceLine, frame: pd.DataFrame, spec: Experim
     return xs, ys
 
 
+def against_servers(frame: pd.DataFrame, figure: FigureSpec, spec: ExperimentSpec
+                    ) -> tuple[pd.DataFrame, list[str]]:
+    """The stored points re-keyed for a figure against servers N, and its panels: a panel
+    per value of the swept axis (its label in the ``system`` column), x = N
+    (``system.n_servers``), a curve per policy label, with the family (or the system's own
+    label) after it when the grid has several; ``figure.systems`` and ``figure.policies``
+    select by the stored labels first."""
+    data = frame
+    if figure.systems:
+        data = data[data["system"].isin(figure.systems)]
+    if figure.policies:
+        data = data[data["policy_label"].isin(figure.policies)]
+    data = data.copy()
+    symbol = _AXIS_SYMBOLS[spec.axis]
+    curves = data["family"].where(data["family"] != "", data["system"])
+    if curves.nunique() > 1:
+        data["policy_label"] = data["policy_label"] + " · " + curves
+    data["system"] = [f"{symbol} = {x:g}" for x in data["x"]]
+    data["x"] = pd.to_numeric(data["system.n_servers"], errors="coerce")
+    panels = [f"{symbol} = {x:g}" for x in sorted(spec.values)]
+    return data, [panel for panel in panels if panel in set(data["system"])]
+
+
 def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -> plt.Figure:
     """The matplotlib figure of ``figure`` from the stored points of ``spec``: one panel per
-    system (sharing the y axis), a policy keeps its colour across panels, one legend."""
+    system (sharing the y axis; against servers N, one per value of the swept axis: see
+    :func:`against_servers`), a policy keeps its colour across panels, one legend."""
+    if figure.x == SERVERS:
+        frame, systems = against_servers(frame, figure, spec)
+        figure = replace(figure, policies=(), systems=())  # (selected above)
+    else:
+        systems = [s.name for s in spec.systems
+                   if not figure.systems or s.name in figure.systems]
     summary = summarize(frame, figure)
-    systems = [s.name for s in spec.systems
-               if not figure.systems or s.name in figure.systems]
+    systems = systems or ["(no points)"]
     fig, axes = plt.subplots(1, len(systems), figsize=(1.0 + 5.0 * len(systems), 4.4),
                              dpi=110, sharey=True, squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -169,7 +203,11 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
                     legend.setdefault(THRESHOLD_LABEL, Line2D([], [], color="0.35",
                                                               linestyle=":", linewidth=1.3))
         for reference in figure.references:
-            xs, ys = reference_curve(reference, frame, spec, system)
+            if figure.x == SERVERS:  # a constant (FigureSpec.validate)
+                xs = np.array(sorted(frame["x"].dropna().unique()), dtype=float)
+                ys = np.full(xs.size, float(reference.value))
+            else:
+                xs, ys = reference_curve(reference, frame, spec, system)
             drawable = drawable_mask(ys, figure.log_y)
             if not drawable.any():  # nothing to draw: say so instead of an empty legend entry
                 notes.setdefault(reference.label, reference_note(reference.label, xs, ys,
@@ -182,8 +220,10 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
                               color="0.25", linewidth=1.2)
             legend.setdefault(reference.label, line)
         if figure.log_x:  # ticks at the grid's values, not crowded minor labels
+            ticks = (sorted(frame["x"].dropna().unique()) if figure.x == SERVERS
+                     else sorted(spec.values))
             ax.set_xscale("log")
-            ax.set_xticks(sorted(spec.values), [f"{x:g}" for x in sorted(spec.values)])
+            ax.set_xticks(ticks, [f"{x:g}" for x in ticks])
             ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         if figure.log_y:
             ax.set_yscale("log")
@@ -255,7 +295,12 @@ def figure_notes(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) 
     notes: dict[str, str] = {}
     for system in systems:
         for reference in figure.references:
-            xs, ys = reference_curve(reference, frame, spec, system)
+            if figure.x == SERVERS:  # a constant (FigureSpec.validate), over the sizes N
+                sizes = pd.to_numeric(frame["system.n_servers"], errors="coerce")
+                xs = np.array(sorted(sizes.dropna().unique()), dtype=float)
+                ys = np.full(xs.size, float(reference.value))
+            else:
+                xs, ys = reference_curve(reference, frame, spec, system)
             drawable = drawable_mask(ys, figure.log_y)
             if not drawable.all():
                 notes.setdefault(reference.label, reference_note(

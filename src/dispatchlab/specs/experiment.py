@@ -41,7 +41,7 @@ from dispatchlab.model.system import System
 from dispatchlab.simulation.measures import refuse_renamed
 from dispatchlab.simulation.plan import DEFAULT_SLOTS, plan_run
 from dispatchlab.specs.family import SystemFamily, family_systems
-from dispatchlab.specs.figure import FigureSpec
+from dispatchlab.specs.figure import SERVERS, FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 SLOTS_RULE_PER = ("epsilon", "load")
@@ -355,8 +355,15 @@ class ExperimentSpec:
             plan_run(built, "rand", slots=slots, seed=self.seed, **dict(self.options))
         for i, figure in enumerate(self.figures):
             figure.validate(f"figures[{i}]")
-            require(figure.x == self.axis, f"figures[{i}].x",
-                    f"this experiment sweeps {self.axis}, not {figure.x}")
+            require(figure.x in (self.axis, SERVERS), f"figures[{i}].x",
+                    f"this experiment sweeps {self.axis}, not {figure.x} (or draw against "
+                    f"{SERVERS}: N)")
+            if figure.x == SERVERS:
+                sizes = {system.build(**{self.axis: self.values[0]}).n_servers
+                         for system in self.systems} if self.values else set()
+                require(len(sizes) >= 2, f"figures[{i}].x", "a figure against servers N "
+                        "needs systems of at least two sizes (a [[families]] entry with "
+                        f"several sizes; got N = {sorted(sizes)})")
         figure_names = [f.name for f in self.figures]
         require(len(set(figure_names)) == len(figure_names), "figures",
                 "figure names must be distinct")

@@ -24,6 +24,9 @@ from dispatchlab.specs.references import (
 
 #: the x of a figure: the experiment's swept axis
 AXES = ("load", "epsilon", "beta")
+#: or the number of servers N of the grid's systems (a family at several sizes), one panel
+#: per value of the swept axis
+SERVERS = "servers"
 #: the matplotlib line styles a reference line may have
 LINE_STYLES = ("--", "-", ":", "-.", "solid", "dashed", "dotted", "dashdot")
 #: y quantities with a meaning of their own (any Result field or diagnostics key also works)
@@ -112,7 +115,10 @@ class FigureSpec:
 
     Attributes:
         name: the file stem (``NAME.png``/``NAME.svg``).
-        x: ``load`` (ρ), ``epsilon`` (ε) or ``beta`` (the Halfin–Whitt β).
+        x: ``load`` (ρ), ``epsilon`` (ε) or ``beta`` (the Halfin–Whitt β): the
+            experiment's swept axis; or ``servers``: N, the size of the grid's systems (a
+            family's sizes), with a panel per value of the swept axis and a curve per
+            policy (and per family when there are several); its references are constants.
         y: ``mean_total_queue`` (E[ΣQ]), ``mean_delay``, ``epsilon_total_queue``
             (ε·E[ΣQ]), ``messages_per_arrival``, any other scalar Result field, a key
             of ``diagnostics`` or of ``messages_by_kind``. Curves are grouped by policy
@@ -154,11 +160,15 @@ class FigureSpec:
         for key in ("policies", "systems"):
             require(all(isinstance(label, str) for label in getattr(self, key)),
                     f"{name}.{key}", f"must be a list of labels (got {getattr(self, key)!r})")
-        require(self.x in AXES, f"{name}.x", f"allowed: {', '.join(AXES)} (got {self.x!r})")
+        require(self.x in (*AXES, SERVERS), f"{name}.x",
+                f"allowed: {', '.join((*AXES, SERVERS))} (got {self.x!r})")
         require(isinstance(self.y, str) and bool(self.y), f"{name}.y",
                 "must name a Result field or diagnostics key")
         for i, ref in enumerate(self.references):
             ref.validate(f"{name}.references[{i}]")
+            require(self.x != SERVERS or ref.value is not None, f"{name}.references[{i}]",
+                    "against servers N a reference line is a constant (value); field and "
+                    "function lines follow the swept axis")
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}

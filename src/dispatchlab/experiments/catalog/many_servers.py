@@ -59,11 +59,15 @@ def _distinct(systems: Iterable[SystemSpec]) -> tuple[SystemSpec, ...]:
 
 
 def _figures(x: str) -> tuple[FigureSpec, ...]:
+    """E[ΣQ] and P(wait) against the swept axis, and P(wait) against N (a panel per value
+    of the axis): the regime's question, whether waiting vanishes as the system grows."""
     return (
         FigureSpec("queue", x=x, y="mean_total_queue", log_y=True, title="E[ΣQ]",
                    ylabel="E[ΣQ]"),
         FigureSpec("waiting", x=x, y="waiting_probability", title="Waiting probability",
                    ylabel="P(wait)"),
+        FigureSpec("waiting-vs-n", x="servers", y="waiting_probability", log_x=True,
+                   title="Waiting probability as N grows", ylabel="P(wait)"),
     )
 
 

@@ -1,0 +1,106 @@
+"""A figure against servers N (issue 53: "the store records the family and the scaling so a
+report can draw vs N"): a panel per value of the swept axis, x = the systems' N, a curve per
+policy, and per family when the grid has several; drawn from the committed store."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+
+from dispatchlab.core.errors import ValidationError
+from dispatchlab.experiments.store import Store
+from dispatchlab.report.plots import draw_figure
+from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.specs.figure import FigureSpec, ReferenceLine
+from dispatchlab.specs.run import PolicySpec, SystemSpec
+
+STORE = Path(__file__).resolve().parents[2] / "results" / "reproductions" / "store.sqlite"
+
+
+def _stored(experiment: str):
+    with Store(STORE, readonly=True) as store:
+        return (ExperimentSpec.from_json(store.experiment_spec(experiment)),
+                store.frame(experiment))
+
+
+def _curves(fig) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """panel title → legend label → the drawn (x, y), from the figure's own lines."""
+    labels = {id(handle): text.get_text()
+              for handle, text in zip(fig.legends[0].legend_handles,
+                                      fig.legends[0].get_texts(), strict=True)}
+    drawn: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            colour = line.get_color()
+            label = next((labels[id(h)] for h in fig.legends[0].legend_handles
+                          if getattr(h, "get_color", lambda: None)() == colour
+                          and h.get_marker() == "o"), None)
+            if label is not None and line.get_marker() == "o":
+                drawn.setdefault(ax.get_title(), {})[label] = list(
+                    zip(line.get_xdata(), line.get_ydata(), strict=True))
+    return drawn
+
+
+def test_the_halfin_whitt_waiting_probability_against_n() -> None:
+    spec, frame = _stored("halfin-whitt")
+    figure = FigureSpec("wait-vs-n", x="servers", y="waiting_probability", log_x=True)
+    spec = replace(spec, figures=(figure,))
+    spec.validate()
+    fig = draw_figure(figure, frame, spec)
+    try:
+        drawn = _curves(fig)
+        assert list(drawn) == ["β = 0.5", "β = 1", "β = 2"]
+        assert [ax.get_xlabel() for ax in fig.axes] == ["servers N"] * 3
+        jiq = drawn["β = 1"]["JIQ"]
+        assert [x for x, _ in jiq] == [100, 1000, 10_000]
+        for n, y in jiq:  # the mean of the stored replications at (β = 1, N, JIQ)
+            rows = frame[(frame["x"] == 1.0) & (frame["system.n_servers"] == n)
+                         & (frame["policy_label"] == "JIQ")]
+            assert len(rows) == 4 and y == pytest.approx(rows["waiting_probability"].mean())
+        # the claim the figure shows: JIQ's waiting probability falls as N grows, Po-2's rises
+        assert jiq[0][1] > jiq[-1][1]
+        assert drawn["β = 1"]["Po-2"][0][1] < drawn["β = 1"]["Po-2"][-1][1]
+    finally:
+        plt.close(fig)
+
+
+def test_two_families_get_a_curve_each_and_a_selection_keeps_its_labels() -> None:
+    spec, frame = _stored("large-system")
+    figure = FigureSpec("queue-vs-n", x="servers", y="waiting_probability", log_x=True,
+                        policies=("JSQ", "JIQ"), references=(ReferenceLine("zero", value=0),))
+    spec = replace(spec, figures=(figure,))
+    spec.validate()
+    fig = draw_figure(figure, frame, spec)
+    try:
+        drawn = _curves(fig)
+        assert list(drawn) == ["ρ = 0.9", "ρ = 0.95"]
+        assert set(drawn["ρ = 0.9"]) == {"JSQ · M = 10", "JSQ · M = N/100", "JIQ · M = 10",
+                                         "JIQ · M = N/100"}
+        # N = 1000 with M = 10 is in both families, stored once, under the first's label
+        assert [x for x, _ in drawn["ρ = 0.95"]["JIQ · M = 10"]] == [100, 1000, 10_000]
+        assert [x for x, _ in drawn["ρ = 0.95"]["JIQ · M = N/100"]] == [100, 10_000]
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("figure, message", [
+    (FigureSpec("q", x="servers", references=(ReferenceLine("ζ/2",
+                                                            field="heavy_traffic_limit"),)),
+     "constant"),
+    (FigureSpec("q", x="nodes"), "servers"),
+])
+def test_a_bad_servers_figure_is_one_line(figure: FigureSpec, message: str) -> None:
+    spec, _ = _stored("halfin-whitt")
+    with pytest.raises(ValidationError, match=message):
+        replace(spec, figures=(figure,)).validate()
+
+
+def test_a_grid_of_one_size_has_no_servers_axis() -> None:
+    spec = ExperimentSpec("one-size", systems=(SystemSpec("4x0.5"), SystemSpec("2x0.2,2x0.8")),
+                          policies=(PolicySpec("jsq"),), loads=(0.5,),
+                          figures=(FigureSpec("q", x="servers"),))
+    with pytest.raises(ValidationError, match=r"at least two sizes .*N = \[4\]"):
+        spec.validate()

@@ -42,6 +42,11 @@ POLICIES = (
 )
 
 
+#: the policies of the claims about N (a curve per policy and family: all of them would be
+#: 22 curves in ten colours)
+VS_N_POLICIES = ("weighted random", "JSQ", "Po-2", "JIQ")
+
+
 def families(sizes: tuple[int, ...]) -> tuple[SystemFamily, ...]:
     """The two families of the experiments: M = 10 dispatchers, and M = N/100."""
     return (SystemFamily(CLASSES, sizes, dispatchers=10, dispatch="per_job", label="M = 10"),
@@ -67,7 +72,8 @@ def _figures(x: str) -> tuple[FigureSpec, ...]:
         FigureSpec("waiting", x=x, y="waiting_probability", title="Waiting probability",
                    ylabel="P(wait)"),
         FigureSpec("waiting-vs-n", x="servers", y="waiting_probability", log_x=True,
-                   title="Waiting probability as N grows", ylabel="P(wait)"),
+                   title="Waiting probability as N grows", ylabel="P(wait)",
+                   policies=VS_N_POLICIES),
     )
 
 

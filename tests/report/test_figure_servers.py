@@ -1,6 +1,7 @@
 """A figure against servers N (issue 53: "the store records the family and the scaling so a
 report can draw vs N"): a panel per value of the swept axis, x = the systems' N, a curve per
-policy, and per family when the grid has several; drawn from the committed store."""
+policy, and per family when the grid has several; from the committed store (dispatchlab
+report) and from a notebook sweep (dl.plot)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
+import dispatchlab as dl
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.experiments.store import Store
 from dispatchlab.report.plots import draw_figure
@@ -104,3 +106,32 @@ def test_a_grid_of_one_size_has_no_servers_axis() -> None:
                           figures=(FigureSpec("q", x="servers"),))
     with pytest.raises(ValidationError, match=r"at least two sizes .*N = \[4\]"):
         spec.validate()
+
+
+def test_a_notebook_sweep_of_a_family_is_drawn_against_n(frame_of_a_family) -> None:
+    fig = dl.plot(frame_of_a_family, x="servers", y="mean_total_queue", log_x=True)
+    try:
+        assert [ax.get_title() for ax in fig.axes] == ["ρ = 0.5", "ρ = 0.8"]
+        for ax, load in zip(fig.axes, (0.5, 0.8), strict=True):
+            lines = {text.get_text(): line for text, line in zip(
+                ax.get_legend().get_texts(), ax.get_legend().legend_handles, strict=True)}
+            assert set(lines) == {"JSQ", "random"}
+            drawn = next(line for line in ax.get_lines()
+                         if line.get_color() == lines["JSQ"].get_color())
+            assert list(drawn.get_xdata()) == [4, 16]
+            rows = frame_of_a_family[(frame_of_a_family["x"] == load)
+                                     & (frame_of_a_family["policy_label"] == "JSQ")
+                                     & (frame_of_a_family["system.n_servers"] == 16)]
+            assert drawn.get_ydata()[-1] == pytest.approx(rows["mean_total_queue"].mean())
+    finally:
+        plt.close(fig)
+    one_size = frame_of_a_family[frame_of_a_family["system.n_servers"] == 4]
+    with pytest.raises(ValidationError, match="two sizes"):
+        dl.plot(one_size, x="servers")
+
+
+@pytest.fixture(scope="module")
+def frame_of_a_family():
+    family = dl.SystemFamily("1x0.5", (4, 16), dispatchers=2, label="halves")
+    return dl.sweep(family, {"JSQ": "jsq", "random": "rand"}, load=[0.5, 0.8], slots=2_000,
+                    replications=2, workers=1)

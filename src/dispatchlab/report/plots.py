@@ -138,26 +138,26 @@ def reference_curve(reference: ReferenceLine, frame: pd.DataFrame, spec: Experim
     return xs, ys
 
 
-def against_servers(frame: pd.DataFrame, figure: FigureSpec, spec: ExperimentSpec
-                    ) -> tuple[pd.DataFrame, list[str]]:
+def against_servers(frame: pd.DataFrame, figure: FigureSpec, axis: str,
+                    values: Iterable[float]) -> tuple[pd.DataFrame, list[str]]:
     """The stored points re-keyed for a figure against servers N, and its panels: a panel
     per value of the swept axis (its label in the ``system`` column), x = N
     (``system.n_servers``), a curve per policy label, with the family (or the system's own
     label) after it when the grid has several; ``figure.systems`` and ``figure.policies``
-    select by the stored labels first."""
+    select by the stored labels first. ``axis``: the swept axis, ``values``: its values."""
     data = frame
     if figure.systems:
         data = data[data["system"].isin(figure.systems)]
     if figure.policies:
         data = data[data["policy_label"].isin(figure.policies)]
     data = data.copy()
-    symbol = _AXIS_SYMBOLS[spec.axis]
+    symbol = _AXIS_SYMBOLS[axis]
     curves = data["family"].where(data["family"] != "", data["system"])
     if curves.nunique() > 1:
         data["policy_label"] = data["policy_label"] + " · " + curves
     data["system"] = [f"{symbol} = {x:g}" for x in data["x"]]
     data["x"] = pd.to_numeric(data["system.n_servers"], errors="coerce")
-    panels = [f"{symbol} = {x:g}" for x in sorted(spec.values)]
+    panels = [f"{symbol} = {x:g}" for x in sorted(values)]
     return data, [panel for panel in panels if panel in set(data["system"])]
 
 
@@ -166,7 +166,7 @@ def draw_figure(figure: FigureSpec, frame: pd.DataFrame, spec: ExperimentSpec) -
     system (sharing the y axis; against servers N, one per value of the swept axis: see
     :func:`against_servers`), a policy keeps its colour across panels, one legend."""
     if figure.x == SERVERS:
-        frame, systems = against_servers(frame, figure, spec)
+        frame, systems = against_servers(frame, figure, spec.axis, spec.values)
         figure = replace(figure, policies=(), systems=())  # (selected above)
     else:
         systems = [s.name for s in spec.systems

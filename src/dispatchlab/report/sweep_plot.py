@@ -16,8 +16,14 @@ from matplotlib import ticker
 
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.report.labels import plain
-from dispatchlab.report.plots import AXIS_LABELS, Y_LABELS, FigureSpec, summarize
-from dispatchlab.specs.figure import AXES, ReferenceLine
+from dispatchlab.report.plots import (
+    AXIS_LABELS,
+    Y_LABELS,
+    FigureSpec,
+    against_servers,
+    summarize,
+)
+from dispatchlab.specs.figure import AXES, SERVERS, ReferenceLine
 
 #: the columns of a ``dispatchlab.sweep`` frame that the figure reads
 FRAME_COLUMNS = ("system", "policy_label", "stability", "load", "epsilon")
@@ -72,7 +78,14 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
     missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
     require(not missing, "frame", f"not a dispatchlab.sweep frame: no column {missing[:1]}")
     require(not frame.empty, "frame", "the frame has no rows")
-    require(isinstance(x, str) and x in AXES, "x", f"allowed: {', '.join(AXES)} (got {x!r})")
+    require(isinstance(x, str) and x in (*AXES, SERVERS), "x",
+            f"allowed: {', '.join((*AXES, SERVERS))} (got {x!r})")
+    if x == SERVERS:
+        sizes = (frame["system.n_servers"].nunique() if "system.n_servers" in frame.columns
+                 else 0)
+        require(sizes >= 2 and "axis" in frame.columns and frame["axis"].nunique() == 1, "x",
+                "against servers N the frame needs systems of at least two sizes (a "
+                "SystemFamily swept by dispatchlab.sweep)")
     numeric = sorted(c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                      and not pd.api.types.is_bool_dtype(frame[c]))
     named = [c for c in Y_LABELS if c in numeric]
@@ -87,7 +100,8 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
 def plot(frame, x: str = "load", y: str = "mean_total_queue", *, log_y: bool = False,
          log_x: bool = False, references: Sequence[object] = (), title: str = ""):
     """E[ΣQ] (or any Result column ``y``) against ``x`` per policy, one panel per system,
-    the 95 % CI as a band (the report's figure; CIs as in ``report.plots.summarize``).
+    the 95 % CI as a band (the report's figure; CIs as in ``report.plots.summarize``);
+    ``x="servers"``: against N, a panel per swept value, for a sweep of a ``SystemFamily``.
 
     ``log_x``/``log_y``: logarithmic axes (``log_x`` ticks at the swept values, as the
     catalog figures: ε = 10⁻¹ … 10⁻⁴). ``references``: theory lines drawn dashed in every
@@ -97,8 +111,12 @@ def plot(frame, x: str = "load", y: str = "mean_total_queue", *, log_y: bool = F
     _check_arguments(frame, x, y, log_y, title)
     require(isinstance(log_x, bool), "log_x", f"expected True or False (got {log_x!r})")
     lines = reference_lines(references, frame)
-    data = frame.copy()
-    data["x"] = data[x]
+    if x == SERVERS:  # a panel per swept value, N on x (the report's figure against N)
+        data, _ = against_servers(frame, FigureSpec("notebook", x=x), frame["axis"].iloc[0],
+                                  frame["x"].unique())
+    else:
+        data = frame.copy()
+        data["x"] = data[x]
     summary = summarize(data, FigureSpec("notebook", x=x, y=y))
     systems = list(dict.fromkeys(summary["system"]))
     fig, axes = plt.subplots(1, len(systems), figsize=(1.0 + 5.0 * len(systems), 4.2),

@@ -28,3 +28,28 @@ def pool_workers(coordinator: int) -> list[int]:
     return [pid for pid, (parent, state, command) in table.items()
             if state != "Z" and (parent in servers
                                  or (parent == coordinator and b"spawn_main" in command))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process ``pid`` has used so far (user + system, its own threads), 0 when
+    it is gone."""
+    import os
+
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_cpu(pid: int, seconds: float, timeout: float = 120.0) -> None:
+    """Wait until process ``pid`` has used ``seconds`` of CPU (or is gone, or ``timeout``
+    passes): on a loaded machine a child's start takes longer in wall time, not in CPU
+    time, so a stop sent then finds it where the test means it to be."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while cpu_seconds(pid) < seconds and time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists():
+            return
+        time.sleep(0.05)

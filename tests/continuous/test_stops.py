@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from processes import pool_workers
+from processes import pool_workers, wait_for_cpu
 from sigint import default_sigint
 
 
@@ -38,7 +38,9 @@ def start(arguments: list[str]) -> subprocess.Popen[str]:
 
 def stop_after_start(child: subprocess.Popen[str], signum: int,
                      after: float = 3.0) -> tuple[str, str, float]:
-    time.sleep(after)  # started, the event loop loaded, and running
+    # started, the event loop loaded, and running: ``after`` seconds of the child's CPU (a
+    # fixed sleep had sent the stop before the run began on a loaded machine: "interrupted")
+    wait_for_cpu(child.pid, after)
     assert child.poll() is None, child.communicate()
     sent = time.perf_counter()
     child.send_signal(signum)

@@ -88,65 +88,67 @@ def _load_rule(path: Path, source: str):
     return module
 
 
-def _strategy_key(strategy) -> str:
-    from dispatchlab.engine.adapter import _AdapterCache, _inlining_adapter
-    from dispatchlab.policies.led.choose import custom_choose
-
-    choose = custom_choose(strategy)
-    return _AdapterCache(_inlining_adapter(choose), choose)._policy_key
+#: kind → the user's function's name in its file, and the file
+RULES = {"strategy": ("pick", STRATEGY), "decision": ("decide", DECISION)}
 
 
-def _decision_key(decision) -> str:
-    from dispatchlab.engine.adapter import _AdapterCache, _inlining_hook_adapter
-    from dispatchlab.policies.framework.kernel import make_begin_slot
-
-    hook = make_begin_slot(decision)
-    return _AdapterCache(_inlining_hook_adapter(hook), hook)._policy_key
-
-
-def _closure(kind: str):
+def _closure(kind: str, function):
+    """The closure of dispatchlab's that runs the user's ``function``."""
     from dispatchlab.policies.framework.kernel import make_begin_slot
     from dispatchlab.policies.led.choose import custom_choose
 
-    return custom_choose if kind == "strategy" else make_begin_slot
+    return custom_choose(function) if kind == "strategy" else make_begin_slot(function)
 
 
-@pytest.mark.parametrize("name, source, key, kind", [
-    ("pick", STRATEGY, _strategy_key, "strategy"),
-    ("decide", DECISION, _decision_key, "decision")])
-def test_a_closure_s_adapter_key_is_that_of_the_user_s_function(
-        tmp_path: Path, name: str, source: str, key, kind: str) -> None:
+def _adapter_key(kind: str, function) -> str:
+    """The part of its adapter's cache key that describes the policy function."""
+    from dispatchlab.engine.adapter import (
+        _AdapterCache,
+        _inlining_adapter,
+        _inlining_hook_adapter,
+    )
+
+    closure = _closure(kind, function)
+    inlining = _inlining_adapter if kind == "strategy" else _inlining_hook_adapter
+    return _AdapterCache(inlining(closure), closure)._policy_key
+
+
+@pytest.mark.parametrize("kind", RULES)
+def test_a_closure_s_adapter_key_is_that_of_the_user_s_function(tmp_path: Path,
+                                                                 kind: str) -> None:
     from dispatchlab.engine.adapter import _is_cached
 
-    make_closure = _closure(kind)
-    first = getattr(_load_rule(tmp_path / "a" / "rule.py", source.format(mode=0)), name)
-    first_key = key(first)
-    again = getattr(_load_rule(tmp_path / "a" / "rule.py", source.format(mode=0)), name)
-    assert key(again) == first_key
+    name, source = RULES[kind]
+
+    def loaded(folder: str, mode: int):
+        return getattr(_load_rule(tmp_path / folder / "rule.py", source.format(mode=mode)),
+                       name)
+
+    first = loaded("a", 0)
+    first_key = _adapter_key(kind, first)
+    assert _adapter_key(kind, loaded("a", 0)) == first_key
     # the same module, function and code in another file: another key
-    elsewhere = getattr(_load_rule(tmp_path / "b" / "rule.py", source.format(mode=0)), name)
-    assert key(elsewhere) != first_key
+    assert _adapter_key(kind, loaded("b", 0)) != first_key
     # an edit that keeps the file's size (a frozen global constant): another key for the
     # function loaded from it, and the first keeps the key of the source it was loaded from
-    edited = getattr(_load_rule(tmp_path / "a" / "rule.py", source.format(mode=1)), name)
-    assert key(edited) != first_key
-    assert key(first) == first_key
-    assert _is_cached(make_closure(first))
+    assert _adapter_key(kind, loaded("a", 1)) != first_key
+    assert _adapter_key(kind, first) == first_key
+    assert _is_cached(_closure(kind, first))
 
 
 def test_a_strategy_without_a_source_file_is_compiled_in_each_process() -> None:
     from dispatchlab.engine.adapter import _is_cached
-    from dispatchlab.policies.led.choose import custom_choose
 
     namespace: dict = {}
     exec(STRATEGY.format(mode=0), namespace)  # noqa: S102 - the test's own source
-    assert not _is_cached(custom_choose(namespace["pick"]))
+    assert not _is_cached(_closure("strategy", namespace["pick"]))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, source", [("strategy", STRATEGY), ("decision", DECISION)])
-def test_a_user_rule_s_adapter_is_loaded_then_recompiled_after_an_edit(
-        tmp_path: Path, kind: str, source: str) -> None:
+@pytest.mark.parametrize("kind", RULES)
+def test_a_user_rule_s_adapter_is_loaded_then_recompiled_after_an_edit(tmp_path: Path,
+                                                                      kind: str) -> None:
+    _, source = RULES[kind]
     # the child's own cache: the user's code and dispatchlab's, compiled for it
     cache = tmp_path / "cache"
     folder = _rule_folder(tmp_path / "user", source.format(mode=0))

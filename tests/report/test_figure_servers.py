@@ -135,3 +135,45 @@ def frame_of_a_family():
     family = dl.SystemFamily("1x0.5", (4, 16), dispatchers=2, label="halves")
     return dl.sweep(family, {"JSQ": "jsq", "random": "rand"}, load=[0.5, 0.8], slots=2_000,
                     replications=2, workers=1)
+
+
+SWEEP = """name = "vs-n"
+loads = [0.5, 0.8]
+slots = 2000
+replications = 2
+[[families]]
+classes = "0.5x0.2,0.5x0.8"
+sizes = [4, 16]
+dispatchers = 2
+label = "halves"
+[[policies]]
+name = "jsq"
+[[policies]]
+name = "rand"
+[[figures]]
+name = "queue-vs-n"
+x = "servers"
+y = "mean_total_queue"
+log_x = true
+[[figures.references]]
+label = "one"
+value = 1.0
+"""
+
+
+def test_a_sweep_file_draws_against_n_from_the_command_line(tmp_path: Path, capsys) -> None:
+    from dispatchlab.cli import main
+
+    spec = tmp_path / "vs-n.toml"
+    spec.write_text(SWEEP, encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--store", str(tmp_path / "s.sqlite"), "--workers", "1",
+                 "--no-progress", "--out", str(out)]) == 0
+    assert (out / "queue-vs-n.png").stat().st_size > 10_000
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SWEEP.replace('value = 1.0', 'field = "heavy_traffic_limit"'),
+                   encoding="utf-8")
+    capsys.readouterr()
+    assert main(["sweep", str(bad), "--store", str(tmp_path / "s.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "figures[0].references[0]" in err and "constant" in err and "Traceback" not in err

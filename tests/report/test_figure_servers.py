@@ -128,6 +128,8 @@ def test_a_notebook_sweep_of_a_family_is_drawn_against_n(frame_of_a_family) -> N
     one_size = frame_of_a_family[frame_of_a_family["system.n_servers"] == 4]
     with pytest.raises(ValidationError, match="two sizes"):
         dl.plot(one_size, x="servers")
+    with pytest.raises(ValidationError, match="two sizes"):  # a frame not from dl.sweep
+        dl.plot(frame_of_a_family.drop(columns=["family"]), x="servers")
 
 
 @pytest.fixture(scope="module")

@@ -83,7 +83,8 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
     if x == SERVERS:
         sizes = (frame["system.n_servers"].nunique() if "system.n_servers" in frame.columns
                  else 0)
-        require(sizes >= 2 and "axis" in frame.columns and frame["axis"].nunique() == 1, "x",
+        require(sizes >= 2 and {"axis", "family"} <= set(frame.columns)
+                and frame["axis"].nunique() == 1, "x",
                 "against servers N the frame needs systems of at least two sizes (a "
                 "SystemFamily swept by dispatchlab.sweep)")
     numeric = sorted(c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])

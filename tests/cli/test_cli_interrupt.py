@@ -140,3 +140,47 @@ def test_a_stop_while_the_command_line_loads_is_one_line(how: str, status: int,
                           text=True, timeout=120, preexec_fn=default_sigint)
     assert done.returncode == status, done.stderr
     assert done.stderr == said + "\n" and done.stdout == ""
+
+
+def test_a_second_ctrl_c_while_the_line_is_written_does_not_cut_it(monkeypatch) -> None:
+    """A second Ctrl-C that arrives while the first one's line is being written (a pooled
+    sweep stopped twice, on a loaded machine, once exited 130 with no line at all): the line
+    is written whole, then the second stop goes on as the first."""
+    import io
+    import os
+    import signal
+    import threading
+
+    import typer
+
+    from dispatchlab import cli
+
+    class Interrupting(io.StringIO):
+        """stderr that receives a second Ctrl-C as the line starts to be written."""
+
+        def write(self, text: str) -> int:
+            if not self.getvalue():
+                os.kill(os.getpid(), signal.SIGINT)
+            return super().write(text)
+
+    def command() -> None:
+        raise KeyboardInterrupt("interrupted: 3 point(s) of x stored in s.sqlite")
+
+    commands = typer.Typer()
+    commands.command()(command)
+    cli._say_interrupts(commands)
+    stderr = Interrupting()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    # another thread, as a pool's: the kernel may hand the process's signal to it
+    done = threading.Event()
+    other = threading.Thread(target=done.wait, daemon=True)
+    other.start()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            commands.registered_commands[0].callback()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        done.set()
+        other.join()
+    assert stderr.getvalue() == "interrupted: 3 point(s) of x stored in s.sqlite\n"

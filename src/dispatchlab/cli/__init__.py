@@ -21,7 +21,8 @@ import os
 import pkgutil
 import signal
 import sys
-from collections.abc import Callable, Mapping, MutableMapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 import typer
 
@@ -61,7 +62,8 @@ def _say_interrupts(commands: typer.Typer) -> None:
             try:
                 return callback(*args, **kwargs)
             except KeyboardInterrupt as interrupt:
-                print(str(interrupt) or "interrupted", file=sys.stderr)
+                with _ctrl_c_held():  # (a second Ctrl-C now would cut the line)
+                    print(str(interrupt) or "interrupted", file=sys.stderr)
                 raise
 
         saying.says_interrupts = True  # type: ignore[attr-defined]
@@ -69,6 +71,25 @@ def _say_interrupts(commands: typer.Typer) -> None:
     for group in commands.registered_groups:
         if group.typer_instance is not None:
             _say_interrupts(group.typer_instance)
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C held back while inside (in the main thread): one that comes meanwhile is
+    taken on leaving, by the handler that was there. (Blocking the signal would not do:
+    the kernel hands a process's signal to any thread that does not block it, a pool's
+    threads included, and Python then raises it in the main thread all the same.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if came and callable(previous):
+            previous(signal.SIGINT, None)
 
 
 def _usage_error_types() -> tuple[type[Exception], ...]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 
@@ -33,8 +35,6 @@ def pool_workers(coordinator: int) -> list[int]:
 def cpu_seconds(pid: int) -> float:
     """The CPU time process ``pid`` has used so far (user + system, its own threads), 0 when
     it is gone."""
-    import os
-
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -46,8 +46,6 @@ def wait_for_cpu(pid: int, seconds: float, timeout: float = 120.0) -> None:
     """Wait until process ``pid`` has used ``seconds`` of CPU (or is gone, or ``timeout``
     passes): on a loaded machine a child's start takes longer in wall time, not in CPU
     time, so a stop sent then finds it where the test means it to be."""
-    import time
-
     deadline = time.monotonic() + timeout
     while cpu_seconds(pid) < seconds and time.monotonic() < deadline:
         if not Path(f"/proc/{pid}").exists():

@@ -21,14 +21,14 @@ import os
 import pkgutil
 import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 
 import typer
 
 from dispatchlab.cli import rich_help
 from dispatchlab.cli.app import app, check_app
 from dispatchlab.core.errors import SimulationError, ValidationError, require
+from dispatchlab.core.signals import interruption, stops_caught
 
 #: the command tree, by a name of its own (tests replace ``app`` by a stand-in)
 COMMANDS = app
@@ -62,8 +62,11 @@ def _say_interrupts(commands: typer.Typer) -> None:
             try:
                 return callback(*args, **kwargs)
             except KeyboardInterrupt as interrupt:
-                with _ctrl_c_held():  # (a second Ctrl-C now would cut the line)
+                # a second stop while the line is written would cut it: held, then taken
+                with stops_caught() as stopped:
                     print(str(interrupt) or "interrupted", file=sys.stderr)
+                if stopped():
+                    raise interruption(stopped()) from None
                 raise
 
         saying.says_interrupts = True  # type: ignore[attr-defined]
@@ -71,25 +74,6 @@ def _say_interrupts(commands: typer.Typer) -> None:
     for group in commands.registered_groups:
         if group.typer_instance is not None:
             _say_interrupts(group.typer_instance)
-
-
-@contextlib.contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C held back while inside (in the main thread): one that comes meanwhile is
-    taken on leaving, by the handler that was there. (Blocking the signal would not do:
-    the kernel hands a process's signal to any thread that does not block it, a pool's
-    threads included, and Python then raises it in the main thread all the same.)"""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    came: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if came and callable(previous):
-            previous(signal.SIGINT, None)
 
 
 def _usage_error_types() -> tuple[type[Exception], ...]:

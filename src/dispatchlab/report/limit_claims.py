@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 
 import pandas as pd
 
+from dispatchlab.report.exact_limits import (
+    ExactCurve,
+    exact_persisting,
+    exact_vanishing,
+    load_exact_curves,
+)
 from dispatchlab.report.verdicts import (
     LIMIT_TOLERANCE,
     Verdict,
@@ -196,13 +203,15 @@ def model_error(curves: list[tuple[str, str, pd.DataFrame, float]], system: str,
 
 def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
                   rule: Callable[..., tuple[str, str]],
-                  somewhere: bool = False) -> Verdict:
+                  exact_rule: Callable[[ExactCurve, float], tuple[str, str]]) -> Verdict:
     """Each curve's lim ε·E[X] (:func:`~dispatchlab.stats.limit_fits.estimate_limit` on its
     equilibrated points with an interval) judged by ``rule(estimate, LIMIT_TOLERANCE·ζ/2,
     error=…)``, the model error of a control curve on the same system (:func:`model_error`);
-    a curve with fewer than two such points is undecided. The claim holds for a label on
-    every system, or with ``somewhere`` (a gap claimed to exist) on one system that
-    resolves it while none contradicts it; and for every label."""
+    a curve with fewer than two such points is undecided. Beside them, each exact
+    two-server curve of a label judged by ``exact_rule``
+    (:mod:`dispatchlab.report.exact_limits`). The claim holds for a label where a curve
+    resolves it while none contradicts it (:func:`shown_somewhere`: every curve's reading
+    is shown), and for every label."""
     curves = excess_curves(spec, frame, labels)
     if isinstance(curves, Verdict):
         return curves
@@ -221,15 +230,24 @@ def _judge_excess(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str],
         reading += source
         by_label[label].append(status)
         texts.append(_excess_text(system, label, curve, limit, several, estimate, reading))
-    per_label = shown_somewhere if somewhere else combine
-    return Verdict(combine([per_label(statuses) for statuses in by_label.values()]),
+    for exact in _exact_curves(tuple(labels)):
+        status, reading = exact_rule(exact, LIMIT_TOLERANCE)
+        by_label[exact.label].append(status)
+        texts.append(f"{exact.system}: {exact.label} {exact.describe()}: {reading}")
+    return Verdict(combine([shown_somewhere(statuses) for statuses in by_label.values()]),
                    "; ".join(texts))
 
 
+@cache
+def _exact_curves(labels: tuple[str, ...]) -> tuple[ExactCurve, ...]:
+    """The committed exact curves of ``labels`` (read once per process)."""
+    return tuple(load_exact_curves(list(labels)))
+
+
 def shown_somewhere(statuses: list[str]) -> str:
-    """A gap claimed to exist: held where one system resolves it and none contradicts it
-    (the others are below their resolution, which is no evidence against a positive
-    limit)."""
+    """Held where one curve resolves the claim and none contradicts it: the others are
+    below their resolution (a bound |limit| ≤ δ, no evidence either way) or undecided (too
+    few points, a rejected fit), which says nothing against it; else the weakest."""
     if "held" in statuses and "not held" not in statuses:
         return "held"
     return combine(statuses)
@@ -237,13 +255,13 @@ def shown_somewhere(statuses: list[str]) -> str:
 
 def excess_vanishes(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
     """Heavy-traffic optimal: every curve's lim ε·E[X] is 0 (:func:`vanishing`)."""
-    return _judge_excess(spec, frame, labels, vanishing)
+    return _judge_excess(spec, frame, labels, vanishing, exact_vanishing)
 
 
 def excess_persists(spec: ExperimentSpec, frame: pd.DataFrame, labels: list[str]) -> Verdict:
     """Not heavy-traffic optimal: lim ε·E[X] > 0 where a system resolves it
     (:func:`persisting`)."""
-    return _judge_excess(spec, frame, labels, persisting, somewhere=True)
+    return _judge_excess(spec, frame, labels, persisting, exact_persisting)
 
 
 def separate(spec: ExperimentSpec, frame: pd.DataFrame, lower: str, higher: str) -> Verdict:

@@ -126,3 +126,33 @@ def test_a_received_table_is_data(tmp_path: Path) -> None:
         assert load_exact_curves(["r = 3"], tmp_path) == []
     assert load_exact_curves(["r = 3"], tmp_path / "absent") == []
     assert load_exact_curves(["no such rule"], ROOT) == []
+
+
+def _levelled(label: str, gap: float, arrivals: str = "Poisson") -> ExactCurve:
+    return ExactCurve(arrivals, (0.2, 0.8), label, EPS,
+                      tuple(gap + 0.3 * e for e in EPS), ZETA_HALF, 1e-6)
+
+
+def test_the_gap_must_fall_with_r_on_every_system_that_shows_it(monkeypatch) -> None:
+    """Theorem 1(1)'s gap against r: kept where each system's levelled curves order their
+    gaps by r, not held where a larger r leaves a larger gap; a still-falling curve (no
+    gap shown) is left out, and so is a system with one gap."""
+    from dispatchlab.report import limit_claims
+    from dispatchlab.report.verdicts import Verdict
+
+    verdict = Verdict("held", "simulated")
+    still_falling = ExactCurve("Poisson", (0.2, 0.8), "r = 5", EPS,
+                               tuple(3.0 * math.sqrt(e) for e in EPS), ZETA_HALF, 1e-6)
+    ordered = (_levelled("r = 1 (JIQ)", 0.2), _levelled("r = 3", 0.05), still_falling,
+               _levelled("r = 1 (JIQ)", 0.1, "binomial(2, λ/2)"))
+    monkeypatch.setattr(limit_claims, "_exact_curves", lambda labels: ordered)
+    kept = limit_claims.gap_falls_with_r(verdict)
+    assert kept.status == "held"
+    assert "Poisson arrivals (exact): r = 1 0.2 > r = 3 0.05" in kept.numbers
+    assert "binomial" not in kept.numbers  # one gap: no order to read
+    rising = (_levelled("r = 1 (JIQ)", 0.05), _levelled("r = 3", 0.2))
+    monkeypatch.setattr(limit_claims, "_exact_curves", lambda labels: rising)
+    refuted = limit_claims.gap_falls_with_r(verdict)
+    assert refuted.status == "not held" and "(not falling)" in refuted.numbers
+    monkeypatch.setattr(limit_claims, "_exact_curves", lambda labels: ())
+    assert limit_claims.gap_falls_with_r(verdict) == verdict

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cache
+from itertools import pairwise
 
 import pandas as pd
 
@@ -289,6 +290,36 @@ def separate(spec: ExperimentSpec, frame: pd.DataFrame, lower: str, higher: str)
         texts.append(f"{system}: {lower} {a.describe()} vs {higher} {b.describe()}: "
                      f"{statuses[-1]}")
     return Verdict(shown_somewhere(statuses), "; ".join(texts))
+
+
+#: the constant thresholds the exact tables hold, by r
+CONSTANT_THRESHOLDS = {"r = 1 (JIQ)": 1, "r = 2": 2, "r = 3": 3, "r = 5": 5}
+
+
+def gap_falls_with_r(verdict: Verdict) -> Verdict:
+    """[JBT] Theorem 1(1)'s gap falls with r, read on the exact two-server curves beside a
+    gap verdict: on each system and arrival law, the limits of the constant thresholds
+    whose gap is held there (:func:`~dispatchlab.report.exact_limits.exact_persisting`)
+    in order of r. Not held where a larger r leaves a larger gap."""
+    by_system: dict[str, list[tuple[int, float]]] = {}
+    for curve in _exact_curves(tuple(CONSTANT_THRESHOLDS)):
+        if exact_persisting(curve, LIMIT_TOLERANCE)[0] == "held":
+            by_system.setdefault(curve.system, []).append(
+                (CONSTANT_THRESHOLDS[curve.label], curve.line_limit))
+    texts, falls = [], True
+    for system, gaps in sorted(by_system.items()):
+        if len(gaps) < 2:
+            continue
+        gaps.sort()
+        here = all(later < earlier for (_, earlier), (_, later) in pairwise(gaps))
+        falls &= here
+        texts.append(f"{system}: " + (" > " if here else ", ").join(
+            f"r = {r} {fmt(gap)}" for r, gap in gaps) + ("" if here else " (not falling)"))
+    if not texts:
+        return verdict
+    return Verdict(verdict.status if falls else "not held",
+                   verdict.numbers + "; the gap against r, where the exact curves level off "
+                   "(the line through their two smallest ε at ε = 0): " + "; ".join(texts))
 
 
 #: E‖P_⊥‖² counts as bounded when its last decade of ε multiplied it by at most this

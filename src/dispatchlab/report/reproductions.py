@@ -48,6 +48,7 @@ from dispatchlab.report.limit_claims import (
     excess_curves,
     excess_persists,
     excess_vanishes,
+    gap_falls_with_r,
     judged_points,
     leaves_heavy_traffic,
     limit_of,
@@ -308,7 +309,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("jbt-constant", "[JBT] Theorem 1(1)",
           "Nor is any constant threshold (r = 2, 3, 5): lim ε·E[X] > 0, a gap that falls "
           "with r.", "jbt-gaps", "eps-excess",
-          lambda s, f: excess_persists(s, f, ["r = 2", "r = 3", "r = 5"]),
+          lambda s, f: gap_falls_with_r(excess_persists(s, f, ["r = 2", "r = 3", "r = 5"])),
           extra=("jbt-regimes", *JBT_EXTRA[:-1])),
     Claim("jbt-log", "[JBT] Theorem 2",
           "A logarithmic threshold r = ⌈K·log(1/ε)⌉ is heavy-traffic optimal: ε·E[X] → 0.",

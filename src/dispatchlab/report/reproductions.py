@@ -482,7 +482,11 @@ def render(store: Store, out: Path, store_label: str | None = None) -> str:
         "measured with the coupled estimator from a stationary start "
         "([statistics](statistics.md#coupled)): a policy is heavy-traffic delay optimal "
         "exactly when ε·E[X] → 0. α is the local exponent of ε·E[X] ∝ ε^α between the two "
-        "smallest ε judged (α ≈ 1: E[X] stays bounded; α ≈ 0: ε·E[X] levels off).",
+        "smallest ε judged (α ≈ 1: E[X] stays bounded; α ≈ 0: ε·E[X] levels off). The JBT "
+        "rows also judge the lab's exact two-server curves (Bernoulli, Poisson and "
+        "binomial arrivals; [exact curves](statistics.md#exact-limits)). A claim holds for "
+        "a policy where one curve resolves it and none contradicts it; every curve's own "
+        "reading is shown.",
         "",
         "Verdicts:",
         "",

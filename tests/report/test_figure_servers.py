@@ -9,12 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pandas as pd
 import pytest
 
 import dispatchlab as dl
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.experiments.store import Store
-from dispatchlab.report.plots import draw_figure
+from dispatchlab.report.plots import draw_figure, summarize
 from dispatchlab.specs.experiment import ExperimentSpec
 from dispatchlab.specs.figure import FigureSpec, ReferenceLine
 from dispatchlab.specs.run import PolicySpec, SystemSpec
@@ -86,6 +87,31 @@ def test_two_families_get_a_curve_each_and_a_selection_keeps_its_labels() -> Non
         assert [x for x, _ in drawn["ρ = 0.95"]["JIQ · M = N/100"]] == [100, 10_000]
     finally:
         plt.close(fig)
+
+
+def test_the_mean_queue_per_server_is_each_points_queue_over_its_n() -> None:
+    """E[ΣQ]/N (``queue_per_server``), the herd figure's y: the mean over replications of
+    each run's E[ΣQ] divided by its N, with a single run's CI scaled the same way."""
+    spec, frame = _stored("large-system")
+    figure = FigureSpec("per-server", x="servers", y="queue_per_server", log_x=True,
+                        policies=("JSQ",))
+    spec = replace(spec, figures=(figure,))
+    fig = draw_figure(figure, frame, spec)
+    try:
+        drawn = _curves(fig)["ρ = 0.95"]["JSQ · M = N/100"]
+        assert [x for x, _ in drawn] == [100, 10_000]
+        for n, y in drawn:
+            rows = frame[(frame["x"] == 0.95) & (frame["system.n_servers"] == n)
+                         & (frame["policy_label"] == "JSQ") & (frame["family"] == "M = N/100")]
+            assert y == pytest.approx((rows["mean_total_queue"] / n).mean())
+    finally:
+        plt.close(fig)
+    one = frame[frame["policy_label"] == "JSQ"].iloc[:1].copy()
+    summary = summarize(one, figure)
+    n, mean = float(one["system.n_servers"].iloc[0]), float(one["mean_total_queue"].iloc[0])
+    assert summary["y"].iloc[0] == pytest.approx(mean / n)
+    if pd.notna(one["ci_low"].iloc[0]):
+        assert summary["ci_low"].iloc[0] == pytest.approx(float(one["ci_low"].iloc[0]) / n)
 
 
 @pytest.mark.parametrize("figure, message", [

@@ -30,9 +30,13 @@ SERVERS = "servers"
 #: the matplotlib line styles a reference line may have
 LINE_STYLES = ("--", "-", ":", "-.", "solid", "dashed", "dotted", "dashdot")
 #: y quantities with a meaning of their own (any Result field or diagnostics key also works)
-NAMED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", "messages_per_arrival")
+NAMED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", "messages_per_arrival",
+           "queue_per_server")
+#: E[ΣQ]/N, the mean queue per server: the quantity of the many-server regimes, computed
+#: from each point's E[ΣQ] and its number of servers N
+QUEUE_PER_SERVER = "queue_per_server"
 #: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
-CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
+CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", QUEUE_PER_SERVER)
 #: Result fields with a CI of their own: the field -> its (low, high) fields
 OWN_CI_Y = {"mean_excess": ("excess_ci_low", "excess_ci_high"),
             "epsilon_excess": ("epsilon_excess_ci_low", "epsilon_excess_ci_high"),

@@ -45,6 +45,9 @@ POLICIES = (
 #: the policies of the claims about N (a curve per policy and family: all of them would be
 #: 22 curves in ten colours)
 VS_N_POLICIES = ("weighted random", "JSQ", "Po-2", "JIQ")
+#: the policies of the herd figure: full information (JSQ, SCD) and local memories (JIQ's
+#: idle list, L-JBA-Pull's estimates), each with M = 10 and with M = N/100 dispatchers
+HERD_POLICIES = ("JSQ", "SCD", "JIQ", "L-JBA-Pull")
 
 
 def families(sizes: tuple[int, ...]) -> tuple[SystemFamily, ...]:
@@ -63,10 +66,11 @@ def _distinct(systems: Iterable[SystemSpec]) -> tuple[SystemSpec, ...]:
     return tuple(seen.values())
 
 
-def _figures(x: str) -> tuple[FigureSpec, ...]:
+def _figures(x: str, herd: bool = False) -> tuple[FigureSpec, ...]:
     """E[ΣQ] and P(wait) against the swept axis, and P(wait) against N (a panel per value
-    of the axis): the regime's question, whether waiting vanishes as the system grows."""
-    return (
+    of the axis): the regime's question, whether waiting vanishes as the system grows; with
+    ``herd``, E[ΣQ]/N against N for the two families of dispatchers."""
+    figures = (
         FigureSpec("queue", x=x, y="mean_total_queue", log_y=True, title="E[ΣQ]",
                    ylabel="E[ΣQ]"),
         FigureSpec("waiting", x=x, y="waiting_probability", title="Waiting probability",
@@ -75,6 +79,12 @@ def _figures(x: str) -> tuple[FigureSpec, ...]:
                    title="Waiting probability as N grows", ylabel="P(wait)",
                    policies=VS_N_POLICIES),
     )
+    if not herd:
+        return figures
+    return (*figures, FigureSpec(
+        "queue-vs-n", x="servers", y="queue_per_server", log_x=True, log_y=True,
+        title="Mean queue per server as N grows, M = 10 and M = N/100 dispatchers",
+        ylabel="E[ΣQ]/N", policies=HERD_POLICIES))
 
 
 @register_experiment("large-system", title="N = 10² … 10⁴ servers at ρ = 0.9 and 0.95, M = 10 "
@@ -92,7 +102,34 @@ def large_system(quick: bool = False) -> ExperimentSpec:
         systems=_distinct(system for family in families(sizes)
                           for system in family_systems(family, "families")),
         policies=POLICIES, loads=LOADS, replications=4, slots=SLOTS, warmup=0.3, seed=5301,
-        options={"imbalance": False}, quick_scale=0.1, figures=_figures("load"))
+        options={"imbalance": False}, quick_scale=0.1, figures=_figures("load", herd=True))
+
+
+#: the largest systems: N = 10⁵ with M = 10, for the policies whose cost per job stays
+#: flat in N (``bench --scaling``; SCD's per-slot solve and the M = N/100 family's
+#: estimates, M·N = 10⁸, would not fit an hour)
+HUGE_SIZE = 100_000
+HUGE_POLICIES = ("wrand", "jsq", "pod", "jiq", "jbt", "lsq", "l-jba-pull", "l-pod-push")
+
+
+@register_experiment("large-system-1e5", title="N = 10⁵ servers at ρ = 0.9 and 0.95, M = 10",
+                     paper="[HW81], [VDK], [JIQ]")
+def large_system_huge(quick: bool = False) -> ExperimentSpec:
+    """``large-system`` one decade further for the family with M = 10 dispatchers: N =
+    100 000 servers (half at μ = 0.1, half at 0.5), ρ = 0.9 and 0.95, jobs dispatched one
+    by one (2.9·10⁴ a slot at ρ = 0.95); weighted random, JSQ, Po-2, JIQ, JBT-2, LSQ,
+    L-JBA-Pull and L-Pod-Push, four runs of 6000 slots a point. On the Reproductions page
+    and in its figures these points extend ``large-system``'s curves."""
+    size = QUICK_SIZES[-1] if quick else HUGE_SIZE
+    family = SystemFamily(CLASSES, (size,), dispatchers=10, dispatch="per_job",
+                          label="M = 10")
+    return ExperimentSpec(
+        name="large-system-1e5", title="Many servers at a fixed load: N = 10⁵",
+        description=large_system_huge.__doc__ or "", paper="[HW81], [VDK], [JIQ]",
+        systems=tuple(family_systems(family, "families")),
+        policies=tuple(p for p in POLICIES if p.name in HUGE_POLICIES), loads=LOADS,
+        replications=4, slots=SLOTS, warmup=0.3, seed=5303, options={"imbalance": False},
+        quick_scale=0.1, figures=_figures("load")[:2])  # (one N: no figures against N)
 
 
 @register_experiment("halfin-whitt", title="Halfin–Whitt: ε = β·μ_Σ/√N, β = 0.5, 1, 2, "

@@ -273,18 +273,19 @@ def test_precompile_skips_a_policy_the_small_system_does_not_fit() -> None:
 
 
 def test_precompile_compiles_the_loop_steps_of_the_system_s_laws() -> None:
-    """A system with one dispatcher and Poisson service needs the loop's other-arrivals and
-    other-service steps, which the small warm system does not run: precompile compiles them
+    """A system with one dispatcher and Poisson service needs the loop's one-dispatcher
+    arrival step and other-service step, which the small warm system does not run:
+    precompile compiles them
     too (here: in a fresh process, where nothing else has), so that the workers do not
     each compile them."""
     script = (
         "from dispatchlab import System\n"
         "from dispatchlab.cli.warm import precompile\n"
         "from dispatchlab.engine import arrivals, observe, service, tags\n"
-        "assert not arrivals.other_arrivals.overloads and not service.serve_other_law.overloads\n"
+        "assert not arrivals.poisson_to_one.overloads and not service.serve_other_law.overloads\n"
         "precompile(System.build('20x0.5', load=0.5, dispatchers=1, service='poisson'),"
         " ['jsq'])\n"
-        "print(bool(arrivals.other_arrivals.overloads), bool(service.serve_other_law.overloads))\n")
+        "print(bool(arrivals.poisson_to_one.overloads), bool(service.serve_other_law.overloads))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr

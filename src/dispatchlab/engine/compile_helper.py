@@ -112,6 +112,8 @@ _DESCRIPTIONS = {
     "serve_other_law": "its service law",
     "bernoulli_fifo": "its FIFO delays",
     "other_arrivals": "its arrival law",
+    **{f"{law}_to_one": "its arrival law" for law in ("poisson", "bernoulli", "binomial",
+                                                      "deterministic", "trace")},
     "observe_step": "its observations",
     "ptrs_draw": "its Poisson draws",
     "tag_one_step": "its tagged delays",

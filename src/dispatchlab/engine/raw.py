@@ -180,15 +180,13 @@ def tag_rows(system: System, tag_probability: float) -> int:
 def loop_steps(system: System, time_every_job: bool = False) -> tuple[Any, Any]:
     """The slot loop's service and arrival steps for ``system`` (not yet compiled): the
     other laws' service step, the Bernoulli one timing every job (``time_every_job``:
-    ``delay="all"``) or the Bernoulli stub, the other arrivals' step or the stub of
-    split-Poisson runs (see arrivals.needs_other_arrivals)."""
+    ``delay="all"``) or the Bernoulli stub, and ``arrivals.arrival_step``'s."""
     if system.service.code != SERVICE_BERNOULLI:
         serve = service.serve_other_law
     else:
         serve = service.bernoulli_fifo if time_every_job else service.bernoulli_only
-    split_poisson = not arrivals.needs_other_arrivals(system.arrivals.code, system.dispatchers,
-                                                      system.split == "batch")
-    return serve, arrivals.split_poisson_only if split_poisson else arrivals.other_arrivals
+    return serve, arrivals.arrival_step(system.arrivals.code, system.dispatchers,
+                                        system.split == "batch")
 
 
 def needs_ptrs(system: System) -> bool:

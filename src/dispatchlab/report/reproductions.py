@@ -293,7 +293,7 @@ CLAIMS: tuple[Claim, ...] = (
           lambda s, f: excess_vanishes(s, _without(f, LED_HETEROGENEOUS,
                                                     ["L-Pod-Pull", "L-Pod-Push"]),
                                         LED_REGIMES),
-          extra=("led-regimes-deep", "led-regimes-deeper")),
+          extra=("led-regimes-deep", "led-regimes-deeper", "led-regimes-long")),
     Claim("led-pod-untilted", "[LED] Theorem 2 (its condition)",
           "L-Pod is not tilted on heterogeneous servers (`dispatchlab check tilt`), and "
           "there it is not heavy-traffic optimal (5×0.2 + 5×0.8).", "led-regimes",
@@ -334,16 +334,17 @@ CLAIMS: tuple[Claim, ...] = (
           "(E‖P_⊥‖² bounded as ε → 0, P = Q/√γ) and are heavy-traffic optimal: "
           "ε·E[X] → 0, i.e. ε·E[ΣQ] → ζ/2.", "pi-regimes", "eps-excess",
           lambda s, f: with_collapse(excess_vanishes(s, f, PI_REGIMES), f),
-          extra=("pi-regimes-deep",)),
+          extra=("pi-regimes-deep", "pi-regimes-long")),
     Claim("large-system-waiting", "[Sto15], [MBLW16]",
           "At a fixed load ρ < 1, as N → ∞ the waiting probability of JIQ and of JSQ "
-          "vanishes while Po-d's does not (continuous time). Judged on N = 10², 10³, 10⁴ "
-          "servers (half at μ = 0.1, half at 0.5), M = 10, jobs dispatched one by one, "
+          "vanishes while Po-d's does not (continuous time). Judged on N = 10², 10³, 10⁴, "
+          "10⁵ servers (half at μ = 0.1, half at 0.5), M = 10, jobs dispatched one by one, "
           "ρ = 0.9 and 0.95; in the slotted model a slot's jobs arrive together "
           "(docs/model.md#many-servers).", "large-system", "waiting",
           lambda s, f: per_value(f, lambda chosen, scope: waiting_vanishes(
               f, ["JIQ", "JSQ"], ["Po-2"], chosen & (f["system.dispatchers"] == 10), scope),
-              sorted(set(f["x"].round(9))), "ρ")),
+              sorted(set(f["x"].round(9))), "ρ"),
+          extra=("large-system-1e5",)),
     Claim("halfin-whitt-jiq", "[EG18], [MBLW16]",
           "In the Halfin–Whitt regime (1 − ρ = β/√N) JIQ matches JSQ on homogeneous "
           "servers: the same limit, with a waiting probability vanishing like 1/√N. Judged "

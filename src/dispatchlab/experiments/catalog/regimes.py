@@ -242,6 +242,51 @@ def jbt_regimes_long(quick: bool = False) -> ExperimentSpec:
         quick_scale=0.0005, figures=_figures())
 
 
+#: the points of ``led-regimes`` and ``pi-regimes`` that 10⁶–10⁸ slots left undecided, run
+#: again at this length (L-JBA-Pull and L-Pod-Push on 10 × 0.5, M = 3: 2.8·10⁶ slots a
+#: second a core, 6 CPU-minutes a point, AMD EPYC)
+RERUN_SLOTS = 10**9
+
+
+@register_experiment(
+    "led-regimes-long",
+    title="L-JBA-Pull and L-Pod-Push on 10×0.5, M = 3, at ε = 0.01 and 0.003, 10⁹ slots",
+    paper="[LED] Theorem 2 (docs/model.md#led-results)",
+)
+def led_regimes_long(quick: bool = False) -> ExperimentSpec:
+    """``led-regimes``' L-JBA-Pull and L-Pod-Push on 10 × 0.5 at ε = 0.01 and 0.003 in one
+    run of 10⁹ slots a point: there 10⁶ and 1.1·10⁷ slots had left L-JBA-Pull judged
+    unstable at ε = 0.01 and L-Pod-Push's interval reaching below 0 at ε = 0.003, so that
+    each curve had two judged points, too few for a checked fit. On the Reproductions page
+    the longer run of a point supersedes the shorter."""
+    return ExperimentSpec(
+        name="led-regimes-long", title="LED on 10×0.5 at ε = 0.01, 0.003 (10⁹ slots)",
+        description=led_regimes_long.__doc__ or "",
+        paper="[LED] Zhou, Shroff, Wierman 2020", systems=(LED_HOMOGENEOUS,),
+        policies=(LED_POLICIES[0], LED_POLICIES[3]),
+        epsilons=QUICK_EPSILONS if quick else (0.01, 0.003), replications=1,
+        slots=RERUN_SLOTS, seed=2005, options=dict(OPTIONS), quick_scale=0.001,
+        figures=_figures())
+
+
+@register_experiment(
+    "pi-regimes-long",
+    title="JSED (γ = μ) on 0.2, 0.4, 0.6, 0.8 at ε = 10⁻³, 2·10⁹ slots",
+    paper="[Π] Theorem 4.4 (docs/model.md#pi-heavy-traffic)",
+)
+def pi_regimes_long(quick: bool = False) -> ExperimentSpec:
+    """``pi-regimes``' JSED at ε = 10⁻³ in one run of 2·10⁹ slots (20 times the regimes'
+    10⁸, which the summary found still relaxing), its curve's third judged point (7
+    CPU-minutes on an AMD EPYC)."""
+    return ExperimentSpec(
+        name="pi-regimes-long", title="JSED at ε = 10⁻³ (2·10⁹ slots)",
+        description=pi_regimes_long.__doc__ or "", paper="[Π] Luo, Zubeldia 2025",
+        systems=(PI_SYSTEM,), policies=PI_POLICIES[1:2],
+        epsilons=QUICK_EPSILONS[-1:] if quick else (1e-3,), replications=1,
+        slots=LONG_SLOTS, seed=2512, options=dict(OPTIONS), quick_scale=0.0005,
+        figures=_figures((COLLAPSE,)))
+
+
 #: r = ⌈(1/ε)^1.5⌉ is random routing but for rare crossings of r, so its X relaxes like
 #: random routing's slowest server: 4·q_n/δ_n ≈ 450/ε² slots on 5 × 0.2 + 5 × 0.8 (q_n ≈
 #: σ_n²/(2δ_n), δ_n = μ_n·ε/μ_Σ), four times the regimes' 100/ε²; 50 of them a point

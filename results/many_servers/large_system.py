@@ -13,12 +13,20 @@ fluid fixed points).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 import dispatchlab as dl
-from dispatchlab.experiments.catalog.many_servers import CLASSES, POLICIES, SIZES, families
+from dispatchlab.experiments.catalog.many_servers import (
+    CLASSES,
+    HUGE_SIZE,
+    POLICIES,
+    SIZES,
+    families,
+)
 from dispatchlab.experiments.store import Store
 from dispatchlab.stats.estimators import t_interval
 
@@ -62,15 +70,17 @@ def fluid_values(load: float) -> dict[str, tuple[float, float]]:
 def table() -> str:
     """The page's text, from the committed store."""
     with Store(STORE) as db:
-        frame = db.frame("large-system")
+        frame = pd.concat([db.frame("large-system"), db.frame("large-system-1e5")],
+                          ignore_index=True)
     frame["n"] = frame["system.n_servers"]
     frame["per_server"] = frame["mean_total_queue"] / frame["n"]
     loads = sorted(frame["load"].round(6).unique())
     lines = ["# Many servers at a fixed load", "",
              "Made by `PYTHONPATH=src python results/many_servers/large_system.py` from the "
-             "catalog experiment `large-system` (docs/model.md#many-servers), stored in "
+             "catalog experiments `large-system` and `large-system-1e5` (N = 10⁵, M = 10, "
+             "seven of the policies; docs/model.md#many-servers), stored in "
              "`results/reproductions/store.sqlite` by `results/reproductions/run.sh "
-             "large-system` (6 CPU-minutes, AMD EPYC): N "
+             "large-system large-system-1e5` (6 and 20 CPU-minutes, AMD EPYC): N "
              "servers, half at μ = 0.1 and half at 0.5, Poisson arrivals dispatched job by "
              "job, 4 replications of 6000 slots a point (30 % warm-up). Each cell: the mean "
              "over the replications ± the 95 % t half-width; \"unstable\" where a replication "
@@ -95,6 +105,8 @@ def table() -> str:
              "L-JBA-Push) bounds E[Q] from below; JSQ, JIQ and SCD relax within a few "
              "hundred slots.", ""]
     for family in families(SIZES):
+        if family.dispatchers == 10:  # (large-system-1e5 extends this family)
+            family = replace(family, sizes=(*family.sizes, HUGE_SIZE))
         systems = family.systems()
         for load in loads:
             part = frame[frame["load"].round(6) == load]

@@ -58,6 +58,9 @@ from dispatchlab.solvers.rules import MemoryRule
 # ip layout
 IP_THRESHOLD, IP_PICK, IP_FALLBACK, IP_DESTINATION, IP_D, IP_AUDIT, IP_MASK = range(7)
 PICK_WEIGHTED, PICK_UNIFORM, PICK_OLDEST = range(3)
+#: the longest list a μ-weighted pick scans; a longer one is sampled by rejection (the same
+#: law; a run's draws change only where a list grows past it: r ≥ 2 on many servers)
+WEIGHTED_SCAN_MAX = 64
 FALLBACK_WEIGHTED, FALLBACK_UNIFORM = range(2)
 DESTINATION_RANDOM, DESTINATION_SQ = range(2)
 
@@ -113,9 +116,28 @@ def id_list(memory, m):
 
 
 @njit(inline="always", cache=True)
+def largest_rate(memory):
+    """μ_max, kept after the alias table of μ in the float parameters (alias_index reads
+    the table's 2N entries only)."""
+    return memory.float_params[memory.float_params.size - 1]
+
+
+@njit(inline="always", cache=True)
 def slot_counters(memory):
     """[dispatch calls this slot, calls that found an empty list, initialised flag]."""
     return memory.int_state[ROW_SCRATCH]
+
+
+@njit(inline="always", cache=True)
+def rejection_pick(ids, head, mask, length, mu, top, rng):
+    """A position i of the ring list ``ids[(head + i) & mask]``, 0 ≤ i < length, with
+    probability ∝ μ of its server: a uniform position kept with probability μ_n/``top``
+    (top ≥ every μ_n), about top/mean(μ) tries, where the scan of a μ-weighted pick costs
+    two passes of the list (10⁴ IDs a job for r = 2 at N = 10⁵: 0.5 s a slot)."""
+    while True:
+        i = randint(rng, length)
+        if uniform(rng) * top < mu[ids[(head + i) & mask]]:
+            return i
 
 
 @njit(cache=True)
@@ -187,6 +209,8 @@ def _id_memory_choose(m, jobs, slot, memory, ctx):
     i = 0
     if pick == PICK_UNIFORM:
         i = randint(rng, length)
+    elif pick == PICK_WEIGHTED and length > WEIGHTED_SCAN_MAX:
+        i = rejection_pick(ids, head, mask, length, mu, largest_rate(memory), rng)
     elif pick == PICK_WEIGHTED and length > 1:
         total = 0.0
         for k in range(length):
@@ -350,7 +374,8 @@ class _IdMemoryPolicy(Policy):
         int_params = np.array([self.threshold(system), pick, fallback, destination, d,
                                int(self.params["audit"]), capacity - 1], np.int64)
         return Kernel(_id_memory_choose, _id_memory_begin, _id_memory_end,
-                      int_params=int_params, float_params=alias_table(system.mu),
+                      int_params=int_params,
+                      float_params=np.append(alias_table(system.mu), system.mu.max()),
                       int_state=state, n_diagnostics=len(DIAGNOSTICS))
 
     def summarize(self, diag: np.ndarray, measured_slots: int, system: System) -> dict[str, float]:

@@ -78,9 +78,9 @@ def table() -> str:
     lines = ["# Many servers at a fixed load", "",
              "Made by `PYTHONPATH=src python results/many_servers/large_system.py` from the "
              "catalog experiments `large-system` and `large-system-1e5` (N = 10⁵, M = 10, "
-             "seven of the policies; docs/model.md#many-servers), stored in "
+             "eight of the policies; docs/model.md#many-servers), stored in "
              "`results/reproductions/store.sqlite` by `results/reproductions/run.sh "
-             "large-system large-system-1e5` (6 and 20 CPU-minutes, AMD EPYC): N "
+             "large-system large-system-1e5` (6 and 24 CPU-minutes, AMD EPYC): N "
              "servers, half at μ = 0.1 and half at 0.5, Poisson arrivals dispatched job by "
              "job, 4 replications of 6000 slots a point (30 % warm-up). Each cell: the mean "
              "over the replications ± the 95 % t half-width; \"unstable\" where a replication "

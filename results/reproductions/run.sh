@@ -16,7 +16,7 @@
 #   scd-loads                               SCD and TWF against the herd, about 15
 #   scd-dispatchers                         the same at ρ = 0.9 for M = 1, 10, 100, about 1
 #   large-system                            N = 10², 10³, 10⁴ at ρ = 0.9, 0.95, about 6
-#   large-system-1e5                        N = 10⁵ (M = 10), seven policies, about 20
+#   large-system-1e5                        N = 10⁵ (M = 10), eight policies, about 24
 #   halfin-whitt                            1 − ρ = β/√N, N = 10² … 10⁴, about 1.5
 #
 # The store is then compacted for committing (the per-point ΣQ histograms and E[Q_n]

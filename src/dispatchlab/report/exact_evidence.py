@@ -30,17 +30,23 @@ def _key(servers: tuple[float, ...], rule: str, epsilon: float) -> Key:
     return tuple(round(s, 9) for s in servers), rule, round(epsilon, 12)
 
 
-def load_exact(path: Path) -> dict[Key, float]:
-    """(servers, rule, ε) → exact ε·E[X] (by the drift identity, the table's
-    ``eps_EX_identity``) of every well-formed row; empty when the file is absent."""
+def table_rows(path: Path) -> list:
+    """The ``rows`` list of a committed JSON table, as data (each row still to be checked
+    by its reader); empty when the file is absent or not such a table."""
     if not path.is_file():
-        return {}
+        return []
     try:
         rows = json.loads(path.read_text(encoding="utf-8")).get("rows", [])
     except (ValueError, AttributeError, RecursionError):  # (a nesting deeper than the stack)
-        return {}
+        return []
+    return rows if isinstance(rows, list) else []
+
+
+def load_exact(path: Path) -> dict[Key, float]:
+    """(servers, rule, ε) → exact ε·E[X] (by the drift identity, the table's
+    ``eps_EX_identity``) of every well-formed row; empty when the file is absent."""
     table: dict[Key, float] = {}
-    for row in rows if isinstance(rows, list) else []:
+    for row in table_rows(path):
         try:
             servers = tuple(float(s) for s in row["system"])
             rule, epsilon = str(row["rule"]), float(row["epsilon"])
@@ -94,14 +100,8 @@ SystemKey = tuple[str, str, str, str]
 def load_random_routing(path: Path) -> dict[SystemKey, dict[float, float]]:
     """(servers, arrivals, service, dispatch) → {load: exact E[ΣQ] of weighted random
     routing} of every well-formed row; empty when the file is absent."""
-    if not path.is_file():
-        return {}
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8")).get("rows", [])
-    except (ValueError, AttributeError, RecursionError):
-        return {}
     table: dict[SystemKey, dict[float, float]] = {}
-    for row in rows if isinstance(rows, list) else []:
+    for row in table_rows(path):
         try:
             key = tuple(str(row[field]) for field in ("servers", "arrivals", "service",
                                                       "dispatch"))

@@ -29,10 +29,11 @@ expected shape is skipped.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from dispatchlab.report.exact_evidence import table_rows
 
 #: the committed tables, by the arrival law they were solved with (paths relative to the
 #: repository root, where the page is built)
@@ -109,11 +110,12 @@ def load_exact_curves(labels: list[str], root: Path = Path(".")) -> list[ExactCu
     """The exact curves of the rules ``labels`` name (:data:`TABLE_RULES`) in every table
     of :data:`EXACT_CURVE_TABLES` under ``root`` that holds at least two ε of them; a
     missing table contributes nothing."""
-    curves = []
-    for arrivals, path in EXACT_CURVE_TABLES.items():
+    labels = [label for label in labels if label in TABLE_RULES]
+    curves: list[ExactCurve] = []
+    for arrivals, path in EXACT_CURVE_TABLES.items() if labels else ():
         rows = _rows(root / path)
         for label in labels:
-            rule = TABLE_RULES.get(label)
+            rule = TABLE_RULES[label]
             by_system: dict[tuple[float, ...], list[tuple[float, float, float, float]]] = {}
             for row in rows:
                 if row[0] == rule:
@@ -131,14 +133,8 @@ def load_exact_curves(labels: list[str], root: Path = Path(".")) -> list[ExactCu
 def _rows(path: Path) -> list[tuple[str, tuple[float, ...], float, float, float, float]]:
     """(rule, servers, ε, ε·E[X] by the drift identity, ζ/2, truncation) of every
     well-formed row of one table; empty when the file is absent or not a table."""
-    if not path.is_file():
-        return []
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8")).get("rows", [])
-    except (ValueError, AttributeError, RecursionError):
-        return []
     out = []
-    for row in rows if isinstance(rows, list) else []:
+    for row in table_rows(path):
         try:
             rule, servers = str(row["rule"]), tuple(float(s) for s in row["system"])
             numbers = tuple(float(row[field]) for field in

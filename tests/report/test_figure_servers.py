@@ -151,6 +151,22 @@ def test_a_notebook_sweep_of_a_family_is_drawn_against_n(frame_of_a_family) -> N
             assert drawn.get_ydata()[-1] == pytest.approx(rows["mean_total_queue"].mean())
     finally:
         plt.close(fig)
+    fig = dl.plot(frame_of_a_family, x="servers", y="queue_per_server", log_x=True)
+    try:  # E[ΣQ]/N from a notebook sweep as from the store
+        ax = fig.axes[1]
+        lines = {text.get_text(): line for text, line in zip(
+            ax.get_legend().get_texts(), ax.get_legend().legend_handles, strict=True)}
+        drawn = next(line for line in ax.get_lines()
+                     if line.get_color() == lines["JSQ"].get_color())
+        rows = frame_of_a_family[(frame_of_a_family["x"] == 0.8)
+                                 & (frame_of_a_family["policy_label"] == "JSQ")
+                                 & (frame_of_a_family["system.n_servers"] == 16)]
+        assert drawn.get_ydata()[-1] == pytest.approx((rows["mean_total_queue"] / 16).mean())
+        assert ax.figure.axes[0].get_ylabel() == "E[ΣQ]/N"
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValidationError, match="queue_per_server"):  # no N to divide by
+        dl.plot(frame_of_a_family.drop(columns=["system.n_servers"]), y="queue_per_server")
     one_size = frame_of_a_family[frame_of_a_family["system.n_servers"] == 4]
     with pytest.raises(ValidationError, match="two sizes"):
         dl.plot(one_size, x="servers")

@@ -23,7 +23,7 @@ from dispatchlab.report.plots import (
     against_servers,
     summarize,
 )
-from dispatchlab.specs.figure import AXES, SERVERS, ReferenceLine
+from dispatchlab.specs.figure import AXES, QUEUE_PER_SERVER, SERVERS, ReferenceLine
 
 #: the columns of a ``dispatchlab.sweep`` frame that the figure reads
 FRAME_COLUMNS = ("system", "policy_label", "stability", "load", "epsilon")
@@ -89,9 +89,11 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
                 "SystemFamily swept by dispatchlab.sweep)")
     numeric = sorted(c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                      and not pd.api.types.is_bool_dtype(frame[c]))
-    named = [c for c in Y_LABELS if c in numeric]
-    found = isinstance(y, str) and any(
-        column in numeric for column in (y, f"diag.{y}", f"messages.{y}"))
+    # E[ΣQ]/N is computed from two columns (report.plots.summarize)
+    derived = [QUEUE_PER_SERVER] if {"mean_total_queue", "system.n_servers"} <= set(numeric) else []
+    named = [c for c in Y_LABELS if c in numeric] + derived
+    found = isinstance(y, str) and (y in derived or any(
+        column in numeric for column in (y, f"diag.{y}", f"messages.{y}")))
     require(found, "y", f"not a numeric column of the frame (got {y!r}); allowed: "
             f"{', '.join(named + [c for c in numeric if c not in named])}")
     require(isinstance(log_y, bool), "log_y", f"expected True or False (got {log_y!r})")

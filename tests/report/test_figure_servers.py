@@ -114,6 +114,28 @@ def test_the_mean_queue_per_server_is_each_points_queue_over_its_n() -> None:
         assert summary["ci_low"].iloc[0] == pytest.approx(float(one["ci_low"].iloc[0]) / n)
 
 
+def test_the_jobs_waiting_per_server_is_the_queue_per_server_less_rho_times_one_minus_mu(
+        ) -> None:
+    """``jobs_waiting_per_server`` (docs/statistics.md#jobs-waiting): each Halfin–Whitt
+    point's E[ΣQ]/N − ρ(1 − μ), and a single run's E[ΣQ] interval carried through it."""
+    spec, frame = _stored("halfin-whitt")
+    figure = FigureSpec("waiting-jobs", x="servers", y="jobs_waiting_per_server", log_x=True,
+                        policies=("JIQ",))
+    rows = frame[frame["policy_label"] == "JIQ"]
+    summary = summarize(rows, figure)
+    for _, cell in summary.iterrows():
+        chosen = rows[(rows["x"] == cell["x"]) & (rows["system"] == cell["system"])]
+        expected = (chosen["mean_total_queue"] / chosen["system.n_servers"]
+                    - chosen["system.load"] * 0.9).mean()
+        assert cell["y"] == pytest.approx(expected)
+    one = rows.iloc[:1].copy()
+    one["ci_low"], one["ci_high"] = one["mean_total_queue"] - 50, one["mean_total_queue"] + 50
+    cell = summarize(one, figure).iloc[0]
+    n = float(one["system.n_servers"].iloc[0])
+    assert (cell["ci_high"] - cell["y"], cell["y"] - cell["ci_low"]) == pytest.approx(
+        (50 / n, 50 / n))
+
+
 @pytest.mark.parametrize("figure, message", [
     (FigureSpec("q", x="servers", references=(ReferenceLine("ζ/2",
                                                             field="heavy_traffic_limit"),)),
@@ -163,6 +185,16 @@ def test_a_notebook_sweep_of_a_family_is_drawn_against_n(frame_of_a_family) -> N
                                  & (frame_of_a_family["system.n_servers"] == 16)]
         assert drawn.get_ydata()[-1] == pytest.approx((rows["mean_total_queue"] / 16).mean())
         assert ax.figure.axes[0].get_ylabel() == "E[ΣQ]/N"
+    finally:
+        plt.close(fig)
+    fig = dl.plot(frame_of_a_family, x="servers", y="jobs_waiting_per_server", log_x=True)
+    try:  # the jobs waiting per server from a notebook sweep too (one rate: 0.5)
+        rows = frame_of_a_family[(frame_of_a_family["x"] == 0.8)
+                                 & (frame_of_a_family["policy_label"] == "JSQ")
+                                 & (frame_of_a_family["system.n_servers"] == 16)]
+        expected = (rows["mean_total_queue"] / 16 - 0.8 * (1 - 0.5)).mean()
+        assert any(line.get_ydata()[-1] == pytest.approx(expected)
+                   for line in fig.axes[1].get_lines() if len(line.get_ydata()))
     finally:
         plt.close(fig)
     with pytest.raises(ValidationError, match="queue_per_server"):  # no N to divide by

@@ -12,9 +12,12 @@ of 0: a falling curve is a trend, its last value a bound).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
+from dispatchlab.report.derived import jobs_waiting_per_server
 from dispatchlab.report.verdicts import Verdict, combine, fmt
 from dispatchlab.stats.estimators import t_interval
 
@@ -23,16 +26,22 @@ WAITING = "waiting_probability"
 BUSY = "busy_server_probability"
 
 
+#: one size of a curve: (N, mean, CI low, CI high, stable)
+Size = tuple[int, float, float, float, bool]
+Curve = list[Size]
+
+
 def waiting_by_size(frame: pd.DataFrame, label: str, selector: pd.Series,
-                    column: str = WAITING) -> list[tuple[int, float, float, float, bool]]:
+                    column: str | Callable[[pd.DataFrame], np.ndarray] = WAITING) -> Curve:
     """(N, mean, CI low, CI high, stable) of ``label``'s ``column`` (the waiting
-    probability) at each N among the rows ``selector`` picks: the mean over the
-    replications and its 95 % t interval; a size where a replication was unstable is kept
-    as unstable."""
+    probability; or a function of the rows, e.g. :func:`jobs_waiting_per_server`) at each
+    N among the rows ``selector`` picks: the mean over the replications and its 95 % t
+    interval; a size where a replication was unstable is kept as unstable."""
     rows = frame[selector & (frame["policy_label"] == label)]
     out = []
     for n, group in rows.groupby("system.n_servers"):
-        values = pd.to_numeric(group[column], errors="coerce").to_numpy(float)
+        values = (column(group) if callable(column)
+                  else pd.to_numeric(group[column], errors="coerce").to_numpy(float))
         stable = bool((group["stability"] != "unstable").all()) and bool(
             values.size and (values == values).all())
         if not stable:
@@ -42,13 +51,13 @@ def waiting_by_size(frame: pd.DataFrame, label: str, selector: pd.Series,
     return sorted(out)
 
 
-def _curve_text(label: str, curve: list[tuple[int, float, float, float, bool]]) -> str:
+def _curve_text(label: str, curve: Curve) -> str:
     cells = [f"N = {n:,}: " + (f"{fmt(mean)} [{fmt(low)}, {fmt(high)}]" if stable
                                else "unstable") for n, mean, low, high, stable in curve]
     return f"{label} P(wait) " + ", ".join(cells)
 
 
-def _falls(curve: list[tuple[int, float, float, float, bool]]) -> bool:
+def _falls(curve: Curve) -> bool:
     """Each stable size's interval lies above the next one's (beyond the CIs)."""
     stable = [point for point in curve if point[4]]
     return len(stable) >= 2 and all(a[2] > b[3] for a, b in zip(stable, stable[1:],
@@ -86,13 +95,7 @@ def waiting_vanishes(frame: pd.DataFrame, vanishing: list[str], persisting: list
                                                      else ": approaches 0"))
     if not statuses:
         return Verdict("undecided", f"{scope}: " + "; ".join(readings))
-    if set(statuses) <= {"held", "trend"}:
-        status = "trend" if "trend" in statuses else "held"
-    elif {"held", "trend"} & set(statuses):
-        status = "held in part"
-    else:
-        status = "not held"
-    return Verdict(status, f"{scope}: " + "; ".join(readings))
+    return Verdict(_policies_status(statuses), f"{scope}: " + "; ".join(readings))
 
 
 def _busy_text(frame: pd.DataFrame, label: str, selector: pd.Series) -> str:
@@ -125,6 +128,60 @@ def matches(frame: pd.DataFrame, label: str, other: str, selector: pd.Series,
     status = "held" if overlap else "trend" if gaps[-1] < gaps[0] else "not held"
     return Verdict(status, text + f"; the gap {fmt(gaps[0])} at N = {pairs[0][0][0]:,}, "
                    f"{fmt(gaps[-1])} at N = {last_a[0]:,}")
+
+
+def _exponent(a: Size, b: Size) -> tuple[float, float, float]:
+    """The local exponent k of w(N) ∝ N^k between two sizes, and its range from the two
+    intervals (−inf where the later interval reaches 0)."""
+    span = math.log(b[0] / a[0])
+
+    def slope(top: float, bottom: float) -> float:
+        return math.log(top / bottom) / span if top > 0 and bottom > 0 else -math.inf
+
+    return slope(b[1], a[1]), slope(b[2], a[3]), slope(b[3], a[2])
+
+
+def scales_like_root(frame: pd.DataFrame, labels: list[str], selector: pd.Series,
+                     scope: str) -> Verdict:
+    """The jobs waiting per server w(N) (:func:`jobs_waiting_per_server`) of each of
+    ``labels`` vanish like 1/√N. Read on the exponent k of w ∝ N^k between the two largest
+    N, with its range from their intervals: held where the range holds −1/2; a trend where
+    w falls (k < 0 beyond the range) at another pace (a finite N sees the approach to
+    c/√N, from above or below: √N·w is shown); not held where it does not fall."""
+    readings, statuses = [], []
+    for label in labels:
+        curve = waiting_by_size(frame, label, selector, jobs_waiting_per_server)
+        stable = [point for point in curve if point[4]]
+        text = f"{label} jobs waiting per server " + ", ".join(
+            f"N = {n:,}: " + (f"{fmt(mean)} [{fmt(low)}, {fmt(high)}] (√N·w = "
+                              f"{fmt(math.sqrt(n) * mean)})" if ok else "unstable")
+            for n, mean, low, high, ok in curve)
+        if len(stable) < 2:
+            readings.append(text + " (too few stable sizes to judge)")
+            continue
+        k, low, high = _exponent(stable[-2], stable[-1])
+        pace = (f": w ∝ N^k with k = {fmt(k)} [{fmt(low)}, {fmt(high)}] from "
+                f"N = {stable[-2][0]:,} to {stable[-1][0]:,}")
+        if low <= -0.5 <= high:
+            statuses.append("held")
+            readings.append(text + pace + ", as 1/√N")
+        elif high < 0:
+            statuses.append("trend")
+            readings.append(text + pace + ": falls, at another pace than 1/√N at these N")
+        else:
+            statuses.append("not held")
+            readings.append(text + pace + ": does not fall with N")
+    if not statuses:
+        return Verdict("undecided", f"{scope}: " + "; ".join(readings))
+    return Verdict(_policies_status(statuses), f"{scope}: " + "; ".join(readings))
+
+
+def _policies_status(statuses: list[str]) -> str:
+    """One claim over several policies: held where each is, a trend where each is at
+    least that, held in part where some contradict it and others do not, else not held."""
+    if set(statuses) <= {"held", "trend"}:
+        return "trend" if "trend" in statuses else "held"
+    return "held in part" if {"held", "trend"} & set(statuses) else "not held"
 
 
 def per_value(frame: pd.DataFrame, judge, values: list[float], name: str) -> Verdict:

@@ -30,10 +30,12 @@ from matplotlib.lines import Line2D  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from dispatchlab.core.paths import guarded_io, write_whole  # noqa: E402
+from dispatchlab.report.derived import DERIVED_Y, derived_interval  # noqa: E402
 from dispatchlab.report.labels import plain  # noqa: E402
 from dispatchlab.specs.experiment import ExperimentSpec  # noqa: E402
 from dispatchlab.specs.figure import (  # noqa: E402
     CI_SCALED_Y,
+    JOBS_WAITING,
     OWN_CI_Y,
     QUEUE_PER_SERVER,
     SERVERS,
@@ -53,6 +55,7 @@ Y_LABELS = {
     "epsilon_total_queue": "ε·E[ΣQ]",
     "messages_per_arrival": "messages per arrival",
     QUEUE_PER_SERVER: "E[ΣQ]/N",
+    JOBS_WAITING: "jobs waiting per server",
 }
 CONFIDENCE = 0.95
 SUMMARY_COLUMNS = ["system", "policy", "x", "y", "ci_low", "ci_high", "replications", "stable"]
@@ -67,13 +70,10 @@ def y_column(frame: pd.DataFrame, y: str) -> str:
 
 
 def _y_values(frame: pd.DataFrame, y: str) -> np.ndarray:
-    """Each stored point's ``y`` (:func:`y_column`; E[ΣQ]/N for QUEUE_PER_SERVER)."""
-    def numbers(column: str) -> np.ndarray:
-        return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
-
-    if y == QUEUE_PER_SERVER:
-        return numbers("mean_total_queue") / numbers("system.n_servers")
-    return numbers(y_column(frame, y))
+    """Each stored point's ``y`` (:func:`y_column`, or a :data:`DERIVED_Y` computed)."""
+    if y in DERIVED_Y:
+        return DERIVED_Y[y][0](frame)
+    return pd.to_numeric(frame[y_column(frame, y)], errors="coerce").to_numpy(dtype=float)
 
 
 def summarize(frame: pd.DataFrame, figure: FigureSpec) -> pd.DataFrame:
@@ -99,6 +99,8 @@ def summarize(frame: pd.DataFrame, figure: FigureSpec) -> pd.DataFrame:
                 half = (_t_quantile(values.size - 1) * values.std(ddof=1)
                         / math.sqrt(values.size))
                 low, high = y - half, y + half
+            elif figure.y in DERIVED_Y:
+                low, high = derived_interval(frame.iloc[positions[0]], figure.y)
             elif figure.y in CI_SCALED_Y:
                 low, high = _scaled_ci(frame.iloc[positions[0]], y)
             elif figure.y in OWN_CI_Y:

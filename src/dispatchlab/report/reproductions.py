@@ -56,7 +56,12 @@ from dispatchlab.report.limit_claims import (
     term_text,
     with_collapse,
 )
-from dispatchlab.report.many_server_claims import matches, per_value, waiting_vanishes
+from dispatchlab.report.many_server_claims import (
+    matches,
+    per_value,
+    scales_like_root,
+    waiting_vanishes,
+)
 from dispatchlab.report.plots import reference_curve, write_figures
 from dispatchlab.report.verdicts import (
     LIMIT_TOLERANCE,
@@ -353,6 +358,15 @@ CLAIMS: tuple[Claim, ...] = (
           lambda s, f: per_value(f, lambda chosen, scope: matches(f, "JIQ", "JSQ", chosen,
                                                                   scope),
                                  sorted(set(f["x"].round(9))), "β")),
+    Claim("halfin-whitt-root", "[EG18], [MBLW16]",
+          "In the Halfin–Whitt regime JSQ and JIQ keep the jobs waiting beyond the one in "
+          "service at O(√N): per server they vanish like 1/√N (O(√N) servers hold a "
+          "second job). Judged on the jobs waiting per server, "
+          "E[Σ_n (Q_n + A_n − 1)⁺]/N = E[ΣQ]/N − ρ(1 − μ) by rate balance "
+          "(docs/statistics.md#jobs-waiting), at N = 10², 10³, 10⁴ servers of μ = 0.1, "
+          "M = 10, β = 0.5, 1, 2.", "halfin-whitt", "jobs-waiting-vs-n",
+          lambda s, f: per_value(f, lambda chosen, scope: scales_like_root(
+              f, ["JIQ", "JSQ"], chosen, scope), sorted(set(f["x"].round(9))), "β")),
 )
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib import ticker
 
 from dispatchlab.core.errors import ValidationError, require
+from dispatchlab.report.derived import DERIVED_Y
 from dispatchlab.report.labels import plain
 from dispatchlab.report.plots import (
     AXIS_LABELS,
@@ -23,7 +24,7 @@ from dispatchlab.report.plots import (
     against_servers,
     summarize,
 )
-from dispatchlab.specs.figure import AXES, QUEUE_PER_SERVER, SERVERS, ReferenceLine
+from dispatchlab.specs.figure import AXES, SERVERS, ReferenceLine
 
 #: the columns of a ``dispatchlab.sweep`` frame that the figure reads
 FRAME_COLUMNS = ("system", "policy_label", "stability", "load", "epsilon")
@@ -89,8 +90,8 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
                 "SystemFamily swept by dispatchlab.sweep)")
     numeric = sorted(c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                      and not pd.api.types.is_bool_dtype(frame[c]))
-    # E[ΣQ]/N is computed from two columns (report.plots.summarize)
-    derived = [QUEUE_PER_SERVER] if {"mean_total_queue", "system.n_servers"} <= set(numeric) else []
+    # E[ΣQ]/N and the jobs waiting per server are computed from columns (report.derived)
+    derived = [y for y, (_, needs) in DERIVED_Y.items() if set(needs) <= set(frame.columns)]
     named = [c for c in Y_LABELS if c in numeric] + derived
     found = isinstance(y, str) and (y in derived or any(
         column in numeric for column in (y, f"diag.{y}", f"messages.{y}")))

@@ -31,12 +31,15 @@ SERVERS = "servers"
 LINE_STYLES = ("--", "-", ":", "-.", "solid", "dashed", "dotted", "dashdot")
 #: y quantities with a meaning of their own (any Result field or diagnostics key also works)
 NAMED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", "messages_per_arrival",
-           "queue_per_server")
+           "queue_per_server", "jobs_waiting_per_server")
 #: E[ΣQ]/N, the mean queue per server: the quantity of the many-server regimes, computed
-#: from each point's E[ΣQ] and its number of servers N
+#: from each point's E[ΣQ] and its number of servers N (report.derived)
 QUEUE_PER_SERVER = "queue_per_server"
+#: E[Σ_n (Q_n + A_n − 1)⁺]/N, the jobs waiting beyond the one in service per server, from
+#: E[ΣQ] by rate balance (report.derived; docs/statistics.md#jobs-waiting)
+JOBS_WAITING = "jobs_waiting_per_server"
 #: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
-CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue", QUEUE_PER_SERVER)
+CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
 #: Result fields with a CI of their own: the field -> its (low, high) fields
 OWN_CI_Y = {"mean_excess": ("excess_ci_low", "excess_ci_high"),
             "epsilon_excess": ("epsilon_excess_ci_low", "epsilon_excess_ci_high"),

@@ -151,4 +151,8 @@ def halfin_whitt(quick: bool = False) -> ExperimentSpec:
         systems=tuple(family_systems(family, "families")),
         policies=tuple(p for p in POLICIES if p.name in ("wrand", "jsq", "pod", "jiq")),
         betas=BETAS, replications=4, slots=20_000, warmup=0.3, seed=5302,
-        options={"imbalance": False}, quick_scale=0.1, figures=_figures("beta"))
+        options={"imbalance": False}, quick_scale=0.1, figures=(*_figures("beta"), FigureSpec(
+            "jobs-waiting-vs-n", x="servers", y="jobs_waiting_per_server", log_x=True,
+            log_y=True, title="Jobs waiting beyond the one in service, per server, as N "
+            "grows (1/√N: a slope of −1/2)", ylabel="E[Σ(Q_n + A_n − 1)⁺]/N",
+            policies=("JSQ", "JIQ"))))

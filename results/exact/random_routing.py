@@ -1,6 +1,7 @@
 """Exact E[ΣQ] of weighted random routing on the systems of the Reproductions page's
 comparisons, where simulation is too noisy to say (two 40,000-slot runs at ρ = 0.99 gave a
-t-interval below zero).
+t-interval below zero), and of the Halfin–Whitt runs, whose 20,000 slots are a transient
+for it (it relaxes in ~1/(μ(1 − √ρ)²) slots).
 
 Weighted random routing sends each job to server n with probability p_n = μ_n/μ_Σ,
 independently of everything else. With Poisson arrivals and per-job dispatch the servers
@@ -22,12 +23,18 @@ from collections import Counter
 from pathlib import Path
 
 import dispatchlab
+from dispatchlab.experiments.catalog.many_servers import halfin_whitt
 from dispatchlab.model import System
 from dispatchlab.model.service import parse_rates
 
 HERE = Path(__file__).resolve().parent
-#: (servers, arrivals, service, dispatch, loads): the scd-loads experiment's system
-SYSTEMS = (("50x1,50x5", "poisson", "geometric", "per_job", (0.5, 0.7, 0.9, 0.95, 0.99)),)
+#: (servers, arrivals, service, dispatch, loads): the scd-loads experiment's system, and
+#: the halfin-whitt experiment's at each N with its loads 1 − β/√N (as its spec builds
+#: them, so that they match the stored ones to the last digit)
+SYSTEMS = (("50x1,50x5", "poisson", "geometric", "per_job", (0.5, 0.7, 0.9, 0.95, 0.99)),
+           *((str(system.servers), "poisson", "bernoulli", "per_job",
+              tuple(system.build(beta=beta).load for beta in halfin_whitt().betas))
+             for system in halfin_whitt().systems))
 
 
 def row(servers: str, arrivals: str, service: str, dispatch: str, load: float) -> dict:

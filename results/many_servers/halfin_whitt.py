@@ -13,15 +13,40 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 sys.path.insert(0, str(Path(__file__).parent))
 from large_system import STORE, interval, write_page  # noqa: E402  (the same cells as the large-system table)
 
 from dispatchlab.experiments.catalog.many_servers import BETAS, POLICIES, SIZES  # noqa: E402
 from dispatchlab.experiments.store import Store  # noqa: E402
 from dispatchlab.report.derived import jobs_waiting_per_server  # noqa: E402
+from dispatchlab.report.exact_evidence import (  # noqa: E402
+    DEFAULT_RANDOM_ROUTING,
+    load_random_routing,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 OUT = Path(__file__).with_name("halfin_whitt.md")
 SHOWN = ("jsq", "jiq", "pod", "wrand")
+
+
+#: the columns weighted random routing has exactly (results/exact/random_routing.json)
+EXACT_COLUMNS = ("per_server", "waiting_jobs", "root_waiting_jobs")
+
+
+def exact_cell(size: int, rows: pd.DataFrame, column: str) -> str:
+    """Weighted random routing's exact value of ``column`` at N = ``size`` and the rows'
+    load: N independent queues (results/exact/random_routing.py)."""
+    load = float(rows["system.load"].iloc[0])
+    total = load_random_routing(ROOT / DEFAULT_RANDOM_ROUTING)[
+        (f"{size}x0.1", "poisson", "bernoulli", "per_job")][round(load, 12)]
+    exact = rows.iloc[:1].assign(mean_total_queue=total)
+    value = {"per_server": total / size,
+             "waiting_jobs": float(jobs_waiting_per_server(exact)[0])}
+    value["root_waiting_jobs"] = value["waiting_jobs"] * size ** 0.5
+    return f"{value[column]:.3f}"
 
 
 def table() -> str:
@@ -56,7 +81,9 @@ def table() -> str:
              "queues at load ρ, whose stationary mean grows like ρ/(1 − ρ) = √N/β − 1 "
              "(≈ 200 per server at β = 0.5, N = 10⁴) and which relax in ~1/(μ(1 − √ρ)²) "
              "slots (10⁷ there): its cells are the transient of 20,000 slots from empty, "
-             "lower bounds, not stationary values. JSQ, JIQ and Po-2 relax within the run.",
+             "lower bounds, not stationary values; its stationary E[Q] and jobs waiting "
+             "are exact (N independent single-server chains, results/exact/random_routing.py) "
+             "and shown in bold beside the run's. JSQ, JIQ and Po-2 relax within the run.",
              "",
              "Jobs waiting per server, E[Σ_n (Q_n + A_n − 1)⁺]/N, is E[Q] − ρ(1 − μ) by "
              "rate balance (docs/statistics.md#jobs-waiting); the Halfin–Whitt results "
@@ -78,6 +105,9 @@ def table() -> str:
                 cells = [interval(rows[rows["n"] == n][column].to_numpy(float),
                                   rows[rows["n"] == n]["stability"].to_numpy())
                          for n in SIZES]
+                if policy.name == "wrand" and column in EXACT_COLUMNS:
+                    cells = [f"**{exact_cell(n, rows[rows['n'] == n], column)}** (exact; "
+                             f"run {cell})" for n, cell in zip(SIZES, cells, strict=True)]
                 lines.append(f"| {policy.display} | {beta:g} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

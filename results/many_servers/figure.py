@@ -1,8 +1,9 @@
 """The many-server figures, from the Reproductions store (nothing is rerun):
 docs/many-servers/large_system.png, E[Q] per server and the waiting probability against N
-at ρ = 0.9 (M = 10) with the fluid limit's values as dashed lines (results/many_servers/
-large_system.md), and docs/many-servers/halfin_whitt.png, the waiting probability against N
-for each β (results/many_servers/halfin_whitt.md).
+at ρ = 0.9 (M = 10, N = 10² … 10⁵) with the fluid limit's values as dashed lines
+(results/many_servers/large_system.md), and docs/many-servers/halfin_whitt.png, the
+waiting probability and the jobs waiting per server against N for each β, the latter
+beside a 1/√N guide (results/many_servers/halfin_whitt.md).
 
     PYTHONPATH=src python results/many_servers/figure.py
 """
@@ -16,11 +17,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from large_system import STORE, fluid_values  # noqa: E402
 
 from dispatchlab.experiments.store import Store  # noqa: E402
+from dispatchlab.report.derived import jobs_waiting_per_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "many-servers"
@@ -48,7 +51,8 @@ def _save(fig, name: str) -> Path:
 
 def draw_large_system() -> Path:
     with Store(STORE, readonly=True) as db:
-        frame = db.frame("large-system")
+        frame = pd.concat([db.frame("large-system"), db.frame("large-system-1e5")],
+                          ignore_index=True)
     frame = frame[(frame["system.dispatchers"] == 10) & (frame["load"].round(6) == 0.9)].copy()
     frame["per_server"] = frame["mean_total_queue"] / frame["system.n_servers"]
     fluid = fluid_values(0.9)
@@ -74,20 +78,28 @@ def draw_large_system() -> Path:
 def draw_halfin_whitt() -> Path:
     with Store(STORE, readonly=True) as db:
         frame = db.frame("halfin-whitt")
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), dpi=110, sharey=True)
-    for ax, beta in zip(axes, (0.5, 1.0, 2.0), strict=True):
+    frame["waiting_jobs"] = jobs_waiting_per_server(frame)
+    fig, axes = plt.subplots(2, 3, figsize=(12, 7.2), dpi=110, sharey="row")
+    for top, bottom, beta in zip(axes[0], axes[1], (0.5, 1.0, 2.0), strict=True):
         at = frame[frame["x"] == beta]
-        for label, color in HALFIN.items():
-            n, values = _means(at, label, "waiting_probability")
-            ax.plot(n, values, marker="o", color=color, label=label)
-        ax.set_xscale("log")
-        ax.set_xlabel("servers N")
-        ax.set_title(f"β = {beta:g}", fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("P(wait)")
-    axes[0].legend(fontsize=8)
-    fig.suptitle("Halfin–Whitt, 1 − ρ = β/√N (μ = 0.1, M = 10): the waiting probability",
-                 fontsize=11)
+        for ax, column in ((top, "waiting_probability"), (bottom, "waiting_jobs")):
+            for label, color in HALFIN.items():
+                n, values = _means(at, label, column)
+                ax.plot(n, values, marker="o", color=color, label=label)
+            ax.set_xscale("log")
+            ax.grid(True, which="both", alpha=0.3)
+        n, values = _means(at, "JIQ", "waiting_jobs")
+        bottom.plot(n, values[0] * (n / n[0]) ** -0.5, color="0.4", linestyle="--",
+                    linewidth=1, label="∝ 1/√N")
+        bottom.set_yscale("log")
+        bottom.set_xlabel("servers N")
+        top.set_title(f"β = {beta:g}", fontsize=10)
+    axes[0][0].set_ylabel("P(wait)")
+    axes[1][0].set_ylabel("jobs waiting per server")
+    axes[0][0].legend(fontsize=8)
+    axes[1][0].legend(fontsize=8)
+    fig.suptitle("Halfin–Whitt, 1 − ρ = β/√N (μ = 0.1, M = 10): the waiting probability and "
+                 "E[Σ(Q_n + A_n − 1)⁺]/N", fontsize=11)
     return _save(fig, "halfin_whitt")
 
 

@@ -197,6 +197,9 @@ def test_a_notebook_sweep_of_a_family_is_drawn_against_n(frame_of_a_family) -> N
                    for line in fig.axes[1].get_lines() if len(line.get_ydata()))
     finally:
         plt.close(fig)
+    with pytest.raises(ValidationError, match="Bernoulli service of one rate"):
+        dl.plot(frame_of_a_family.assign(**{"system.service": "geometric"}),
+                y="jobs_waiting_per_server")
     with pytest.raises(ValidationError, match="queue_per_server"):  # no N to divide by
         dl.plot(frame_of_a_family.drop(columns=["system.n_servers"]), y="queue_per_server")
     one_size = frame_of_a_family[frame_of_a_family["system.n_servers"] == 4]

@@ -6,15 +6,19 @@ of independent queues, and the 1/√N reading on curves whose exponent is known.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import poisson
 
-from dispatchlab import System, simulate
+from dispatchlab import System, ValidationError, simulate
 from dispatchlab.report.derived import jobs_waiting_per_server
 from dispatchlab.report.many_server_claims import scales_like_root
+from dispatchlab.specs.experiment import ExperimentSpec
+from dispatchlab.specs.figure import FigureSpec
+from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 
 def exact_single_queue(lam: float, mu: float, top: int = 600) -> tuple[float, float]:
@@ -107,3 +111,15 @@ def test_a_curve_the_identity_cannot_read_is_not_judged() -> None:
     data = curves({"JIQ": -0.5})
     data["system.service"] = "geometric"
     assert scales_like_root(data, ["JIQ"], data["x"] == 1.0, "").status == "undecided"
+
+
+@pytest.mark.parametrize("servers, service", [("2x0.1,2x0.5", "bernoulli"), ("4x0.3", "geometric")])
+def test_a_sweep_cannot_ask_for_it_where_rate_balance_does_not_give_it(servers, service) -> None:
+    spec = ExperimentSpec(
+        "w", systems=(SystemSpec(servers, service=service),), policies=(PolicySpec("jsq"),),
+        loads=(0.5,), slots=1_000,
+        figures=(FigureSpec("w", y="jobs_waiting_per_server"),))
+    with pytest.raises(ValidationError, match=r"figures\[0\]\.y: jobs_waiting_per_server "
+                       "needs Bernoulli service of one rate"):
+        spec.validate()
+    replace(spec, systems=(SystemSpec("4x0.3"),)).validate()

@@ -97,6 +97,10 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
         column in numeric for column in (y, f"diag.{y}", f"messages.{y}")))
     require(found, "y", f"not a numeric column of the frame (got {y!r}); allowed: "
             f"{', '.join(named + [c for c in numeric if c not in named])}")
+    if y in DERIVED_Y:
+        require(bool(np.isfinite(DERIVED_Y[y][0](frame)).any()), "y",
+                f"{y} has no value on this frame's rows (the jobs waiting per server needs "
+                "Bernoulli service of one rate μ: docs/statistics.md#jobs-waiting)")
     require(isinstance(log_y, bool), "log_y", f"expected True or False (got {log_y!r})")
     require(isinstance(title, str), "title", f"expected a string (got {title!r})")
 

@@ -41,7 +41,7 @@ from dispatchlab.model.system import System
 from dispatchlab.simulation.measures import refuse_renamed
 from dispatchlab.simulation.plan import DEFAULT_SLOTS, plan_run
 from dispatchlab.specs.family import SystemFamily, family_systems
-from dispatchlab.specs.figure import SERVERS, FigureSpec
+from dispatchlab.specs.figure import JOBS_WAITING, SERVERS, FigureSpec
 from dispatchlab.specs.run import PolicySpec, SystemSpec
 
 SLOTS_RULE_PER = ("epsilon", "load")
@@ -364,9 +364,22 @@ class ExperimentSpec:
                 require(len(sizes) >= 2, f"figures[{i}].x", "a figure against servers N "
                         "needs systems of at least two sizes (a [[families]] entry with "
                         f"several sizes; got N = {sorted(sizes)})")
+            if figure.y == JOBS_WAITING:
+                self._require_one_bernoulli_rate(f"figures[{i}].y")
         figure_names = [f.name for f in self.figures]
         require(len(set(figure_names)) == len(figure_names), "figures",
                 "figure names must be distinct")
+
+    def _require_one_bernoulli_rate(self, field_name: str) -> None:
+        """The jobs waiting per server is read from E[ΣQ] by rate balance, which needs
+        Bernoulli service of one rate μ (docs/statistics.md#jobs-waiting)."""
+        for system in self.systems:
+            built = system.build(**{self.axis: self.values[0]})
+            require(built.service.kind == "bernoulli" and min(built.rates) == max(built.rates),
+                    field_name, f"{JOBS_WAITING} needs Bernoulli service of one rate μ on "
+                    "every system (rate balance gives it there alone: docs/statistics.md#"
+                    f"jobs-waiting); {system.name} has {built.service.kind} service at "
+                    f"rates {min(built.rates):g} … {max(built.rates):g}")
 
     def _validate_warmup(self) -> None:
         warmup = self.warmup

@@ -143,6 +143,85 @@ def simulate_continuous(
     spent; the result says why it stopped (``stop_reason``).
     """
     refuse_unknown(simulate_continuous, unknown)
+    plan = plan_continuous(servers, policy, load=load, rate=rate, sizes=sizes,
+                           arrivals=arrivals, discipline=discipline, dispatchers=dispatchers,
+                           jobs=jobs, warmup=warmup, seed=seed, replications=replications,
+                           bound=bound, policy_params=policy_params, precision=precision)
+    settings, target, jobs, warmup = plan.settings, plan.target, plan.jobs, plan.warmup
+    if workers is not None:
+        workers = as_int(workers, "workers", 1, 4096)
+    check_memory(settings, resolve_workers(
+        workers, plan.replications if target is None else target.max_jobs // jobs))
+    # two jobs first, so that the speed measured below leaves out loading (or compiling)
+    # the event loop; beside this thread, which a stop interrupts at once (a cold compile
+    # takes ~10 s, and no chunk boundary comes before it ends)
+    try:
+        call_interruptibly(run_replication, (np.random.SeedSequence(0), 2, 0, settings))
+    except KeyboardInterrupt as stop:
+        raise interrupt_saying(stop, f"while loading the event loop ({plan.policy.name}, "
+                               "continuous time)") from None
+    started = time.perf_counter()
+    root = np.random.SeedSequence(plan.seed)
+    stop_reason = ""
+    if target is None:
+        runs = rounds.replications(root, plan.replications, jobs, warmup, settings, workers)
+    else:
+        runs, stop_reason = rounds.replications_to_precision(
+            root, plan.replications, jobs, warmup, settings, target, workers)
+    seconds = time.perf_counter() - started
+    stability, evidence = stability_of(runs, settings.bound, jobs - warmup)
+    stable = stability != "unstable"
+    notes = [] if stable else [f"unstable ({evidence}): the means are not reported"]
+    nan = Estimate(math.nan, math.nan, math.nan, "unstable run", 0)
+    estimates = means(runs) if stable else dict.fromkeys(
+        ("mean_response", "mean_slowdown", "mean_in_system", "waiting_probability"), nan)
+    trace = settings.trace
+    return ContinuousResult(
+        policy=plan.policy.name, policy_params=plan.policy.params,
+        discipline=plan.discipline, speeds=settings.speeds, arrival_rate=plan.arrival_rate,
+        load=plan.load,
+        sizes="trace" if trace is not None and trace.sizes.size else settings.size_law.text,
+        arrivals=f"trace:{trace.path}" if trace is not None else plan.arrival_shape,
+        dispatchers=settings.dispatchers, jobs=jobs, warmup=warmup, replications=len(runs),
+        seed=plan.seed, stability=stability, stability_evidence=evidence,
+        response_quantiles=quantiles(runs, QUANTILE_LEVELS) if stable else {},
+        messages_per_job=float(sum(run.counts[engine.C_MESSAGES] for run in runs))
+        / ((jobs - warmup) * len(runs)),
+        max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
+        events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
+        notes=notes, blocks=tuple(run.blocks for run in runs), stop_reason=stop_reason,
+        precision_target=None if target is None else target.rel,
+        precision_abs_target=None if target is None else target.abs,
+        job_budget=None if target is None else target.max_jobs, **estimates)
+
+
+@dataclass(frozen=True)
+class ContinuousPlan:
+    """A continuous-time run checked and set up, not yet run (:func:`plan_continuous`)."""
+
+    settings: Settings
+    policy: Any  # policies.PolicyArrays
+    discipline: str
+    arrival_shape: str
+    arrival_rate: float
+    load: float
+    jobs: int
+    warmup: int
+    seed: int
+    replications: int
+    target: Precision | None
+
+
+def plan_continuous(servers: Any, policy: str = DEFAULT_POLICY, *, load: float | None = None,
+                    rate: float | None = None, sizes: str | None = None,
+                    arrivals: str = "poisson", discipline: str = "fifo",
+                    dispatchers: int = 1, jobs: int | None = None, warmup: int | None = None,
+                    seed: int = 0, replications: int = 1, bound: int = DEFAULT_BOUND,
+                    policy_params: Mapping[str, Any] | None = None,
+                    precision: Precision | None = None) -> ContinuousPlan:
+    """Check :func:`simulate_continuous`'s arguments (raising
+    :class:`~dispatchlab.core.errors.ValidationError` naming the field) and set the run
+    up, without running it: a sweep checks every point of its grid this way first."""
     speeds = parse_rates(servers)
     discipline_name = as_text(discipline, "discipline").strip().lower()
     require(discipline_name in DISCIPLINES, "discipline",
@@ -164,55 +243,14 @@ def simulate_continuous(
     target = None if precision is None else Precision.of(precision).check_jobs(
         jobs, replications)
     bound = as_int(bound, "bound", 1, 1 << 31)
-    if workers is not None:
-        workers = as_int(workers, "workers", 1, 4096)
     arrival_rate, rho = _rates(load, rate, float(speeds.sum()), size_law, trace)
     _check_clock_resolution(jobs, arrival_rate, size_law.mean / float(speeds.max()), trace,
                             "rate" if rate is not None else "load")
     policy_info = policy_arrays(policy, policy_params, speeds, size_law)
     settings = Settings(speeds, dispatchers, DISCIPLINES[discipline_name], policy_info,
                         shape.with_mean(dispatchers / arrival_rate), size_law, bound, trace)
-    check_memory(settings, resolve_workers(
-        workers, replications if target is None else target.max_jobs // jobs))
-    # two jobs first, so that the speed measured below leaves out loading (or compiling)
-    # the event loop; beside this thread, which a stop interrupts at once (a cold compile
-    # takes ~10 s, and no chunk boundary comes before it ends)
-    try:
-        call_interruptibly(run_replication, (np.random.SeedSequence(0), 2, 0, settings))
-    except KeyboardInterrupt as stop:
-        raise interrupt_saying(stop, f"while loading the event loop ({policy_info.name}, "
-                               "continuous time)") from None
-    started = time.perf_counter()
-    root = np.random.SeedSequence(seed)
-    stop_reason = ""
-    if target is None:
-        runs = rounds.replications(root, replications, jobs, warmup, settings, workers)
-    else:
-        runs, stop_reason = rounds.replications_to_precision(
-            root, replications, jobs, warmup, settings, target, workers)
-    seconds = time.perf_counter() - started
-    stability, evidence = stability_of(runs, bound, jobs - warmup)
-    stable = stability != "unstable"
-    notes = [] if stable else [f"unstable ({evidence}): the means are not reported"]
-    nan = Estimate(math.nan, math.nan, math.nan, "unstable run", 0)
-    estimates = means(runs) if stable else dict.fromkeys(
-        ("mean_response", "mean_slowdown", "mean_in_system", "waiting_probability"), nan)
-    return ContinuousResult(
-        policy=policy_info.name, policy_params=policy_info.params, discipline=discipline_name,
-        speeds=speeds, arrival_rate=arrival_rate, load=rho,
-        sizes="trace" if trace is not None and trace.sizes.size else size_law.text,
-        arrivals=f"trace:{trace.path}" if trace is not None else shape.text,
-        dispatchers=dispatchers, jobs=jobs, warmup=warmup, replications=len(runs),
-        seed=seed, stability=stability, stability_evidence=evidence,
-        response_quantiles=quantiles(runs, QUANTILE_LEVELS) if stable else {},
-        messages_per_job=float(sum(run.counts[engine.C_MESSAGES] for run in runs))
-        / ((jobs - warmup) * len(runs)),
-        max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
-        events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
-        notes=notes, blocks=tuple(run.blocks for run in runs), stop_reason=stop_reason,
-        precision_target=None if target is None else target.rel,
-        precision_abs_target=None if target is None else target.abs,
-        job_budget=None if target is None else target.max_jobs, **estimates)
+    return ContinuousPlan(settings, policy_info, discipline_name, shape.text, arrival_rate,
+                          rho, jobs, warmup, seed, replications, target)
 
 
 #: the clock's resolution at a run's end (its horizon × 2⁻⁵²) must stay below this share of

@@ -26,7 +26,6 @@ from dispatchlab.cli import options
 from dispatchlab.cli.app import app
 from dispatchlab.cli.output import MISSING, integer, number, stderr_console, stdout_console
 from dispatchlab.core.display import local_time
-from dispatchlab.core.documents import read_text
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.paths import require_writable_file, write_whole
 from dispatchlab.core.signals import interrupt_saying
@@ -224,7 +223,8 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
     rate = outcome.slots / outcome.seconds if outcome.seconds > 0 else math.nan
     console.print(
         f"{outcome.computed} computed, {outcome.skipped} already stored, "
-        f"{len(outcome.failed)} failed, in {outcome.seconds:.1f} s ({number(rate, 3)} slots/s)")
+        f"{len(outcome.failed)} failed, in {outcome.seconds:.1f} s ({number(rate, 3)} "
+        f"{'jobs' if getattr(spec, 'time', '') == 'continuous' else 'slots'}/s)")
     for description, error in outcome.failed:
         console.print(f"[red]failed[/red] {escape(description)}: {escape(error)}")
     console.print(f"wrote {escape(str(directory / 'points.csv'))} and {len(figures)} figure(s) "
@@ -249,13 +249,15 @@ def _sweep_and_draw(spec: ExperimentSpec, db: Store, directory: Path, *, workers
                     cluster: str | None, progress: bool, yes: bool
                     ) -> tuple[SweepOutcome, list[Path]]:
     """Run the points of ``spec`` not yet in ``db``, then write its points and figures."""
+    from dispatchlab.cli.sweep_files import continuous_work, is_continuous_spec
     from dispatchlab.experiments.runner import run_experiment
     from dispatchlab.report.plots import write_figures
     from dispatchlab.simulation.work_guard import check_work
 
     console = stderr_console()
-    check_work(sweep_work(spec, db.count(spec.name)), confirmed=yes,
-               what=f"the sweep of {spec.name!r} (points not yet stored)")
+    work = (continuous_work if is_continuous_spec(spec) else sweep_work)(
+        spec, db.count(spec.name))
+    check_work(work, confirmed=yes, what=f"the sweep of {spec.name!r} (points not yet stored)")
     console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
                   f"{escape(str(db.path))}")
     try:
@@ -381,19 +383,24 @@ def sweep_command(
     yes: options.Yes = False,
 ) -> None:
     """Run the grid of a spec file; resumes if interrupted."""
+    from dispatchlab.cli import sweep_files
     from dispatchlab.core.imports import import_user_modules
-    from dispatchlab.specs.experiment import ExperimentSpec
 
     import_user_modules(import_ or [])  # asked for here; a spec file never imports
-    if spec_file.suffix == ".json":
-        spec = ExperimentSpec.from_json(read_text(spec_file, "spec", "spec file"),
-                                        repr(str(spec_file)))
-    else:
-        spec = ExperimentSpec.from_toml(spec_file)
-    spec = _adjust(spec, quick=False, slots=slots, scale=scale)
+    spec = sweep_files.read_sweep_file(spec_file)
+    continuous = sweep_files.is_continuous_spec(spec)
+    spec = (sweep_files.adjusted(spec, slots=slots, scale=scale) if continuous
+            else _adjust(spec, quick=False, slots=slots, scale=scale))
     if dry_run:
         _check_run_options(spec, out=out, workers=workers, cluster=cluster)
-        print_plan(spec, store, workers)
+        if continuous:
+            done = 0
+            if store.is_file():
+                with Store(store) as db:
+                    done = db.count(spec.name)
+            sweep_files.print_continuous_plan(spec, done, store)
+        else:
+            print_plan(spec, store, workers)
         return
     _run_and_write(spec, store=store, out=out, workers=workers, cluster=cluster,
                    progress=progress, yes=yes)

@@ -46,6 +46,8 @@ from dispatchlab.experiments.store import DEFAULT_STORE, HEARTBEAT_SECONDS, Stor
 from dispatchlab.specs.experiment import ExperimentSpec, Point
 
 WARM_SLOTS = 200
+#: jobs a continuous-time point runs to load its event loop and policy before the workers
+WARM_JOBS = 200
 #: a point whose worker died this many times is recorded as failed instead of resubmitted
 MAX_WORKER_DEATHS = 2
 
@@ -59,18 +61,23 @@ class PointError(Exception):
 
 def run_point(point_data: dict[str, Any]) -> dict[str, Any]:
     """Simulate one point (in a worker): ``{"result": Result.to_dict(), "worker", "seconds"}``."""
+    from dispatchlab.continuous.experiment import is_continuous
+    from dispatchlab.continuous.experiment import run_point as run_continuous_point
     from dispatchlab.simulation.run import simulate
 
-    point = Point.from_dict(point_data)
     started = time.perf_counter()
     try:
-        result = simulate(point.build_system(), point.policy.name,
-                          policy_params=dict(point.policy.params), slots=point.slots,
-                          warmup=point.warmup, seed=point.seed, workers=1,
-                          **dict(point.options))  # the sweep's pool is the parallelism
+        if is_continuous(point_data):
+            result = run_continuous_point(point_data)
+        else:
+            point = Point.from_dict(point_data)
+            result = simulate(point.build_system(), point.policy.name,
+                              policy_params=dict(point.policy.params), slots=point.slots,
+                              warmup=point.warmup, seed=point.seed, workers=1,
+                              **dict(point.options)).to_dict()  # the pool: parallelism
     except ValidationError as error:  # its constructor does not survive pickling
         raise PointError(str(error)) from None
-    return {"result": result.to_dict(), "worker": f"{socket.gethostname()}:{os.getpid()}",
+    return {"result": result, "worker": f"{socket.gethostname()}:{os.getpid()}",
             "seconds": time.perf_counter() - started}
 
 
@@ -78,10 +85,18 @@ def warm_compiled_code(points: list[Point]) -> None:
     """Run each distinct (system, policy, options) for a few slots so numba compiles (and
     caches on disk) before workers start: workers then load the compiled code from the
     cache instead of each compiling it again."""
+    from dispatchlab.continuous.experiment import ContinuousPoint
+    from dispatchlab.continuous.run import simulate_continuous
     from dispatchlab.simulation.run import simulate
 
     seen: set[str] = set()
     for point in points:
+        if isinstance(point, ContinuousPoint):  # one event loop, a choose per policy
+            if point.policy.name not in seen:
+                seen.add(point.policy.name)
+                simulate_continuous(**{**point.run_settings(), "jobs": WARM_JOBS,
+                                       "warmup": 0}, workers=1)
+            continue
         tag = repr((point.system.identity(), point.policy.identity(), sorted(point.options)))
         if tag in seen:
             continue

@@ -467,14 +467,17 @@ class Store:
         Returns whether a row was written: a point already ``done`` is never
         overwritten (another sweep finished it first); a failed row is replaced.
         """
+        from dispatchlab.continuous.experiment import ContinuousSystemSpec, is_continuous
         from dispatchlab.specs.run import PolicySpec, SystemSpec  # the policies: numba
 
         status = "done" if result is not None else "failed"
         metrics = result or {}
         policy = point["policy"]
+        system = (ContinuousSystemSpec.from_dict(point["system"], "system")
+                  if is_continuous(point) else SystemSpec.from_dict(point["system"]))
         values = {
             "experiment": point["experiment"], "point_key": point["key"], "status": status,
-            "system": SystemSpec.from_dict(point["system"]).name, "policy": policy["name"],
+            "system": system.name, "policy": policy["name"],
             "policy_label": PolicySpec.from_dict(policy).display,
             "axis": point["axis"], "x": point["value"],
             "load": metrics.get("load"), "epsilon": metrics.get("epsilon"),

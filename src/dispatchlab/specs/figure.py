@@ -40,11 +40,16 @@ QUEUE_PER_SERVER = "queue_per_server"
 JOBS_WAITING = "jobs_waiting_per_server"
 #: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
 CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
+#: the y quantities of a continuous-time point (dispatchlab.continuous.experiment), each
+#: with its interval's ``_ci_low``/``_ci_high``
+CONTINUOUS_Y = ("mean_response", "mean_slowdown", "mean_in_system", "waiting_probability",
+                "response_p50", "response_p90", "response_p99")
 #: Result fields with a CI of their own: the field -> its (low, high) fields
 OWN_CI_Y = {"mean_excess": ("excess_ci_low", "excess_ci_high"),
             "epsilon_excess": ("epsilon_excess_ci_low", "epsilon_excess_ci_high"),
             "plain_mean_total_queue": ("plain_ci_low", "plain_ci_high"),
-            "idle_while_busy": ("idle_while_busy_ci_low", "idle_while_busy_ci_high")}
+            "idle_while_busy": ("idle_while_busy_ci_low", "idle_while_busy_ci_high"),
+            **{name: (f"{name}_ci_low", f"{name}_ci_high") for name in CONTINUOUS_Y}}
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,17 @@ def test_a_continuous_sweep_is_stored_resumed_and_drawn(tmp_path, capsys) -> Non
     assert row["mean_response"] == direct.mean_response.mean
     assert row["response_p99_ci_high"] == direct.response_quantiles[0.99].ci_high
     assert row["discipline"] == "ps" and row["load"] == pytest.approx(0.8)
+    code, table, _ = run_clean(capsys, ["results", "p2c-vs-jsq", "--store", str(store)])
+    assert code == 0 and "E[T]" in table and "E[ΣQ]" not in table and "4,000" in table
+    code, _, err = run_clean(capsys, ["report", "p2c-vs-jsq", "--store", str(store),
+                                      "--out", str(tmp_path / "report")])
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert code == 0 and "8 of 8 points stored" in page and "response_p99" in page
+    # the report's spec.json sweeps again: the same grid, nothing to compute
+    code, _, err = run_clean(capsys, ["sweep", str(tmp_path / "report" / "spec.json"),
+                                      "--store", str(store), "--no-progress",
+                                      "--out", str(out)])
+    assert code == 0 and "0 computed, 8 already stored" in err
 
 
 def test_a_point_s_key_and_seed_are_its_identity_s() -> None:

@@ -43,9 +43,15 @@ STATUS_FILTERS = ("done", "failed", "all")
 LIST_COLUMNS = ["experiment", "system", "policy_label", "x", "replication", "slots",
                 "mean_total_queue", "ci_low", "ci_high", "mean_delay", "messages_per_arrival",
                 "stability", "status"]
+#: the columns of continuous-time points (dispatchlab.continuous.experiment): "slots" holds
+#: a point's jobs
+CONTINUOUS_COLUMNS = ["mean_response", "mean_response_ci_low", "mean_response_ci_high",
+                      "response_p99", "mean_in_system"]
 HEADERS = {"policy_label": "policy", "replication": "rep", "mean_total_queue": "E[ΣQ]",
            "ci_low": "CI low", "ci_high": "CI high", "mean_delay": "delay",
-           "messages_per_arrival": "msg/arrival"}
+           "messages_per_arrival": "msg/arrival", "mean_response": "E[T]",
+           "mean_response_ci_low": "E[T] CI low", "mean_response_ci_high": "E[T] CI high",
+           "response_p99": "T p99", "mean_in_system": "E[L]"}
 
 StoreOption = Annotated[Path, typer.Option(
     "--store", help="The results database of this project (created if missing).")]
@@ -495,7 +501,15 @@ def _print_table(frame, show_experiment: bool) -> None:  # frame: pandas.DataFra
     if frame.empty:
         console.print("no stored points match")
         return
-    columns = [c for c in LIST_COLUMNS if c in frame.columns
+    continuous = (frame["time"] == "continuous") if "time" in frame.columns else None
+    if continuous is None or not continuous.any():
+        listed = LIST_COLUMNS
+    elif continuous.all():  # (their budget is jobs)
+        listed = [c for c in LIST_COLUMNS[:6] if c != "slots"] + ["jobs"] + CONTINUOUS_COLUMNS \
+            + LIST_COLUMNS[-2:]
+    else:
+        listed = LIST_COLUMNS[:-2] + CONTINUOUS_COLUMNS + LIST_COLUMNS[-2:]
+    columns = [c for c in listed if c in frame.columns
                and (show_experiment or c != "experiment")]
     # names are never cut to "pi-col…": a text column is at least as wide as its longest
     # name (up to 40 characters) and folds onto a second line beyond that
@@ -511,7 +525,7 @@ def _print_table(frame, show_experiment: bool) -> None:  # frame: pandas.DataFra
         for column, value in zip(columns, row, strict=True):
             if value is None or isinstance(value, float) and math.isnan(value):
                 cells.append(MISSING)  # a failed or unstable point's missing number
-            elif column in ("replication", "slots"):
+            elif column in ("replication", "slots", "jobs"):
                 cells.append(integer(value))
             elif isinstance(value, float):
                 cells.append(number(value))

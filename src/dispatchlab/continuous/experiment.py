@@ -245,6 +245,7 @@ class ContinuousExperimentSpec:
     figures: tuple[FigureSpec, ...] = ()
     title: str = ""
     description: str = ""
+    paper: str = ""
     time: str = TIME
 
     axis = "load"
@@ -307,7 +308,7 @@ class ContinuousExperimentSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"time": TIME, "name": self.name, "title": self.title,
-                "description": self.description,
+                "description": self.description, "paper": self.paper,
                 "systems": [s.to_dict() for s in self.systems],
                 "policies": [p.to_dict() for p in self.policies], "loads": list(self.loads),
                 "replications": self.replications, "jobs": self.jobs, "warmup": self.warmup,
@@ -320,7 +321,8 @@ class ContinuousExperimentSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> ContinuousExperimentSpec:
         """Build (without validating) from ``to_dict``'s form or a TOML file's."""
         data = as_table(data, "experiment")
-        check_keys(data, "", ("time", "name", "title", "description", "systems", "policies",
+        check_keys(data, "", ("time", "name", "title", "description", "paper", "systems",
+                              "policies",
                               "loads", "replications", "jobs", "warmup", "seed", "figures"))
         require("name" in data, "name", "the experiment needs a name")
 
@@ -345,7 +347,8 @@ class ContinuousExperimentSpec:
             seed=data.get("seed", 0),
             figures=tuple(FigureSpec.from_dict(f, f"figures[{i}]")
                           for i, f in enumerate(figures)),
-            title=str(data.get("title", "")), description=str(data.get("description", "")))
+            title=str(data.get("title", "")), description=str(data.get("description", "")),
+            paper=str(data.get("paper", "")))
 
     @classmethod
     def from_json(cls, text: str, where: str = "the spec's JSON") -> ContinuousExperimentSpec:

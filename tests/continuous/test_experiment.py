@@ -146,3 +146,29 @@ def test_the_python_api_runs_the_grid_and_validates_it(tmp_path) -> None:
         run_experiment(replace(spec, jobs=1), store=tmp_path / "s.sqlite", workers=1)
     with pytest.raises(ValidationError, match="systems: the grid is empty"):
         replace(spec, systems=()).validate()
+
+
+def test_a_dask_cluster_gives_the_numbers_of_local_processes(tmp_path) -> None:
+    """The grid's points on a Dask cluster (two worker processes) are the local ones, bit
+    for bit: a point's seed is its identity's, wherever it runs."""
+    distributed = pytest.importorskip("distributed")
+    spec = ContinuousExperimentSpec(
+        "dask", systems=(ContinuousSystemSpec("3x1,3x2", sizes="erlang:2,1", discipline="srpt"),),
+        policies=(PolicySpec("lwl", label="LWL"), PolicySpec("p2c", label="P2C")),
+        loads=(0.6,), jobs=3000, replications=2)
+    run_experiment(spec, store=tmp_path / "local.sqlite", workers=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        remote = run_experiment(spec, store=tmp_path / "dask.sqlite",
+                                cluster=cluster.scheduler_address)
+    assert remote.computed == 4 and not remote.failed
+
+    def numbers(path: Path) -> dict[str, tuple[float, float]]:
+        with Store(path) as db:
+            return {row["point_key"]: (row["result"]["mean_response"],
+                                       row["result"]["response_p90"])
+                    for row in db.points("dask")}
+
+    assert numbers(tmp_path / "dask.sqlite") == numbers(tmp_path / "local.sqlite")
+    with Store(tmp_path / "dask.sqlite") as db:
+        assert db.runs()[0]["executor"].startswith("dask")

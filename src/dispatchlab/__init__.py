@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # what type checkers and the docs see; at run time, __getattr
     )
     from dispatchlab.core.errors import ValidationError
     from dispatchlab.core.precision_target import Precision
+    from dispatchlab.experiments.continuous_sweeps import sweep_continuous
     from dispatchlab.experiments.sweeps import sweep
     from dispatchlab.model import System
     from dispatchlab.policies import Policy, make_policy, policy_names
@@ -67,6 +68,7 @@ _HOMES = {
     "simulate": "dispatchlab.simulation.run",
     "simulate_continuous": "dispatchlab.continuous",
     "sweep": "dispatchlab.experiments.sweeps",  # pandas and the store
+    "sweep_continuous": "dispatchlab.experiments.continuous_sweeps",
 }
 
 __all__ = [
@@ -95,6 +97,7 @@ __all__ = [
     "simulate",
     "simulate_continuous",
     "sweep",
+    "sweep_continuous",
 ]
 
 

@@ -1,4 +1,4 @@
-"""Continuous-time grids in the store (dispatchlab.continuous.experiment): a sweep file with
+"""Continuous-time grids in the store (dispatchlab.specs.continuous_grid): a sweep file with
 ``time = "continuous"`` runs through the same runner, store and figures as a slotted one;
 each stored point is the run simulate_continuous gives with its seed; a second sweep
 computes nothing; a bad grid is refused with one line before any point runs."""
@@ -9,18 +9,19 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cli_contract import run_clean
-from dispatchlab.continuous.experiment import (
-    ContinuousExperimentSpec,
-    ContinuousPoint,
-    ContinuousSystemSpec,
-)
 from dispatchlab.continuous.run import simulate_continuous
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.experiments.runner import run_experiment
 from dispatchlab.experiments.store import Store
+from dispatchlab.specs.continuous_grid import (
+    ContinuousExperimentSpec,
+    ContinuousPoint,
+    ContinuousSystemSpec,
+)
 from dispatchlab.specs.run import PolicySpec
 
 SWEEP = """name = "p2c-vs-jsq"
@@ -172,3 +173,39 @@ def test_a_dask_cluster_gives_the_numbers_of_local_processes(tmp_path) -> None:
     assert numbers(tmp_path / "dask.sqlite") == numbers(tmp_path / "local.sqlite")
     with Store(tmp_path / "dask.sqlite") as db:
         assert db.runs()[0]["executor"].startswith("dask")
+
+
+def test_a_notebook_sweep_returns_the_stored_rows_and_resumes(tmp_path) -> None:
+    import dispatchlab as dl
+
+    settings = dict(load=[0.5, 0.7], sizes="exp:1", discipline="fifo", jobs=3000,
+                    replications=2, workers=1, seed=3)
+    frame = dl.sweep_continuous("2x1,2x2", {"P2C": "p2c", "RR": "rr"}, **settings,
+                                store=tmp_path / "s.sqlite", experiment="nb")
+    assert len(frame) == 8 and set(frame["policy_label"]) == {"P2C", "RR"}
+    again = dl.sweep_continuous("2x1,2x2", {"P2C": "p2c", "RR": "rr"}, **settings,
+                                store=tmp_path / "s.sqlite", experiment="nb")
+    # (round robin is unstable at ρ = 0.7: its slow servers get more than they serve)
+    assert np.array_equal(again["mean_response"], frame["mean_response"], equal_nan=True)
+    assert set(frame[frame["policy_label"] == "RR"]["stability"]) == {"stable", "unstable"}
+    with Store(tmp_path / "s.sqlite") as db:
+        assert len(db.runs("nb")) == 1  # the second call found every point stored
+    alone = dl.sweep_continuous("2x1,2x2", ["p2c"], **settings)  # no store: a scratch one
+    assert np.array_equal(alone["mean_response"],
+                          frame[frame["policy_label"] == "P2C"]["mean_response"])
+    fig = dl.plot(frame, x="load", y="response_p90")
+    assert fig.axes[0].get_ylabel() == "response time p90"
+
+
+@pytest.mark.parametrize("call, words", [
+    (dict(servers="2x1", policies="p2c", load=0.5), "load: give the loads as a list"),
+    (dict(servers="2x1", policies=[3], load=[0.5]), "policies[0]: expected a policy name"),
+    (dict(servers=[], policies="p2c", load=[0.5]), "servers: give the speeds"),
+    (dict(servers="2x1", policies="p2c", load=[0.5], slots=100), "slots"),
+    (dict(servers="2x1", policies="p2c", load=[0.5], sizes="pareto:-1"), "sizes"),
+])
+def test_a_bad_notebook_sweep_is_one_error_naming_its_field(call, words) -> None:
+    import dispatchlab as dl
+
+    with pytest.raises(ValidationError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        dl.sweep_continuous(**call)

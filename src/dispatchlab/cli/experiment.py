@@ -43,7 +43,7 @@ STATUS_FILTERS = ("done", "failed", "all")
 LIST_COLUMNS = ["experiment", "system", "policy_label", "x", "replication", "slots",
                 "mean_total_queue", "ci_low", "ci_high", "mean_delay", "messages_per_arrival",
                 "stability", "status"]
-#: the columns of continuous-time points (dispatchlab.continuous.experiment): "slots" holds
+#: the columns of continuous-time points (dispatchlab.specs.continuous_grid): "slots" holds
 #: a point's jobs
 CONTINUOUS_COLUMNS = ["mean_response", "mean_response_ci_low", "mean_response_ci_high",
                       "response_p99", "mean_in_system"]

@@ -18,7 +18,7 @@ def read_sweep_file(path: Path) -> Any:
     """The experiment spec of a sweep file: TOML, or the JSON a store or report keeps;
     a continuous-time grid when it says ``time = "continuous"`` (validated: TOML only,
     as ``ExperimentSpec.from_toml`` validates)."""
-    from dispatchlab.continuous.experiment import ContinuousExperimentSpec, is_continuous
+    from dispatchlab.specs.continuous_grid import ContinuousExperimentSpec, is_continuous
     from dispatchlab.specs.experiment import ExperimentSpec
 
     if path.suffix == ".json":
@@ -36,6 +36,7 @@ def read_sweep_file(path: Path) -> Any:
 
 
 def is_continuous_spec(spec: Any) -> bool:
+    """Whether ``spec`` is a continuous-time grid (a ``ContinuousExperimentSpec``)."""
     return getattr(spec, "time", "slotted") == "continuous"
 
 

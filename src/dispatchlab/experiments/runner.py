@@ -61,9 +61,9 @@ class PointError(Exception):
 
 def run_point(point_data: dict[str, Any]) -> dict[str, Any]:
     """Simulate one point (in a worker): ``{"result": Result.to_dict(), "worker", "seconds"}``."""
-    from dispatchlab.continuous.experiment import is_continuous
-    from dispatchlab.continuous.experiment import run_point as run_continuous_point
     from dispatchlab.simulation.run import simulate
+    from dispatchlab.specs.continuous_grid import is_continuous
+    from dispatchlab.specs.continuous_grid import run_point as run_continuous_point
 
     started = time.perf_counter()
     try:
@@ -85,9 +85,9 @@ def warm_compiled_code(points: list[Point]) -> None:
     """Run each distinct (system, policy, options) for a few slots so numba compiles (and
     caches on disk) before workers start: workers then load the compiled code from the
     cache instead of each compiling it again."""
-    from dispatchlab.continuous.experiment import ContinuousPoint
     from dispatchlab.continuous.run import simulate_continuous
     from dispatchlab.simulation.run import simulate
+    from dispatchlab.specs.continuous_grid import ContinuousPoint
 
     seen: set[str] = set()
     for point in points:

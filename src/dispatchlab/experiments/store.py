@@ -467,7 +467,7 @@ class Store:
         Returns whether a row was written: a point already ``done`` is never
         overwritten (another sweep finished it first); a failed row is replaced.
         """
-        from dispatchlab.continuous.experiment import ContinuousSystemSpec, is_continuous
+        from dispatchlab.specs.continuous_grid import ContinuousSystemSpec, is_continuous
         from dispatchlab.specs.run import PolicySpec, SystemSpec  # the policies: numba
 
         status = "done" if result is not None else "failed"

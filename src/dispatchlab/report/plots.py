@@ -56,6 +56,10 @@ Y_LABELS = {
     "messages_per_arrival": "messages per arrival",
     QUEUE_PER_SERVER: "E[ΣQ]/N",
     JOBS_WAITING: "jobs waiting per server",
+    # continuous time (specs.figure.CONTINUOUS_Y)
+    "mean_response": "E[T]", "mean_slowdown": "E[slowdown]", "mean_in_system": "E[L]",
+    "response_p50": "response time p50", "response_p90": "response time p90",
+    "response_p99": "response time p99",
 }
 CONFIDENCE = 0.95
 SUMMARY_COLUMNS = ["system", "policy", "x", "y", "ci_low", "ci_high", "replications", "stable"]

@@ -20,8 +20,8 @@ def full_spec(store: Store, experiment: str) -> ExperimentSpec:
             + (", ".join(store.experiment_names()) or "nothing yet"))
     assert spec_json is not None
     if '"continuous"' in spec_json:  # (cheap: most stored specs are slotted)
-        from dispatchlab.continuous.experiment import ContinuousExperimentSpec, is_continuous
         from dispatchlab.core.documents import loads_json
+        from dispatchlab.specs.continuous_grid import ContinuousExperimentSpec, is_continuous
 
         data = loads_json(spec_json, "spec", f"the stored spec of {experiment!r}")
         if is_continuous(data):

@@ -40,7 +40,7 @@ QUEUE_PER_SERVER = "queue_per_server"
 JOBS_WAITING = "jobs_waiting_per_server"
 #: Result fields whose CI is a scaled copy of the ΣQ CI (ci_low/ci_high are for E[ΣQ])
 CI_SCALED_Y = ("mean_total_queue", "mean_delay", "epsilon_total_queue")
-#: the y quantities of a continuous-time point (dispatchlab.continuous.experiment), each
+#: the y quantities of a continuous-time point (dispatchlab.specs.continuous_grid), each
 #: with its interval's ``_ci_low``/``_ci_high``
 CONTINUOUS_Y = ("mean_response", "mean_slowdown", "mean_in_system", "waiting_probability",
                 "response_p50", "response_p90", "response_p99")

@@ -73,7 +73,8 @@ def quantiles(runs: list[Replication], levels: tuple[float, ...]) -> dict[float,
     """Each response-time quantile of all measured jobs, with a 95 % interval: Student's t
     over the replications' own quantiles, or with one replication over its SECTIONS
     sections' quantiles (sectioning: consecutive stretches of jobs, nearly independent
-    when each is long against the queue's memory), centred on the whole run's value."""
+    when each is long against the queue's memory), centred on the whole run's value and
+    never narrower than the histogram bin the quantile falls in (its resolution)."""
     out: dict[float, Estimate] = {}
     pooled = np.sum([run.histogram.sum(axis=0) for run in runs], axis=0)
     for level in levels:
@@ -93,7 +94,11 @@ def quantiles(runs: list[Replication], levels: tuple[float, ...]) -> dict[float,
             continue
         _, low, high = t_interval(values)
         middle = float(values.mean())
-        out[level] = Estimate(point, point + low - middle, point + high - middle, method,
+        # never narrower than the point's own bin: the histogram knows the quantile to
+        # within it (replications whose quantiles all fall in one bin gave a width of 0)
+        edge = 10 ** (0.5 / engine.HISTOGRAM_PER_DECADE)
+        out[level] = Estimate(point, min(point + low - middle, point / edge),
+                              max(point + high - middle, point * edge), method,
                               int(values.size))
     return out
 

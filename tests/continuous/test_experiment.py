@@ -209,3 +209,14 @@ def test_a_bad_notebook_sweep_is_one_error_naming_its_field(call, words) -> None
 
     with pytest.raises(ValidationError, match=words.replace("[", r"\[").replace("]", r"\]")):
         dl.sweep_continuous(**call)
+
+
+def test_the_example_grid_is_valid_and_its_dry_run_runs_nothing(tmp_path, capsys) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "continuous_sweep.toml"
+    spec = ContinuousExperimentSpec.from_toml(example)
+    assert len(spec.points()) == 48 and [f.y for f in spec.figures] == [
+        "mean_response", "response_p99"]
+    code, out, _ = run_clean(capsys, ["sweep", str(example), "--dry-run", "--store",
+                                      str(tmp_path / "s.sqlite")])
+    assert code == 0 and "48 points (4 replication(s) each) of 200,000 jobs" in out
+    assert not (tmp_path / "s.sqlite").exists()

@@ -66,23 +66,33 @@ def policy_records() -> list[dict[str, Any]]:
 
 
 def continuous_records() -> list[dict[str, Any]]:
-    """The continuous-time policies, with their aliases and parameters."""
+    """The continuous-time policies, with their aliases and parameters, then the user rules
+    registered in this process (``--import`` their module)."""
     from dispatchlab.continuous.policies import ALIASES, POLICIES
+    from dispatchlab.continuous.user_rules import RULES
 
     return [{"name": policy.name, "time": "continuous", "summary": policy.summary,
              "aliases": {alias: params for alias, (target, params) in ALIASES.items()
                          if target == policy.name},
-             "parameters": dict(policy.defaults)} for policy in POLICIES.values()]
+             "parameters": dict(policy.defaults)} for policy in POLICIES.values()] + [
+        {"name": rule.name, "time": "continuous", "summary": rule.summary or "(a user rule)",
+         "aliases": {}, "parameters": dict(rule.params), "user": True}
+        for rule in RULES.values()]
 
 
 @app.command("policies")
 def policies_command(
     json_: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
     time: options.Time = None,
+    import_: options.Import = None,
 ) -> None:
     """List every registered policy with its parameters and what theory says about it
-    (with --time continuous: the continuous-time policies and their aliases)."""
+    (with --time continuous: the continuous-time policies and their aliases); --import
+    MODULE lists the policies and rules that module registers too."""
     from dispatchlab.cli.run_continuous import time_model
+    from dispatchlab.core.imports import import_user_modules
+
+    import_user_modules(import_ or [])
 
     if time_model(time) == "continuous":
         continuous_table(continuous_records(), json_)

@@ -119,7 +119,8 @@ def run_command(
             "no_imbalance": no_imbalance, "per_server": per_server,
             "per_server_bins": per_server_bins, "trajectory_every": trajectory_every,
             "trajectory_servers": trajectory_servers,
-            "precision_max_slots": precision_max_slots, "import": import_})
+            "precision_max_slots": precision_max_slots})
+        import_user_modules(import_ or [])  # a module that registers continuous rules
         written = continuous_settings(document, spec.parent) if spec is not None else {}
         given = {"servers": servers, "policy": policy, "dispatchers": dispatchers,
                  "load": load, "arrivals": arrivals, "sizes": sizes,

@@ -24,6 +24,8 @@ from dispatchlab.continuous.servers import S_COUNT
 
 (RANDOM, WEIGHTED_RANDOM, ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, JSQ, JSQ_D, JIQ, LWL,
  SITA, L_JSQ, L_POD) = range(11)
+#: a user's rule (:mod:`.user_rules`): the event loop calls it instead of :func:`choose`
+USER = 11
 #: the policy's integer parameters: d of JSQ(d) and L-Pod, its samples with replacement;
 #: the estimates' update (UPDATE_*), the servers a push samples, the local increment
 P_D, P_REPLACE, P_UPDATE, P_PROBES, P_INCREMENT = range(5)

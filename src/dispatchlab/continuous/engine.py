@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.rng import uniform
-from dispatchlab.continuous.choose import JIQ, L_JSQ, L_POD, LWL, choose
+from dispatchlab.continuous.choose import JIQ, L_JSQ, L_POD, LWL, USER, choose
 from dispatchlab.continuous.estimates import (
     F_INTERVAL,
     after_departure,
@@ -49,11 +49,13 @@ from dispatchlab.continuous.tournament import carry_up
 
 # the loop's counters (``counts``) and clock (``clock``)
 (C_ARRIVALS, C_MEASURED_DONE, C_IN_SYSTEM, C_MAX_IN_SYSTEM, C_EVENTS, C_STATUS,
- C_MESSAGES) = range(7)
-N_COUNTS = 7
+ C_MESSAGES, C_BAD_SERVER, C_BAD_DISPATCHER) = range(9)
+N_COUNTS = 9
 K_NOW = 0  # the time of the last event
 N_CLOCK = 1
-RUNNING, DONE, FULL = range(3)
+#: BAD_SERVER: a user's rule returned no server of 0 … N−1 (C_BAD_SERVER, at its
+#: dispatcher C_BAD_DISPATCHER)
+RUNNING, DONE, FULL, BAD_SERVER = range(4)
 # per block: sums of response times, slowdowns, jobs found busy, jobs, the integral of the
 # number in system and the time it covers
 B_RESPONSE, B_SLOWDOWN, B_BUSY, B_JOBS, B_AREA, B_TIME = range(6)
@@ -90,7 +92,7 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
                blocks, histogram,
                ints, floats, cumulative, cutoffs, cursor, credit, sample, estimates, probed,
                trace_times, trace_sizes, trace_owners, timer, arrival_s, size_s, policy_s,
-               update_s):
+               update_s, rule, rule_params, rule_state):
     """Run at most ``budget`` events; the status (RUNNING, DONE, FULL: the job pool is
     exhausted, the run is unstable or its bound too small) is left in counts[C_STATUS].
 
@@ -103,7 +105,9 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
     leaf replays its times, job k going to dispatcher ``trace_owners[k]`` (k mod M without
     that column) with size ``trace_sizes[k]`` (drawn without that column). ``timer``: the
     leaf of the periodic broadcast of LED's estimates (−1 without one; it fires every
-    floats[F_INTERVAL])."""
+    floats[F_INTERVAL]). ``rule``: a user's rule (:mod:`.user_rules`, called for
+    ``policy`` USER with ``rule_params`` and its dispatcher's row of ``rule_state``), or
+    ``user_rules.NO_RULE``."""
     N = speeds.size
     width = when.size
     n_blocks = blocks.shape[1]
@@ -155,8 +159,17 @@ def run_events(budget, discipline, policy, speeds, arrival_law, size_law, jobs, 
             jf[J_SIZE, job] = size
             ji[J_INDEX, job] = arrivals
             counts[C_ARRIVALS] = arrivals + 1
-            n = choose(policy, m, size, si, speeds, ints, cumulative, cutoffs, cursor,
-                       credit, idle, empty_tree, estimates, policy_s, sample)
+            if policy == USER:
+                n = rule(m, size, si[S_COUNT], speeds, rule_params, rule_state[m], policy_s)
+                if n < 0 or n >= N:  # stop before indexing with it
+                    counts[C_STATUS] = BAD_SERVER
+                    counts[C_BAD_SERVER] = n
+                    counts[C_BAD_DISPATCHER] = m
+                    clock[K_NOW] = now
+                    return
+            else:
+                n = choose(policy, m, size, si, speeds, ints, cumulative, cutoffs, cursor,
+                           credit, idle, empty_tree, estimates, policy_s, sample)
             if warmup <= arrivals < jobs and si[S_COUNT, n] > 0:
                 blocks[B_BUSY, (arrivals - warmup) * n_blocks // measured] += 1
             if track_idle and si[S_COUNT, n] == 0:  # n leaves the idle list

@@ -13,6 +13,7 @@ import numpy as np
 from dispatchlab.continuous import choose as rules
 from dispatchlab.continuous.estimates import F_INTERVAL, F_P, N_POLICY_FLOATS
 from dispatchlab.continuous.laws import Law
+from dispatchlab.continuous.user_rules import RULES, ContinuousRule, rule_params
 from dispatchlab.core.convert import CommandLineText
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.values import as_flag, as_int, as_numbers, as_text
@@ -102,6 +103,23 @@ class PolicyArrays:
     floats: np.ndarray
     cumulative: np.ndarray
     cutoffs: np.ndarray
+    #: a user's rule (:mod:`.user_rules`): its function (sent to workers by reference), its
+    #: parameters' array and the floats of state each dispatcher keeps
+    rule: Any = None
+    rule_params: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    state: int = 0
+
+
+def from_command_line_number(key: str, value: Any) -> Any:
+    """A user rule's parameter typed on the command line (``--set w=0.5``) as a number;
+    any other value as it is."""
+    if not isinstance(value, CommandLineText):
+        return value
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise ValidationError(f"policy_params.{key}",
+                              f"expected a number (got {str(value)!r})") from None
 
 
 def _from_command_line(key: str, value: Any) -> Any:
@@ -140,7 +158,8 @@ def resolve(name: object, params: Mapping[str, Any] | None = None
         text, alias_params = ALIASES[text]
     require(text in POLICIES, "policy",
             f"unknown continuous-time policy {name!r}; allowed: "
-            f"{', '.join([*POLICIES, *ALIASES])}")
+            f"{', '.join([*POLICIES, *ALIASES, *RULES])} (a rule of your own: --import the "
+            "module that registers it)")
     policy = POLICIES[text]
     given = dict(params or {})
     for key in given:
@@ -148,6 +167,13 @@ def resolve(name: object, params: Mapping[str, Any] | None = None
                 f"{policy.name} takes {', '.join(policy.defaults) or 'no parameters'}")
     given = {key: _from_command_line(key, value) for key, value in given.items()}
     return policy, {**policy.defaults, **alias_params, **given}
+
+
+def _user_rule(name: object) -> ContinuousRule | None:
+    """The registered user rule called ``name`` (:mod:`.user_rules`), if any."""
+    if not isinstance(name, str):
+        return None
+    return RULES.get(name.strip().lower())
 
 
 def equal_load_cutoffs(speeds: np.ndarray, sizes: Law) -> np.ndarray:
@@ -171,6 +197,14 @@ def policy_arrays(name: object, params: Mapping[str, Any] | None, speeds: np.nda
     if params is not None and not isinstance(params, Mapping):
         raise ValidationError("policy_params", f"expected a mapping of parameter names to "
                                                f"values (got {params!r})")
+    user = _user_rule(name)
+    if user is not None:
+        values, array = rule_params(user, dict(params or {}))
+        return PolicyArrays(user.name, rules.USER, values, np.zeros(rules.N_POLICY_INTS,
+                                                                    dtype=np.int64),
+                            np.zeros(N_POLICY_FLOATS), np.cumsum(speeds).astype(float),
+                            np.full(max(speeds.size - 1, 1), math.inf), user.function,
+                            array, user.state)
     policy, values = resolve(name, params)
     N = speeds.size
     ints = np.zeros(rules.N_POLICY_INTS, dtype=np.int64)

@@ -18,6 +18,7 @@ from dispatchlab.continuous.choose import (
     P_PROBES,
     P_UPDATE,
     PERIODIC,
+    USER,
     WEIGHTED_ROUND_ROBIN,
 )
 from dispatchlab.continuous.estimates import F_INTERVAL
@@ -26,6 +27,8 @@ from dispatchlab.continuous.servers import new_pool, new_servers
 from dispatchlab.continuous.summary import SECTIONS, Replication
 from dispatchlab.continuous.tournament import build_tree, tree_size
 from dispatchlab.continuous.trace import JobTrace
+from dispatchlab.continuous.user_rules import NO_RULE, compiled_rule
+from dispatchlab.core.errors import ValidationError
 from dispatchlab.core.ram import require_memory
 from dispatchlab.core.signals import interruption, stops_caught
 
@@ -66,6 +69,11 @@ def check_memory(settings: Settings, processes: int) -> None:
         matrix = 8 * settings.dispatchers * settings.speeds.size * processes
         require_memory("dispatchers", matrix, f"the M × N = {settings.dispatchers:,} × "
                        f"{settings.speeds.size:,} per-dispatcher state of "
+                       f"{settings.policy.name} in each of {processes} process(es)")
+    if settings.policy.code == USER:
+        state = 8 * settings.dispatchers * settings.policy.state * processes
+        require_memory("dispatchers", state, f"the {settings.policy.state:,} floats of state "
+                       f"of each of M = {settings.dispatchers:,} dispatchers of "
                        f"{settings.policy.name} in each of {processes} process(es)")
 
 
@@ -117,6 +125,9 @@ def run_replication(task: tuple[np.random.SeedSequence, int, int, Settings]) -> 
                                                         trace.dispatchers))
     laws = [np.array([law.code, law.a, law.b, law.c])
             for law in (settings.arrival_law, settings.size_law)]
+    user = policy.code == USER
+    rule = compiled_rule(policy.rule) if user else NO_RULE
+    rule_state = np.zeros((M, max(policy.state, 1)))
     with stops_caught() as stopped:  # Ctrl-C, SIGTERM: between two chunks
         while counts[engine.C_STATUS] == engine.RUNNING:
             engine.run_events(EVENTS_PER_CHUNK, settings.discipline, policy.code,
@@ -125,8 +136,15 @@ def run_replication(task: tuple[np.random.SeedSequence, int, int, Settings]) -> 
                               histogram, policy.ints, policy.floats, policy.cumulative,
                               policy.cutoffs, cursor, credit, sample, estimates, probed,
                               *trace_arrays, timer, arrival_stream, size_stream,
-                              policy_stream, update_stream)
+                              policy_stream, update_stream, rule, policy.rule_params,
+                              rule_state)
             if stopped():
                 raise interruption(stopped(), f"at job {int(counts[engine.C_ARRIVALS]):,} "
                                    f"of {jobs:,} ({policy.name}, continuous time)")
+    if counts[engine.C_STATUS] == engine.BAD_SERVER:
+        raise ValidationError("policy", f"the rule {policy.name!r} returned server "
+                              f"{int(counts[engine.C_BAD_SERVER]):,} for arrival "
+                              f"{int(counts[engine.C_ARRIVALS]):,} (at dispatcher "
+                              f"{int(counts[engine.C_BAD_DISPATCHER])}); a rule returns one "
+                              f"of 0 … N − 1 = {N - 1:,}")
     return Replication(blocks, histogram, counts)

@@ -11,7 +11,11 @@ import pytest
 from cli_contract import run_clean
 from dispatchlab.compiled.rng import randint
 from dispatchlab.continuous import simulate_continuous
-from dispatchlab.continuous.user_rules import RULES, register_continuous_rule
+from dispatchlab.continuous.user_rules import (
+    RULES,
+    register_continuous_rule,
+    workers_can_import,
+)
 from dispatchlab.core.errors import ValidationError
 
 
@@ -152,3 +156,17 @@ def test_the_command_line_lists_and_runs_an_imported_rule(tmp_path, capsys, monk
     assert code == 0 and "2 computed" in err, err
     with pytest.raises(ValidationError, match="--import the module that registers it"):
         simulate_continuous("4x1", "first-idle-2", load=0.5)
+
+
+def test_the_example_rule_beats_p2c_on_two_speeds() -> None:
+    """examples/custom_continuous_rule.py: the shortest expected delay of two choices
+    against P2C on 8 × 1 + 8 × 2 at ρ = 0.9, paired: the whole interval below 0 (with a
+    quarter of the example's jobs)."""
+    from conftest import load_example
+
+    module = load_example("custom_continuous_rule")
+    # (examples/ is not on the path of a worker process: the replications run here)
+    assert not workers_can_import(module.shortest_expected_delay_of_two)
+    assert workers_can_import(two_choices)
+    out = module.main(jobs=50_000)
+    assert out["difference_high"] < 0 and out["sed_2"] < out["p2c"]

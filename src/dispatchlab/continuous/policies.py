@@ -4,7 +4,7 @@ checked and turned into what the engine reads."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,6 @@ import numpy as np
 from dispatchlab.continuous import choose as rules
 from dispatchlab.continuous.estimates import F_INTERVAL, F_P, N_POLICY_FLOATS
 from dispatchlab.continuous.laws import Law
-from dispatchlab.continuous.user_rules import RULES, ContinuousRule, rule_params
 from dispatchlab.core.convert import CommandLineText
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.model.values import as_flag, as_int, as_numbers, as_text
@@ -199,7 +198,7 @@ def policy_arrays(name: object, params: Mapping[str, Any] | None, speeds: np.nda
                                                f"values (got {params!r})")
     user = _user_rule(name)
     if user is not None:
-        values, array = rule_params(user, dict(params or {}))
+        values, array = _rule_params(user, dict(params or {}))
         return PolicyArrays(user.name, rules.USER, values, np.zeros(rules.N_POLICY_INTS,
                                                                     dtype=np.int64),
                             np.zeros(N_POLICY_FLOATS), np.cumsum(speeds).astype(float),
@@ -260,3 +259,74 @@ def _estimate_params(values: dict[str, Any], ints: np.ndarray, floats: np.ndarra
     floats[F_P], floats[F_INTERVAL] = float(p), float(interval)
     return {**values, "update": update, "p": float(p), "probes": probes,
             "increment": increment, "interval": float(interval)}
+
+
+# -- a user's own rules (continuous.user_rules compiles and runs them) -------------------
+
+#: the most floats of state a dispatcher may keep
+MAX_STATE = 1 << 20
+
+
+@dataclass(frozen=True)
+class ContinuousRule:
+    """A registered user rule: its name, function, summary, parameters (name → default,
+    floats) and the floats of state each dispatcher keeps."""
+
+    name: str
+    function: Callable[..., int]
+    summary: str
+    params: Mapping[str, float] = field(default_factory=dict)
+    state: int = 0
+
+
+#: the registered user rules by name
+RULES: dict[str, ContinuousRule] = {}
+
+
+def register_continuous_rule(name: str, function: Callable[..., int], summary: str = "", *,
+                             params: Mapping[str, float] | None = None,
+                             state: int = 0) -> ContinuousRule:
+    """Register ``function`` as the continuous-time policy ``name`` (see the module's
+    docstring for what it is called with); ``params``: its parameters and their defaults
+    (floats, given as ``policy_params`` and ``--set``); ``state``: the floats of state each
+    dispatcher keeps. Registering a name again replaces the rule (a reloaded module)."""
+    require(isinstance(name, str) and name.strip() == name and name.isprintable()
+            and bool(name) and "," not in name, "name",
+            f"a rule's name is printable text without spaces at its ends or commas "
+            f"(got {name!r})")
+    key = name.lower()
+    require(key not in POLICIES and key not in ALIASES, "name",
+            f"{name!r} is a built-in continuous-time policy; choose another name")
+    require(callable(function) and hasattr(function, "__code__"), "function",
+            f"expected a plain Python function (got {function!r})")
+    require(function.__code__.co_argcount == 7, "function",
+            "a rule takes (m, size, counts, speeds, params, state, rng) "
+            f"(got {function.__code__.co_argcount} arguments)")
+    defaults = dict(params or {})
+    for key_name, value in defaults.items():
+        require(isinstance(key_name, str) and key_name.isidentifier(), "params",
+                f"parameter names are identifiers (got {key_name!r})")
+        require(isinstance(value, int | float) and not isinstance(value, bool)
+                and math.isfinite(value), f"params.{key_name}",
+                f"a default is a finite number (got {value!r})")
+    require(isinstance(state, int) and not isinstance(state, bool) and 0 <= state <= MAX_STATE,
+            "state", f"the floats of state a dispatcher keeps: 0 … {MAX_STATE:,} (got {state!r})")
+    rule = ContinuousRule(key, function, str(summary), defaults, state)
+    RULES[key] = rule
+    return rule
+
+
+def _rule_params(rule: ContinuousRule, given: Mapping[str, Any]) -> tuple[dict[str, float],
+                                                                          np.ndarray]:
+    """The rule's parameters (defaults filled, each a finite number) and their array."""
+    for key in given:
+        require(key in rule.params, f"policy_params.{key}",
+                f"{rule.name} takes {', '.join(rule.params) or 'no parameters'}")
+    values: dict[str, float] = {}
+    for key, default in rule.params.items():
+        value = from_command_line_number(key, given.get(key, default))
+        require(isinstance(value, int | float) and not isinstance(value, bool)
+                and math.isfinite(value), f"policy_params.{key}",
+                f"expected a finite number (got {value!r})")
+        values[key] = float(value)
+    return values, np.array(list(values.values()) or [0.0])

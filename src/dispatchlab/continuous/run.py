@@ -25,6 +25,7 @@ from dispatchlab.continuous.replicate import Settings, check_memory, run_replica
 from dispatchlab.continuous.servers import DISCIPLINES
 from dispatchlab.continuous.summary import means, quantiles, stability_of
 from dispatchlab.continuous.trace import JobTrace, load_job_trace
+from dispatchlab.continuous.user_rules import workers_can_import
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
 from dispatchlab.core.pools import resolve_workers
 from dispatchlab.core.precision_target import Precision
@@ -150,6 +151,8 @@ def simulate_continuous(
     settings, target, jobs, warmup = plan.settings, plan.target, plan.jobs, plan.warmup
     if workers is not None:
         workers = as_int(workers, "workers", 1, 4096)
+    if plan.policy.rule is not None and not workers_can_import(plan.policy.rule):
+        workers = 1  # (a rule from a notebook cell: worker processes cannot find it)
     check_memory(settings, resolve_workers(
         workers, plan.replications if target is None else target.max_jobs // jobs))
     # two jobs first, so that the speed measured below leaves out loading (or compiling)

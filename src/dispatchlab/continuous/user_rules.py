@@ -28,93 +28,42 @@ numba (nopython: numbers, arrays and the compiled helpers) to the fixed signatur
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from numba import cfunc
 
 from dispatchlab.compiled.lazy import AbsentStep
 from dispatchlab.compiled.signature_types import F64, F64_VEC, I64, I64_VEC, U64_VEC
-from dispatchlab.core.errors import ValidationError, require
+
+# the registry lives beside the built-in rules (continuous.policies); named here too
+from dispatchlab.continuous.policies import (  # noqa: F401
+    RULES,
+    ContinuousRule,
+    register_continuous_rule,
+)
+from dispatchlab.core.errors import ValidationError
 
 #: rule(m, size, counts, speeds, params, state, rng) → the server of the job
 RULE_SIGNATURE = I64(I64, F64, I64_VEC, F64_VEC, F64_VEC, F64_VEC, U64_VEC)
 #: what a run of a built-in rule passes the event loop (never called)
 NO_RULE = AbsentStep(RULE_SIGNATURE, "no_rule")
-#: the most floats of state a dispatcher may keep
-MAX_STATE = 1 << 20
+def workers_can_import(function: Callable[..., int]) -> bool:
+    """Whether a worker process can find ``function`` by reference (its module by name on
+    this process's path, which spawned workers share, or the main script's file); a rule
+    defined in a notebook cell, or in a file loaded without being importable, cannot be
+    sent, and its replications run in this process."""
+    import importlib.machinery
+    import sys
 
-
-@dataclass(frozen=True)
-class ContinuousRule:
-    """A registered user rule: its name, function, summary, parameters (name → default,
-    floats) and the floats of state each dispatcher keeps."""
-
-    name: str
-    function: Callable[..., int]
-    summary: str
-    params: Mapping[str, float] = field(default_factory=dict)
-    state: int = 0
-
-
-#: the registered user rules by name
-RULES: dict[str, ContinuousRule] = {}
-
-
-def register_continuous_rule(name: str, function: Callable[..., int], summary: str = "", *,
-                             params: Mapping[str, float] | None = None,
-                             state: int = 0) -> ContinuousRule:
-    """Register ``function`` as the continuous-time policy ``name`` (see the module's
-    docstring for what it is called with); ``params``: its parameters and their defaults
-    (floats, given as ``policy_params`` and ``--set``); ``state``: the floats of state each
-    dispatcher keeps. Registering a name again replaces the rule (a reloaded module)."""
-    from dispatchlab.continuous.policies import ALIASES, POLICIES
-
-    require(isinstance(name, str) and name.strip() == name and name.isprintable()
-            and bool(name) and "," not in name, "name",
-            f"a rule's name is printable text without spaces at its ends or commas "
-            f"(got {name!r})")
-    key = name.lower()
-    require(key not in POLICIES and key not in ALIASES, "name",
-            f"{name!r} is a built-in continuous-time policy; choose another name")
-    require(callable(function) and hasattr(function, "__code__"), "function",
-            f"expected a plain Python function (got {function!r})")
-    require(function.__code__.co_argcount == 7, "function",
-            "a rule takes (m, size, counts, speeds, params, state, rng) "
-            f"(got {function.__code__.co_argcount} arguments)")
-    defaults = dict(params or {})
-    for key_name, value in defaults.items():
-        require(isinstance(key_name, str) and key_name.isidentifier(), "params",
-                f"parameter names are identifiers (got {key_name!r})")
-        require(isinstance(value, int | float) and not isinstance(value, bool)
-                and math.isfinite(value), f"params.{key_name}",
-                f"a default is a finite number (got {value!r})")
-    require(isinstance(state, int) and not isinstance(state, bool) and 0 <= state <= MAX_STATE,
-            "state", f"the floats of state a dispatcher keeps: 0 … {MAX_STATE:,} (got {state!r})")
-    rule = ContinuousRule(key, function, str(summary), defaults, state)
-    RULES[key] = rule
-    return rule
-
-
-def rule_params(rule: ContinuousRule, given: Mapping[str, Any]) -> tuple[dict[str, float],
-                                                                          np.ndarray]:
-    """The rule's parameters (defaults filled, each a finite number) and their array."""
-    from dispatchlab.continuous.policies import from_command_line_number
-
-    for key in given:
-        require(key in rule.params, f"policy_params.{key}",
-                f"{rule.name} takes {', '.join(rule.params) or 'no parameters'}")
-    values: dict[str, float] = {}
-    for key, default in rule.params.items():
-        value = from_command_line_number(key, given.get(key, default))
-        require(isinstance(value, int | float) and not isinstance(value, bool)
-                and math.isfinite(value), f"policy_params.{key}",
-                f"expected a finite number (got {value!r})")
-        values[key] = float(value)
-    return values, np.array(list(values.values()) or [0.0])
+    module_name = getattr(function, "__module__", None) or ""
+    if module_name == "__main__":
+        return bool(getattr(sys.modules.get("__main__"), "__file__", None))
+    top = module_name.split(".")[0]
+    try:
+        return importlib.machinery.PathFinder.find_spec(top, sys.path) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @functools.cache

@@ -114,7 +114,7 @@ def run_command(
         refuse_other_model("continuous", {
             "epsilon": epsilon, "beta": beta, "service": service,
             "dispatch": dispatch, "split": split, "dispatcher_weights": dispatcher_weights,
-            "allow_unstable": allow_unstable, "slots": slots, "warmup_method": warmup_method,
+            "allow_unstable": allow_unstable, "slots": slots,
             "estimator": estimator, "start": start, "delay": delay,
             "no_imbalance": no_imbalance, "per_server": per_server,
             "per_server_bins": per_server_bins, "trajectory_every": trajectory_every,
@@ -125,7 +125,8 @@ def run_command(
         given = {"servers": servers, "policy": policy, "dispatchers": dispatchers,
                  "load": load, "arrivals": arrivals, "sizes": sizes,
                  "discipline": discipline, "jobs": jobs, "warmup": warmup,
-                 "replications": replications, "seed": seed, "workers": workers}
+                 "replications": replications, "seed": seed, "workers": workers,
+                 "warmup_method": warmup_method}
         if load is not None:  # the command line's load replaces the spec's rate
             written.pop("rate", None)
         settings = {**written, **{k: v for k, v in given.items() if v is not None}}

@@ -87,6 +87,7 @@ def continuous_json(result: Any, label: str) -> dict[str, Any]:
             "speeds": result.speeds.tolist(), "dispatchers": result.dispatchers,
             "sizes": result.sizes, "arrivals": result.arrivals, "load": result.load,
             "arrival_rate": result.arrival_rate, "jobs": result.jobs, "warmup": result.warmup,
+            "warmup_method": result.warmup_method, "warmup_dropped": result.warmup_dropped,
             "replications": result.replications, "seed": result.seed,
             "mean_response": estimate(result.mean_response),
             "mean_slowdown": estimate(result.mean_slowdown),

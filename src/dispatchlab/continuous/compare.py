@@ -54,6 +54,9 @@ def compare_continuous(servers: Any, a: str, b: str, **settings: Any) -> Continu
             "compare runs two policies: parameters of one would not fit the other")
     require(settings.get("precision") is None, "precision",
             "the pairs need the same replications of both policies: give replications")
+    require(settings.get("warmup_method", "fraction") == "fraction", "warmup_method",
+            "the pairs need the same jobs of both policies: MSER-5 would cut each at its "
+            "own point; use the fixed warm-up (warmup=…)")
     first = simulate_continuous(servers, a, **settings)
     second = simulate_continuous(servers, b, **settings)
     nan = float("nan")

@@ -10,7 +10,12 @@ from concurrent.futures import Executor
 import numpy as np
 
 from dispatchlab.continuous.replicate import Settings, run_replication
-from dispatchlab.continuous.summary import Replication, means, stability_of
+from dispatchlab.continuous.summary import (
+    Replication,
+    detect_warmup,
+    means,
+    stability_of,
+)
 from dispatchlab.core.pools import map_tasks
 from dispatchlab.core.precision_target import Precision, run_in_rounds
 
@@ -35,8 +40,10 @@ def replications_to_precision(root: np.random.SeedSequence, first: int, jobs: in
     affordable = target.max_jobs // jobs
 
     def judge(runs: list[Replication]) -> tuple[float, float, bool]:
-        estimate = means(runs)["mean_response"]
-        unstable = stability_of(runs, settings.bound, jobs - warmup)[0] == "unstable"
+        kept, dropped = detect_warmup(runs, settings.warmup_method)
+        estimate = means(kept)["mean_response"]
+        unstable = stability_of(kept, settings.bound,
+                                jobs - warmup - int(dropped))[0] == "unstable"
         return estimate.mean, estimate.half_width, unstable
 
     return run_in_rounds(

@@ -52,6 +52,9 @@ class Settings:
     size_law: Law
     bound: int
     trace: JobTrace | None = None
+    #: "fraction" (the fixed warm-up alone) or "mser5" (then MSER-5 on each replication:
+    #: summary.truncated)
+    warmup_method: str = "fraction"
 
 
 #: bytes a job of the pool takes: three floats, two integers and its free-list entry

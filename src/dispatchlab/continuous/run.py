@@ -23,7 +23,7 @@ from dispatchlab.continuous.laws import Law, parse_arrival_shape, parse_size_law
 from dispatchlab.continuous.policies import policy_arrays
 from dispatchlab.continuous.replicate import Settings, check_memory, run_replication
 from dispatchlab.continuous.servers import DISCIPLINES
-from dispatchlab.continuous.summary import means, quantiles, stability_of
+from dispatchlab.continuous.summary import detect_warmup, means, quantiles, stability_of
 from dispatchlab.continuous.trace import JobTrace, load_job_trace
 from dispatchlab.continuous.user_rules import workers_can_import
 from dispatchlab.core.errors import INTEGER_LIMIT, refuse_unknown, require
@@ -41,6 +41,8 @@ DEFAULT_JOBS = 1_000_000
 #: the most jobs in system a run holds before it is judged unstable (unless ``bound``)
 DEFAULT_BOUND = 1_000_000
 QUANTILE_LEVELS = (0.5, 0.9, 0.99)
+#: the warm-up: the fixed ``warmup`` alone, or then MSER-5 on each replication
+WARMUP_METHODS = ("fraction", "mser5")
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,9 @@ class ContinuousResult:
     precision_abs_target: float | None = None
     job_budget: int | None = None
     stop_reason: str = ""
+    #: "fraction" or "mser5", and the measured jobs MSER-5 dropped a replication (mean)
+    warmup_method: str = "fraction"
+    warmup_dropped: float = 0.0
     #: each replication's block sums (engine.B_* rows × blocks of equal job counts), for
     #: paired comparisons (:mod:`.compare`)
     blocks: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
@@ -124,6 +129,7 @@ def simulate_continuous(
     policy_params: Mapping[str, Any] | None = None,
     workers: int | None = None,
     precision: Precision | None = None,
+    warmup_method: str = "fraction",
     **unknown: Any,
 ) -> ContinuousResult:
     """Simulate ``policy`` dispatching jobs to ``servers`` in continuous time.
@@ -135,7 +141,9 @@ def simulate_continuous(
     sizes and dispatchers when it has them, replayed; it sets the rate, and its jobs but
     the last are the run's unless ``jobs`` asks for fewer); ``discipline``: ``fifo``,
     ``ps`` or ``srpt``. ``jobs`` jobs are simulated per replication (default 10⁶), the
-    first ``warmup`` (default a tenth) unmeasured. The same ``seed`` gives every policy
+    first ``warmup`` (default a tenth) unmeasured; ``warmup_method="mser5"`` then drops
+    each replication's MSER-5 warm-up too, as in the slotted model (docs/continuous.md#
+    measurement: it is not the default there either). The same ``seed`` gives every policy
     the same arrival times and sizes (common random numbers). Replications
     run on ``workers`` processes (default: every core the process may use), each
     bit-identical to its run in this process. ``precision``: a target for E[T]'s 95 % CI,
@@ -147,7 +155,8 @@ def simulate_continuous(
     plan = plan_continuous(servers, policy, load=load, rate=rate, sizes=sizes,
                            arrivals=arrivals, discipline=discipline, dispatchers=dispatchers,
                            jobs=jobs, warmup=warmup, seed=seed, replications=replications,
-                           bound=bound, policy_params=policy_params, precision=precision)
+                           bound=bound, policy_params=policy_params, precision=precision,
+                           warmup_method=warmup_method)
     settings, target, jobs, warmup = plan.settings, plan.target, plan.jobs, plan.warmup
     if workers is not None:
         workers = as_int(workers, "workers", 1, 4096)
@@ -172,9 +181,14 @@ def simulate_continuous(
         runs, stop_reason = rounds.replications_to_precision(
             root, plan.replications, jobs, warmup, settings, target, workers)
     seconds = time.perf_counter() - started
-    stability, evidence = stability_of(runs, settings.bound, jobs - warmup)
+    paired_blocks = tuple(run.blocks for run in runs)  # (the same jobs for every policy)
+    runs, dropped = detect_warmup(runs, settings.warmup_method)
+    stability, evidence = stability_of(runs, settings.bound, jobs - warmup - int(dropped))
     stable = stability != "unstable"
     notes = [] if stable else [f"unstable ({evidence}): the means are not reported"]
+    if settings.warmup_method == "mser5":
+        notes.append(f"MSER-5 dropped {dropped:,.0f} measured jobs a replication (mean) "
+                     "after the fixed warm-up")
     nan = Estimate(math.nan, math.nan, math.nan, "unstable run", 0)
     estimates = means(runs) if stable else dict.fromkeys(
         ("mean_response", "mean_slowdown", "mean_in_system", "waiting_probability"), nan)
@@ -192,7 +206,8 @@ def simulate_continuous(
         / ((jobs - warmup) * len(runs)),
         max_in_system=int(max(run.counts[engine.C_MAX_IN_SYSTEM] for run in runs)),
         events=int(sum(run.counts[engine.C_EVENTS] for run in runs)), seconds=seconds,
-        notes=notes, blocks=tuple(run.blocks for run in runs), stop_reason=stop_reason,
+        notes=notes, blocks=paired_blocks, stop_reason=stop_reason,
+        warmup_method=settings.warmup_method, warmup_dropped=dropped,
         precision_target=None if target is None else target.rel,
         precision_abs_target=None if target is None else target.abs,
         job_budget=None if target is None else target.max_jobs, **estimates)
@@ -221,7 +236,8 @@ def plan_continuous(servers: Any, policy: str = DEFAULT_POLICY, *, load: float |
                     dispatchers: int = 1, jobs: int | None = None, warmup: int | None = None,
                     seed: int = 0, replications: int = 1, bound: int = DEFAULT_BOUND,
                     policy_params: Mapping[str, Any] | None = None,
-                    precision: Precision | None = None) -> ContinuousPlan:
+                    precision: Precision | None = None,
+                    warmup_method: str = "fraction") -> ContinuousPlan:
     """Check :func:`simulate_continuous`'s arguments (raising
     :class:`~dispatchlab.core.errors.ValidationError` naming the field) and set the run
     up, without running it: a sweep checks every point of its grid this way first."""
@@ -250,8 +266,12 @@ def plan_continuous(servers: Any, policy: str = DEFAULT_POLICY, *, load: float |
     _check_clock_resolution(jobs, arrival_rate, size_law.mean / float(speeds.max()), trace,
                             "rate" if rate is not None else "load")
     policy_info = policy_arrays(policy, policy_params, speeds, size_law)
+    method = as_text(warmup_method, "warmup_method").strip().lower()
+    require(method in WARMUP_METHODS, "warmup_method",
+            f"allowed: {', '.join(WARMUP_METHODS)} (got {warmup_method!r})")
     settings = Settings(speeds, dispatchers, DISCIPLINES[discipline_name], policy_info,
-                        shape.with_mean(dispatchers / arrival_rate), size_law, bound, trace)
+                        shape.with_mean(dispatchers / arrival_rate), size_law, bound, trace,
+                        method)
     return ContinuousPlan(settings, policy_info, discipline_name, shape.text, arrival_rate,
                           rho, jobs, warmup, seed, replications, target)
 

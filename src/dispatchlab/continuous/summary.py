@@ -11,6 +11,7 @@ from dispatchlab.continuous import engine
 from dispatchlab.stats.estimators import (
     Estimate,
     batch_means,
+    mser5_truncation,
     replication_estimate,
     t_interval,
 )
@@ -29,6 +30,35 @@ class Replication:
     blocks: np.ndarray
     histogram: np.ndarray
     counts: np.ndarray
+
+
+def truncated(run: Replication) -> tuple[Replication, int]:
+    """MSER-5 warm-up detection on one replication (``warmup_method="mser5"``, as in the
+    slotted model: :func:`~dispatchlab.stats.estimators.mser5_truncation` on its blocks'
+    mean response times): the replication less its leading sections of measured jobs up to
+    the truncation point (rounded up to whole sections, so that the quantiles' histograms
+    drop the same jobs) and the blocks within them; with the measured jobs it drops."""
+    blocks, histogram = run.blocks, run.histogram
+    n_blocks, sections = blocks.shape[1], histogram.shape[0]
+    series = blocks[engine.B_RESPONSE] / np.maximum(blocks[engine.B_JOBS], 1)
+    cut = mser5_truncation(series)
+    if cut == 0:
+        return run, 0
+    dropped_sections = min(-(-cut * sections // n_blocks), sections - 1)
+    dropped_blocks = dropped_sections * n_blocks // sections
+    kept = Replication(np.ascontiguousarray(blocks[:, dropped_blocks:]),
+                       histogram[dropped_sections:], run.counts)
+    return kept, int(histogram[:dropped_sections].sum())
+
+
+def detect_warmup(runs: list[Replication], method: str) -> tuple[list[Replication], float]:
+    """The replications as the estimates read them: each less its MSER-5 warm-up with
+    ``method`` "mser5" (:func:`truncated`), as they are with "fraction"; with the mean
+    measured jobs dropped a replication."""
+    if method != "mser5":
+        return runs, 0.0
+    cut = [truncated(run) for run in runs]
+    return [run for run, _ in cut], float(np.mean([dropped for _, dropped in cut]))
 
 
 def _ratio_estimate(numerators: np.ndarray, denominators: np.ndarray) -> Estimate:

@@ -39,6 +39,7 @@ SYSTEM_KEYS: dict[str, Any] = {"servers": None, "dispatchers": as_int, "load": a
                                "rate": as_float, "arrivals": as_str, "sizes": as_str,
                                "discipline": as_str}
 RUN_KEYS: dict[str, Any] = {"time": as_str, "jobs": as_int, "warmup": as_int,
+                            "warmup_method": as_str,
                             "seed": as_int, "replications": as_int, "bound": as_int,
                             "precision": lambda value, name: Precision.from_table(
                                 value, name, budget="max_jobs")}

@@ -28,7 +28,6 @@ replication: the run's own batch-means interval).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -40,7 +39,7 @@ import numpy as np
 from dispatchlab.core.convert import as_float, as_int, as_str, as_table, check_keys
 from dispatchlab.core.documents import loads_json, read_toml
 from dispatchlab.core.errors import require
-from dispatchlab.specs.experiment import check_name
+from dispatchlab.specs.experiment import check_name, identity_key, identity_seed
 from dispatchlab.specs.figure import CONTINUOUS_Y, FigureSpec
 from dispatchlab.specs.run import PolicySpec
 
@@ -51,10 +50,6 @@ DEFAULT_JOBS = 100_000
 MAX_REPLICATIONS = 100_000
 #: the y quantities of a continuous point (each with ``_ci_low``/``_ci_high``)
 MEASURES = CONTINUOUS_Y
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 @dataclass(frozen=True)
@@ -151,17 +146,13 @@ class ContinuousPoint:
 
     @property
     def key(self) -> str:
-        text = _canonical({"identity": self.identity(), "root_seed": self.root_seed})
-        return hashlib.sha256(text.encode()).hexdigest()
+        return identity_key(self.identity(), self.root_seed)
 
     @property
     def seed(self) -> int:
-        """SeedSequence(entropy=[root seed, 128 bits of sha256(identity)]) → a 62-bit seed
-        (:func:`simulate_continuous` takes seeds up to 2⁶²)."""
-        digest = hashlib.sha256(_canonical(self.identity()).encode()).digest()
-        sequence = np.random.SeedSequence(
-            entropy=[int(self.root_seed), int.from_bytes(digest[:16], "little")])
-        return int(sequence.generate_state(1, np.uint64)[0] >> np.uint64(2))
+        """A 62-bit seed from the identity and root seed (:func:`simulate_continuous`
+        takes seeds up to 2⁶²)."""
+        return identity_seed(self.identity(), self.root_seed, bits=62)
 
     def run_settings(self) -> dict[str, Any]:
         return {**self.system.run_settings(), "policy": self.policy.name,

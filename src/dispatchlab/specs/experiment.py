@@ -95,6 +95,21 @@ def _canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
+def identity_key(identity: Mapping[str, Any], root_seed: int) -> str:
+    """A grid point's key in the store: the hex SHA-256 of its identity and root seed."""
+    text = _canonical_json({"identity": identity, "root_seed": root_seed})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def identity_seed(identity: Mapping[str, Any], root_seed: int, bits: int) -> int:
+    """A grid point's seed: SeedSequence(entropy=[root seed, 128 bits of
+    sha256(identity)]) → a ``bits``-bit integer (the same wherever the point sits)."""
+    digest = hashlib.sha256(_canonical_json(identity).encode()).digest()
+    sequence = np.random.SeedSequence(
+        entropy=[int(root_seed), int.from_bytes(digest[:16], "little")])
+    return int(sequence.generate_state(1, np.uint64)[0] >> np.uint64(64 - bits))
+
+
 # -- per-point slot budgets --------------------------------------------------------------------
 
 
@@ -180,16 +195,12 @@ class Point:
     @property
     def key(self) -> str:
         """A stable hex digest of the identity and root seed: the point's key in the store."""
-        text = _canonical_json({"identity": self.identity(), "root_seed": self.root_seed})
-        return hashlib.sha256(text.encode()).hexdigest()
+        return identity_key(self.identity(), self.root_seed)
 
     @property
     def seed(self) -> int:
         """SeedSequence(entropy=[root seed, 128 bits of sha256(identity)]) → a 63-bit seed."""
-        digest = hashlib.sha256(_canonical_json(self.identity()).encode()).digest()
-        sequence = np.random.SeedSequence(
-            entropy=[int(self.root_seed), int.from_bytes(digest[:16], "little")])
-        return int(sequence.generate_state(1, np.uint64)[0] >> np.uint64(1))
+        return identity_seed(self.identity(), self.root_seed, bits=63)
 
     def build_system(self) -> System:
         return self.system.build(**{self.axis: self.value})

@@ -147,6 +147,13 @@ def test_the_python_api_runs_the_grid_and_validates_it(tmp_path) -> None:
         run_experiment(replace(spec, jobs=1), store=tmp_path / "s.sqlite", workers=1)
     with pytest.raises(ValidationError, match="systems: the grid is empty"):
         replace(spec, systems=()).validate()
+    for bad, words in ((dict(loads=([0.5],)), r"loads\[0\]: expected a number"),
+                       (dict(systems=("2x1",)), r"systems\[0\]: expected a "
+                        "ContinuousSystemSpec"),
+                       (dict(policies=("rr",)), r"policies\[0\]: expected a PolicySpec"),
+                       (dict(replications=True), "replications: expected an integer")):
+        with pytest.raises(ValidationError, match=words):
+            replace(spec, **bad).validate()
 
 
 def test_a_dask_cluster_gives_the_numbers_of_local_processes(tmp_path) -> None:

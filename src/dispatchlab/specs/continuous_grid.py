@@ -263,7 +263,15 @@ class ContinuousExperimentSpec:
         require(len(self.policies) > 0, "policies",
                 "the grid is empty: give at least one policy")
         require(len(self.loads) > 0, "loads", "the grid is empty: give at least one load")
+        for i, load in enumerate(self.loads):
+            as_float(load, f"loads[{i}]")
         require(len(set(self.loads)) == len(self.loads), "loads", "values must be distinct")
+        for i, system in enumerate(self.systems):
+            require(isinstance(system, ContinuousSystemSpec), f"systems[{i}]",
+                    f"expected a ContinuousSystemSpec (got {system!r})")
+        for i, policy in enumerate(self.policies):
+            require(isinstance(policy, PolicySpec), f"policies[{i}]",
+                    f"expected a PolicySpec (got {policy!r})")
         for key, low in (("replications", 1), ("seed", 0), ("jobs", 2)):
             as_int(getattr(self, key), key, low)
         require(self.replications <= MAX_REPLICATIONS, "replications",
@@ -272,14 +280,12 @@ class ContinuousExperimentSpec:
                              ("policies", [p.display for p in self.policies])):
             require(len(set(labels)) == len(labels), kind,
                     f"labels must be distinct (got {labels})")
-        for i, load in enumerate(self.loads):
-            as_float(load, f"loads[{i}]")
         for system in self.systems:
             for policy in self.policies:
                 for load in self.loads:
-                    plan_continuous(**{**ContinuousPoint(
+                    plan_continuous(**ContinuousPoint(
                         self.name, system, policy, float(load), 0, self.jobs, self.warmup,
-                        self.seed).run_settings()}, seed=self.seed)
+                        self.seed).run_settings(), seed=self.seed)
         for i, figure in enumerate(self.figures):
             figure.validate(f"figures[{i}]")
             require(figure.x == "load", f"figures[{i}].x",

@@ -29,14 +29,15 @@ def queue_per_server(frame: pd.DataFrame) -> np.ndarray:
 
 
 @lru_cache(maxsize=1024)
-def _one_rate(servers: str) -> float:
-    """μ of a system whose servers all have it; NaN for unequal rates or a text that is
-    not a list of rates (a received store's)."""
+def _one_rate(servers: str) -> tuple[float, float]:
+    """(μ, N) of a system whose N servers all have rate μ; NaNs for unequal rates or a text
+    that is not a list of rates (a received store's)."""
     try:
         rates = parse_rates(servers)
     except ValidationError:
-        return math.nan
-    return float(rates[0]) if rates.min() == rates.max() else math.nan
+        return math.nan, math.nan
+    return (float(rates[0]), float(rates.size)) if rates.min() == rates.max() else (
+        math.nan, math.nan)
 
 
 def jobs_waiting_per_server(frame: pd.DataFrame) -> np.ndarray:
@@ -47,10 +48,9 @@ def jobs_waiting_per_server(frame: pd.DataFrame) -> np.ndarray:
     another service law or unequal rates, where the identity does not give it."""
     if "system.servers" not in frame.columns or "system.service" not in frame.columns:
         return np.full(len(frame), math.nan)
-    rates = np.array([_one_rate(str(text)) for text in frame["system.servers"]], dtype=float)
+    rates, servers = np.array([_one_rate(str(text)) for text in frame["system.servers"]],
+                              dtype=float).reshape(-1, 2).T
     bernoulli = (frame["system.service"] == "bernoulli").to_numpy()
-    servers = np.array([np.nan if math.isnan(mu) else parse_rates(str(text)).size
-                        for text, mu in zip(frame["system.servers"], rates, strict=True)])
     values = (_numbers(frame, "mean_total_queue") / servers
               - _numbers(frame, "system.load") * (1.0 - rates))
     return np.where(bernoulli, values, math.nan)

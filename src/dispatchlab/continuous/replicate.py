@@ -57,8 +57,8 @@ class Settings:
     warmup_method: str = "fraction"
 
 
-#: bytes a job of the pool takes: three floats, two integers and its free-list entry
-POOL_BYTES_PER_JOB = 6 * 8
+#: bytes a job of the pool takes: three floats, four integers and its free-list entry
+POOL_BYTES_PER_JOB = 8 * 8
 
 
 def check_memory(settings: Settings, processes: int) -> None:

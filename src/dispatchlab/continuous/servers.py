@@ -16,8 +16,12 @@ when. A server of speed s serves work at rate s:
   holds each job's remaining work, that of the job in service as of ``mark``. An arrival
   with less work than the job in service's remainder preempts it (ties: no preemption).
 
-Arrivals are O(1); a departure under PS or SRPT looks through the server's jobs for the
-next one (O(k) for k present). Every discipline is work-conserving, so a server's
+Under FIFO a server's jobs form a list in arrival order; under PS and SRPT a skew heap
+(self-adjusting, two links a job) ordered by ``key``, ties to the earlier arrival: the job
+that completes next is its root, and a departure merges the root's two subtrees, so both
+arrivals and departures cost O(log k) amortised for k present (a walk through the k jobs,
+as before, made an overloaded server's departures O(k): minutes for a run that had to
+reach its bound). Every discipline is work-conserving, so a server's
 unfinished work (what LWL compares) is the same under all three: ``work`` as of
 ``work_time``, falling at rate s while it is positive.
 """
@@ -34,13 +38,15 @@ NIL = -1
 # the server arrays' rows (one float matrix, one integer matrix, each (rows, N))
 S_WORK, S_WORK_TIME, S_VIRTUAL, S_MARK, S_NEXT = range(5)
 N_SERVER_FLOATS = 5
+# S_HEAD: the first job of a FIFO server's list, the root of a PS or SRPT server's heap
 S_HEAD, S_TAIL, S_COUNT, S_CURRENT = range(4)
 N_SERVER_INTS = 4
-# the job pool's rows
+# the job pool's rows: J_LINK the next job of a FIFO list, J_LEFT and J_RIGHT a job's
+# subtrees in a PS or SRPT heap
 J_ARRIVAL, J_SIZE, J_KEY = range(3)
 N_JOB_FLOATS = 3
-J_LINK, J_INDEX = range(2)
-N_JOB_INTS = 2
+J_LINK, J_INDEX, J_LEFT, J_RIGHT = range(4)
+N_JOB_INTS = 4
 
 
 def new_servers(count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -69,6 +75,39 @@ def _update_work(sf, n, now, speed):
     sf[S_WORK_TIME, n] = now
 
 
+@njit(inline="always", cache=True)
+def _before(jf, ji, a, b):
+    """Job a comes before job b in a heap: the smaller key, ties to the earlier arrival."""
+    return jf[J_KEY, a] < jf[J_KEY, b] or (jf[J_KEY, a] == jf[J_KEY, b]
+                                            and ji[J_INDEX, a] < ji[J_INDEX, b])
+
+
+@njit(cache=True)
+def _merge(jf, ji, first, second):
+    """The skew heap of the heaps rooted at ``first`` and ``second`` (NIL: empty), merged
+    top-down: along the merge path each node's children are swapped and the rest of the
+    merge becomes its left subtree."""
+    if first == NIL:
+        return second
+    if second == NIL:
+        return first
+    if _before(jf, ji, second, first):
+        first, second = second, first
+    root = first
+    parent = first
+    rest = ji[J_RIGHT, parent]
+    ji[J_RIGHT, parent] = ji[J_LEFT, parent]
+    while rest != NIL and second != NIL:
+        if _before(jf, ji, second, rest):
+            rest, second = second, rest
+        ji[J_LEFT, parent] = rest
+        parent = rest
+        rest = ji[J_RIGHT, parent]
+        ji[J_RIGHT, parent] = ji[J_LEFT, parent]
+    ji[J_LEFT, parent] = rest if rest != NIL else second
+    return root
+
+
 @njit(cache=True)
 def admit(discipline, sf, si, jf, ji, n, job, now, speed):
     """Job ``job`` (its arrival time and size in the pool) joins server n at ``now``;
@@ -77,14 +116,14 @@ def admit(discipline, sf, si, jf, ji, n, job, now, speed):
     count = si[S_COUNT, n]
     _update_work(sf, n, now, speed)
     sf[S_WORK, n] += size
-    ji[J_LINK, job] = NIL
-    if count == 0:
-        si[S_HEAD, n] = job
-    else:
-        ji[J_LINK, si[S_TAIL, n]] = job
-    si[S_TAIL, n] = job
     si[S_COUNT, n] = count + 1
     if discipline == FIFO:
+        ji[J_LINK, job] = NIL
+        if count == 0:
+            si[S_HEAD, n] = job
+        else:
+            ji[J_LINK, si[S_TAIL, n]] = job
+        si[S_TAIL, n] = job
         if count == 0:
             si[S_CURRENT, n] = job
             sf[S_MARK, n] = now
@@ -96,50 +135,27 @@ def admit(discipline, sf, si, jf, ji, n, job, now, speed):
             sf[S_VIRTUAL, n] += (now - sf[S_MARK, n]) * speed / count
         sf[S_MARK, n] = now
         jf[J_KEY, job] = sf[S_VIRTUAL, n] + size
-        current = si[S_CURRENT, n]
-        if count == 0 or jf[J_KEY, job] < jf[J_KEY, current]:
-            si[S_CURRENT, n] = job
-            current = job
+        current = _push(si, jf, ji, n, job, count)
         sf[S_NEXT, n] = now + (jf[J_KEY, current] - sf[S_VIRTUAL, n]) * (count + 1) / speed
-    else:  # SRPT
+    else:  # SRPT: the job in service (the root) keeps its place as its remainder falls
         jf[J_KEY, job] = size
-        current = si[S_CURRENT, n]
         if count > 0:
-            jf[J_KEY, current] -= (now - sf[S_MARK, n]) * speed
-        if count == 0 or size < jf[J_KEY, current]:
-            si[S_CURRENT, n] = job
-            current = job
+            jf[J_KEY, si[S_CURRENT, n]] -= (now - sf[S_MARK, n]) * speed
+        current = _push(si, jf, ji, n, job, count)  # a smaller job preempts (ties do not)
         sf[S_MARK, n] = now
         sf[S_NEXT, n] = now + jf[J_KEY, current] / speed
     return sf[S_NEXT, n]
 
 
 @njit(inline="always", cache=True)
-def _unlink(si, ji, n, job):
-    """Remove ``job`` from server n's list."""
-    previous = NIL
-    walk = si[S_HEAD, n]
-    while walk != job:
-        previous = walk
-        walk = ji[J_LINK, walk]
-    following = ji[J_LINK, job]
-    if previous == NIL:
-        si[S_HEAD, n] = following
-    else:
-        ji[J_LINK, previous] = following
-    if si[S_TAIL, n] == job:
-        si[S_TAIL, n] = previous
-
-
-@njit(inline="always", cache=True)
-def _least_key(si, jf, ji, n):
-    best = si[S_HEAD, n]
-    walk = ji[J_LINK, best]
-    while walk != NIL:
-        if jf[J_KEY, walk] < jf[J_KEY, best]:
-            best = walk
-        walk = ji[J_LINK, walk]
-    return best
+def _push(si, jf, ji, n, job, count):
+    """``job`` into server n's heap (``count`` jobs before it); the new root, in service."""
+    ji[J_LEFT, job] = NIL
+    ji[J_RIGHT, job] = NIL
+    root = _merge(jf, ji, si[S_HEAD, n] if count > 0 else NIL, job)
+    si[S_HEAD, n] = root
+    si[S_CURRENT, n] = root
+    return root
 
 
 @njit(cache=True)
@@ -148,7 +164,13 @@ def complete(discipline, sf, si, jf, ji, n, now, speed):
     still to be freed by the caller); the server's next completion is set."""
     job = si[S_CURRENT, n]
     _update_work(sf, n, now, speed)
-    _unlink(si, ji, n, job)
+    if discipline == FIFO:  # the head of the list
+        following = ji[J_LINK, job]
+        si[S_HEAD, n] = following
+        if following == NIL:
+            si[S_TAIL, n] = NIL
+    else:  # the root of the heap
+        si[S_HEAD, n] = _merge(jf, ji, ji[J_LEFT, job], ji[J_RIGHT, job])
     count = si[S_COUNT, n] - 1
     si[S_COUNT, n] = count
     if count == 0:
@@ -164,11 +186,11 @@ def complete(discipline, sf, si, jf, ji, n, now, speed):
     elif discipline == PROCESSOR_SHARING:
         sf[S_VIRTUAL, n] = jf[J_KEY, job]  # exactly where the completed job's key was
         sf[S_MARK, n] = now
-        current = _least_key(si, jf, ji, n)
+        current = si[S_HEAD, n]
         si[S_CURRENT, n] = current
         sf[S_NEXT, n] = now + (jf[J_KEY, current] - sf[S_VIRTUAL, n]) * count / speed
     else:  # SRPT: the others' remaining work is as it was when they were preempted
-        current = _least_key(si, jf, ji, n)
+        current = si[S_HEAD, n]
         si[S_CURRENT, n] = current
         sf[S_MARK, n] = now
         sf[S_NEXT, n] = now + jf[J_KEY, current] / speed

@@ -215,6 +215,8 @@ def print_plan(spec: ExperimentSpec, store: Path, workers: int | None) -> None:
 
 def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, workers: int | None,
                    cluster: str | None, progress: bool, yes: bool = False) -> None:
+    from dispatchlab.specs.continuous_grid import is_continuous
+
     console = stderr_console()
     directory = _check_run_options(spec, out=out, workers=workers, cluster=cluster)
     created = not store.exists()
@@ -230,7 +232,7 @@ def _run_and_write(spec: ExperimentSpec, *, store: Path, out: Path | None, worke
     console.print(
         f"{outcome.computed} computed, {outcome.skipped} already stored, "
         f"{len(outcome.failed)} failed, in {outcome.seconds:.1f} s ({number(rate, 3)} "
-        f"{'jobs' if getattr(spec, 'time', '') == 'continuous' else 'slots'}/s)")
+        f"{'jobs' if is_continuous(spec) else 'slots'}/s)")
     for description, error in outcome.failed:
         console.print(f"[red]failed[/red] {escape(description)}: {escape(error)}")
     console.print(f"wrote {escape(str(directory / 'points.csv'))} and {len(figures)} figure(s) "
@@ -255,13 +257,14 @@ def _sweep_and_draw(spec: ExperimentSpec, db: Store, directory: Path, *, workers
                     cluster: str | None, progress: bool, yes: bool
                     ) -> tuple[SweepOutcome, list[Path]]:
     """Run the points of ``spec`` not yet in ``db``, then write its points and figures."""
-    from dispatchlab.cli.sweep_files import continuous_work, is_continuous_spec
+    from dispatchlab.cli.sweep_files import continuous_work
     from dispatchlab.experiments.runner import run_experiment
     from dispatchlab.report.plots import write_figures
     from dispatchlab.simulation.work_guard import check_work
+    from dispatchlab.specs.continuous_grid import is_continuous
 
     console = stderr_console()
-    work = (continuous_work if is_continuous_spec(spec) else sweep_work)(
+    work = (continuous_work if is_continuous(spec) else sweep_work)(
         spec, db.count(spec.name))
     check_work(work, confirmed=yes, what=f"the sweep of {spec.name!r} (points not yet stored)")
     console.print(f"[bold]{escape(spec.name)}[/bold]: {len(spec.points())} points → "
@@ -391,10 +394,11 @@ def sweep_command(
     """Run the grid of a spec file; resumes if interrupted."""
     from dispatchlab.cli import sweep_files
     from dispatchlab.core.imports import import_user_modules
+    from dispatchlab.specs.continuous_grid import is_continuous
 
     import_user_modules(import_ or [])  # asked for here; a spec file never imports
     spec = sweep_files.read_sweep_file(spec_file)
-    continuous = sweep_files.is_continuous_spec(spec)
+    continuous = is_continuous(spec)
     spec = (sweep_files.adjusted(spec, slots=slots, scale=scale) if continuous
             else _adjust(spec, quick=False, slots=slots, scale=scale))
     if dry_run:

@@ -10,7 +10,7 @@ from typing import Any
 from rich.markup import escape
 
 from dispatchlab.cli.output import stdout_console
-from dispatchlab.core.documents import loads_json, read_text, read_toml
+from dispatchlab.core.documents import read_text, read_toml
 from dispatchlab.core.errors import ValidationError
 
 
@@ -18,26 +18,21 @@ def read_sweep_file(path: Path) -> Any:
     """The experiment spec of a sweep file: TOML, or the JSON a store or report keeps;
     a continuous-time grid when it says ``time = "continuous"`` (validated: TOML only,
     as ``ExperimentSpec.from_toml`` validates)."""
-    from dispatchlab.specs.continuous_grid import ContinuousExperimentSpec, is_continuous
+    from dispatchlab.specs.continuous_grid import (
+        ContinuousExperimentSpec,
+        grid_from_json,
+        is_continuous,
+    )
     from dispatchlab.specs.experiment import ExperimentSpec
 
     if path.suffix == ".json":
-        text = read_text(path, "spec", "spec file")
-        data = loads_json(text, "spec", repr(str(path)))
-        if is_continuous(data):
-            return ContinuousExperimentSpec.from_dict(data)
-        return ExperimentSpec.from_json(text, repr(str(path)))
+        return grid_from_json(read_text(path, "spec", "spec file"), repr(str(path)))
     data = read_toml(path, "spec", "spec file")
     if not is_continuous(data):
         return ExperimentSpec.from_toml(path)
     spec = ContinuousExperimentSpec.from_dict(data)
     spec.validate()
     return spec
-
-
-def is_continuous_spec(spec: Any) -> bool:
-    """Whether ``spec`` is a continuous-time grid (a ``ContinuousExperimentSpec``)."""
-    return getattr(spec, "time", "slotted") == "continuous"
 
 
 def adjusted(spec: Any, *, slots: int | None, scale: float | None) -> Any:

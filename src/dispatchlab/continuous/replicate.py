@@ -128,8 +128,7 @@ def run_replication(task: tuple[np.random.SeedSequence, int, int, Settings]) -> 
                                                         trace.dispatchers))
     laws = [np.array([law.code, law.a, law.b, law.c])
             for law in (settings.arrival_law, settings.size_law)]
-    user = policy.code == USER
-    rule = compiled_rule(policy.rule) if user else NO_RULE
+    rule = compiled_rule(policy.rule) if policy.code == USER else NO_RULE
     rule_state = np.zeros((M, max(policy.state, 1)))
     with stops_caught() as stopped:  # Ctrl-C, SIGTERM: between two chunks
         while counts[engine.C_STATUS] == engine.RUNNING:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from dispatchlab.core.errors import require
 from dispatchlab.experiments.store import Store
 from dispatchlab.policies.base import policy_names
+from dispatchlab.specs.continuous_grid import grid_from_json, is_continuous
 from dispatchlab.specs.experiment import ExperimentSpec
 from dispatchlab.specs.run import PolicySpec
 
@@ -19,18 +20,11 @@ def full_spec(store: Store, experiment: str) -> ExperimentSpec:
             f"{experiment!r} is not in {store.path}; stored: "
             + (", ".join(store.experiment_names()) or "nothing yet"))
     assert spec_json is not None
-    if '"continuous"' in spec_json:  # (cheap: most stored specs are slotted)
-        from dispatchlab.core.documents import loads_json
-        from dispatchlab.specs.continuous_grid import ContinuousExperimentSpec, is_continuous
-
-        data = loads_json(spec_json, "spec", f"the stored spec of {experiment!r}")
-        if is_continuous(data):
-            return ContinuousExperimentSpec.from_dict(data)
-    return ExperimentSpec.from_json(spec_json)
+    return grid_from_json(spec_json, f"the stored spec of {experiment!r}")
 
 
 def _unregistered(spec: ExperimentSpec) -> list[PolicySpec]:
-    if getattr(spec, "time", "slotted") == "continuous":  # (checked by its own validate)
+    if is_continuous(spec):  # (its policies are checked by its own validate)
         return []
     known = set(policy_names())
     return [p for p in spec.policies

@@ -91,7 +91,8 @@ def _check_arguments(frame: pd.DataFrame, x: object, y: object, log_y: object,
     numeric = sorted(c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])
                      and not pd.api.types.is_bool_dtype(frame[c]))
     # E[ΣQ]/N and the jobs waiting per server are computed from columns (report.derived)
-    derived = [y for y, (_, needs) in DERIVED_Y.items() if set(needs) <= set(frame.columns)]
+    derived = [name for name, (_, needs) in DERIVED_Y.items()
+               if set(needs) <= set(frame.columns)]
     named = [c for c in Y_LABELS if c in numeric] + derived
     found = isinstance(y, str) and (y in derived or any(
         column in numeric for column in (y, f"diag.{y}", f"messages.{y}")))

@@ -39,7 +39,12 @@ import numpy as np
 from dispatchlab.core.convert import as_float, as_int, as_str, as_table, check_keys
 from dispatchlab.core.documents import loads_json, read_toml
 from dispatchlab.core.errors import require
-from dispatchlab.specs.experiment import check_name, identity_key, identity_seed
+from dispatchlab.specs.experiment import (
+    ExperimentSpec,
+    check_name,
+    identity_key,
+    identity_seed,
+)
 from dispatchlab.specs.figure import CONTINUOUS_Y, FigureSpec
 from dispatchlab.specs.run import PolicySpec
 
@@ -359,5 +364,17 @@ class ContinuousExperimentSpec:
 
 
 def is_continuous(data: Any) -> bool:
-    """Whether a parsed spec (or a stored point) is of a continuous-time grid."""
-    return isinstance(data, Mapping) and data.get("time") == TIME
+    """Whether a parsed spec or stored point (a mapping), or a spec object, is of a
+    continuous-time grid."""
+    if isinstance(data, Mapping):
+        return data.get("time") == TIME
+    return getattr(data, "time", None) == TIME
+
+
+def grid_from_json(text: str, where: str) -> Any:
+    """The grid a store or report keeps as JSON: a :class:`ContinuousExperimentSpec` when
+    it says ``"time": "continuous"``, else an ``ExperimentSpec`` (not validated)."""
+    data = loads_json(text, "spec", where)
+    if is_continuous(data):
+        return ContinuousExperimentSpec.from_dict(data)
+    return ExperimentSpec.from_json(text, where)

@@ -80,14 +80,15 @@ def test_the_identity_is_not_applied_where_it_does_not_hold() -> None:
     assert np.isnan(values[:3]).all() and values[3] == pytest.approx(0.75 - 0.9 * 0.7)
 
 
-def curves(pace: dict[str, float], mu: float = 0.1, load: float = 0.9) -> pd.DataFrame:
+def curves(pace: dict[str, float], mu: float = 0.1, load: float = 0.9,
+           spread: float = 0.01) -> pd.DataFrame:
     """Two replications per (policy, N = 10², 10³, 10⁴) whose jobs waiting per server are
-    2·N^k (±1 %)."""
+    2·N^k (± ``spread``, relative)."""
     rows = []
     for label, k in pace.items():
         for n in (100, 1_000, 10_000):
             waiting = 2 * n ** k
-            for offset in (0.99, 1.01):
+            for offset in (1 - spread, 1 + spread):
                 mean = (waiting * offset + load * (1 - mu)) * n
                 rows.append({"policy_label": label, "system.n_servers": n, "x": 1.0,
                              "stability": "stable", **row(f"{n}x{mu}", mean, load)})
@@ -123,3 +124,14 @@ def test_a_sweep_cannot_ask_for_it_where_rate_balance_does_not_give_it(servers, 
                        "needs Bernoulli service of one rate"):
         spec.validate()
     replace(spec, systems=(SystemSpec("4x0.3"),)).validate()
+
+
+def test_intervals_too_wide_to_see_a_fall_decide_nothing() -> None:
+    """A curve that falls like 1/√N but whose replications spread ±60 %: the exponent's
+    range holds −1/2 and 0 alike, so the reading is undecided, not held (a range that
+    merely holds −1/2 is no evidence of the pace)."""
+    data = curves({"JIQ": -0.5}, spread=0.6)
+    verdict = scales_like_root(data, ["JIQ"], data["x"] == 1.0, "")
+    assert verdict.status == "undecided" and "cannot tell whether it falls" in verdict.numbers
+    flat = curves({"JSQ": 0.0})
+    assert scales_like_root(flat, ["JSQ"], flat["x"] == 1.0, "").status == "undecided"

@@ -132,11 +132,13 @@ def matches(frame: pd.DataFrame, label: str, other: str, selector: pd.Series,
 
 def _exponent(a: Size, b: Size) -> tuple[float, float, float]:
     """The local exponent k of w(N) ∝ N^k between two sizes, and its range from the two
-    intervals (−inf where the later interval reaches 0)."""
+    intervals (−inf where the later interval reaches 0, +inf where the earlier does)."""
     span = math.log(b[0] / a[0])
 
     def slope(top: float, bottom: float) -> float:
-        return math.log(top / bottom) / span if top > 0 and bottom > 0 else -math.inf
+        if top <= 0:
+            return -math.inf
+        return math.log(top / bottom) / span if bottom > 0 else math.inf
 
     return slope(b[1], a[1]), slope(b[2], a[3]), slope(b[3], a[2])
 
@@ -145,9 +147,11 @@ def scales_like_root(frame: pd.DataFrame, labels: list[str], selector: pd.Series
                      scope: str) -> Verdict:
     """The jobs waiting per server w(N) (:func:`jobs_waiting_per_server`) of each of
     ``labels`` vanish like 1/√N. Read on the exponent k of w ∝ N^k between the two largest
-    N, with its range from their intervals: held where the range holds −1/2; a trend where
-    w falls (k < 0 beyond the range) at another pace (a finite N sees the approach to
-    c/√N, from above or below: √N·w is shown); not held where it does not fall."""
+    N, with its range from their intervals: held where w falls beyond the intervals (the
+    whole range below 0) and the range holds −1/2; a trend where it falls at another pace
+    (a finite N sees the approach to c/√N, from above or below: √N·w is shown); not held
+    where it does not fall (the whole range at or above 0); undecided where the range
+    holds 0 and falls too, the intervals too wide to tell."""
     readings, statuses = [], []
     for label in labels:
         curve = waiting_by_size(frame, label, selector, jobs_waiting_per_server)
@@ -162,15 +166,18 @@ def scales_like_root(frame: pd.DataFrame, labels: list[str], selector: pd.Series
         k, low, high = _exponent(stable[-2], stable[-1])
         pace = (f": w ∝ N^k with k = {fmt(k)} [{fmt(low)}, {fmt(high)}] from "
                 f"N = {stable[-2][0]:,} to {stable[-1][0]:,}")
-        if low <= -0.5 <= high:
+        if low <= -0.5 <= high < 0:
             statuses.append("held")
             readings.append(text + pace + ", as 1/√N")
         elif high < 0:
             statuses.append("trend")
             readings.append(text + pace + ": falls, at another pace than 1/√N at these N")
-        else:
+        elif low >= 0:
             statuses.append("not held")
             readings.append(text + pace + ": does not fall with N")
+        else:
+            readings.append(text + pace + ": the intervals cannot tell whether it falls "
+                            "(run longer)")
     if not statuses:
         return Verdict("undecided", f"{scope}: " + "; ".join(readings))
     return Verdict(_policies_status(statuses), f"{scope}: " + "; ".join(readings))

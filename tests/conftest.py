@@ -29,6 +29,10 @@ except ImportError:  # (Windows: each pytest-xdist worker builds its own, see bu
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
+# numba's compile errors without colorama's stream wrapping around each failed overload it
+# tries (cli.plain_compile_errors; the test extras install colorama)
+os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
+
 # no compile helper beside a run (engine.compile_helper): the suite's workers already keep
 # every core busy; tests/engine/test_compile_helper.py turns it on where it tests it
 os.environ["DISPATCHLAB_COMPILE_HELPER"] = "0"

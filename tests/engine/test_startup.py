@@ -314,3 +314,26 @@ def test_the_command_runs_with_one_blas_thread_unless_told_otherwise() -> None:
               "from dispatchlab.cli import entry_point\n"
               "entry_point()\n")
     assert "threads 1" in _python(script)
+
+
+def test_the_command_compiles_without_colorama_s_wrapping_of_each_failed_overload() -> None:
+    """The command turns numba's error highlighting off before numba loads (colorama's
+    set-up and tear-down around every failed overload numba tries), unless the user chose."""
+    from dispatchlab.cli import plain_compile_errors
+
+    environ: dict[str, str] = {}
+    plain_compile_errors(environ)
+    assert environ == {"NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING": "1"}
+    environ = {"NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING": ""}
+    plain_compile_errors(environ)
+    assert environ == {"NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING": ""}
+    script = ("import os, sys, atexit\n"
+              "sys.argv = ['dispatchlab', '--help']\n"
+              "os.environ.pop('NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING', None)\n"
+              "def scheme():\n"
+              "    from numba.core import errors\n"
+              "    print('scheme', type(errors.termcolor()).__name__)\n"
+              "atexit.register(scheme)\n"
+              "from dispatchlab.cli import entry_point\n"
+              "entry_point()\n")
+    assert "scheme NOPColorScheme" in _python(script)

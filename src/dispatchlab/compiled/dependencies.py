@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import sys
 import types
 from collections.abc import Iterator
@@ -57,10 +58,9 @@ def _imported_names(module_name: str) -> dict[str, tuple[str, str | None]]:
     path = _module_file(module_name)
     if path is None or path.suffix != ".py":
         return {}
-    tree = ast.parse(path.read_bytes())
     package = module_name if path.name == "__init__.py" else module_name.rpartition(".")[0]
     bound: dict[str, tuple[str, str | None]] = {}
-    for node in _statements(tree.body):
+    for node in import_statements(path.read_bytes()):
         if isinstance(node, ast.ImportFrom):
             source = node.module or ""
             if node.level:
@@ -76,6 +76,34 @@ def _imported_names(module_name: str) -> dict[str, tuple[str, str | None]]:
                 if _ours(alias.name) and alias.asname:
                     bound[alias.asname] = (alias.name, None)
     return bound
+
+
+#: a triple-quoted string (docstrings: their examples hold import lines)
+_LONG_STRING = re.compile(rb'(?s)""".*?"""|\'\'\'.*?\'\'\'')
+#: a line that may start an import statement: ``from X import …`` (with a parenthesised
+#: list over several lines) or ``import X …``
+_IMPORT_LINE = re.compile(
+    rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
+    re.MULTILINE)
+
+
+def import_statements(source: bytes) -> list[ast.stmt]:
+    """The import statements of a module's source, in order, at any depth.
+
+    Each line that starts one outside a triple-quoted string (a docstring's examples) is
+    parsed alone, not the whole module: a whole parse of each module a compiled function
+    reaches was ~0.1 s of every run's start. When a line that looks like one does not
+    parse alone (a backslash continuation, a comment with a parenthesis in a parenthesised
+    list), the whole module is parsed instead; a test checks that both give the same
+    statements for every module of the package."""
+    statements: list[ast.stmt] = []
+    for match in _IMPORT_LINE.finditer(_LONG_STRING.sub(b"", source)):
+        try:
+            statements.extend(ast.parse(match.group().strip()).body)
+        except SyntaxError:
+            return [node for node in _statements(ast.parse(source).body)
+                    if isinstance(node, ast.Import | ast.ImportFrom)]
+    return statements
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

@@ -337,3 +337,18 @@ def test_the_command_compiles_without_colorama_s_wrapping_of_each_failed_overloa
               "from dispatchlab.cli import entry_point\n"
               "entry_point()\n")
     assert "scheme NOPColorScheme" in _python(script)
+
+
+def test_drawing_figures_loads_no_scipy_stats() -> None:
+    """The figures' t quantiles come from scipy.special (stats.estimators), as the runs'
+    do: scipy.stats took ~1.5 s of every `report`, `experiment` and `sweep` process to
+    import (its docstrings parsed at import), for one quantile. The same numbers, to the
+    last bit."""
+    from scipy import stats
+
+    from dispatchlab.report import plots
+
+    for dof in (1, 2, 3, 9, 29, 99, 999):
+        plots._t_quantile.cache_clear()
+        assert plots._t_quantile(dof) == float(stats.t.ppf(0.5 + plots.CONFIDENCE / 2, dof))
+    assert _heavy_loaded("import dispatchlab.report.plots", ("scipy.stats",)) == []

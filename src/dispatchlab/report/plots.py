@@ -27,7 +27,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from scipy import stats  # noqa: E402
 
 from dispatchlab.core.paths import guarded_io, write_whole  # noqa: E402
 from dispatchlab.report.derived import DERIVED_Y, derived_interval  # noqa: E402
@@ -42,6 +41,7 @@ from dispatchlab.specs.figure import (  # noqa: E402
     FigureSpec,
     ReferenceLine,
 )
+from dispatchlab.stats.estimators import t_quantile  # noqa: E402
 
 AXIS_LABELS = {"load": "load ρ", "epsilon": "ε = μ_Σ − λ_Σ", "beta": "β (ε = β·μ_Σ/√N)",
                SERVERS: "servers N"}
@@ -120,7 +120,7 @@ def summarize(frame: pd.DataFrame, figure: FigureSpec) -> pd.DataFrame:
 @functools.lru_cache(maxsize=256)
 def _t_quantile(degrees_of_freedom: int) -> float:
     """The t quantile of the CONFIDENCE interval on ``degrees_of_freedom``."""
-    return float(stats.t.ppf(0.5 + CONFIDENCE / 2, degrees_of_freedom))
+    return t_quantile(degrees_of_freedom, CONFIDENCE)
 
 
 def _scaled_ci(row: pd.Series, y: float) -> tuple[float, float]:

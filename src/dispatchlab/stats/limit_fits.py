@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 #: the points fitted: the smallest ε with an interval, at most this many, none above
 #: LIMIT_MAX_EPSILON (where the O(ε) expansion may not hold yet)
@@ -96,7 +96,8 @@ def estimate_limit(epsilons: np.ndarray, values: np.ndarray, ci_low: np.ndarray,
     residual = (y - (a + b * regressor)) / se
     chi2 = float(residual @ residual)
     dof = int(eps.size - 2)
-    fit_p = float(stats.chi2.sf(chi2, dof)) if dof > 0 else math.nan
+    # = scipy.stats.chi2.sf, without importing scipy.stats (~1.5 s: the report's start)
+    fit_p = float(special.chdtrc(dof, chi2)) if dof > 0 else math.nan
     half = z * math.sqrt(covariance[0, 0])
     return LimitEstimate(float(a), float(a - half), float(a + half), float(b),
                          bool(np.any(r != 1.0)), tuple(float(e) for e in eps), chi2, dof, fit_p)

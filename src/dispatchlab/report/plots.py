@@ -10,7 +10,6 @@ says ``unstable``.
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
 from collections.abc import Iterable
@@ -100,7 +99,7 @@ def summarize(frame: pd.DataFrame, figure: FigureSpec) -> pd.DataFrame:
         if values.size and np.all(np.isfinite(values)):
             y = float(values.mean())
             if values.size >= 2:
-                half = (_t_quantile(values.size - 1) * values.std(ddof=1)
+                half = (t_quantile(values.size - 1, CONFIDENCE) * values.std(ddof=1)
                         / math.sqrt(values.size))
                 low, high = y - half, y + half
             elif figure.y in DERIVED_Y:
@@ -115,12 +114,6 @@ def summarize(frame: pd.DataFrame, figure: FigureSpec) -> pd.DataFrame:
                      "ci_low": low, "ci_high": high, "replications": int(values.size),
                      "stable": not bool(unstable[positions].any())})
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-
-
-@functools.lru_cache(maxsize=256)
-def _t_quantile(degrees_of_freedom: int) -> float:
-    """The t quantile of the CONFIDENCE interval on ``degrees_of_freedom``."""
-    return t_quantile(degrees_of_freedom, CONFIDENCE)
 
 
 def _scaled_ci(row: pd.Series, y: float) -> tuple[float, float]:

@@ -21,6 +21,13 @@ from dispatchlab.solvers.refined import _TailMap, expansion_term
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# c's resolution: its finite differences move it by up to 3.4e-4 when their steps are halved or
+# doubled (ten classes, Po-2, ρ = 0.9: −4.55118 to −4.55152), and two machines' linear
+# algebra gave −4.55152 and −4.5514 (the committed table), so the table's fourth decimal is
+# not the method's
+C_RESOLUTION = 1e-3
+
+
 def per_job(servers: str, load: float, **options: object) -> dl.System:
     return dl.System.build(servers, load=load, dispatch="per-job", dispatchers=10, **options)
 
@@ -80,7 +87,8 @@ def test_po2_s_term_is_the_measured_constant_of_its_1_over_n_approach() -> None:
 
 
 def test_the_committed_refined_table_is_what_the_solver_gives_and_what_the_docs_quote() -> None:
-    """results/fluid/refined.md: every c recomputed (one of them negative); each row's
+    """results/fluid/refined.md: every c recomputed (one of them negative) to the expansion's
+    resolution (C_RESOLUTION); each row's
     remainder (simulation − fluid − c/N) below half its gap at N = 10 and a quarter from
     N = 20, and falling like 1/N² (within twice the N = 10 remainder·(10/N)², plus 3
     half-widths); the figures docs/fluid.md quotes."""
@@ -93,8 +101,8 @@ def test_the_committed_refined_table_is_what_the_solver_gives_and_what_the_docs_
     for d, title, load, fluid, c, rows in sections:
         result = dl.fluid(per_job(servers[title], float(load)), "pod",
                           policy_params={"d": int(d)}, refined=True)
-        assert (f"{result.mean_queue_per_server:.5f}", f"{result.refined_correction:+.4f}") == (
-            fluid, c)
+        assert f"{result.mean_queue_per_server:.5f}" == fluid
+        assert abs(result.refined_correction - float(c)) <= C_RESOLUTION, (title, c)
         remainders = []
         for n, gap, rest, half in re.findall(
                 r"^\| (\d+) \| ([+-][\d.]+) ± [\d.]+ \| .*? \| ([+-][\d.]+) ± ([\d.]+) \|",

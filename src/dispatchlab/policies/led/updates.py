@@ -69,11 +69,11 @@ def failures_before_success(rng, p, log_miss):
     return np.int64(math.floor(gap))
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def _push_sample(m, Q, memory, d, ctx):
-    """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them. (Out of
-    line: the hook calls it from two places, each of which inlined every index kind's
-    write twice.)"""
+    """Dispatcher m samples d distinct servers and sets Q̃^m_n = Q_n(t+1) for them. (Inlined
+    at the hook's one call site: out of line, its call passed the policy's memory and the
+    run's context, a reference count each, and L-Pod push ran ~7 % slower.)"""
     N = Q.size
     own = estimates(memory, m)
     index = estimate_index(memory, m)
@@ -123,27 +123,33 @@ def push_end_slot(slot, step, memory, ctx):
     p = update_p(memory)
     miss = log_miss(memory)
     position = push_position(memory)
-    if arrival_triggered(memory):
-        # position[0]: failures left before the next success among dispatch events
-        if position[0] < 0:
-            position[0] = failures_before_success(rng, p, miss)
-        A_m = step.A_m
-        for m in range(M):
-            if A_m[m] == 0:
-                continue
-            if position[0] == 0:
-                _push_sample(m, Q, memory, d, ctx)
-                position[0] = failures_before_success(rng, p, miss)
-            else:
-                position[0] -= 1
-    else:
-        # position[0]: index t·M + m of the next successful (slot, dispatcher) trial
-        if position[0] < 0:
-            position[0] = t * M + failures_before_success(rng, p, miss)
-        end = (t + 1) * M
-        while position[0] < end:
-            _push_sample(position[0] - t * M, Q, memory, d, ctx)
-            position[0] += 1 + failures_before_success(rng, p, miss)
+    # arrival-triggered: position[0] counts the failures left before the next success among
+    # dispatch events; per slot: it is the index t·M + m of the next successful (slot,
+    # dispatcher) trial. Both walk to their next sampling dispatcher and meet at one
+    # (inlined) sample.
+    per_event = arrival_triggered(memory)
+    if position[0] < 0:
+        position[0] = failures_before_success(rng, p, miss) + (0 if per_event else t * M)
+    A_m = step.A_m
+    end = (t + 1) * M
+    m = 0
+    while True:
+        if per_event:
+            while m < M and (A_m[m] == 0 or position[0] > 0):
+                if A_m[m] != 0:
+                    position[0] -= 1
+                m += 1
+            if m == M:
+                break
+            sampler = m
+            m += 1
+        else:
+            if position[0] >= end:
+                break
+            sampler = position[0] - t * M
+        _push_sample(sampler, Q, memory, d, ctx)
+        gap = failures_before_success(rng, p, miss)
+        position[0] = gap if per_event else position[0] + 1 + gap
     _record_error(slot, step, memory)
 
 

@@ -8,8 +8,9 @@ read; :mod:`.lazy`: compilation on first use (:func:`.lazy.lazy_function`);
 unreadable entry is rebuilt), each entry keyed by the sources it depends on
 (:mod:`.dependencies`); :mod:`.inlining`: numba's inliner without its quadratic costs;
 :mod:`.compile_once`: one process compiles a function, the others wait and load it;
-:mod:`.interrupts`: a stop (Ctrl-C, SIGTERM) during a compilation is never lost (all
-installed on import).
+:mod:`.interrupts`: a stop (Ctrl-C, SIGTERM) during a compilation is never lost;
+:mod:`.target_options`: numba's compiler options compared at C speed (all installed on
+import).
 Nothing here imports another dispatchlab package.
 """
 
@@ -17,8 +18,10 @@ from dispatchlab.compiled.cache_guard import install as _install_cache_guard
 from dispatchlab.compiled.compile_once import install as _install_compile_once
 from dispatchlab.compiled.inlining import install as _install_inlining
 from dispatchlab.compiled.interrupts import install as _install_interrupts
+from dispatchlab.compiled.target_options import install as _install_target_options
 
 _install_cache_guard()  # before any compiled function loads from numba's disk cache
 _install_inlining()  # before anything compiles
+_install_target_options()
 _install_compile_once()
 _install_interrupts()  # outermost: around the lock a compilation waits for too

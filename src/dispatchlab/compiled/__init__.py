@@ -9,8 +9,9 @@ unreadable entry is rebuilt), each entry keyed by the sources it depends on
 (:mod:`.dependencies`); :mod:`.inlining`: numba's inliner without its quadratic costs;
 :mod:`.compile_once`: one process compiles a function, the others wait and load it;
 :mod:`.interrupts`: a stop (Ctrl-C, SIGTERM) during a compilation is never lost;
-:mod:`.target_options`: numba's compiler options compared at C speed (all installed on
-import).
+:mod:`.target_options`: numba's compiler options compared at C speed;
+:mod:`.typing_memo`: numba's typing of a builtin call done once per argument types (all
+installed on import).
 Nothing here imports another dispatchlab package.
 """
 
@@ -19,9 +20,11 @@ from dispatchlab.compiled.compile_once import install as _install_compile_once
 from dispatchlab.compiled.inlining import install as _install_inlining
 from dispatchlab.compiled.interrupts import install as _install_interrupts
 from dispatchlab.compiled.target_options import install as _install_target_options
+from dispatchlab.compiled.typing_memo import install as _install_typing_memo
 
 _install_cache_guard()  # before any compiled function loads from numba's disk cache
 _install_inlining()  # before anything compiles
 _install_target_options()
+_install_typing_memo()
 _install_compile_once()
 _install_interrupts()  # outermost: around the lock a compilation waits for too

@@ -130,3 +130,20 @@ def test_the_amd_cold_table_is_the_committed_runs():
     assert [row["family"] for row in rows] == list(FAMILIES)
     assert all("error" not in row and row["processor"] == "AMD EPYC" for row in rows)
     assert cold_table(rows) in (ROOT / "benchmarks" / "README.md").read_text()
+
+
+def test_the_amd_compile_time_table_is_the_committed_runs():
+    """benchmarks/README.md's AMD cold runs before and after numba's compile lost some of its
+    Python (2026-12-07) are the committed pair in results/bench/amd-2026-12-07-cold/, every
+    family, on AMD EPYC, the same trees the README names."""
+    from dispatchlab.bench.cold import FAMILIES, comparison_table
+
+    folder = ROOT / "results" / "bench" / "amd-2026-12-07-cold"
+    before, after = ([json.loads(line) for line in (folder / name).read_text().splitlines()]
+                     for name in ("ad1261d-1.jsonl", "c2cdca9-1.jsonl"))
+    for rows in (before, after):
+        assert [row["family"] for row in rows] == list(FAMILIES)
+        assert all("error" not in row and row["processor"] == "AMD EPYC" for row in rows)
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    assert comparison_table(before, after) in readme
+    assert "(ad1261d" in readme and "(c2cdca9)" in readme

@@ -53,3 +53,22 @@ def test_a_remembered_call_sets_the_implementation_key_again() -> None:
     function._impl_keys[signature.args] = "overwritten"
     assert function.get_call_type(context, args, dict(kws)) is signature
     assert function._impl_keys[signature.args] is function.typing_key
+
+
+def test_arguments_that_cannot_be_hashed_go_to_numba_s_own_resolution() -> None:
+    """A call whose argument types cannot be hashed is resolved by numba's code as it is,
+    and remembered nowhere."""
+    _sums(np.ones(2), np.ones(2))
+    (context, function, args, _), _ = next(iter(typing_memo._RESOLVED.items()))
+    before = len(typing_memo._RESOLVED)
+    unhashable = [*args[:-1], [args[-1]]]  # a list where a type should be
+
+    def outcome(resolve):
+        try:
+            return resolve(function, context, unhashable, {})
+        except Exception as error:  # noqa: BLE001 - compared with numba's own
+            return type(error)
+
+    assert outcome(functions.BaseFunction.get_call_type) == outcome(
+        typing_memo._state["numba_get_call_type"])
+    assert len(typing_memo._RESOLVED) == before

@@ -64,8 +64,9 @@ class _BlocksShareOneCopy:
 #: lines in it (a deep copy copied those too: every line of the file for every statement)
 _SHARED: set[type] = {type(None), int, float, bool, complex, str, bytes, type, range,
                       types.FunctionType, types.BuiltinFunctionType, types.CodeType}
-#: numba IR classes copied field by field (their instance dict, as copy.deepcopy would)
-_FIELDWISE: set[type] = set()
+#: per class met, whether it is a numba IR class copied field by field (its instance dict,
+#: as copy.deepcopy would)
+_FIELDWISE: dict[type, bool] = {}
 _MISSING = object()
 
 
@@ -88,7 +89,7 @@ def _copy(value: Any, memo: dict[int, Any]) -> Any:
     elif cls is dict:
         new = {_copy(key, memo): item if item.__class__ in _SHARED else _copy(item, memo)
                for key, item in value.items()}
-    elif cls in _FIELDWISE or _is_fieldwise(cls):
+    elif _FIELDWISE.get(cls) or (cls not in _FIELDWISE and _is_fieldwise(cls)):
         new = cls.__new__(cls)
         memo[id(value)] = new
         new.__dict__.update({name: item if item.__class__ in _SHARED else _copy(item, memo)
@@ -105,15 +106,14 @@ def _copy(value: Any, memo: dict[int, Any]) -> Any:
 
 def _is_fieldwise(cls: type) -> bool:
     """A numba IR class whose deep copy is its instance dict's: no ``__deepcopy__``,
-    ``__slots__``, ``__reduce__`` or ``__setstate__`` of its own (one check a class)."""
+    ``__slots__``, ``__reduce__`` or ``__setstate__`` of its own (checked once a class)."""
     from numba.core import ir
 
     plain = (cls.__module__ == ir.__name__
              and not any(name in vars(base) for base in cls.__mro__[:-1]
                          for name in ("__deepcopy__", "__slots__", "__reduce__",
                                       "__reduce_ex__", "__setstate__", "__getstate__")))
-    if plain:
-        _FIELDWISE.add(cls)
+    _FIELDWISE[cls] = plain
     return plain
 
 

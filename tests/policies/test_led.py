@@ -122,6 +122,22 @@ def test_arrival_triggered_push_flips_the_coin_per_dispatch_event():
     _within(per_dispatch, 2 * 2 * 0.4, 4 * math.sqrt(0.24), 90_000 * 5 * 0.45)
 
 
+@pytest.mark.parametrize("trigger", ["slot", "arrival"])
+def test_push_at_the_edges_of_p_samples_every_trial_or_none(trigger):
+    """The push hook's two triggers share one walk to the next sampling dispatcher: with
+    p̂ = 1 every trial samples (d probes a slot per dispatcher, or per dispatch event),
+    with p̂ = 1e-300 none does in any run (the gap is capped, the walk ends every slot)."""
+    system = System.build("12x0.4", load=0.5, dispatchers=4)
+    every = run(system, "l-jsq-push", p=1.0, d=3, trigger=trigger, slots=5_000)
+    probes = every.messages_by_kind["probe"] * every.arrival_rate_measured
+    if trigger == "slot":
+        assert probes == pytest.approx(3 * 4, rel=1e-9)  # every dispatcher, every slot
+    else:
+        assert every.messages_per_dispatch == pytest.approx(2 * 3, rel=1e-9)
+    none = run(system, "l-jsq-push", p=1e-300, d=3, trigger=trigger, slots=5_000)
+    assert none.messages_per_arrival == 0 and none.jobs_in_system >= 0
+
+
 def test_increment_water_fills_in_per_job_mode():
     m_count, n = 1, 4
     ip = np.zeros(IP_SIZE, np.int64)  # increment on, L-JSQ, no learn-on-send

@@ -3,7 +3,7 @@
 Each had killed the command by its default action: no line, the pool's workers and
 multiprocessing's resource tracker left running under PID 1, an experiment's run left
 `running` with its claims. Here real processes get the signal while their workers run;
-the process table of the command's session is read 2 s after it ends.
+the process table of the command's session must be empty within 2 s of its end.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _stop_when_working(argv: list[str], how: signal.Signals, cwd: Path,
                        workers: int = 2, code: str = COMMAND) -> tuple[int, str, list[str]]:
     """Start the command (or the Python ``code``), signal it once ``workers`` worker
     processes run, and return its exit status, its stderr and what of its session is left
-    2 s after it ended."""
+    2 s after it ended (nothing, as soon as nothing is)."""
     child = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=cwd, text=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              start_new_session=True, preexec_fn=default_sigint)
@@ -63,8 +63,17 @@ def _stop_when_working(argv: list[str], how: signal.Signals, cwd: Path,
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-    time.sleep(2)
-    return child.returncode, err, _session(child.pid)
+    return child.returncode, err, _left_within(child.pid, seconds=2)
+
+
+def _left_within(leader: int, seconds: float) -> list[str]:
+    """What of session ``leader`` is still running ``seconds`` after its leader ended:
+    nothing as soon as the table shows nothing (a clean stop leaves no worker to wait
+    for), else the table at the deadline."""
+    deadline = time.monotonic() + seconds
+    while (left := _session(leader)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
 
 
 # SIGHUP takes SIGTERM's path (core.signals): its end-to-end runs are in the slow suite

@@ -18,6 +18,7 @@ import pytest
 import dispatchlab as dl
 from cli_contract import run_clean
 from dispatchlab.experiments.store import Store
+from processes import pool_workers
 
 SCRIPT = """
 import sys
@@ -50,7 +51,12 @@ def test_ctrl_c_stops_a_pooled_sweep_at_once_and_marks_the_run(tmp_path: Path) -
         while not _running(store) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _running(store), "the sweep never started"
-        time.sleep(4)  # the workers are spawned and computing (each point takes minutes)
+        # its two workers started (read in /proc, where there is one), then at work: each
+        # point takes minutes
+        while (Path("/proc/self").exists() and len(pool_workers(child.pid)) < 2
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        time.sleep(1.0)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=60)

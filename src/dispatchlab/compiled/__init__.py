@@ -10,13 +10,15 @@ unreadable entry is rebuilt), each entry keyed by the sources it depends on
 :mod:`.compile_once`: one process compiles a function, the others wait and load it;
 :mod:`.interrupts`: a stop (Ctrl-C, SIGTERM) during a compilation is never lost;
 :mod:`.target_options`: numba's compiler options compared at C speed;
-:mod:`.typing_memo`: numba's typing of a builtin call done once per argument types (all
+:mod:`.typing_memo`: numba's typing of a builtin call done once per argument types;
+:mod:`.error_markup`: numba's error messages marked up without wrapping the streams (all
 installed on import).
 Nothing here imports another dispatchlab package.
 """
 
 from dispatchlab.compiled.cache_guard import install as _install_cache_guard
 from dispatchlab.compiled.compile_once import install as _install_compile_once
+from dispatchlab.compiled.error_markup import install as _install_error_markup
 from dispatchlab.compiled.inlining import install as _install_inlining
 from dispatchlab.compiled.interrupts import install as _install_interrupts
 from dispatchlab.compiled.target_options import install as _install_target_options
@@ -26,5 +28,6 @@ _install_cache_guard()  # before any compiled function loads from numba's disk c
 _install_inlining()  # before anything compiles
 _install_target_options()
 _install_typing_memo()
+_install_error_markup()
 _install_compile_once()
 _install_interrupts()  # outermost: around the lock a compilation waits for too

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import subprocess
@@ -558,6 +559,29 @@ def test_scaling_benchmark_measures_the_grid_asked(capsys: pytest.CaptureFixture
     for row in rows:
         assert row["jobs"] > 0 and row["slots"] >= 1
         assert row["ns_per_job"] > 0 and math.isfinite(row["ns_per_slot"])
+
+
+def test_the_grid_times_its_cells_with_the_older_heap_frozen(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each timed run starts with a collection; the objects alive before the grid are frozen
+    out of it while the cells run (each collection walked a test worker's whole heap:
+    9.6 s of a 4-cell quick grid), and thawed after, also when a cell fails."""
+    from dispatchlab.bench import scaling
+
+    before = gc.get_freeze_count()
+    frozen_while_timed = []
+    scaling.run_scaling(["rand"], servers=[20], dispatchers=[1], jobs=200,
+                        on_cell=lambda _: frozen_while_timed.append(gc.get_freeze_count()))
+    assert len(frozen_while_timed) == 1 and frozen_while_timed[0] > before
+    assert gc.get_freeze_count() == before
+
+    def failing(*args: Any) -> dict[str, Any]:
+        raise RuntimeError("a cell failed")
+
+    monkeypatch.setattr(scaling, "time_cell", failing)
+    with pytest.raises(RuntimeError, match="a cell failed"):
+        scaling.run_scaling(["rand"], servers=[20], dispatchers=[1], jobs=200)
+    assert gc.get_freeze_count() == before
 
 
 @pytest.mark.parametrize("argv, field", [

@@ -176,20 +176,32 @@ def test_a_stop_during_the_chain_s_linear_solve_ends_it_at_once(monkeypatch) -> 
         return x
 
     busy(10)  # compiled before the clock starts
+    test_over = threading.Event()
 
     def slow_solve(*args):
         # the signal arrives while the "factorisation" runs (a signal sent from here would
         # be handled before busy starts)
         threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
-        return busy(2_000_000_000)  # ≥ 2 s on any machine of today
+        # ≥ 2 s on any machine of today, in calls of ~0.1 s: the thread left behind by the
+        # stop ends with the test (one call had computed on for seconds, a core taken from
+        # the rest of the suite)
+        x = 0.0
+        for _ in range(20):
+            if test_over.is_set():
+                break
+            x += busy(100_000_000)
+        return x
 
     monkeypatch.setattr(chain, "_linear_solve", slow_solve)
     system = System.build([0.5, 0.5], load=0.5, arrivals="bernoulli")
     started = time.perf_counter()
-    with (pytest.raises(Terminated, match=r"^stopped by SIGTERM: the chain at K = \d+ "
-                        r"\([\d,]+ states\)$"), signals_as_interrupts()):
-        chain.solve(system, make_policy("jsq"))
-    assert time.perf_counter() - started < 1.5
+    try:
+        with (pytest.raises(Terminated, match=r"^stopped by SIGTERM: the chain at K = \d+ "
+                            r"\([\d,]+ states\)$"), signals_as_interrupts()):
+            chain.solve(system, make_policy("jsq"))
+        assert time.perf_counter() - started < 1.5
+    finally:
+        test_over.set()
 
 
 def test_an_interruptible_call_returns_raises_and_runs_plainly_off_the_main_thread() -> None:

@@ -209,7 +209,11 @@ def _older_objects_frozen() -> Iterator[None]:
     """The objects alive on entry left out of every collection inside (``gc.freeze``), so
     that the collection before each timed run walks only what the grid made: in a process
     with a large heap (a notebook's, the test suite's) each walked all of it, 0.4 s a run
-    and most of a quick grid's time."""
+    and most of a quick grid's time. A process that froze objects itself is left as it
+    is (``gc.unfreeze`` would thaw its objects too)."""
+    if gc.get_freeze_count():
+        yield
+        return
     gc.collect()
     gc.freeze()
     try:

@@ -6,7 +6,8 @@
 read; :mod:`.lazy`: compilation on first use (:func:`.lazy.lazy_function`);
 :mod:`.cache_guard`: numba's disk cache checked as it is read (installed on import, an
 unreadable entry is rebuilt), each entry keyed by the sources it depends on
-(:mod:`.dependencies`); :mod:`.inlining`: numba's inliner without its quadratic costs;
+(:mod:`.dependencies`); :mod:`.cache_load`: the project's entries loaded without the
+compiler's set-up; :mod:`.inlining`: numba's inliner without its quadratic costs;
 :mod:`.compile_once`: one process compiles a function, the others wait and load it;
 :mod:`.interrupts`: a stop (Ctrl-C, SIGTERM) during a compilation is never lost;
 :mod:`.target_options`: numba's compiler options compared at C speed;
@@ -17,6 +18,7 @@ Nothing here imports another dispatchlab package.
 """
 
 from dispatchlab.compiled.cache_guard import install as _install_cache_guard
+from dispatchlab.compiled.cache_load import install as _install_cache_load
 from dispatchlab.compiled.compile_once import install as _install_compile_once
 from dispatchlab.compiled.error_markup import install as _install_error_markup
 from dispatchlab.compiled.inlining import install as _install_inlining
@@ -24,7 +26,8 @@ from dispatchlab.compiled.interrupts import install as _install_interrupts
 from dispatchlab.compiled.target_options import install as _install_target_options
 from dispatchlab.compiled.typing_memo import install as _install_typing_memo
 
-_install_cache_guard()  # before any compiled function loads from numba's disk cache
+_install_cache_load()
+_install_cache_guard()  # around cache_load's; before anything loads from numba's disk cache
 _install_inlining()  # before anything compiles
 _install_target_options()
 _install_typing_memo()

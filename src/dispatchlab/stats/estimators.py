@@ -6,10 +6,10 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import special  # t and F quantiles; scipy.stats takes ~1 s of CPU to import
 
 from dispatchlab.compiled.histogram import delay_bin_value
 from dispatchlab.stats.autocorrelation import integrated_autocorrelation_time
+from dispatchlab.stats.t_and_f_quantiles import f_quantile, student_t_quantile
 
 # The default CI (batch means sized by the integrated autocorrelation time τ̂), chosen by
 # measured coverage (docs/statistics.md): batches of BATCH_TAUS·τ̂ blocks, at most
@@ -67,8 +67,11 @@ class Estimate:
 
 
 def t_quantile(dof: float, confidence: float = 0.95) -> float:
-    """The two-sided Student-t quantile t_{dof, (1+confidence)/2}."""
-    return float(special.stdtrit(dof, 0.5 + confidence / 2))  # = scipy.stats.t.ppf
+    """The two-sided Student-t quantile t_{dof, (1+confidence)/2} (``nan`` without a
+    degree of freedom)."""
+    if not dof > 0:
+        return math.nan
+    return student_t_quantile(float(dof), 0.5 + confidence / 2)
 
 
 def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
@@ -209,7 +212,7 @@ def pooled_estimate(runs: list[Estimate], confidence: float = 0.95) -> Estimate:
     d_within = float(sum(run.dof for run in runs))
     v_between = float(np.var(means, ddof=1))
     d_between = float(count - 1)
-    if v_within <= 0 or v_between / v_within > special.fdtri(  # = scipy.stats.f.ppf
+    if v_within <= 0 or v_between / v_within > f_quantile(
             d_between, d_within, 1 - WITHIN_BETWEEN_LEVEL):
         return replace(between, method=between.method + "; between-run variance exceeds "
                        "the within-run one: runs too short for their own batch means")

@@ -8,8 +8,8 @@ run`` (AMD EPYC). The estimators no longer need it; a run's summary still loads
 scipy.special for the pooled queue's Poisson and binomial laws (theory/pmf.py) and
 scipy.linalg for its banded solve (theory/pooled_queue.py). Both quantiles invert the
 regularized incomplete beta function I_x(a, b), evaluated by its continued fraction
-(modified Lentz, as in *Numerical Recipes*, § 6.4), with Newton steps kept inside a
-bracket. tests/stats/test_t_and_f_quantiles.py compares them with scipy.special: t to
+(the modified Lentz method, as *Numerical Recipes* evaluates it), with Newton steps kept
+inside a bracket. tests/stats/test_t_and_f_quantiles.py compares them with scipy.special: t to
 1e-9 and F to 1e-8 relative over ν from 0.3 to ∞ and p from 10⁻⁶ to 1 − 10⁻⁸, t to 1e-11
 at the levels the intervals use (0.975, 0.995).
 

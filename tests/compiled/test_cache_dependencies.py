@@ -16,22 +16,9 @@ from pathlib import Path
 
 import pytest
 
-RUN = """
-import json
-from numba.core import event
+from compile_events import RECORD_COMPILES
 
-compiled = []
-
-
-class Recorder(event.Listener):
-    def on_start(self, e):
-        pass
-
-    def on_end(self, e):
-        compiled.append(e.data["dispatcher"].py_func.__qualname__)
-
-
-event.register("numba:compile", Recorder())
+RUN = RECORD_COMPILES + """
 import dispatchlab as dl
 
 system = dl.System.build([0.5, 0.5], load=0.5)

@@ -9,34 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from compile_events import RECORD_COMPILES
 from dispatchlab import System, simulate
 
 #: imported by numba's set-up of its compiler (``CPUContext.load_additional_registries``)
 #: and by nothing a slotted JSQ run loads
 SET_UP_ONLY = "numba.np.polynomial.polynomial_core"
 
-RUN = """
-import json, sys
-from numba.core import event
-
-compiled = []
-
-
-class Listener(event.Listener):
-    def on_start(self, e):
-        pass
-
-    def on_end(self, e):
-        compiled.append(e.data["dispatcher"].py_func.__qualname__)
-
-
-event.register("numba:compile", Listener())
-"""
-
 
 def _python(code: str, cwd: Path | None = None) -> dict:
-    done = subprocess.run([sys.executable, "-c", RUN + code], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
+    done = subprocess.run([sys.executable, "-c", RECORD_COMPILES + code],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -3,8 +3,8 @@
 scipy.special's ``stdtrit`` and ``fdtri`` give the same numbers, but importing scipy.special
 (or scipy.linalg) loads scipy's array-API layer, which touches every attribute of numpy and
 so imports numpy.f2py, numpy.testing and what they import: ``import numpy, scipy.special``
-takes 0.27 s against 0.08 s for numpy alone, a third of a warm classical ``dispatchlab
-run`` (AMD EPYC). The estimators no longer need it; a run's summary still loads
+takes 0.27 s against 0.08 s for numpy alone, about a quarter of a warm classical
+``dispatchlab run`` (AMD EPYC). The estimators no longer need it; a run's summary still loads
 scipy.special for the pooled queue's Poisson and binomial laws (theory/pmf.py) and
 scipy.linalg for its banded solve (theory/pooled_queue.py). Both quantiles invert the
 regularized incomplete beta function I_x(a, b), evaluated by its continued fraction

@@ -32,12 +32,27 @@ def test_the_t_quantile_is_scipy_s(dof: float) -> None:
                                                                rel=1e-11)
 
 
-@pytest.mark.parametrize("dfn", [0.5, 1, 2, 3, 5, 11, 99, 1000])
+F_DOFS = [0.5, 0.7, 1, 2, 3, 10, 110, 1099, 12_000, 1e5, 2e5]  # the resolved range's
+
+
+@pytest.mark.parametrize("dfn", F_DOFS)
 def test_the_f_quantile_is_scipy_s(dfn: float) -> None:
-    for dfd in (1, 2, 3, 10, 110, 1099, 12_000, 2e5):
-        for p in (0.01, 0.5, 0.9, 0.99, 0.999):
+    for dfd in F_DOFS:
+        for p in (1e-6, 0.01, 0.5, 0.9, 0.99, 0.999, 1 - 1e-6):
             assert f_quantile(dfn, dfd, p) == pytest.approx(special.fdtri(dfn, dfd, p),
                                                             rel=1e-8), (dfd, p)
+
+
+@pytest.mark.parametrize(("dfn", "dfd"), [(1e-300, 3), (0.01, 0.01), (3, 0.3), (1, 1e12),
+                                          (1e12, 1e12), (1e300, 2)])
+def test_outside_the_resolved_degrees_of_freedom_scipy_answers(dfn: float, dfd: float
+                                                               ) -> None:
+    """Tiny and huge degrees of freedom (where the continued fraction and log B lose
+    digits: 3·10⁻³ relative at 10¹²) go to scipy.special, whatever it says."""
+    for p in (0.01, 0.5, 0.99):
+        assert f_quantile(dfn, dfd, p) == special.fdtri(dfn, dfd, p)
+    for dof in (1e-300, 1e-3, 0.3):
+        assert student_t_quantile(dof, 0.975) == special.stdtrit(dof, 0.975)
 
 
 def test_the_regularized_beta_is_scipy_s() -> None:
@@ -64,3 +79,28 @@ def test_a_quantile_out_of_its_domain_is_refused(dof: float, p: float) -> None:
         student_t_quantile(dof, p)
     with pytest.raises(ValidationError):
         f_quantile(dof, 3, p)
+
+
+@pytest.mark.parametrize("confidence", [0, 1, 1.5, -0.2, math.nan, math.inf, "0.95", None])
+def test_an_interval_s_confidence_out_of_its_domain_names_the_field(confidence: object
+                                                                    ) -> None:
+    """scipy had answered nan (or ±inf) for these; the public estimators now refuse them
+    with one line naming ``confidence``."""
+    import numpy as np
+
+    from dispatchlab.stats import pooled_estimate, replication_estimate
+
+    with pytest.raises(ValidationError, match=r"^confidence: must be a number strictly"):
+        replication_estimate(np.array([1.0, 2.0, 4.0]), confidence)  # type: ignore[arg-type]
+    runs = [replication_estimate(np.array([1.0, 2.0, 4.0])),
+            replication_estimate(np.array([1.5, 2.5, 3.0]))]
+    with pytest.raises(ValidationError, match=r"^confidence: "):
+        pooled_estimate(runs, confidence)  # type: ignore[arg-type]
+
+
+def test_degrees_of_freedom_beyond_any_run_still_give_the_normal_quantile() -> None:
+    from dispatchlab.stats.estimators import t_quantile
+
+    assert t_quantile(math.inf) == pytest.approx(1.959963984540054, rel=1e-15)
+    assert t_quantile(1e300) == pytest.approx(1.959963984540054, rel=1e-15)
+    assert math.isnan(t_quantile(0)) and math.isnan(t_quantile(math.nan))

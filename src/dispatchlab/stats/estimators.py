@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dispatchlab.compiled.histogram import delay_bin_value
+from dispatchlab.core.errors import require
 from dispatchlab.stats.autocorrelation import integrated_autocorrelation_time
 from dispatchlab.stats.t_and_f_quantiles import f_quantile, student_t_quantile
 
@@ -68,7 +69,9 @@ class Estimate:
 
 def t_quantile(dof: float, confidence: float = 0.95) -> float:
     """The two-sided Student-t quantile t_{dof, (1+confidence)/2} (``nan`` without a
-    degree of freedom)."""
+    degree of freedom); ``confidence`` strictly between 0 and 1."""
+    require(type(confidence) in (float, int) and 0 < confidence < 1, "confidence",
+            f"must be a number strictly between 0 and 1 (got {confidence!r})")
     if not dof > 0:
         return math.nan
     return student_t_quantile(float(dof), 0.5 + confidence / 2)

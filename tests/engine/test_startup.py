@@ -79,6 +79,17 @@ def test_a_slotted_run_loads_no_scipy_stats_signal_optimize_fft_or_event_engine(
     assert _heavy_loaded(code, RUN_HEAVY) == []
 
 
+def test_a_warm_classical_run_loads_no_scipy_special_or_linalg() -> None:
+    """Its pooled-queue anchor comes from theory.pmf and numpy's solve: importing
+    scipy.special or scipy.linalg (scipy's array-API layer, numpy.f2py, numpy.testing) was a
+    quarter of a warm run. The first run may compile, and numba's compiler set-up imports
+    scipy.linalg, so the second is the one checked."""
+    code = ("from dispatchlab.cli import main\nassert main(['run', '--policy', 'jsq', "
+            "'--servers', '10x0.5', '--slots', '2000', '--json']) == 0")
+    _python(code)
+    assert _heavy_loaded(code, ("scipy.special", "scipy.linalg", "scipy.fft")) == []
+
+
 def test_a_pool_worker_runs_a_replication_without_the_summary_s_scipy() -> None:
     """A spawned worker imports the script's ``from dispatchlab import simulate`` and runs
     ``plan.run_indexed``; it never summarises, so it loads no scipy.special (0.3 s of CPU at

@@ -154,3 +154,20 @@ def test_heavy_traffic_to_the_last_digits(epsilon: float) -> None:
     # E[q] = (E[D²] − E[U²])/(2ε) lies above the every-policy bound ζ/(2ε) − B (to rounding)
     assert value >= lower_bound_total_queue(many) * (1 - 1e-14)
     assert value <= heavy_traffic_limit(many) / epsilon * (1 + 1e-6)
+
+
+@pytest.mark.parametrize(("servers", "load", "service"),
+                         [("10x0.5", 0.9, "bernoulli"), ("4x0.3,2x0.8", 0.999, "bernoulli"),
+                          ("0.5", 0.99999, "geometric"), ("20x0.5", 0.95, "poisson")])
+def test_the_dense_and_the_banded_solve_agree(monkeypatch, servers: str, load: float,
+                                              service: str) -> None:
+    """Small chains are solved by numpy's dense LU (no scipy.linalg at a warm run's start),
+    large ones by scipy's banded LU: both LU with partial pivoting, the same E[q] and law."""
+    system = System.build(servers, load=load, service=service)
+    dense = pq.pooled_queue_mean(system)
+    monkeypatch.setattr(pq, "DENSE_SOLVE_STATES", 0)
+    banded = pq.pooled_queue_mean(system)
+    assert dense.method == banded.method == "exact"
+    assert dense.value == pytest.approx(banded.value, rel=1e-12)
+    assert dense.law is not None and banded.law is not None
+    np.testing.assert_allclose(dense.law, banded.law, rtol=1e-10, atol=1e-18)

@@ -48,6 +48,9 @@ MAX_EXACT_WIDTH = 800
 ROUNDING = 1e-10
 #: distinct service rates the pooled service law is built from (one group each)
 MAX_RATE_GROUPS = 2_000
+#: up to this many states the solve is numpy's dense LU (≤ 25 ms; a run of ten or twenty
+#: servers), above it scipy's banded LU (importing scipy.linalg costs a warm run ~0.25 s)
+DENSE_SOLVE_STATES = 1_200
 
 
 @dataclass(frozen=True)
@@ -192,13 +195,26 @@ def _tail_exponent(pmf: np.ndarray, low: int, epsilon: float) -> float:
     return brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
+def _solve_banded(up: int, down: int, band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """x with A·x = rhs, A given by its diagonals as scipy.linalg.solve_banded takes them
+    (``band[down + d, i] = A[i + d, i]``): LU with partial pivoting either way."""
+    size = rhs.size
+    if size > DENSE_SOLVE_STATES:
+        from scipy.linalg import solve_banded
+
+        return solve_banded((up, down), band, rhs)
+    dense = np.zeros((size, size))
+    for d in range(-down, up + 1):
+        columns = np.arange(max(0, -d), min(size, size - d))
+        dense[columns + d, columns] = band[down + d, columns]
+    return np.linalg.solve(dense, rhs)
+
+
 def _closed_solve(pmf: np.ndarray, low: int, size: int, theta: float
                   ) -> tuple[float, float, np.ndarray]:
     """(E[q], E[U], π on {0, …, L}) from the stationary law on {0, …, size − 1} closed by
     the geometric tail π_k = π_L·e^(−θ(k−L)) above L = size − 1 (banded LU); π is
     normalised with the tail's mass."""
-    from scipy.linalg import solve_banded
-
     offset = -low  # the largest decrement
     up = pmf.size - 1 - offset  # sub-diagonals of A = Pᵀ − I (moves up)
     down = offset  # super-diagonals (moves down)
@@ -220,7 +236,7 @@ def _closed_solve(pmf: np.ndarray, low: int, size: int, theta: float
     band[down, 0] = 1.0
     rhs = np.zeros(size)
     rhs[0] = 1.0
-    pi = solve_banded((up, down), band, rhs)
+    pi = _solve_banded(up, down, band, rhs)
     one_minus = -math.expm1(-theta)  # 1 − r, without the cancellation
     tail_mass = pi[last] * ratio / one_minus
     tail_first = pi[last] * (last * ratio / one_minus + ratio / one_minus**2)

@@ -79,12 +79,14 @@ def test_a_slotted_run_loads_no_scipy_stats_signal_optimize_fft_or_event_engine(
     assert _heavy_loaded(code, RUN_HEAVY) == []
 
 
-def test_a_warm_classical_run_loads_no_scipy_special_or_linalg() -> None:
-    """Its pooled-queue anchor comes from theory.pmf and numpy's solve: importing
-    scipy.special or scipy.linalg (scipy's array-API layer, numpy.f2py, numpy.testing) was a
-    quarter of a warm run. The first run may compile, and numba's compiler set-up imports
-    scipy.linalg, so the second is the one checked."""
-    code = ("from dispatchlab.cli import main\nassert main(['run', '--policy', 'jsq', "
+@pytest.mark.parametrize("policy", ["jsq", "wrand", "jbt"])
+def test_a_warm_run_loads_no_scipy_special_or_linalg(policy: str) -> None:
+    """Its pooled-queue anchor comes from theory.pmf and numpy's solve, and no cached
+    function's environment names numba.np.arraymath (the alias table's sum, used by wrand
+    and JBT, had): importing scipy.special or scipy.linalg (scipy's array-API layer,
+    numpy.f2py, numpy.testing) was a quarter of a warm run. The first run may compile, and
+    numba's compiler set-up imports scipy.linalg, so the second is the one checked."""
+    code = (f"from dispatchlab.cli import main\nassert main(['run', '--policy', '{policy}', "
             "'--servers', '10x0.5', '--slots', '2000', '--json']) == 0")
     _python(code)
     assert _heavy_loaded(code, ("scipy.special", "scipy.linalg", "scipy.fft")) == []

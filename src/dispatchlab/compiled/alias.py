@@ -20,7 +20,12 @@ from dispatchlab.compiled.rng import INV_2_53, next_u64, select_unpredictable
 def _vose(weights):
     n = weights.size
     table = np.empty(2 * n)
-    scaled = weights * (n / weights.sum())
+    # the sum as numba's ``weights.sum()`` adds (in order), without its implementation's
+    # module, whose import (numba.np.arraymath imports scipy.linalg) a cached entry repeats
+    total = 0.0
+    for i in range(n):
+        total += weights[i]
+    scaled = weights * (n / total)
     small = np.empty(n, np.int64)
     large = np.empty(n, np.int64)
     n_small = 0

@@ -213,8 +213,8 @@ def _solve_banded(up: int, down: int, band: np.ndarray, rhs: np.ndarray) -> np.n
 def _closed_solve(pmf: np.ndarray, low: int, size: int, theta: float
                   ) -> tuple[float, float, np.ndarray]:
     """(E[q], E[U], π on {0, …, L}) from the stationary law on {0, …, size − 1} closed by
-    the geometric tail π_k = π_L·e^(−θ(k−L)) above L = size − 1 (banded LU); π is
-    normalised with the tail's mass."""
+    the geometric tail π_k = π_L·e^(−θ(k−L)) above L = size − 1 (:func:`_solve_banded`);
+    π is normalised with the tail's mass."""
     offset = -low  # the largest decrement
     up = pmf.size - 1 - offset  # sub-diagonals of A = Pᵀ − I (moves up)
     down = offset  # super-diagonals (moves down)

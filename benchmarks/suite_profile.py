@@ -244,6 +244,9 @@ def main(argv: list[str]) -> int:
         return record(path, argv[2:])
     if argv[0] == "record-compiles":
         return record_compiles(path, argv[2:])
+    if not path.is_file():
+        print(f"error: {argv[0]}: no file {str(path)!r} (record it first)", file=sys.stderr)
+        return 2
     if argv[0] == "report":
         print(report(path.read_text(encoding="utf-8", errors="replace")))
     else:

@@ -94,3 +94,12 @@ def test_the_recorder_logs_a_compile_and_then_a_load_with_the_test(suite_profile
     assert [(kind, function, types, test) for kind, function, types, _, test in rows] == [
         ("compile", "kernel.twice", "(int64)", "t.py::x"),
         ("load", "kernel.twice", "(int64)", "t.py::x")]
+
+
+@pytest.mark.parametrize("command", ["report", "report-compiles"])
+def test_a_report_of_a_missing_file_is_one_line(suite_profile, tmp_path: Path, capsys,
+                                                command: str) -> None:
+    assert suite_profile.main([command, str(tmp_path / "none.tsv")]) == 2
+    assert capsys.readouterr().err == (f"error: {command}: no file "
+                                       f"{str(tmp_path / 'none.tsv')!r} (record it first)\n")
+    assert suite_profile.main(["profile", "x"]) == 2  # an unknown command: the usage

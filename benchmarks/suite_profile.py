@@ -22,10 +22,10 @@ so keep the machine otherwise idle) and each cache load, with the test that was 
 (``PYTEST_CURRENT_TEST``, which subprocesses inherit). Run it on an empty cache (delete
 ``*.nbi``/``*.nbc`` outside ``.venv``) to see a clean clone's compiles. A test that checks
 what a process imports or prints may fail under the recorder; a subprocess started with an
-environment of its own is not recorded. ``report-compiles`` prints the seconds in all; the
-functions compiled more than once (a cache of their own, a closure numba cannot cache);
-and, by test, the seconds of functions that no other test compiles or loads — what the
-suite would save without that test.
+environment of its own is not recorded, nor one killed (rows are written at exit).
+``report-compiles`` prints the seconds in all; the functions compiled more than once (a
+cache of their own, a closure numba cannot cache); and, by test, the seconds of functions
+that no other test compiles or loads — what the suite would save without that test.
 """
 
 from __future__ import annotations

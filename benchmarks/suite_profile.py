@@ -25,7 +25,9 @@ what a process imports or prints may fail under the recorder; a subprocess start
 environment of its own is not recorded, nor one killed (rows are written at exit).
 ``report-compiles`` prints the seconds in all; the functions compiled more than once (a
 cache of their own, a closure numba cannot cache); and, by test, the seconds of functions
-that no other test compiles or loads — what the suite would save without that test.
+that no other test compiles or loads from the cache. That bounds what a test alone needs
+from above: a later test of the same process calls the compiled function from memory,
+which leaves no record.
 """
 
 from __future__ import annotations
@@ -222,7 +224,7 @@ def compiles_report(rows: list[list[str]], top: int = 25) -> str:
         if len(users[key]) == 1:
             for test, seconds in runs:
                 alone[test] += seconds
-    lines += ["", f"compiled for one test alone: {sum(alone.values()):.1f} s"]
+    lines += ["", f"compiled by a test, loaded by no other: {sum(alone.values()):.1f} s"]
     lines += [f"  {seconds:6.2f} s  {test}"
               for test, seconds in sorted(alone.items(), key=lambda kv: -kv[1])[:top]]
     return "\n".join(lines)

@@ -72,9 +72,9 @@ def test_the_report_sums_repeats_and_what_one_test_alone_compiles(suite_profile)
     assert "5 compiles of 4 distinct functions, 8.2 s" in text
     assert "compiled more than once: 0.8 s beyond the first" in text
     assert "0.75 s  2×  m.cold" in text
-    assert "compiled for one test alone: 5.2 s" in text
+    assert "compiled by a test, loaded by no other: 5.2 s" in text
     lines = text.splitlines()
-    alone = lines[lines.index("compiled for one test alone: 5.2 s") + 1:]
+    alone = lines[lines.index("compiled by a test, loaded by no other: 5.2 s") + 1:]
     assert alone == ["    2.00 s  t.py::a", "    1.75 s  t.py::d", "    1.50 s  t.py::c"]
 
 

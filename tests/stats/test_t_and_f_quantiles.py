@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
 from dispatchlab.core.errors import ValidationError
+from dispatchlab.stats import pooled_estimate, replication_estimate
 from dispatchlab.stats.t_and_f_quantiles import (
     f_quantile,
     regularized_beta,
@@ -81,15 +83,12 @@ def test_a_quantile_out_of_its_domain_is_refused(dof: float, p: float) -> None:
         f_quantile(dof, 3, p)
 
 
-@pytest.mark.parametrize("confidence", [0, 1, 1.5, -0.2, math.nan, math.inf, "0.95", None])
+@pytest.mark.parametrize("confidence", [0, 1, 1.5, -0.2, math.nan, math.inf, "0.95", None,
+                                        True, np.float64(1.0)])
 def test_an_interval_s_confidence_out_of_its_domain_names_the_field(confidence: object
                                                                     ) -> None:
     """scipy had answered nan (or ±inf) for these; the public estimators now refuse them
     with one line naming ``confidence``."""
-    import numpy as np
-
-    from dispatchlab.stats import pooled_estimate, replication_estimate
-
     with pytest.raises(ValidationError, match=r"^confidence: must be a number strictly"):
         replication_estimate(np.array([1.0, 2.0, 4.0]), confidence)  # type: ignore[arg-type]
     runs = [replication_estimate(np.array([1.0, 2.0, 4.0])),
@@ -104,3 +103,12 @@ def test_degrees_of_freedom_beyond_any_run_still_give_the_normal_quantile() -> N
     assert t_quantile(math.inf) == pytest.approx(1.959963984540054, rel=1e-15)
     assert t_quantile(1e300) == pytest.approx(1.959963984540054, rel=1e-15)
     assert math.isnan(t_quantile(0)) and math.isnan(t_quantile(math.nan))
+
+
+@pytest.mark.parametrize("confidence", [np.float64(0.9), np.float32(0.9)])
+def test_a_numpy_confidence_is_a_number_like_any_other(confidence: object) -> None:
+    """A level read from an array gives the interval of the same float (scipy.special had
+    taken them; a check of the exact type had refused them)."""
+    values = np.array([1.0, 2.0, 4.0, 3.5])
+    same = replication_estimate(values, float(confidence))  # type: ignore[arg-type]
+    assert replication_estimate(values, confidence) == same  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -70,7 +71,8 @@ class Estimate:
 def t_quantile(dof: float, confidence: float = 0.95) -> float:
     """The two-sided Student-t quantile t_{dof, (1+confidence)/2} (``nan`` without a
     degree of freedom); ``confidence`` strictly between 0 and 1."""
-    require(type(confidence) in (float, int) and 0 < confidence < 1, "confidence",
+    require(isinstance(confidence, numbers.Real) and not isinstance(confidence, bool)
+            and 0 < confidence < 1, "confidence",
             f"must be a number strictly between 0 and 1 (got {confidence!r})")
     if not dof > 0:
         return math.nan

@@ -14,6 +14,7 @@ import pkgutil
 from typing import Any
 
 import pytest
+from pool_tasks import refuse
 
 import dispatchlab
 from dispatchlab import ValidationError
@@ -67,11 +68,6 @@ def test_every_exception_type_pickles(cls: type[BaseException]) -> None:
     assert type(again) is cls
     assert str(again) == str(error)
     assert again.__dict__ == error.__dict__
-
-
-def refuse(value: int) -> int:
-    """A worker task that refuses its input (module level: a spawned worker imports it)."""
-    raise ValidationError("replications", f"must be ≥ 1 (got {value})")
 
 
 def test_a_validation_error_crosses_a_real_process_pool() -> None:

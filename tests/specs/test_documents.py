@@ -17,6 +17,7 @@ from dispatchlab.cli import main
 from dispatchlab.core.documents import (
     MAX_DEPTH,
     data_depth,
+    dotted_depth,
     loads_json,
     loads_toml,
     nesting_depth,
@@ -119,6 +120,33 @@ def test_other_encodings_name_the_byte_not_the_content(tmp_path: Path, content: 
 ])
 def test_nesting_depth_skips_strings_and_comments(text: str, depth: int) -> None:
     assert nesting_depth(text) == depth
+
+
+@pytest.mark.parametrize("text,dots", [
+    ("", 0), ("x = 1", 0), ("x = 0.5", 1), ("a.b.c = 1", 2), ('a . "b.c" . c = 1', 2),
+    ("[a.'b'.c]\nk = 1", 2), ('x = "a.b.c.d"', 0), ("# a.b.c.d\nx = 1", 0),
+    ('x = """\na.b.c.d\n"""', 0), ("x = '''\na.b.c\n'''\ny.z = 1", 1), ("a" * 10_000, 0),
+])
+def test_dotted_depth_counts_the_dots_of_keys_outside_strings_and_comments(
+        text: str, dots: int) -> None:
+    assert dotted_depth(text) == dots
+
+
+@pytest.mark.parametrize("key", ["o" + ".o" * 100_000, '"o".' * 100_000 + "o",
+                                 "o" + " . o" * 100_000])
+def test_a_key_of_many_parts_is_refused_before_the_parser_sees_it(
+        key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tomllib's time on one dotted key grows as the square of its parts (40 s at
+    50,000): the scan refuses it first."""
+    from dispatchlab.core import documents
+
+    def parser_reached(text: str) -> None:
+        raise AssertionError("the parser was given the document")
+
+    monkeypatch.setattr(documents.tomllib, "loads", parser_reached)
+    for text in (key + " = 1\n", f"[{key}]\n", f"x = {{{key} = 1}}\n"):
+        with pytest.raises(ValidationError, match=f"more than {MAX_DEPTH} deep"):
+            loads_toml(text)
 
 
 def test_limits_are_exact() -> None:

@@ -70,6 +70,20 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
         _collect_and_freeze()
 
 
+@pytest.fixture(autouse=True)
+def _one_worker_unless_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run in a test's own process that names no ``workers`` (simulate, compare,
+    replications, precision rounds) takes its tasks in that process, not in a pool of a
+    worker per core: the suite's workers already keep every core busy, and 34 tests had
+    started 64 such pools, each worker loading or compiling again what the test process
+    had. A test of a pool names its workers; a subprocess (the CLI's tests of pooled runs
+    and their signals) still takes every core, and so does a sweep (the experiments'
+    runner holds its own reference to ``available_cores``)."""
+    from dispatchlab.core import pools
+
+    monkeypatch.setattr(pools, "available_cores", lambda: 1)
+
+
 # A closed form must lie inside the reported 95 % CI widened by this factor. With ≥ 10
 # replications (t₉) a correct engine fails this with probability ≈ 0.2 %, so a change of
 # random stream elsewhere in the engine does not make the suite flaky; the CI must also

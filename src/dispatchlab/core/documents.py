@@ -74,8 +74,8 @@ def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
 
 def dotted_depth(text: str, limit: int = MAX_DEPTH) -> int:
     """The most dots in one dotted key ``a.b.c…`` of a TOML document (the tables it nests
-    at most), outside multi-line strings and comments, counted up to ``limit + 1``. A
-    number's dot counts too (``0.5``: one), which is far below any limit."""
+    at most), outside multi-line strings and comments; the scan stops at the first key
+    past ``limit``. A number's dot counts too (``0.5``: one), far below any limit."""
     deepest = 0
     position = 0
     while position < len(text) and deepest <= limit:

@@ -62,15 +62,19 @@ KINDS: list[tuple[str, tuple[str, ...]]] = [
 #: what ``record`` and ``record-compiles`` run pytest with, unless told otherwise
 PYTEST_ARGS = ["-q", "-n", "auto", "--dist", "worksteal"]
 OTHER = "everything else (test bodies, pytest and xdist, waiting)"
-#: the root frame of a stack: the suite's first process (py-spy names a process by its
-#: command line, which may hold newlines: a record starts at this frame, not at a line)
-_RECORD = re.compile(r'\n(?=process \d+:"[^"]*-m pytest)')
+#: the root frame of a stack, the suite's first process (py-spy names a process by its
+#: command line, which may hold newlines, or be empty when py-spy could not read it): a
+#: record starts at this frame, found by its process id, not at a line
+_ROOT = re.compile(r"process (\d+):")
 _TEST = re.compile(r"(test_\w+) \((test_\w+\.py)")
 
 
 def samples(raw: str) -> Iterator[tuple[str, int]]:
     """(stack, count) of each record of py-spy's raw (collapsed-stack) output."""
-    for record in _RECORD.split(raw):
+    root = _ROOT.match(raw)
+    if root is None:
+        return
+    for record in re.split(rf"\n(?=process {root.group(1)}:)", raw):
         stack, _, count = record.rstrip("\n").rpartition(" ")
         if stack and count.isdigit():
             yield stack, int(count)

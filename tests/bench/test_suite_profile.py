@@ -40,6 +40,11 @@ def test_records_split_at_the_suite_s_root_frame_not_at_newlines(suite_profile) 
     assert counts == [6, 3, 1, 2, 8]
 
 
+def test_a_root_whose_command_line_py_spy_could_not_read_still_splits(suite_profile) -> None:
+    raw = RAW.replace(ROOT, 'process 1:""')
+    assert [count for _, count in suite_profile.samples(raw)] == [6, 3, 1, 2, 8]
+
+
 def test_each_sample_goes_to_the_first_kind_that_matches(suite_profile) -> None:
     table = suite_profile.report(RAW)
     assert "20 samples" in table

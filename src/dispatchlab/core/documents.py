@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,14 @@ from dispatchlab.core.paths import guarded_io, require_readable_file
 BOM = "\ufeff"
 #: the deepest nesting of arrays and tables a document may have (a spec needs about 4)
 MAX_DEPTH = 64
-#: what opens and closes a level, and what a TOML/JSON string or comment looks like
-_TOKENS = re.compile(r'"""|\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]')
-#: a key of parts joined by dots (bare or quoted), or what the scan skips
-_KEY_PART = r'(?:[A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\')'
-_DOTTED = re.compile(rf'"""|\'\'\'|#[^\n]*|{_KEY_PART}(?:[ \t]*\.[ \t]*{_KEY_PART})*')
+#: what a TOML/JSON string or comment looks like, what opens and closes a level, and a
+#: key of parts joined by dots (bare or quoted)
+_MULTI_LINE = r'"""|\'\'\''
+_STRING = r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
+_COMMENT = r"#[^\n]*"
+_KEY_PART = rf"(?:[A-Za-z0-9_-]+|{_STRING})"
+_TOKENS = re.compile(rf"{_MULTI_LINE}|{_STRING}|{_COMMENT}|[\[\]{{}}]")
+_DOTTED = re.compile(rf"{_MULTI_LINE}|{_COMMENT}|{_KEY_PART}(?:[ \t]*\.[ \t]*{_KEY_PART})*")
 _PART = re.compile(_KEY_PART)
 
 
@@ -48,21 +52,25 @@ def read_text(path: str | Path, field: str, what: str = "file") -> str:
     return text.removeprefix(BOM)
 
 
+def _tokens(pattern: re.Pattern[str], text: str) -> Iterator[str]:
+    """The matches of ``pattern`` in ``text``, each multi-line string skipped whole."""
+    position = 0
+    while (match := pattern.search(text, position)) is not None:
+        token = match.group()
+        position = match.end()
+        if token in ('"""', "'''"):
+            end = text.find(token, position)
+            position = len(text) if end < 0 else end + 3
+        else:
+            yield token
+
+
 def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
     """The deepest nesting of ``[ ]``/``{ }`` outside strings and comments, counted up to
     ``limit + 1`` (enough to refuse; the scan stops there)."""
     depth = deepest = 0
-    position = 0
-    while position < len(text):
-        match = _TOKENS.search(text, position)
-        if match is None:
-            break
-        token = match.group()
-        position = match.end()
-        if token in ('"""', "'''"):  # a multi-line string: skip to its end
-            end = text.find(token, position)
-            position = len(text) if end < 0 else end + 3
-        elif token in "[{":
+    for token in _tokens(_TOKENS, text):
+        if token in "[{":
             depth += 1
             deepest = max(deepest, depth)
             if deepest > limit:
@@ -77,18 +85,11 @@ def dotted_depth(text: str, limit: int = MAX_DEPTH) -> int:
     at most), outside multi-line strings and comments; the scan stops at the first key
     past ``limit``. A number's dot counts too (``0.5``: one), far below any limit."""
     deepest = 0
-    position = 0
-    while position < len(text) and deepest <= limit:
-        match = _DOTTED.search(text, position)
-        if match is None:
-            break
-        token = match.group()
-        position = match.end()
-        if token in ('"""', "'''"):
-            end = text.find(token, position)
-            position = len(text) if end < 0 else end + 3
-        elif "." in token and not token.startswith("#"):
+    for token in _tokens(_DOTTED, text):
+        if "." in token and not token.startswith("#"):
             deepest = max(deepest, len(_PART.findall(token)) - 1)
+            if deepest > limit:
+                break
     return deepest
 
 

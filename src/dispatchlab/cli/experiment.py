@@ -28,7 +28,7 @@ from dispatchlab.cli.output import MISSING, integer, number, stderr_console, std
 from dispatchlab.core.display import local_time
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.paths import require_writable_file, write_whole
-from dispatchlab.core.signals import interrupt_saying
+from dispatchlab.core.signals import interrupt_saying, stops_held
 from dispatchlab.core.spreadsheet import to_csv
 from dispatchlab.experiments.store import DEFAULT_STORE, Store
 
@@ -277,8 +277,10 @@ def _sweep_and_draw(spec: ExperimentSpec, db: Store, directory: Path, *, workers
         else:
             outcome = run_experiment(spec, store=db, workers=workers, cluster=cluster)
     except KeyboardInterrupt as interrupt:  # the run is marked interrupted; its points stay
-        raise interrupt_saying(interrupt, f"{db.count(spec.name)} point(s) of {spec.name} "
-                               f"stored in {db.path}; the same command resumes") from None
+        with stops_held():
+            stored = db.count(spec.name)
+        raise interrupt_saying(interrupt, f"{stored} point(s) of {spec.name} stored in "
+                               f"{db.path}; the same command resumes") from None
     frame = db.frame(spec.name)
     directory.mkdir(parents=True, exist_ok=True)
     write_whole("out", directory / "points.csv", lambda path: to_csv(frame, path))

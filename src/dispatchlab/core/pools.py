@@ -48,10 +48,9 @@ from typing import Any, TypeVar
 from dispatchlab.core.errors import require
 from dispatchlab.core.signals import (
     interrupt_saying,
-    interruption,
     leave_if_importing_the_main_script,
     leave_stops_to_the_coordinator,
-    stops_caught,
+    stops_held,
 )
 
 T = TypeVar("T")
@@ -107,14 +106,12 @@ class _WorkerProcess(_BaseProcess):  # type: ignore[valid-type,misc]
         if not hasattr(signal, "pthread_sigmask"):  # Windows: no process groups to signal
             super().start()
             return
-        with stops_caught() as stopped:
+        with stops_held():
             old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
                 super().start()
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        if stopped():
-            raise interruption(stopped())
 
 
 class _WorkerContext(_BaseContext):  # type: ignore[valid-type,misc]
@@ -208,20 +205,22 @@ def watch_coordinator(coordinator_pid: int, interval: float = 1.0) -> None:
 def stop_pool(pool: Executor) -> None:
     """Stop a pool now (Ctrl-C, an error): cancel what is queued, terminate the workers
     (their points are abandoned, not waited for) and reap them, so that no process, queue
-    or semaphore outlives the pool."""
-    recorded = list((getattr(pool, "_processes", None) or {}).values())
-    made = getattr(getattr(pool, "_mp_context", None), "made", [])
-    processes = list({id(p): p for p in [*recorded, *made] if p.pid is not None}.values())
-    # shutdown(wait=False) forgets the pool's management thread: keep it to join it below
-    manager = getattr(pool, "_executor_manager_thread", None)
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-    for process in processes:
-        process.join(timeout=5)
-    if manager is not None:  # it sees the workers gone, closes the queues and ends
-        manager.join(timeout=10)
+    or semaphore outlives the pool. A second Ctrl-C waits until they are gone (the joins
+    are bounded)."""
+    with stops_held():
+        recorded = list((getattr(pool, "_processes", None) or {}).values())
+        made = getattr(getattr(pool, "_mp_context", None), "made", [])
+        processes = list({id(p): p for p in [*recorded, *made] if p.pid is not None}.values())
+        # shutdown(wait=False) forgets the pool's management thread: keep it to join it below
+        manager = getattr(pool, "_executor_manager_thread", None)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        for process in processes:
+            process.join(timeout=5)
+        if manager is not None:  # it sees the workers gone, closes the queues and ends
+            manager.join(timeout=10)
 
 
 def map_tasks(function: Callable[[T], R], tasks: Iterable[T], *,

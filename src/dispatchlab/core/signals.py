@@ -215,6 +215,21 @@ def stops_caught() -> Iterator[Callable[[], int]]:
                 signal.signal(signum, handler)
 
 
+
+@contextlib.contextmanager
+def stops_held() -> Iterator[None]:
+    """While inside, a stop waits (:func:`stops_caught`): for a bounded clean-up that a
+    second Ctrl-C must not cut short (a pool's workers reaped, a run marked in the store,
+    the count the line reports). On leaving, a stop that came is raised — unless the block
+    is the clean-up of a stop already on its way out (inside its ``except`` or
+    ``finally``), which goes on and says more than the second would."""
+    handling = sys.exc_info()[1]
+    with stops_caught() as stopped:
+        yield
+    if stopped() and not isinstance(handling, KeyboardInterrupt):
+        raise interruption(stopped())
+
+
 def call_interruptibly(function: Callable[..., T], *args: object) -> T:
     """``function(*args)`` in a helper thread while this (main) thread waits, so that a
     stop (Ctrl-C, or a signal raised as one) interrupts the wait within a tenth of a second

@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from dispatchlab.core.errors import ValidationError, require
 from dispatchlab.core.imports import import_in_worker, user_modules
 from dispatchlab.core.pools import available_cores, process_pool, stop_pool
+from dispatchlab.core.signals import stops_held
 from dispatchlab.experiments.store import DEFAULT_STORE, HEARTBEAT_SECONDS, Store
 from dispatchlab.specs.experiment import ExperimentSpec, Point
 
@@ -258,13 +259,14 @@ def run_experiment(
             _finish_claimed_elsewhere([p for p in todo if p.key not in mine], pool, db, run_id,
                                       snapshot, outcome, progress)
             status = "finished"
-        finally:
-            try:
-                if heartbeat is not None:
-                    heartbeat.stop()
-                pool.shutdown(cancel=status != "finished")
-            finally:  # even when a second Ctrl-C cuts the clean-up short
-                db.finish_run(run_id, status)
+        finally:  # a second Ctrl-C waits for the workers to go and the run to be marked
+            with stops_held():
+                try:
+                    if heartbeat is not None:
+                        heartbeat.stop()
+                    pool.shutdown(cancel=status != "finished")
+                finally:
+                    db.finish_run(run_id, status)
         return outcome
     finally:
         if own_store:

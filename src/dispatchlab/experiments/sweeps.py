@@ -41,7 +41,7 @@ from typing import Any
 from dispatchlab.core.errors import refuse_unknown, require
 from dispatchlab.core.pools import BROKEN_POOL, START_METHOD, process_pool, stop_pool
 from dispatchlab.core.progress_display import notebook_progress
-from dispatchlab.core.signals import api_stops, interrupt_saying
+from dispatchlab.core.signals import api_stops, interrupt_saying, stops_held
 from dispatchlab.engine.control import format_seconds
 from dispatchlab.experiments.arguments import SweepArguments, as_list, sweep_arguments
 from dispatchlab.experiments.recipes import identity_params, policy_from_recipe, policy_recipe
@@ -299,7 +299,8 @@ def _run_grid(tasks: list[tuple[Point, Policy, dict[str, Any] | None]], grid: Ex
             raise interrupt_saying(interrupt, f"{stored} point(s) of {grid.name} stored in "
                                    f"{args.store}; the same call resumes") from None
         finally:
-            db.finish_run(run_id, status)
+            with stops_held():
+                db.finish_run(run_id, status)
     return results
 
 

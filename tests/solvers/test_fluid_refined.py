@@ -13,19 +13,16 @@ import pytest
 
 import dispatchlab as dl
 from dispatchlab.cli import main
+from dispatchlab.cli.output import to_resolution
 from dispatchlab.core.errors import ValidationError
 from dispatchlab.solvers.fluid import ARRIVAL_TAIL, FluidRule, fixed_point, server_classes
 from dispatchlab.solvers.laws import service_pmf
-from dispatchlab.solvers.refined import _TailMap, expansion_term
+from dispatchlab.solvers.refined import _TailMap, expansion_terms
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# c's resolution: its finite differences move it by up to 3.4e-4 when their steps are halved or
-# doubled (ten classes, Po-2, ρ = 0.9: −4.55118 to −4.55152), and two machines' linear
-# algebra gave −4.55152 and −4.5514 (the committed table), so the table's fourth decimal is
-# not the method's
-C_RESOLUTION = 1e-3
+TEN_CLASSES = ",".join(f"10x{r / 10:g}" for r in range(1, 11))
 
 
 def per_job(servers: str, load: float, **options: object) -> dl.System:
@@ -47,7 +44,7 @@ def test_routing_that_ignores_the_queues_has_no_1_over_n_term(servers, kind, d) 
     tails = np.array([np.pad(row, (0, limit.truncation + 1 - len(row)))
                       for row in limit.tail_by_class])
     occupancy = tails - np.hstack([tails[:, 1:], np.zeros((tails.shape[0], 1))])
-    assert abs(expansion_term(system, kind, d, occupancy, alpha, mu, services)) < 1e-4
+    assert abs(expansion_terms(system, kind, d, occupancy, alpha, mu, services)[0]) < 1e-4
     public = dl.fluid(system, {"random": "rand", "weighted": "wrand"}.get(kind, "pod"),
                       policy_params={"d": d} if kind == "pod" else None, refined=True)
     assert abs(public.refined_correction) < 1e-4
@@ -88,7 +85,7 @@ def test_po2_s_term_is_the_measured_constant_of_its_1_over_n_approach() -> None:
 
 def test_the_committed_refined_table_is_what_the_solver_gives_and_what_the_docs_quote() -> None:
     """results/fluid/refined.md: every c recomputed (one of them negative) to the expansion's
-    resolution (C_RESOLUTION); each row's
+    resolution (its own, plus the table's rounding to 4 decimals); each row's
     remainder (simulation − fluid − c/N) below half its gap at N = 10 and a quarter from
     N = 20, and falling like 1/N² (within twice the N = 10 remainder·(10/N)², plus 3
     half-widths); the figures docs/fluid.md quotes."""
@@ -97,12 +94,13 @@ def test_the_committed_refined_table_is_what_the_solver_gives_and_what_the_docs_
                           r"c = ([+-][\d.]+)\n(.*?)(?=^## |\Z)", text, re.M | re.S)
     assert len(sections) == 5
     servers = {"homogeneous μ = 0.5": "100x0.5", "half μ = 0.3, half μ = 0.6": "50x0.3,50x0.6",
-               "ten classes μ = 0.1, 0.2, …, 1.0": ",".join(f"10x{r / 10:g}" for r in range(1, 11))}
+               "ten classes μ = 0.1, 0.2, …, 1.0": TEN_CLASSES}
     for d, title, load, fluid, c, rows in sections:
         result = dl.fluid(per_job(servers[title], float(load)), "pod",
                           policy_params={"d": int(d)}, refined=True)
         assert f"{result.mean_queue_per_server:.5f}" == fluid
-        assert abs(result.refined_correction - float(c)) <= C_RESOLUTION, (title, c)
+        assert abs(result.refined_correction - float(c)) <= result.refined_resolution + 5e-5, (
+            title, c)
         remainders = []
         for n, gap, rest, half in re.findall(
                 r"^\| (\d+) \| ([+-][\d.]+) ± [\d.]+ \| .*? \| ([+-][\d.]+) ± ([\d.]+) \|",
@@ -135,6 +133,43 @@ def test_refined_where_it_is_not_derived_is_one_line_at_once(policy, options, ma
 def test_refined_is_a_boolean(value) -> None:
     with pytest.raises(ValidationError, match="^refined: expected True or False"):
         dl.fluid(per_job("10x0.5", 0.9), "pod", refined=value)
+
+
+def test_c_reports_its_resolution() -> None:
+    """The most c moves when one finite-difference step is halved or doubled. On ten
+    classes under Po-2 at ρ = 0.9 that is 3.4·10⁻⁴ (−4.55118 to −4.55152), and two
+    machines' linear algebra gave −4.55152 and −4.5514 (the committed table): the fourth
+    decimal is not the method's, which the resolution says. On one class it is ~10⁻⁶;
+    random routing's c = 0 is exact."""
+    ten = dl.fluid(per_job(TEN_CLASSES, 0.9), "pod", refined=True)
+    assert 1e-4 < ten.refined_resolution < 1e-3
+    assert abs(ten.refined_correction - (-4.5514)) <= ten.refined_resolution
+    one = dl.fluid(per_job("100x0.5", 0.9), "pod", refined=True)
+    assert 0 < one.refined_resolution < 1e-5
+    exact = dl.fluid(per_job("100x0.5", 0.9), "rand", refined=True)
+    assert (exact.refined_correction, exact.refined_resolution) == (0.0, 0.0)
+    assert dl.fluid(per_job("100x0.5", 0.9), "pod").refined_resolution is None
+
+
+@pytest.mark.parametrize(("value", "resolution", "text"), [
+    (-4.551522698, 3.39e-4, "-4.5515 ± 0.0003"), (2.0544393716, 2.08e-6, "2.054439 ± 2e-06"),
+    (335.405477, 3.39e-4, "335.4055 ± 0.0003"), (12.34, 5.0, "12 ± 5"),
+    (1.23456, 0.05, "1.23 ± 0.05"), (652.5, 0.0, "652.5")])
+def test_a_value_is_written_to_its_resolution(value, resolution, text) -> None:
+    assert to_resolution(value, resolution) == text
+
+
+def test_check_fluid_prints_c_to_its_resolution(capsys: pytest.CaptureFixture[str]) -> None:
+    """The table writes c and the refined E[ΣQ] to c's resolution (it printed
+    -4.55152 with a resolution of 3·10⁻⁴); --json keeps every digit and the resolution."""
+    argv = ["check", "fluid", "--policy", "pod", "--servers", TEN_CLASSES, "--load", "0.9",
+            "--arrivals", "poisson", "--dispatch", "per_job", "--refined"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "-4.5515 ± 0.0003" in out and "335.4055 ± 0.0003" in out
+    assert main([*argv, "--json"]) == 0
+    data = __import__("json").loads(capsys.readouterr().out)
+    assert data["refined_resolution"] == pytest.approx(3.4e-4, abs=0.5e-4)
 
 
 def test_check_fluid_prints_the_term_and_refuses_jsq(capsys: pytest.CaptureFixture[str]) -> None:

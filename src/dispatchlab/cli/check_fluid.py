@@ -11,7 +11,7 @@ from rich.table import Table
 
 from dispatchlab.cli import options
 from dispatchlab.cli.app import check_app
-from dispatchlab.cli.output import number, print_json, stdout_console
+from dispatchlab.cli.output import number, print_json, stdout_console, to_resolution
 
 
 @check_app.command("fluid")
@@ -67,11 +67,12 @@ def fluid_command(
                       "servers)", f"{mean:.8g}")
     table.add_row(f"E[ΣQ] at N = {system.n_servers:,} (N·E[Q])",
                   f"{data['mean_total_queue']:.8g}")
-    if refined:
+    if refined:  # to c's resolution (its finite differences), which the sum inherits
+        resolution = data["refined_resolution"]
         table.add_row("1/N term c (E[Q] per server ≈ E[Q] + c/N)",
-                      f"{data['refined_correction']:.6g}")
+                      to_resolution(data["refined_correction"], resolution))
         table.add_row(f"E[ΣQ] at N = {system.n_servers:,}, refined (N·E[Q] + c)",
-                      f"{data['refined_mean_total_queue']:.8g}")
+                      to_resolution(data["refined_mean_total_queue"], resolution))
     table.add_row("mean delay (slots, Little)", f"{data['mean_delay']:.8g}")
     table.add_row("P(a job joins a busy server)", number(data["wait_probability"]))
     tails = data["tail_by_class"][0][:6]

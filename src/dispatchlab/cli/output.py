@@ -44,6 +44,16 @@ def number(value: Any, digits: int = 4) -> str:
     return text
 
 
+def to_resolution(value: float, resolution: float) -> str:
+    """``value`` to the decimal of its ``resolution``'s first digit, and ``± resolution``
+    to one digit (``-4.5515 ± 0.0003``): no digit beyond what the method resolves. An exact
+    value (resolution 0) is written with 10 significant digits."""
+    if not resolution > 0:
+        return f"{value:.10g}"
+    decimals = max(0, -math.floor(math.log10(resolution)))
+    return f"{value:.{decimals}f} ± {resolution:.1g}"
+
+
 def integer(value: Any) -> str:
     """``value`` as an integer with thousands separators, or :data:`MISSING` for ``None``."""
     return MISSING if value is None else f"{int(value):,}"

@@ -89,8 +89,10 @@ class FluidResult:
     the start of its slot; ``tail_by_class[j][k]`` is P(Q_j ≥ k). ``residual`` is the last
     ‖p(t+1) − p(t)‖₁, ``truncation`` K the largest queue kept, ``edge_mass`` the mass at K.
     With ``refined``: ``refined_correction`` c, the 1/N term (E[Q] per server ≈ fluid +
-    c/N: :mod:`dispatchlab.solvers.refined`), and ``refined_mean_total_queue`` = N·fluid +
-    c, the refined prediction of the system's E[ΣQ]; otherwise both None.
+    c/N: :mod:`dispatchlab.solvers.refined`), ``refined_resolution`` the most c moves when
+    its finite-difference steps are halved or doubled (its digits beyond that are not the
+    method's), and ``refined_mean_total_queue`` = N·fluid + c, the refined prediction of
+    the system's E[ΣQ]; otherwise all three None.
     """
 
     policy: str
@@ -109,6 +111,7 @@ class FluidResult:
     seconds: float
     notes: list[str] = field(default_factory=list)
     refined_correction: float | None = None
+    refined_resolution: float | None = None
     refined_mean_total_queue: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -399,11 +402,11 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
     tails = np.cumsum(p[:, ::-1], axis=1)[:, ::-1]
     shown = int(np.max(np.nonzero((tails * alpha[:, None]).sum(axis=0) > 1e-9)[0], initial=0)) + 1
     total = per_server_mean * system.n_servers
-    correction = None
+    correction = resolution = None
     if refined:
         from dispatchlab.solvers.refined import refine
 
-        correction = refine(system, rule.kind, rule.d, p, alpha, mu, services)
+        correction, resolution = refine(system, rule.kind, rule.d, p, alpha, mu, services)
     return FluidResult(
         policy=policy or rule.kind, rule=asdict(rule),
         classes=[{"mu": float(m), "fraction": float(a)} for m, a in zip(mu, alpha, strict=True)],
@@ -412,5 +415,5 @@ def fixed_point(system: System, rule: FluidRule, *, policy: str = "",
         wait_probability=busy, tail_by_class=[[float(v) for v in row[:shown]] for row in tails],
         truncation=int(p.shape[1] - 1), edge_mass=float(p[:, -1] @ alpha), residual=residual,
         iterations=iterations, seconds=time.perf_counter() - started, notes=notes,
-        refined_correction=correction,
+        refined_correction=correction, refined_resolution=resolution,
         refined_mean_total_queue=None if correction is None else total + correction)

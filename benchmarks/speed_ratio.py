@@ -35,7 +35,7 @@ import inspect  # the measurement keywords were renamed (track_delay, detail bef
 measures = ({"delay": "tagged" if full else "off", "imbalance": full}
             if "imbalance" in inspect.signature(simulate).parameters
             else {"track_delay": full, "detail": full})
-workloads = {w.name: w for w in bench.WORKLOADS}
+workloads = {w.name: w for w in getattr(bench, 'ALL_WORKLOADS', bench.WORKLOADS)}
 ready = {}
 for line in sys.stdin:
     name, seed = line.split()

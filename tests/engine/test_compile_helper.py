@@ -27,13 +27,18 @@ COLD_RUN = """
 import json, os, sys
 from dispatchlab.cli import main
 from dispatchlab.engine import compile_helper, loop
-status = main(["run", "--policy", "jsq", "--servers", "10x0.5", "--load", "0.9",
-               "--slots", "1000", "--seed", "3", "--json"])
+from dispatchlab.policies.led import ahead, min_tree
+status = main(["run", "--policy", "lsq", "--servers", "50x0.3,50x0.6", "--dispatchers", "10",
+               "--load", "0.9", "--slots", "1000", "--seed", "3", "--json"])
 children = [p for p in os.listdir('/proc') if p.isdigit()
             and open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == str(os.getpid())]
-# the types the loop called its callees with: those the helper compiled them for
-called = {name: [list(map(str, sig)) for sig in getattr(loop, name).signatures]
-          for name in loop.CALLEES}
+# the types the loop and LSQ's choose called their callees with, whichever process compiled
+# them: each callee's cache holds the signatures compiled (one more if a call's types were
+# not those its module declares, which the helper compiles ahead)
+def cached(function):
+    return sorted(list(map(str, key[0])) for key in function._cache._cache_file._load_index())
+called = {name: cached(getattr(module, name))
+          for module in (loop, ahead, min_tree) for name in module.CALLEES}
 print(json.dumps({"status": status, "helper": compile_helper.last_helper,
                   "children": children, "called": called}))
 """
@@ -55,14 +60,17 @@ def test_a_cold_run_compiles_beside_a_helper_says_so_and_leaves_none_behind(
     (cold_run, cold_report), (warm_run, warm_report) = (
         [json.loads(line) for line in done.stdout.splitlines()[-2:]] for done in (cold, warm))
     assert cold_report["status"] == warm_report["status"] == 0
-    assert ("compiling the slot loop, policies.classic._jsq_choose (once: cached for the next "
-            "runs)") in cold.stderr
+    assert ("compiling the slot loop, policies.led.choose._lsq_tree_choose, "
+            "policies.led.updates.push_end_slot (once: cached for the next runs)") in cold.stderr
     assert cold_report["helper"]["peak_kb"] > 0 and cold_report["helper"]["cpu_seconds"] > 0
     assert cold_report["children"] == []  # the helper was stopped with the compiling
     assert "compiling" not in warm.stderr and warm_report["helper"] == {}
     assert cold_run["mean_total_queue"] == warm_run["mean_total_queue"]
+    from dispatchlab.policies.led import ahead, min_tree
+
     assert cold_report["called"] == {name: [list(map(str, types))]
-                                     for name, types in loop.CALLEES.items()}
+                                     for module in (loop, ahead, min_tree)
+                                     for name, types in module.CALLEES.items()}
 
 
 def _helper_of(parent: int, within: float) -> int | None:
@@ -133,6 +141,29 @@ def test_only_dispatchlab_functions_still_to_compile_are_pieces() -> None:
     simulate(System.build("4x0.5", load=0.5), "jsq", slots=100, seed=1)  # the loop compiled
     user = choose_function(_user_choose)
     assert pieces_to_compile([loop.run_slots, user, no_hook, np.sum]) == []
+
+
+def test_the_callees_of_a_run_s_pieces_go_first_with_the_types_they_are_called_with(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The out-of-line functions an LSQ run's loop and ``choose`` call (the modules'
+    ``CALLEES``) are pieces the helper compiles ahead, the loop's first, each once; once
+    compiled, none."""
+    from dispatchlab.engine.compile_helper import callees_to_compile
+
+    run = [Piece("dispatchlab.engine.loop", "run_slots"),
+           Piece("dispatchlab.policies.led.choose", "_lsq_tree_choose")]
+    loop_callees = [Piece("dispatchlab.engine.loop", name) for name in loop.CALLEES]
+    led_callees = [Piece("dispatchlab.policies.led.min_tree", "_refresh_dirty"),
+                   Piece("dispatchlab.policies.led.ahead", "_group_choice")]
+    with monkeypatch.context() as patched:  # as on an empty cache, in a fresh process
+        patched.setattr(compile_helper, "needs_compiling", lambda function, types: True)
+        found = callees_to_compile(run)
+        assert found[:len(loop_callees)] == loop_callees
+        assert sorted(found[len(loop_callees):], key=repr) == sorted(led_callees, key=repr)
+        assert sorted(callees_to_compile(run[1:]), key=repr) == sorted(led_callees, key=repr)
+    simulate(System.build("50x0.3,50x0.6", load=0.9, dispatchers=10), "lsq", slots=500,
+             seed=1)  # (the types they were called with: the cold run's test)
+    assert callees_to_compile(run) == []
 
 
 def test_the_helper_imports_nothing_outside_dispatchlab(monkeypatch) -> None:

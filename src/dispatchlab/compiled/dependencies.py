@@ -131,6 +131,8 @@ class _Walk:
 
     def __init__(self) -> None:
         self.files: set[Path] = set()
+        #: the numba dispatchers reached (by id), in the order found
+        self.dispatchers: dict[int, Any] = {}
         self._seen: set[int] = set()
 
     def module(self, module_name: str) -> None:
@@ -196,6 +198,8 @@ class _Walk:
             self.function(inner)
             if inner is not value:  # compiled code: a dispatcher's or an intrinsic's
                 self.compiled_source(inner)
+                if getattr(value, "py_func", None) is inner:
+                    self.dispatchers.setdefault(id(value), value)
         if isinstance(value, types.ModuleType):
             if _ours(value.__name__) and id(value) not in self._seen:
                 self._seen.add(id(value))
@@ -221,6 +225,16 @@ def _functions_of(value: Any) -> Iterator[Any]:
         inner = getattr(value, attribute, None) if not isinstance(value, type) else None
         if isinstance(inner, types.FunctionType):
             yield inner
+
+
+def reachable_dispatchers(function: Any) -> list[Any]:
+    """The numba dispatchers ``function``'s code can reach (what it calls or inlines, what
+    those call, …), in the order the walk of :func:`dependency_files` finds them."""
+    walk = _Walk()
+    for inner in _functions_of(function):
+        walk.function(inner)
+    walk.dispatchers.pop(id(function), None)
+    return list(walk.dispatchers.values())
 
 
 _DIGESTS: dict[int, tuple[Any, str | None]] = {}

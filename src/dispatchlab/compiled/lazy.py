@@ -81,9 +81,10 @@ def compiled(function, *, only: bool = False):
 
 def needs_compiling(function, signature=None) -> bool:
     """Whether ``function`` has still to compile ``signature`` (default: its declared
-    one): not in this process, and not in numba's disk cache (no index entry under the key
-    a load would look for; a damaged index counts as none). False for what is not a numba
-    dispatcher cached on disk."""
+    one; or a tuple of argument types, as compiled code that calls it compiles it): not in
+    this process, and not in numba's disk cache (no index entry under the key a load would
+    look for; a damaged index counts as none). False for what is not a numba dispatcher
+    cached on disk."""
     from numba.core.caching import Cache
 
     signature = signature if signature is not None else getattr(function, "declared_signature",
@@ -91,7 +92,8 @@ def needs_compiling(function, signature=None) -> bool:
     cache = getattr(function, "_cache", None)
     if signature is None or not isinstance(cache, Cache):
         return False
-    if tuple(signature.args) in function.overloads:
+    arguments = tuple(signature.args) if hasattr(signature, "args") else tuple(signature)
+    if arguments in function.overloads:
         return False
     try:
         index = cache._cache_file._load_index()

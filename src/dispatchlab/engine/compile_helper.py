@@ -58,7 +58,8 @@ _running: list[subprocess.Popen[str]] = []
 @dataclass(frozen=True)
 class Piece:
     """A compiled function of a run, as the helper finds it again: ``module``'s attribute
-    ``name`` (a lazily compiled step, or a policy function whose adapter compiles)."""
+    ``name`` (a lazily compiled step, a policy function whose adapter compiles, or a
+    function a piece calls, which ``module`` declares in its ``CALLEES``)."""
 
     module: str
     name: str
@@ -131,10 +132,10 @@ def describe(pieces: Sequence[Piece]) -> str:
 def compile_alongside(pieces: Sequence[Piece]) -> Iterator[None]:
     """While the body compiles a run's ``pieces`` (:func:`pieces_to_compile`) in this
     order, a helper process compiles them from the other end, when there are two or more
-    and a helper is allowed; it is stopped when the body ends. When the slot loop is among
-    them, the helper first compiles the functions the loop calls (``loop.CALLEES``), which
-    the loop would otherwise compile itself, one by one, as its type inference meets them."""
-    ahead = _loop_callees(pieces)
+    and a helper is allowed; it is stopped when the body ends. The helper first compiles
+    the out-of-line functions the pieces call (:func:`callees_to_compile`), which the run
+    would otherwise compile one by one, inside the piece whose type inference meets them."""
+    ahead = callees_to_compile(pieces)
     if len(pieces) + len(ahead) < 2 or _running or not _helper_allowed():
         yield
         return
@@ -147,16 +148,34 @@ def compile_alongside(pieces: Sequence[Piece]) -> Iterator[None]:
         _stop(helper)
 
 
-_LOOP = Piece("dispatchlab.engine.loop", "run_slots")
+def callees_to_compile(pieces: Sequence[Piece]) -> list[Piece]:
+    """The compiled functions the ``pieces``' code calls rather than inlines, that their
+    modules declare with the argument types they are called with (a module's ``CALLEES``,
+    name → types: the loop's steps, LED's group walk and tree refresh), still to compile;
+    as pieces, each once, in the order of the pieces that reach them (the loop's first).
+    A piece compiles such a callee inside its own compile, on one core; compiled ahead by
+    the helper, it is loaded from the cache instead (a cold LSQ run waited 4.9 s for the
+    helper to compile its ``choose`` with the group walk and the refresh inside)."""
+    from dispatchlab.compiled.dependencies import reachable_dispatchers
 
-
-def _loop_callees(pieces: Sequence[Piece]) -> list[Piece]:
-    """The loop's callees, as pieces, when the loop is to compile (else none)."""
-    if _LOOP not in pieces:
-        return []
-    from dispatchlab.engine.loop import CALLEES
-
-    return [Piece(_LOOP.module, name) for name in CALLEES]
+    found: dict[Piece, None] = {}
+    for piece in pieces:
+        function = getattr(sys.modules.get(piece.module), piece.name, None)
+        if function is None:
+            continue
+        reached = reachable_dispatchers(function)
+        # a module declares the callees its code calls, wherever they are defined (the
+        # loop's steps live in engine.service and engine.tags)
+        modules = {piece.module: None}
+        modules.update((callee.py_func.__module__, None) for callee in reached)
+        callees = {id(callee) for callee in reached}
+        for module_name in modules:
+            module = sys.modules.get(module_name)
+            for name, types in getattr(module, "CALLEES", {}).items():
+                callee = getattr(module, name, None)
+                if id(callee) in callees and needs_compiling(callee, tuple(types)):
+                    found[Piece(module_name, name)] = None
+    return list(found)
 
 
 def _start(pieces: Sequence[Piece]) -> subprocess.Popen[str]:
@@ -207,8 +226,8 @@ def _compile(piece: Piece) -> None:
     function = getattr(module, piece.name)
     if is_policy_function(function):
         policy_adapter(function)
-    elif piece.name in getattr(module, "CALLEES", {}):  # a function the loop calls
-        function.compile(module.CALLEES[piece.name])
+    elif piece.name in getattr(module, "CALLEES", {}):  # a function a piece calls
+        function.compile(tuple(module.CALLEES[piece.name]))
     else:
         compiled(function)
 

@@ -30,6 +30,8 @@ import numpy as np
 from numba import njit
 
 from dispatchlab.compiled.rng import randint, randint_of_bits, xoshiro_step
+from dispatchlab.compiled.signature_types import BOOL, I64, U64_VEC
+from dispatchlab.engine.interface import MEMORY_TYPE
 from dispatchlab.policies.led.layout import (
     IP_UPDATE,
     UPDATE_PUSH,
@@ -88,7 +90,9 @@ def tree_choice(m, jobs, t, memory, rng, warm):
                 randint(rng, ties)  # the draw the group made for m, on its copy
             return kept
         if jobs > 1:
-            return _group_choice(memory, m, t, rng, warm)
+            # warm as a plain bool: one compiled walk for LSQ (True) and L-JSQ (False),
+            # which the compile helper can compile ahead (CALLEES); it is read once a group
+            return _group_choice(memory, m, t, rng, np.bool_(warm))
     return tree_argmin(own, tree, rng, warm)
 
 
@@ -141,3 +145,9 @@ def _group_choice(memory, m, t, rng, warm):
     for k in range(1, count):
         scratch[AHEAD_STRIDE * (m + k) + 1] = scratch[work + k]
     return scratch[work]
+
+
+#: the compiled functions this module's code calls rather than inlines, with the argument
+#: types an adapter calls them with (``rng``: the stream state on its stack): a cold run's
+#: compile helper compiles them ahead (engine.compile_helper.callees_to_compile)
+CALLEES: dict[str, tuple[object, ...]] = {"_group_choice": (MEMORY_TYPE, I64, I64, U64_VEC, BOOL)}

@@ -53,6 +53,7 @@ from numba import njit
 from dispatchlab.compiled.bits import bit_count, select_bit
 from dispatchlab.compiled.prefetch import prefetch
 from dispatchlab.compiled.rng import randint, select_unpredictable
+from dispatchlab.compiled.signature_types import I64_VEC
 
 #: estimates per leaf (its minimisers: one int64 mask, so at most 64). On the binary tree
 #: 64 made L-JSQ/LSQ's M = 100 choices at N = 10⁴ ×0.9 (the M trees fit in L2, two levels
@@ -450,3 +451,9 @@ def _at(table, row, column):
     """table[row, column] for indices known to be ≥ 0 (unsigned: no test for a negative
     index, a third of a walk step's instructions)."""
     return table[np.uint64(row), np.uint64(column)]
+
+
+#: the compiled functions this module's code calls rather than inlines, with the argument
+#: types its callers pass (a tree and its values: rows of the policy's state): a cold run's
+#: compile helper compiles them ahead (engine.compile_helper.callees_to_compile)
+CALLEES: dict[str, tuple[object, ...]] = {"_refresh_dirty": (I64_VEC, I64_VEC)}

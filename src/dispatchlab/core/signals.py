@@ -215,7 +215,6 @@ def stops_caught() -> Iterator[Callable[[], int]]:
                 signal.signal(signum, handler)
 
 
-
 @contextlib.contextmanager
 def stops_held() -> Iterator[None]:
     """While inside, a stop waits (:func:`stops_caught`): for a bounded clean-up that a

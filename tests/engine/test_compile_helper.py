@@ -30,8 +30,12 @@ from dispatchlab.engine import compile_helper, loop
 from dispatchlab.policies.led import ahead, min_tree
 status = main(["run", "--policy", "lsq", "--servers", "50x0.3,50x0.6", "--dispatchers", "10",
                "--load", "0.9", "--slots", "1000", "--seed", "3", "--json"])
-children = [p for p in os.listdir('/proc') if p.isdigit()
-            and open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == str(os.getpid())]
+def parent(pid):
+    try:  # (a process may end between the listing and the read)
+        return open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1]
+    except OSError:
+        return None
+children = [p for p in os.listdir('/proc') if p.isdigit() and parent(p) == str(os.getpid())]
 # the types the loop and LSQ's choose called their callees with, whichever process compiled
 # them: each callee's cache holds the signatures compiled (one more if a call's types were
 # not those its module declares, which the helper compiles ahead)

@@ -153,7 +153,11 @@ def test_c_reports_its_resolution() -> None:
 @pytest.mark.parametrize(("value", "resolution", "text"), [
     (-4.551522698, 3.39e-4, "-4.5515 ± 0.0003"), (2.0544393716, 2.08e-6, "2.054439 ± 2e-06"),
     (335.405477, 3.39e-4, "335.4055 ± 0.0003"), (12.34, 5.0, "12 ± 5"),
-    (1.23456, 0.05, "1.23 ± 0.05"), (652.5, 0.0, "652.5")])
+    (1.23456, 0.05, "1.23 ± 0.05"), (652.5, 0.0, "652.5"),
+    # hostile: a resolution far below what a float holds, huge, unknown; a value unknown
+    (-4.55, 1e-300, "-4.55000000000000 ± 1e-300"), (-4.55, 1e300, "-5 ± 1e+300"),
+    (-4.55, math.inf, "-4.55 ± inf"), (-4.55, math.nan, "-4.55 ± nan"),
+    (math.nan, 3e-4, "nan"), (1e-20, 1e-25, "0.0000000000000000000100000 ± 1e-25")])
 def test_a_value_is_written_to_its_resolution(value, resolution, text) -> None:
     assert to_resolution(value, resolution) == text
 

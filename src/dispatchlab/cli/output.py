@@ -46,12 +46,17 @@ def number(value: Any, digits: int = 4) -> str:
 
 def to_resolution(value: float, resolution: float) -> str:
     """``value`` to the decimal of its ``resolution``'s first digit, and ``± resolution``
-    to one digit (``-4.5515 ± 0.0003``): no digit beyond what the method resolves. An exact
-    value (resolution 0) is written with 10 significant digits."""
-    if not resolution > 0:
+    to one digit (``-4.5515 ± 0.0003``): no digit beyond what the method resolves, nor
+    beyond the 15 significant digits a float holds. An exact value (resolution 0) is
+    written with 10 significant digits; an unknown resolution (nan, ∞) is said."""
+    if resolution == 0 or not math.isfinite(value):
         return f"{value:.10g}"
-    decimals = max(0, -math.floor(math.log10(resolution)))
-    return f"{value:.{decimals}f} ± {resolution:.1g}"
+    if not math.isfinite(resolution) or resolution < 0:
+        return f"{value:.4g} ± {resolution:g}"
+    decimals = -math.floor(math.log10(resolution))
+    if value != 0:
+        decimals = min(decimals, 14 - math.floor(math.log10(abs(value))))
+    return f"{value:.{max(decimals, 0)}f} ± {resolution:.1g}"
 
 
 def integer(value: Any) -> str:

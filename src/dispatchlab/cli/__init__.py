@@ -28,7 +28,7 @@ import typer
 from dispatchlab.cli import rich_help
 from dispatchlab.cli.app import app, check_app
 from dispatchlab.core.errors import SimulationError, ValidationError, require
-from dispatchlab.core.signals import interruption, stops_caught
+from dispatchlab.core.signals import stops_held
 
 #: the command tree, by a name of its own (tests replace ``app`` by a stand-in)
 COMMANDS = app
@@ -62,11 +62,8 @@ def _say_interrupts(commands: typer.Typer) -> None:
             try:
                 return callback(*args, **kwargs)
             except KeyboardInterrupt as interrupt:
-                # a second stop while the line is written would cut it: held, then taken
-                with stops_caught() as stopped:
+                with stops_held():  # a second stop while the line is written would cut it
                     print(str(interrupt) or "interrupted", file=sys.stderr)
-                if stopped():
-                    raise interruption(stopped()) from None
                 raise
 
         saying.says_interrupts = True  # type: ignore[attr-defined]

@@ -176,7 +176,7 @@ def callees_to_compile(pieces: Sequence[Piece]) -> list[Piece]:
             module = sys.modules.get(module_name)
             for name, types in getattr(module, "CALLEES", {}).items():
                 callee = getattr(module, name, None)
-                if id(callee) in callees and needs_compiling(callee, tuple(types)):
+                if id(callee) in callees and needs_compiling(callee, types):
                     found[Piece(module_name, name)] = None
     return list(found)
 
@@ -230,7 +230,7 @@ def _compile(piece: Piece) -> None:
     if is_policy_function(function):
         policy_adapter(function)
     elif piece.name in getattr(module, "CALLEES", {}):  # a function a piece calls
-        function.compile(tuple(module.CALLEES[piece.name]))
+        function.compile(module.CALLEES[piece.name])
     else:
         compiled(function)
 

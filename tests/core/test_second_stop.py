@@ -183,3 +183,19 @@ def test_a_second_stop_while_the_stored_points_are_counted_keeps_the_line(
     err = capsys.readouterr().err
     assert code == 130
     assert "interrupted: 0 point(s) of twice stored in " in " ".join(err.split())
+
+
+def test_a_sigterm_inside_waits_too_and_comes_out_as_terminated() -> None:
+    """SIGTERM inside :func:`signals_as_interrupts` is held the same way and raised after
+    the block as ``Terminated`` (exit 143); its arrival restores the default action at
+    once, so a second SIGTERM during the clean-up kills (core.signals: the clean-up is
+    the first one's)."""
+    from dispatchlab.core.signals import Terminated, signals_as_interrupts
+
+    done = []
+    with signals_as_interrupts(), pytest.raises(Terminated) as raised, stops_held():
+        os.kill(os.getpid(), signal.SIGTERM)
+        done.append("the rest of the block")
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # (a second kills)
+    assert done == ["the rest of the block"]
+    assert raised.value.exit_status == 143

@@ -51,3 +51,13 @@ def wait_for_cpu(pid: int, seconds: float, timeout: float = 120.0) -> None:
         if not Path(f"/proc/{pid}").exists():
             return
         time.sleep(0.05)
+
+
+def loop_compiled(servers: str, policy: str = "jsq", dispatchers: int = 10) -> None:
+    """Compile (or load) in this process what a run of ``policy`` on ``servers`` needs, so
+    that a child started next loads it from the shared cache and is running after about a
+    second of CPU (:func:`wait_for_cpu`), not after a compile of unknown length."""
+    from dispatchlab import System, simulate
+
+    simulate(System.build(servers, load=0.9, dispatchers=dispatchers), policy, slots=10,
+             workers=1)

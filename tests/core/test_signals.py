@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from dispatchlab.core.signals import Terminated, interrupt_saying, signals_as_interrupts
-from processes import pool_workers
+from processes import loop_compiled, pool_workers, wait_for_cpu
 from sigint import default_sigint
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -225,11 +225,12 @@ def test_an_interruptible_call_returns_raises_and_runs_plainly_off_the_main_thre
     ids=["SIGTERM", "SIGINT"])
 def test_a_long_run_in_this_process_stops_with_one_line(how: signal.Signals, status: int,
                                                         tmp_path: Path) -> None:
+    loop_compiled("10x0.5")
     child = subprocess.Popen(
         [sys.executable, "-c", COMMAND, "run", "--policy", "jsq", "--servers", "10x0.5",
          "--slots", "1000000000"], cwd=tmp_path, text=True, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, start_new_session=True, preexec_fn=default_sigint)
-    time.sleep(4)
+    wait_for_cpu(child.pid, 1.5)  # the loop loaded (~0.7 s of CPU) and running
     child.send_signal(how)
     _, err = child.communicate(timeout=60)
     assert child.returncode == status, err

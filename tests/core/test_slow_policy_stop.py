@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from processes import loop_compiled, wait_for_cpu
 from sigint import default_sigint
 
 SLOW_POLICY = '''
@@ -48,6 +49,7 @@ class SlowRoundRobin(Policy):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a process group")
 def test_ctrl_c_stops_a_run_of_a_slow_policy_within_a_second(tmp_path: Path) -> None:
     (tmp_path / "slow_policy.py").write_text(SLOW_POLICY, encoding="utf-8")
+    loop_compiled("2x0.5", "rr", dispatchers=1)
     code = "import sys; from dispatchlab.cli import entry_point; entry_point()"
     child = subprocess.Popen(
         [sys.executable, "-c", code, "run", "--import", "slow_policy.py", "--policy",
@@ -55,7 +57,9 @@ def test_ctrl_c_stops_a_run_of_a_slow_policy_within_a_second(tmp_path: Path) -> 
          "--yes"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, preexec_fn=default_sigint)
     try:
-        time.sleep(6)  # compiled (a few seconds) and running
+        # the loop loaded, the policy compiled (~0.5 s) and running (1.5 s of CPU then; it
+        # slept 6 s, burning them)
+        wait_for_cpu(child.pid, 3.0)
         assert child.poll() is None, child.communicate()
         sent = time.monotonic()
         os.killpg(child.pid, signal.SIGINT)

@@ -404,39 +404,44 @@ def expected_arrivals(m, jobs, memory):
 
 
 @njit(inline="always", cache=True)
-def _read_all_queues(m, N, t, memory, ctx):
-    """Count the slot's messages once per dispatcher: its first call of slot t reads all N
-    queues (N probes, N replies)."""
+def _volume_or_vertex(m, a, slot, memory, ctx):
+    """What every call starts with: dispatcher m's first call of slot t reads all N queues
+    (N probes, N replies); then the volume V for the expected jobs a (a − 1 under the
+    squared objective, a under the level one) and, when V ≤ 0, the vertex draw the call
+    returns (else −1)."""
+    Q = slot.Q
     seen = memory.int_state[ROW_SEEN]
-    if seen[m] != t:
-        seen[m] = t
-        ctx.msg[PROBE] += N
-        ctx.msg[REPLY] += N
+    if seen[m] != slot.t:
+        seen[m] = slot.t
+        ctx.msg[PROBE] += Q.size
+        ctx.msg[REPLY] += Q.size
+    code = objective(memory)
+    volume = a - 1.0 if code == OBJ_SQUARED else a
+    if volume > 0.0:
+        return volume, np.int64(-1)
+    return volume, vertex_draw(Q, slot.mu, 0.5 * a if code == OBJ_SQUARED else 0.0,
+                               homogeneous(memory), ctx.rng)
 
 
 @choose_function
 def _shared_law_choose(m, jobs, slot, memory, ctx):
     """``estimate="rate"``: the same a = λ_Σ and Q(t) for every call of slot t, so one
     level and one law a slot (:func:`shared_law`), drawn from in server order."""
-    Q, mu, t = slot.Q, slot.mu, slot.t
+    volume, vertex = _volume_or_vertex(m, arrival_rate(memory), slot, memory, ctx)
+    if vertex >= 0:
+        return vertex
+    Q, t = slot.Q, slot.t
     N = Q.size
-    _read_all_queues(m, N, t, memory, ctx)
-    code = objective(memory)
-    flat = homogeneous(memory)
-    a = arrival_rate(memory)
-    volume = a - 1.0 if code == OBJ_SQUARED else a
-    if volume <= 0.0:
-        return vertex_draw(Q, mu, 0.5 * a if code == OBJ_SQUARED else 0.0, flat, ctx.rng)
     head = memory.int_state[ROW_HEAD]
     order = memory.int_state[ROW_ORDER]
     cumulative = memory.float_state[ROW_CUMULATIVE]
     if head[HEAD_LEVEL] != t:
         last = memory.float_state[ROW_LAST]
-        level, k = shared_law(Q, mu, fixed_widths(memory, N), inverse_widths(memory, N), code,
-                              flat, volume, order, memory.int_state[ROW_BUFFER, :N],
-                              memory.float_state[ROW_KEY, :N], memory.float_state[ROW_U],
-                              memory.float_state[ROW_H], memory.float_state[ROW_G, :N],
-                              last[0], cumulative)
+        level, k = shared_law(Q, slot.mu, fixed_widths(memory, N), inverse_widths(memory, N),
+                              objective(memory), homogeneous(memory), volume, order,
+                              memory.int_state[ROW_BUFFER, :N], memory.float_state[ROW_KEY, :N],
+                              memory.float_state[ROW_U], memory.float_state[ROW_H],
+                              memory.float_state[ROW_G, :N], last[0], cumulative)
         last[0] = level
         head[HEAD_K] = k
         head[HEAD_LEVEL] = t
@@ -447,24 +452,21 @@ def _shared_law_choose(m, jobs, slot, memory, ctx):
 def _own_volume_choose(m, jobs, slot, memory, ctx):
     """``estimate="scaled"`` or ``"conditional"``: a volume per dispatcher from its A^m(t),
     filled on the slot's one sort of the thresholds (shared by every dispatcher)."""
-    Q, mu, t = slot.Q, slot.mu, slot.t
-    N = Q.size
-    _read_all_queues(m, N, t, memory, ctx)
-    code = objective(memory)
-    flat = homogeneous(memory)
-    a = expected_arrivals(m, jobs, memory)
-    volume = a - 1.0 if code == OBJ_SQUARED else a
-    if volume <= 0.0:
-        return vertex_draw(Q, mu, 0.5 * a if code == OBJ_SQUARED else 0.0, flat, ctx.rng)
+    volume, vertex = _volume_or_vertex(m, expected_arrivals(m, jobs, memory), slot, memory,
+                                       ctx)
+    if vertex >= 0:
+        return vertex
+    N = slot.Q.size
     head = memory.int_state[ROW_HEAD]
     order = memory.int_state[ROW_ORDER]
     U = memory.float_state[ROW_U]
     H = memory.float_state[ROW_H]
     G = memory.float_state[ROW_G, :N]
-    if head[HEAD_SORTED] != t:  # one sort a slot, shared by every dispatcher's own volume
-        prepare_fill(Q, mu, code, flat, order, memory.int_state[ROW_BUFFER, :N],
-                     memory.float_state[ROW_KEY, :N], U, H, G)
-        head[HEAD_SORTED] = t
+    if head[HEAD_SORTED] != slot.t:  # one sort a slot, shared by every dispatcher's volume
+        prepare_fill(slot.Q, slot.mu, objective(memory), homogeneous(memory), order,
+                     memory.int_state[ROW_BUFFER, :N], memory.float_state[ROW_KEY, :N], U,
+                     H, G)
+        head[HEAD_SORTED] = slot.t
     k = wetted(G, volume)
     return draw_filled(k, level_of(k, volume, U, H), volume, order, U, H, ctx.rng)
 

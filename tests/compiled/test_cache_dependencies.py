@@ -77,3 +77,27 @@ def test_an_edit_to_a_policy_recompiles_that_policy_only(package_copy: Path) -> 
     compiled = compiled_by_a_run(package_copy)
     assert any("_jsq_choose" in name for name in compiled), compiled
     assert "_run_slots" not in compiled, compiled
+
+
+def inside(path: Path, definition: str, line: str) -> None:
+    """Put ``line`` (indented) first in the body of the top-level ``definition``."""
+    text = path.read_text(encoding="utf-8")
+    header = f"\ndef {definition}("
+    start = text.index(header)
+    body = text.index(":\n", start) + 2
+    path.write_text(text[:body] + f"    {line}\n" + text[body:], encoding="utf-8")
+
+
+def test_an_edit_to_one_policy_leaves_the_others_of_its_file_alone(package_copy: Path) -> None:
+    """``policies/classic.py`` holds ten policies: an edit inside random routing's
+    ``choose`` leaves jsq's adapter in the cache; one inside jsq's recompiles it (the
+    file's digest had held every policy of the file, and numba's stamp of it the
+    adapter's key)."""
+    classic = package_copy / "src" / "dispatchlab" / "policies" / "classic.py"
+    compiled_by_a_run(package_copy)
+    inside(classic, "_rand_choose", "# an edit to random routing")
+    assert compiled_by_a_run(package_copy) == []
+    inside(classic, "_jsq_choose", "# an edit to jsq")
+    compiled = compiled_by_a_run(package_copy)
+    assert any("_jsq_choose" in name for name in compiled), compiled
+    assert "_run_slots" not in compiled, compiled

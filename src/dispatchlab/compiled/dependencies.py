@@ -14,9 +14,13 @@ function can reach, found by walking what its code refers to:
   ``a``'s file, and so on along a chain of re-exports (a constant such as a buffer length
   is frozen into the compiled code, and its value does not say where it was defined).
 
-So an edit to the report, the CLI, the statistics or a test recompiles nothing, and an
-edit to one policy's kernel recompiles that policy's functions only (the slot loop calls a
-policy through a first-class function, which it does not inline). A user's function
+Of each dispatchlab file, the digest holds what the function can depend on
+(:func:`.source_blocks.kept_source`): the module-level statements and the top-level
+definitions the walk reached or a kept part of the file names, not the others. So an edit
+to the report, the CLI, the statistics or a test recompiles nothing, and an edit to one
+policy's ``choose`` recompiles that policy's functions only, not the other policies of its
+file (the slot loop calls a policy through a first-class function, which it does not
+inline). A user's function
 compiled against dispatchlab's helpers is walked the same way, and its source file, and
 that of every compiled function of the user's it reaches, is in the digest too (numba's own
 stamp, the file's time and size, misses an edit that keeps both).
@@ -34,6 +38,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from dispatchlab.compiled.source_blocks import kept_source
+
 #: the dispatchlab package folder
 PACKAGE = Path(__file__).resolve().parents[1]
 _PREFIX = "dispatchlab"
@@ -44,10 +50,21 @@ def _ours(module_name: object) -> bool:
         module_name == _PREFIX or module_name.startswith(_PREFIX + "."))
 
 
+_MODULE_FILES: dict[str, Path] = {}
+
+
 def _module_file(module_name: str) -> Path | None:
+    """The source file of an imported module (resolved once a process: its lstat calls
+    were a third of a run's digests)."""
+    known = _MODULE_FILES.get(module_name)
+    if known is not None:
+        return known
     module = sys.modules.get(module_name)
     path = getattr(module, "__file__", None)
-    return Path(path).resolve() if path else None
+    if not path:
+        return None
+    _MODULE_FILES[module_name] = resolved = Path(path).resolve()
+    return resolved
 
 
 @cache
@@ -131,16 +148,21 @@ class _Walk:
 
     def __init__(self) -> None:
         self.files: set[Path] = set()
+        #: per dispatchlab file, the top-level names of it the walk reached
+        self.reached: dict[Path, set[str]] = {}
         #: the numba dispatchers reached (by id), in the order found
         self.dispatchers: dict[int, Any] = {}
         self._seen: set[int] = set()
 
-    def module(self, module_name: str) -> None:
+    def module(self, module_name: str, name: str | None = None) -> None:
+        """Add the file of a dispatchlab module, and ``name`` among those reached in it."""
         if not _ours(module_name):
             return
         path = _module_file(module_name)
         if path is not None:
             self.files.add(path)
+            if name is not None:
+                self.reached.setdefault(path, set()).add(name)
 
     def compiled_source(self, function: Any) -> None:
         """The source file of a user's compiled function (numba's own check of it, the
@@ -155,7 +177,7 @@ class _Walk:
     def binding(self, module_name: str, name: str) -> None:
         """Add the files along the chain of imports that bound ``name`` in the module."""
         for _ in range(32):  # a chain of re-exports, never a cycle
-            self.module(module_name)
+            self.module(module_name, name)
             source = _imported_names(module_name).get(name)
             if source is None:
                 return
@@ -176,7 +198,8 @@ class _Walk:
         if code is None:
             return
         module_name = getattr(function, "__module__", None) or ""
-        self.module(module_name)
+        # (a closure's definition is the top-level function that makes it)
+        self.module(module_name, function.__qualname__.split(".")[0])
         names = _names(code)
         namespace = getattr(function, "__globals__", {})
         for name in names:
@@ -213,7 +236,8 @@ class _Walk:
                 self.value(item, names)
         elif not isinstance(value, types.FunctionType):
             kind = value if isinstance(value, type) else type(value)
-            self.module(getattr(kind, "__module__", None) or "")
+            self.module(getattr(kind, "__module__", None) or "",
+                        kind.__qualname__.split(".")[0])
 
 
 def _functions_of(value: Any) -> Iterator[Any]:
@@ -241,24 +265,30 @@ _DIGESTS: dict[int, tuple[Any, str | None]] = {}
 _FILE_BYTES: dict[Path, bytes] = {}
 
 
-def dependency_files(function: Any) -> set[Path]:
-    """The dispatchlab source files ``function`` (a Python function or a numba
-    dispatcher) depends on."""
+def _walk(function: Any) -> _Walk:
     walk = _Walk()
     for inner in _functions_of(function):
         walk.function(inner)
         walk.compiled_source(inner)
-    return walk.files
+    return walk
+
+
+def dependency_files(function: Any) -> set[Path]:
+    """The dispatchlab source files ``function`` (a Python function or a numba
+    dispatcher) depends on."""
+    return _walk(function).files
 
 
 def dependency_digest(function: Any) -> str | None:
-    """SHA-256 of the dispatchlab source files ``function`` depends on (their paths within
-    the package and their bytes), or None when it depends on none; once a process per
-    function."""
+    """SHA-256 of the dispatchlab sources ``function`` depends on (each file's path within
+    the package and the part of it the function can depend on, :func:`.source_blocks.
+    kept_source`; a user's file whole), or None when it depends on none; once a process
+    per function."""
     known = _DIGESTS.get(id(function))
     if known is not None and known[0] is function:
         return known[1]
-    files = dependency_files(function)
+    walk = _walk(function)
+    files = walk.files
     digest = hashlib.sha256()
     for path in sorted(files):
         try:
@@ -269,7 +299,7 @@ def dependency_digest(function: Any) -> str | None:
         else:
             if path not in _FILE_BYTES:
                 _FILE_BYTES[path] = path.read_bytes()
-            content = _FILE_BYTES[path]
+            content = kept_source(_FILE_BYTES[path], frozenset(walk.reached.get(path, ())))
         digest.update(name.encode() + b"\0" + content + b"\0")
     result = digest.hexdigest() if files else None
     _DIGESTS[id(function)] = (function, result)

@@ -146,12 +146,18 @@ def _description(function: Any) -> tuple[Any, ...]:
     """What identifies a compiled Python function across processes: its module, name and
     code, and its source file: for a function of the user's, its path and digest when it
     was declared (a global constant the code reads is frozen at compile time; numba's own
-    check, the file's time and size, misses an edit that keeps both), for dispatchlab's,
-    numba's stamp (and the dependency digest of the key)."""
+    check, the file's time and size, misses an edit that keeps both) or numba's stamp; for
+    dispatchlab's, its path alone: the key's dependency digest holds the part of its file
+    it can depend on (numba's stamp, which changes with any edit of the file, recompiled
+    every policy of a file after an edit to one)."""
     py_func = function.py_func
     user_source = getattr(function, "source_digest", None)
-    stamp = (user_source if user_source is not None
-             else FunctionCache(py_func)._impl.locator.get_source_stamp())
+    if user_source is not None:
+        stamp = user_source
+    elif py_func.__module__.partition(".")[0] == "dispatchlab":
+        stamp = None
+    else:
+        stamp = FunctionCache(py_func)._impl.locator.get_source_stamp()
     return (py_func.__module__, py_func.__qualname__, _code_description(py_func.__code__),
             py_func.__code__.co_filename, stamp)
 

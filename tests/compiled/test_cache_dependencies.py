@@ -63,7 +63,7 @@ def test_an_edit_to_a_helper_the_loop_inlines_recompiles_the_loop(package_copy: 
     """The protection the whole-package digest gave: no stale inlined helper."""
     package = package_copy / "src" / "dispatchlab"
     compiled_by_a_run(package_copy)
-    append(package / "compiled" / "histogram.py", "\n# an edit\n")
+    inside(package / "compiled" / "histogram.py", "delay_bin", "# an edit")  # layout's
     compiled = compiled_by_a_run(package_copy)
     assert "_run_slots" in compiled, compiled
     assert not any("_jsq_choose" in name for name in compiled), compiled  # jsq's adapter

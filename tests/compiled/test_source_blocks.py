@@ -3,33 +3,49 @@
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 
 import pytest
 
 import dispatchlab
-from dispatchlab.compiled.source_blocks import kept_source, top_level_blocks
+from dispatchlab.compiled.source_blocks import _words, kept_source, top_level_blocks
 
 MODULES = sorted(Path(dispatchlab.__file__).parent.rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: path.name)
-def test_the_blocks_are_those_python_parses(path: Path) -> None:
+def test_the_blocks_are_those_python_parses_and_keep_every_name_of_code(path: Path) -> None:
     """Each top-level ``def``/``class`` the parser finds is one block, from its first
-    decorator through its last line (then only blank or comment lines), and no other."""
+    decorator through its last line (then only blank or comment lines), and no other; and
+    every name the tokenizer reads as code in a part of the file is among the words of
+    that part that decide what else is kept (docstrings and comment lines are left out of
+    those by patterns: a triple quote inside another string would hide code)."""
     source = path.read_bytes()
     parsed = [(node.name, min([d.lineno for d in node.decorator_list] + [node.lineno]),
                node.end_lineno) for node in ast.parse(source).body
               if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
-    _, blocks = top_level_blocks(source)
+    outside, blocks = top_level_blocks(source)
     assert [(name, first) for name, first, _ in blocks] == [
         (name, first) for name, first, _ in parsed]
     lines = source.splitlines()
+    names_on = {}
+    for token in tokenize.tokenize(io.BytesIO(source).readline):
+        if token.type == tokenize.NAME:
+            names_on.setdefault(token.start[0], set()).add(token.string)
+    inside: set[int] = set()
     for (_, first, text), (name, _, last) in zip(blocks, parsed, strict=True):
         end = first + text.count(b"\n") - 1
         assert end >= last, name
         assert all(not line.strip() or line.lstrip().startswith(b"#")
                    for line in lines[last:end]), name
+        block_lines = range(first, end + 1)
+        inside.update(block_lines)
+        used = set().union(*(names_on.get(line, set()) for line in block_lines))
+        assert used <= _words(text), (name, sorted(used - _words(text)))
+    used = set().union(*(names for line, names in names_on.items() if line not in inside))
+    assert used <= _words(outside), sorted(used - _words(outside))
 
 
 SOURCE = b'''"""A module; its docstring names nothing."""

@@ -7,14 +7,16 @@ eleven). :func:`kept_source` drops from a file the top-level ``def`` and ``class
 that nothing the function reaches can run:
 
 * a block is kept when the walk reached its name (the function, a helper it calls or
-  inlines, a constant's class), or when a kept part of the file names it: the module-level
-  statements (imports, constants, a table computed at import by a helper of the file:
-  every identifier they hold) and every kept block, to a fixed point;
+  inlines, a constant's class), or when a kept part of the file names it in its code (not
+  in a docstring or a comment line): the module-level statements (imports, constants, a
+  table computed at import by a helper of the file) and every kept block, to a fixed
+  point;
 * everything else that is not such a block stays: the module-level statements, comments
   and docstrings between blocks.
 
 So the digest still changes with every edit that can change what the function computes,
-and with some that cannot (a name a kept docstring mentions is kept).
+and with some that cannot (a name a kept line of code mentions in a trailing comment or a
+string is kept).
 
 Blocks are found line by line (a whole parse of every file a run's pieces reach would add
 to every run's start): a block starts at a line that begins, in column 0, with ``@``,
@@ -35,6 +37,10 @@ _HEADER = re.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 _CONTINUES = re.compile(rb"[ \t\r\n)\]}#]|$")
 #: an identifier
 _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+#: a triple-quoted string that is no f-string (a docstring), and a line that is a comment:
+#: the names they mention are not names the code uses
+_LONG_STRING = re.compile(rb'(?s)(?<![fF])(?<![fF][rR])("""|\'\'\').*?\1')
+_COMMENT_LINE = re.compile(rb"(?m)^[ \t]*#[^\n]*")
 
 
 def _starts_block(line: bytes) -> bool:
@@ -42,7 +48,9 @@ def _starts_block(line: bytes) -> bool:
 
 
 def _words(text: bytes) -> frozenset[str]:
-    return frozenset(word.decode() for word in _IDENTIFIER.findall(text))
+    """The identifiers of ``text`` outside its docstrings and comment lines."""
+    code = _COMMENT_LINE.sub(b"", _LONG_STRING.sub(b"", text))
+    return frozenset(word.decode() for word in _IDENTIFIER.findall(code))
 
 
 @lru_cache(maxsize=512)

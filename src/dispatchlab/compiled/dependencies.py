@@ -20,10 +20,10 @@ definitions the walk reached or a kept part of the file names, not the others. S
 to the report, the CLI, the statistics or a test recompiles nothing, and an edit to one
 policy's ``choose`` recompiles that policy's functions only, not the other policies of its
 file (the slot loop calls a policy through a first-class function, which it does not
-inline). A user's function
-compiled against dispatchlab's helpers is walked the same way, and its source file, and
-that of every compiled function of the user's it reaches, is in the digest too (numba's own
-stamp, the file's time and size, misses an edit that keeps both).
+inline). A user's function compiled against dispatchlab's helpers is walked the same way,
+and its source file, and that of every compiled function of the user's it reaches, is in
+the digest whole (numba's own stamp, the file's time and size, misses an edit that keeps
+both).
 """
 
 from __future__ import annotations

@@ -102,3 +102,29 @@ def test_decorators_without_a_definition_stay_outside() -> None:
     source = b"x = 1\n@odd\ny = 2\n"
     outside, blocks = top_level_blocks(source)
     assert blocks == () and outside == source
+
+
+def test_names_in_docstrings_and_comment_lines_keep_nothing_but_an_f_string_s_code_does():
+    source = b'''LABEL = f"{_label()}"
+
+
+def _label():
+    return "x"
+
+
+def used(x):
+    """Unlike :func:`mentioned`, which it does not call."""
+    # nor does it call commented
+    return x
+
+
+def mentioned(x):
+    return x
+
+
+def commented(x):
+    return x
+'''
+    kept = kept_source(source, frozenset({"used"}))
+    assert b"def _label" in kept
+    assert b"def mentioned" not in kept and b"def commented" not in kept

@@ -45,7 +45,8 @@ PACKAGE = Path(__file__).resolve().parents[1]
 _PREFIX = "dispatchlab"
 
 
-def _ours(module_name: object) -> bool:
+def is_ours(module_name: object) -> bool:
+    """Whether ``module_name`` names dispatchlab or one of its modules."""
     return isinstance(module_name, str) and (
         module_name == _PREFIX or module_name.startswith(_PREFIX + "."))
 
@@ -84,13 +85,13 @@ def _imported_names(module_name: str) -> dict[str, tuple[str, str | None]]:
                 base = package.split(".")
                 base = base[:len(base) - node.level + 1]
                 source = ".".join([*base, source] if source else base)
-            if not _ours(source):
+            if not is_ours(source):
                 continue
             for alias in node.names:
                 bound[alias.asname or alias.name] = (source, alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if _ours(alias.name) and alias.asname:
+                if is_ours(alias.name) and alias.asname:
                     bound[alias.asname] = (alias.name, None)
     return bound
 
@@ -156,7 +157,7 @@ class _Walk:
 
     def module(self, module_name: str, name: str | None = None) -> None:
         """Add the file of a dispatchlab module, and ``name`` among those reached in it."""
-        if not _ours(module_name):
+        if not is_ours(module_name):
             return
         path = _module_file(module_name)
         if path is not None:
@@ -168,7 +169,7 @@ class _Walk:
         """The source file of a user's compiled function (numba's own check of it, the
         file's time and size, misses an edit that keeps both; dispatchlab's files are
         added by module)."""
-        if _ours(getattr(function, "__module__", None) or ""):
+        if is_ours(getattr(function, "__module__", None) or ""):
             return
         path = Path(function.__code__.co_filename)
         if path.is_file():
@@ -204,7 +205,7 @@ class _Walk:
         namespace = getattr(function, "__globals__", {})
         for name in names:
             if name in namespace:
-                if _ours(module_name):
+                if is_ours(module_name):
                     self.binding(module_name, name)
                 self.value(namespace[name], names)
         for cell in function.__closure__ or ():
@@ -224,7 +225,7 @@ class _Walk:
                 if getattr(value, "py_func", None) is inner:
                     self.dispatchers.setdefault(id(value), value)
         if isinstance(value, types.ModuleType):
-            if _ours(value.__name__) and id(value) not in self._seen:
+            if is_ours(value.__name__) and id(value) not in self._seen:
                 self._seen.add(id(value))
                 self.module(value.__name__)
                 for name in names:

@@ -47,7 +47,7 @@ from numba.core import cgutils
 from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 
-from dispatchlab.compiled.dependencies import dependency_digest
+from dispatchlab.compiled.dependencies import dependency_digest, is_ours
 from dispatchlab.compiled.lazy import AbsentStep, needs_compiling
 from dispatchlab.engine.interface import (
     CHOOSE_SIGNATURE,
@@ -154,7 +154,7 @@ def _description(function: Any) -> tuple[Any, ...]:
     user_source = getattr(function, "source_digest", None)
     if user_source is not None:
         stamp = user_source
-    elif py_func.__module__.partition(".")[0] == "dispatchlab":
+    elif is_ours(py_func.__module__):
         stamp = None
     else:
         stamp = FunctionCache(py_func)._impl.locator.get_source_stamp()

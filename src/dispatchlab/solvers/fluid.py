@@ -91,8 +91,8 @@ class FluidResult:
     With ``refined``: ``refined_correction`` c, the 1/N term (E[Q] per server ≈ fluid +
     c/N: :mod:`dispatchlab.solvers.refined`), ``refined_resolution`` the most c moves when
     one of its two finite-difference steps is halved or doubled (its digits beyond that
-    are not the method's), and ``refined_mean_total_queue`` = N·fluid + c, the refined prediction of
-    the system's E[ΣQ]; otherwise all three None.
+    are not the method's), and ``refined_mean_total_queue`` = N·fluid + c, the refined
+    prediction of the system's E[ΣQ]; otherwise all three None.
     """
 
     policy: str

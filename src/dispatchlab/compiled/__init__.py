@@ -10,6 +10,7 @@ unreadable entry is rebuilt), each entry keyed by the sources it depends on
 compiler's set-up; :mod:`.inlining`: numba's inliner without its quadratic costs;
 :mod:`.compile_once`: one process compiles a function, the others wait and load it;
 :mod:`.interrupts`: a stop (Ctrl-C, SIGTERM) during a compilation is never lost;
+:mod:`.collector_pause`: Python's garbage collector paused while numba compiles;
 :mod:`.target_options`: numba's compiler options compared at C speed;
 :mod:`.typing_memo`: numba's typing of a builtin call done once per argument types;
 :mod:`.error_markup`: numba's error messages marked up without wrapping the streams (all
@@ -19,6 +20,7 @@ Nothing here imports another dispatchlab package.
 
 from dispatchlab.compiled.cache_guard import install as _install_cache_guard
 from dispatchlab.compiled.cache_load import install as _install_cache_load
+from dispatchlab.compiled.collector_pause import install as _install_collector_pause
 from dispatchlab.compiled.compile_once import install as _install_compile_once
 from dispatchlab.compiled.error_markup import install as _install_error_markup
 from dispatchlab.compiled.inlining import install as _install_inlining
@@ -33,4 +35,5 @@ _install_target_options()
 _install_typing_memo()
 _install_error_markup()
 _install_compile_once()
+_install_collector_pause()
 _install_interrupts()  # outermost: around the lock a compilation waits for too

@@ -3,6 +3,7 @@ process left behind whatever happens to the run, and nothing imported but dispat
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -26,26 +27,33 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 COLD_RUN = """
 import json, os, sys
 from dispatchlab.cli import main
-from dispatchlab.engine import compile_helper, loop
-from dispatchlab.policies.led import ahead, min_tree
-status = main(["run", "--policy", "lsq", "--servers", "50x0.3,50x0.6", "--dispatchers", "10",
-               "--load", "0.9", "--slots", "1000", "--seed", "3", "--json"])
+from dispatchlab.engine import compile_helper
+status = main(["run", "--policy", {policy!r}, "--servers", "50x0.3,50x0.6", "--dispatchers",
+               "10", "--load", "0.9", "--slots", "1000", "--seed", "3", "--json"])
 def parent(pid):
     try:  # (a process may end between the listing and the read)
-        return open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1]
+        return open(f'/proc/{{pid}}/stat').read().rsplit(')', 1)[1].split()[1]
     except OSError:
         return None
 children = [p for p in os.listdir('/proc') if p.isdigit() and parent(p) == str(os.getpid())]
-# the types the loop and LSQ's choose called their callees with, whichever process compiled
-# them: each callee's cache holds the signatures compiled (one more if a call's types were
-# not those its module declares, which the helper compiles ahead)
+# the types the loop and the policy's choose called their callees with, whichever process
+# compiled them: each callee's cache holds the signatures compiled (one more if a call's
+# types were not those its module declares, which the helper compiles ahead)
 def cached(function):
     return sorted(list(map(str, key[0])) for key in function._cache._cache_file._load_index())
-called = {name: cached(getattr(module, name))
-          for module in (loop, ahead, min_tree) for name in module.CALLEES}
-print(json.dumps({"status": status, "helper": compile_helper.last_helper,
-                  "children": children, "called": called}))
+modules = [__import__(name, fromlist=["CALLEES"]) for name in {callers!r}]
+called = {{name: cached(getattr(module, name)) for module in modules for name in module.CALLEES}}
+print(json.dumps({{"status": status, "helper": compile_helper.last_helper,
+                  "children": children, "called": called}}))
 """
+#: the cold runs: the policy, the modules whose callees it calls, and what it says it compiles
+COLD_RUNS = {
+    "jsq": (["dispatchlab.engine.loop"], "the slot loop, policies.classic._jsq_choose"),
+    "lsq": (["dispatchlab.engine.loop", "dispatchlab.policies.led.ahead",
+             "dispatchlab.policies.led.min_tree"],
+            "the slot loop, policies.led.choose._lsq_tree_choose, "
+            "policies.led.updates.push_end_slot"),
+}
 
 
 def _cold_environment(tmp_path: Path) -> dict[str, str]:
@@ -53,27 +61,30 @@ def _cold_environment(tmp_path: Path) -> dict[str, str]:
             compile_helper.SWITCH: "1"}
 
 
+# LSQ's cold run (its choose and the look-ahead's and min tree's callees: 12 s of CPU where
+# jsq's takes 6 s) in the slow suite
+@pytest.mark.parametrize("policy", ["jsq", pytest.param("lsq", marks=pytest.mark.slow)])
 def test_a_cold_run_compiles_beside_a_helper_says_so_and_leaves_none_behind(
-        tmp_path: Path) -> None:
+        tmp_path: Path, policy: str) -> None:
     """On a stderr that is no terminal (a log, CI, ``make demo`` piped), one plain line;
-    then a warm run: nothing compiled, the same numbers."""
-    cold, warm = (subprocess.run([sys.executable, "-c", COLD_RUN],
+    then a warm run: nothing compiled, the same numbers; and every callee compiled for the
+    types its module declares, which the helper compiles ahead."""
+    callers, pieces = COLD_RUNS[policy]
+    code = COLD_RUN.format(policy=policy, callers=callers)
+    cold, warm = (subprocess.run([sys.executable, "-c", code],
                                  env=_cold_environment(tmp_path), capture_output=True,
                                  text=True, timeout=600, check=False) for _ in range(2))
     assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
     (cold_run, cold_report), (warm_run, warm_report) = (
         [json.loads(line) for line in done.stdout.splitlines()[-2:]] for done in (cold, warm))
     assert cold_report["status"] == warm_report["status"] == 0
-    assert ("compiling the slot loop, policies.led.choose._lsq_tree_choose, "
-            "policies.led.updates.push_end_slot (once: cached for the next runs)") in cold.stderr
+    assert f"compiling {pieces} (once: cached for the next runs)" in cold.stderr
     assert cold_report["helper"]["peak_kb"] > 0 and cold_report["helper"]["cpu_seconds"] > 0
     assert cold_report["children"] == []  # the helper was stopped with the compiling
     assert "compiling" not in warm.stderr and warm_report["helper"] == {}
     assert cold_run["mean_total_queue"] == warm_run["mean_total_queue"]
-    from dispatchlab.policies.led import ahead, min_tree
-
-    assert cold_report["called"] == {name: [list(map(str, types))]
-                                     for module in (loop, ahead, min_tree)
+    modules = [importlib.import_module(name) for name in callers]
+    assert cold_report["called"] == {name: [list(map(str, types))] for module in modules
                                      for name, types in module.CALLEES.items()}
 
 

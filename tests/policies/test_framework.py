@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from numba import njit
 
 from conftest import load_example
 from dispatchlab import System, ValidationError, simulate
@@ -16,7 +17,9 @@ from dispatchlab.compiled.rng import make_rng_state
 from dispatchlab.engine.interface import REPORT, Context, Slot, Step
 from dispatchlab.policies import make_policy
 from dispatchlab.policies.framework import PiPolicy
+from dispatchlab.policies.framework.decisions import pod_decision
 from dispatchlab.policies.framework.fractions import dispatch_fractions, monte_carlo_fractions
+from dispatchlab.policies.framework.kernel import sample_order
 from dispatchlab.theory.stability import induced_threshold, rank_fractions_pod
 
 SLOTS = 200_000
@@ -185,31 +188,29 @@ def _two_sample_chi2_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.chi2_contingency(table)[1])
 
 
+@njit(cache=True)
+def _eta_pairs(Q, g, mu, reps, rng):
+    """Counts of (first, second) destinations of ``reps`` Po-2 decisions on a fresh rank
+    sampling η each (the reference law of the fast path's cycle)."""
+    n = Q.size
+    perm = np.zeros(n, np.int64)
+    keys = np.zeros(n)
+    eta = np.zeros(n, np.int64)
+    dest = np.zeros(2, np.int64)
+    scratch = np.zeros(n, np.int64)
+    ip = np.array([2], np.int64)
+    counts = np.zeros(n * n, np.int64)
+    for _ in range(reps):
+        sample_order(Q, g, perm, keys, eta, rng)
+        pod_decision(eta, mu, ip, mu, rng, dest, scratch)
+        counts[dest[0] * n + dest[1]] += 1
+    return counts
+
+
 @pytest.mark.parametrize("gamma", ["ones", "mu"])
 def test_pod_fast_path_draws_the_law_of_ranks_of_eta(gamma: str) -> None:
     """periodic Po-2 (T = 2) without η: the joint law of a cycle's two destinations (ties
     broken consistently within the cycle) equals that of the rank sampling on η."""
-    from numba import njit
-
-    from dispatchlab.policies.framework.decisions import pod_decision
-    from dispatchlab.policies.framework.kernel import sample_order
-
-    @njit
-    def eta_pairs(Q, g, mu, reps, rng):
-        n = Q.size
-        perm = np.zeros(n, np.int64)
-        keys = np.zeros(n)
-        eta = np.zeros(n, np.int64)
-        dest = np.zeros(2, np.int64)
-        scratch = np.zeros(n, np.int64)
-        ip = np.array([2], np.int64)
-        counts = np.zeros(n * n, np.int64)
-        for _ in range(reps):
-            sample_order(Q, g, perm, keys, eta, rng)
-            pod_decision(eta, mu, ip, mu, rng, dest, scratch)
-            counts[dest[0] * n + dest[1]] += 1
-        return counts
-
     system = System.build("0.2,0.4,0.4,0.8,0.8", load=0.5)
     kernel = make_policy("periodic-pod", T=2, gamma=gamma).kernel(system)
     memory = kernel.memory()
@@ -226,7 +227,7 @@ def test_pod_fast_path_draws_the_law_of_ranks_of_eta(gamma: str) -> None:
         b = kernel.choose(0, 1, Slot(2 * k + 1, Q, system.mu), memory, ctx)
         fast[a * n + b] += 1
     g = np.ones(n) if gamma == "ones" else system.mu.copy()
-    reference = eta_pairs(Q, g, system.mu, reps, make_rng_state(9))
+    reference = _eta_pairs(Q, g, system.mu, reps, make_rng_state(9))
     assert _two_sample_chi2_p(fast, reference) > 1e-4
 
 

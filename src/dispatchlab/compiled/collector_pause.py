@@ -4,10 +4,11 @@ A compilation allocates millions of objects (IR nodes, types, LLVM values), most
 freed by reference counting soon after; the collector, which runs every 700 net
 allocations, examined them again and again, and each of its full collections walked every
 object the process held, numba's own tables among them. Paused for the outermost
-compilation, a cold run compiles in 15 % less CPU (measured on AMD EPYC in fresh
-processes, the compile of a run on an empty cache: jsq 4.5 → 3.7 s, LSQ 9.5 → 8.0 s).
-Reference counting frees what it frees as before; only the reference cycles a compilation
-leaves wait for the first collection after it (LSQ's compile: 258 → 324 MB at the peak).
+compilation, a cold run uses 3–13 % less CPU (``dispatchlab bench --cold``, AMD EPYC,
+alternating: classical 6.3–6.4 → 5.5–5.9 s, LSQ 14.6–15.2 → 13.5 s), and a process that
+holds many objects more (a clean clone's suite, whose workers keep what they compiled: 7 %
+of all its CPU). Reference counting frees what it frees as before; only the reference
+cycles a compilation leaves wait for the first collection after it (peaks +0–15 MB).
 
 :func:`install` wraps numba's ``Dispatcher.compile``. A collector already disabled (by the
 caller, or by an enclosing compilation) is left disabled; one that was running runs again

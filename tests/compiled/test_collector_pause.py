@@ -67,3 +67,24 @@ def test_a_compilation_that_fails_gives_the_collector_back(seen) -> None:
         broken(1)
     assert seen and not any(seen)
     assert gc.isenabled()
+
+
+class _StopAtStart(event.Listener):
+    """A Ctrl-C as a compilation starts."""
+
+    def on_start(self, ev: event.Event) -> None:
+        raise KeyboardInterrupt
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+def test_a_stop_during_a_compilation_gives_the_collector_back() -> None:
+    @njit
+    def halve(a):
+        return a / 2
+
+    with event.install_listener("numba:compile", _StopAtStart()), \
+            pytest.raises(KeyboardInterrupt):
+        halve(3.0)
+    assert gc.isenabled()

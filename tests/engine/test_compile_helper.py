@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the helper's lifetime checks read /proc")
 
 COLD_RUN = """
-import json, os, sys
+import importlib, json, os, sys
 from dispatchlab.cli import main
 from dispatchlab.engine import compile_helper
 status = main(["run", "--policy", {policy!r}, "--servers", "50x0.3,50x0.6", "--dispatchers",
@@ -41,7 +41,7 @@ children = [p for p in os.listdir('/proc') if p.isdigit() and parent(p) == str(o
 # types were not those its module declares, which the helper compiles ahead)
 def cached(function):
     return sorted(list(map(str, key[0])) for key in function._cache._cache_file._load_index())
-modules = [__import__(name, fromlist=["CALLEES"]) for name in {callers!r}]
+modules = [importlib.import_module(name) for name in {callers!r}]
 called = {{name: cached(getattr(module, name)) for module in modules for name in module.CALLEES}}
 print(json.dumps({{"status": status, "helper": compile_helper.last_helper,
                   "children": children, "called": called}}))

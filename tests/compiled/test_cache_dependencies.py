@@ -49,6 +49,15 @@ def append(path: Path, line: str) -> None:
     path.write_text(path.read_text(encoding="utf-8") + line, encoding="utf-8")
 
 
+def inside(path: Path, definition: str, line: str) -> None:
+    """Put ``line`` (indented) first in the body of the top-level ``definition``."""
+    text = path.read_text(encoding="utf-8")
+    header = f"\ndef {definition}("
+    start = text.index(header)
+    body = text.index(":\n", start) + 2
+    path.write_text(text[:body] + f"    {line}\n" + text[body:], encoding="utf-8")
+
+
 def test_an_edit_outside_compiled_code_recompiles_nothing(package_copy: Path) -> None:
     package = package_copy / "src" / "dispatchlab"
     compiled_by_a_run(package_copy)  # whatever the copied cache lacked
@@ -77,15 +86,6 @@ def test_an_edit_to_a_policy_recompiles_that_policy_only(package_copy: Path) -> 
     compiled = compiled_by_a_run(package_copy)
     assert any("_jsq_choose" in name for name in compiled), compiled
     assert "_run_slots" not in compiled, compiled
-
-
-def inside(path: Path, definition: str, line: str) -> None:
-    """Put ``line`` (indented) first in the body of the top-level ``definition``."""
-    text = path.read_text(encoding="utf-8")
-    header = f"\ndef {definition}("
-    start = text.index(header)
-    body = text.index(":\n", start) + 2
-    path.write_text(text[:body] + f"    {line}\n" + text[body:], encoding="utf-8")
 
 
 def test_an_edit_to_one_policy_leaves_the_others_of_its_file_alone(package_copy: Path) -> None:
